@@ -1,0 +1,109 @@
+"""Pytest set-up shared by the public tests, the grader and the kit's own tests.
+
+* Picks the backend before anything imports triton: the GPU when CUDA is there,
+  otherwise the Triton interpreter on the CPU (NTGEMM_BACKEND=interpreter forces
+  it). The header says which one runs.
+* ``--submission PATH`` chooses the file under test (default: the skeleton).
+* ``--seed N`` chooses the seed of the hidden random cases.
+* A ``tests/`` folder (the kit's own tests) is collected only when named on the
+  command line, so ``pytest assignment`` and ``pytest grader`` run the student
+  suites alone.
+"""
+
+import os
+import pathlib
+
+import pytest
+
+from grader import backend as backends
+from grader import cases
+from grader.loading import SubmissionError, load_submission
+
+ROOT = pathlib.Path(__file__).resolve().parent
+DEFAULT_SUBMISSION = ROOT / "assignment" / "ninetoothed_gemm.py"
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("ntgemm")
+    group.addoption(
+        "--submission",
+        default=str(DEFAULT_SUBMISSION),
+        metavar="PATH",
+        help="the ninetoothed_gemm.py to test (default: assignment/ninetoothed_gemm.py)",
+    )
+    group.addoption(
+        "--seed",
+        type=int,
+        default=cases.DEFAULT_SEED,
+        help=f"seed of the hidden random cases (default: the public {cases.DEFAULT_SEED})",
+    )
+
+
+def pytest_configure(config):
+    if os.environ.get("NINETOOTHED_AUTOTUNE") == "1" and not _has_cuda():
+        os.environ.pop("NINETOOTHED_AUTOTUNE")
+        config._ntgemm_autotune_note = "NINETOOTHED_AUTOTUNE ignored: autotuning needs a GPU"
+    config._ntgemm_backend = backends.activate()
+
+
+def _has_cuda():
+    import torch
+
+    return torch.cuda.is_available() and backends.requested() != "interpreter"
+
+
+def pytest_report_header(config):
+    lines = [f"ntgemm backend: {config._ntgemm_backend.detail}"]
+    note = getattr(config, "_ntgemm_autotune_note", None)
+    if note:
+        lines.append(note)
+    lines.append(f"ntgemm submission: {config.getoption('--submission')}")
+    return lines
+
+
+def pytest_ignore_collect(collection_path, config):
+    if collection_path.name != "tests" or not collection_path.is_dir():
+        return None
+    for arg in config.args:
+        target = pathlib.Path(arg.split("::")[0]).resolve()
+        if target == collection_path or collection_path in target.parents:
+            return None
+    return True
+
+
+@pytest.fixture(scope="session")
+def backend(pytestconfig):
+    return pytestconfig._ntgemm_backend
+
+
+@pytest.fixture(scope="session")
+def grading_seed(pytestconfig):
+    return pytestconfig.getoption("--seed")
+
+
+@pytest.fixture(scope="session")
+def submission(pytestconfig):
+    """The file under test, imported once; see ``Submission.module``."""
+    return Submission(pytestconfig.getoption("--submission"))
+
+
+class Submission:
+    """Imports lazily, so a broken file fails each test (not its set-up) with one clear line."""
+
+    def __init__(self, path):
+        self.path = path
+        self._module = None
+        self._error = None
+        self._loaded = False
+
+    @property
+    def module(self):
+        if not self._loaded:
+            self._loaded = True
+            try:
+                self._module = load_submission(self.path)
+            except SubmissionError as error:
+                self._error = error
+        if self._error is not None:
+            pytest.fail(f"[{self._error.status}] {self._error}", pytrace=False)
+        return self._module

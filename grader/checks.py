@@ -1,0 +1,137 @@
+"""Judge what a kernel produced. Nothing here runs student code.
+
+Inputs are derived from the case and the seed alone, so the process that judges
+(the batch grader's parent, which never imports a submission) can rebuild them
+and the float32-accumulated reference by itself.
+"""
+
+import dataclasses
+import hashlib
+
+import torch
+
+from grader import cases as catalogue
+
+# The guide's tolerance, per element: |out - ref| <= ATOL + RTOL * |ref|.
+ATOL = 0.025
+RTOL = 0.025
+SAMPLES = 5
+
+
+def case_seed(case, seed):
+    """A stable 63-bit seed per (case, grading seed): replayable and order-independent."""
+    digest = hashlib.sha256(f"{seed}:{case.id}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1
+
+
+def make_inputs(case, seed, device):
+    generator = torch.Generator().manual_seed(case_seed(case, seed))
+    lhs = torch.randn((case.m, case.k), generator=generator, dtype=torch.float32)
+    rhs = torch.randn((case.k, case.n), generator=generator, dtype=torch.float32)
+    return lhs.half().to(device), rhs.half().to(device)
+
+
+def reference(lhs, rhs):
+    """lhs @ rhs accumulated in float32 (TF32 off), as a float32 tensor."""
+    previous = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        return lhs.float() @ rhs.float()
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = previous
+
+
+@dataclasses.dataclass
+class Verdict:
+    """The outcome of one case: ``passed`` plus what a student needs to see why not."""
+
+    case_id: str
+    passed: bool
+    message: str = ""
+    mistake: str = ""  # a key of grader.mistakes.MISTAKES when the check itself names one
+    details: dict = dataclasses.field(default_factory=dict)
+
+
+def compare(out, ref, case, seed):
+    """Closeness of ``out`` to ``ref`` with the guide's tolerance, explained on failure."""
+    if not isinstance(out, torch.Tensor):
+        return Verdict(case.id, False, f"nt_gemm returned {type(out).__name__}, not a tensor",
+                       "wrong_dtype")
+    expected_shape = (case.m, case.n)
+    if tuple(out.shape) != expected_shape:
+        return Verdict(case.id, False,
+                       f"shape {tuple(out.shape)}, expected {expected_shape}", "wrong_dtype")
+    if out.dtype != torch.float16:
+        return Verdict(case.id, False, f"dtype {out.dtype}, expected torch.float16",
+                       "wrong_dtype")
+
+    got = out.detach().float().cpu()
+    want = ref.detach().float().cpu()
+    error = (got - want).abs()
+    bad = ~(error <= ATOL + RTOL * want.abs())  # NaN counts as bad
+    mismatches = int(bad.sum())
+    if mismatches == 0:
+        return Verdict(case.id, True, details={"max_abs_error": float(error.max())})
+
+    finite_error = torch.where(torch.isnan(error), torch.full_like(error, float("inf")), error)
+    worst = int(finite_error.argmax())
+    worst_index = divmod(worst, case.n)
+    relative = finite_error / want.abs().clamp_min(1e-6)
+    sample_positions = bad.nonzero()[:SAMPLES].tolist()
+    details = {
+        "mismatches": mismatches,
+        "total": case.m * case.n,
+        "worst_index": list(worst_index),
+        "max_abs_error": float(finite_error.max()),
+        "max_rel_error": float(relative[bad].max()),
+        "samples": [
+            {"index": [i, j], "got": float(got[i, j]), "expected": float(want[i, j])}
+            for i, j in sample_positions
+        ],
+        "seed": seed,
+        "case_seed": case_seed(case, seed),
+    }
+    return Verdict(case.id, False, describe_mismatch(details), details=details)
+
+
+def describe_mismatch(details):
+    lines = [
+        f"{details['mismatches']} of {details['total']} elements outside "
+        f"|out - ref| <= {ATOL} + {RTOL}*|ref|",
+        f"worst at {tuple(details['worst_index'])}: max abs error {details['max_abs_error']:.4g}, "
+        f"max rel error {details['max_rel_error']:.4g}",
+    ]
+    for sample in details["samples"]:
+        lines.append(
+            f"  out{tuple(sample['index'])} = {sample['got']:.5g}, expected {sample['expected']:.5g}"
+        )
+    lines.append(f"replay with seed {details['seed']} (case seed {details['case_seed']})")
+    return "\n".join(lines)
+
+
+def judge(case, outputs, seed, device):
+    """Turn what the student's code produced for ``case`` into a Verdict.
+
+    ``outputs`` is what grader.execution.produce returned: tensors keyed by role.
+    """
+    lhs, rhs = make_inputs(case, seed, device)
+    ref = reference(lhs, rhs)
+    if case.check == catalogue.DETERMINISM:
+        first, second = outputs["first"], outputs["second"]
+        verdict = compare(first, ref, case, seed)
+        if verdict.passed and not torch.equal(first, second):
+            differing = int((first != second).sum())
+            return Verdict(case.id, False,
+                           f"two runs on the same inputs differ in {differing} elements",
+                           "nondeterministic")
+        return verdict
+    if case.check == catalogue.COVERAGE:
+        out = outputs["prefilled"]
+        unwritten = int(torch.isnan(out.float()).sum()) if isinstance(out, torch.Tensor) else 0
+        if unwritten:
+            return Verdict(case.id, False,
+                           f"{unwritten} of {case.m * case.n} output elements were never written "
+                           "(they still hold the NaN the output was filled with)",
+                           "unwritten_output")
+        return compare(out, ref, case, seed)
+    return compare(outputs["out"], ref, case, seed)

@@ -1,0 +1,125 @@
+"""The common mistakes, each with a plain-words hint in English and Chinese.
+
+Cases name the mistake they target; the diagnosis names the mistake it found.
+Both refer to the keys below, so the docs, the feedback and the tests agree.
+"""
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class Mistake:
+    key: str
+    title: str
+    en: str
+    zh: str
+
+
+MISTAKES = {
+    mistake.key: mistake
+    for mistake in [
+        Mistake(
+            "not_implemented",
+            "placeholder left in",
+            "A `raise NotImplementedError(...)` placeholder is still in arrangement() or "
+            "application(). Replace it with your code.",
+            "arrangement() 或 application() 中仍保留着 `raise NotImplementedError(...)` 占位异常，"
+            "请删除它并写上你的实现。",
+        ),
+        Mistake(
+            "expand_axis",
+            "expanded along the wrong axis",
+            "lhs must be repeated across the output's N blocks (output_arranged.shape[1]) and "
+            "rhs across its M blocks (output_arranged.shape[0]). Squares hide a swap; "
+            "non-square shapes reveal it.",
+            "lhs 应沿输出的 N 方向块数（output_arranged.shape[1]）expand，rhs 应沿 M 方向块数"
+            "（output_arranged.shape[0]）expand。方阵会掩盖两者写反，非方阵会暴露。",
+        ),
+        Mistake(
+            "accumulator",
+            "accumulator reset or assigned",
+            "Right when K fits in one tile, wrong with several: create the float32 "
+            "accumulator once, before the loop over k, and add to it with `+=`.",
+            "K 只有一段时正确、多段时出错：float32 累加器要在 k 循环之前只创建一次，"
+            "循环内用 `+=` 累加，而不是 `=`。",
+        ),
+        Mistake(
+            "missing_squeeze",
+            "a squeeze is missing",
+            "Each program's lhs should be a sequence of (BLOCK_SIZE_M, BLOCK_SIZE_K) tiles and "
+            "rhs a sequence of (BLOCK_SIZE_K, BLOCK_SIZE_N) tiles. After grouping, squeeze the "
+            "length-1 dimension of `.dtype`: squeeze(0) for lhs, squeeze(1) for rhs.",
+            "每个程序拿到的 lhs 应是 (BLOCK_SIZE_M, BLOCK_SIZE_K) 块的序列，rhs 应是 "
+            "(BLOCK_SIZE_K, BLOCK_SIZE_N) 块的序列。分组之后要对 `.dtype` 去掉长度为 1 的维："
+            "lhs 用 squeeze(0)，rhs 用 squeeze(1)。",
+        ),
+        Mistake(
+            "tile_shape",
+            "tiles of the wrong shape",
+            "The tiles do not line up: lhs tiles must be (BLOCK_SIZE_M, BLOCK_SIZE_K), rhs tiles "
+            "(BLOCK_SIZE_K, BLOCK_SIZE_N) and output tiles (BLOCK_SIZE_M, BLOCK_SIZE_N).",
+            "块的形状对不上：lhs 块应为 (BLOCK_SIZE_M, BLOCK_SIZE_K)，rhs 块应为 "
+            "(BLOCK_SIZE_K, BLOCK_SIZE_N)，output 块应为 (BLOCK_SIZE_M, BLOCK_SIZE_N)。",
+        ),
+        Mistake(
+            "k_tail",
+            "the K tail is dropped",
+            "Only shapes whose K is not a multiple of BLOCK_SIZE_K fail: the number of K tiles "
+            "must round up (ceil(K / BLOCK_SIZE_K)); keep the default tiling and masked loads "
+            "so the last, partial K tile is still added.",
+            "只有 K 不能被 BLOCK_SIZE_K 整除时失败：K 块数必须向上取整（ceil(K / BLOCK_SIZE_K)），"
+            "保持默认的分块与带掩码读取，让最后一段不完整的 K 块也参与累加。",
+        ),
+        Mistake(
+            "tail_mask",
+            "partial tiles mishandled",
+            "Shapes that are not multiples of the block sizes fail. Let tile() produce the "
+            "partial edge tiles (no floor_mode, no manual offsets) so loads and stores stay masked.",
+            "形状不是分块大小整数倍时失败。让 tile() 自动产生边缘的不完整块（不要用 floor_mode，"
+            "也不要手工计算偏移），读取和写回才会带掩码。",
+        ),
+        Mistake(
+            "hard_coded",
+            "a hard-coded shape or block count",
+            "The arrangement only fits some sizes: take block counts from the arranged tensors "
+            "(output_arranged.shape[0] and [1]) rather than writing numbers such as 2 or 4.",
+            "布局只适配部分尺寸：块数应取自安排后的张量（output_arranged.shape[0] 与 [1]），"
+            "不要写死 2、4 这样的数字。",
+        ),
+        Mistake(
+            "wrong_dtype",
+            "output of the wrong dtype or shape",
+            "nt_gemm must return a new float16 tensor of shape (M, N); accumulate in float32 "
+            "inside the kernel only.",
+            "nt_gemm 必须返回一个新的 float16 张量，形状为 (M, N)；float32 只用于 kernel 内部累加。",
+        ),
+        Mistake(
+            "unwritten_output",
+            "some output elements are never written",
+            "Part of the output keeps whatever memory held before: every (i, j) output tile must "
+            "be covered by exactly one program and assigned with `output = accumulator`.",
+            "输出有一部分从未被写入，保留着内存里原来的值：每个输出块都必须由一个程序负责，"
+            "并用 `output = accumulator` 写回。",
+        ),
+        Mistake(
+            "nondeterministic",
+            "results differ between runs",
+            "The same inputs gave different bits on two runs. Each output tile should be "
+            "computed by one program, with no shared state between calls.",
+            "相同输入两次运行结果不同。每个输出块应只由一个程序计算，两次调用之间不应共享状态。",
+        ),
+        Mistake(
+            "build_error",
+            "the kernel does not build or launch",
+            "NineToothed could not build or launch the kernel; the error below says where. "
+            "Check that ntl.dot gets 2-D tiles whose inner sizes match.",
+            "NineToothed 无法构建或启动 kernel，下面的报错指出了位置。请检查 ntl.dot 的两个输入"
+            "是否都是二维块、内侧维度是否一致。",
+        ),
+    ]
+}
+
+
+def hint(key):
+    """One hint as a dict ready for reports: key, title, en, zh."""
+    return dataclasses.asdict(MISTAKES[key])
