@@ -135,3 +135,24 @@ def judge(case, outputs, seed, device):
                            "unwritten_output")
         return compare(out, ref, case, seed)
     return compare(outputs["out"], ref, case, seed)
+
+
+def error_verdict(case, error, limit=12):
+    """A failed Verdict for a case whose kernel raised instead of returning.
+
+    ``error`` is the exception (or its text, when it was caught in another
+    process). Triton's compile errors run long, so only the last ``limit`` lines
+    are kept: they carry the message and the line of the kernel it points at.
+    """
+    if isinstance(error, BaseException):
+        mistake = "not_implemented" if isinstance(error, NotImplementedError) else "build_error"
+        text = f"{type(error).__name__}: {error}".strip()
+    else:
+        mistake = "build_error"
+        text = str(error).strip()
+    lines = [line for line in text.splitlines() if line.strip()]
+    if len(lines) > limit:
+        lines = ["..."] + lines[-limit:]
+    return Verdict(case.id, False,
+                   "the kernel raised instead of returning a result:\n" + "\n".join(lines),
+                   mistake, details={"error": text[-4000:]})

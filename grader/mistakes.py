@@ -27,6 +27,14 @@ MISTAKES = {
             "请删除它并写上你的实现。",
         ),
         Mistake(
+            "import_error",
+            "the file does not import",
+            "Python could not import your file, so no case could run. Fix the error shown "
+            "(a syntax error, a misspelt name, a missing import) and run the tests again.",
+            "Python 无法导入你的文件，所以没有任何用例能运行。先修复显示的错误（语法错误、"
+            "名字拼写、缺少 import 等），再重新运行测试。",
+        ),
+        Mistake(
             "expand_axis",
             "expanded along the wrong axis",
             "lhs must be repeated across the output's N blocks (output_arranged.shape[1]) and "
@@ -77,6 +85,17 @@ MISTAKES = {
             "partial edge tiles (no floor_mode, no manual offsets) so loads and stores stay masked.",
             "形状不是分块大小整数倍时失败。让 tile() 自动产生边缘的不完整块（不要用 floor_mode，"
             "也不要手工计算偏移），读取和写回才会带掩码。",
+        ),
+        Mistake(
+            "grid_mismatch",
+            "the arranged tensors do not line up",
+            "Every arranged tensor must have the output's block grid as its outer shape: "
+            "(ceil(M / BLOCK_SIZE_M), ceil(N / BLOCK_SIZE_N)). Inside, lhs holds one row of "
+            "K tiles and rhs one column of K tiles. Print the `.shape` of each level of your "
+            "arranged tensors to see where they differ.",
+            "三个安排后的张量，最外层形状都必须是输出的块网格 (ceil(M / BLOCK_SIZE_M), "
+            "ceil(N / BLOCK_SIZE_N))；其内层，lhs 是一行 K 块，rhs 是一列 K 块。"
+            "逐层打印它们的 `.shape`，找出哪里不一致。",
         ),
         Mistake(
             "hard_coded",
