@@ -1,0 +1,235 @@
+"""The benchmark command: argument parsing, the no-GPU refusal, the table, CSV and card.
+
+``assignment/benchmark_ninetoothed_gemm.py`` (students) and
+``benchmarks/run_baselines.py`` (staff) both call ``main`` here.
+
+Exit status: 0 when every size checked passed, 1 when any size FAILed, 2 when
+the submission cannot be used or the arguments are wrong, 3 when there is no GPU
+to time on (``--check-only`` still works there).
+"""
+
+import argparse
+import os
+import pathlib
+import sys
+import time
+
+OK, SOME_FAILED, UNUSABLE, NO_GPU = 0, 1, 2, 3
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+DEFAULT_SUBMISSION = ROOT / "assignment" / "ninetoothed_gemm.py"
+DEFAULT_OUT = "benchmark-results"
+
+NO_GPU_MESSAGE = """\
+No CUDA GPU found: nothing was timed.
+The benchmark measures speed, and on a CPU the kernel can only run through the
+Triton interpreter, which says whether it is right but nothing about how fast it
+is. Check correctness here with
+    python assignment/benchmark_ninetoothed_gemm.py --check-only
+(and `pytest assignment`), then run the benchmark on a machine with a GPU."""
+
+
+def _parser(prog, default_submission):
+    from benchmarks.harness import DEFAULT_SIZES, INTERPRETER_MAX_DIM
+
+    squares = ", ".join(str(m) for m, _, _ in DEFAULT_SIZES)
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=(
+            "Benchmark a NineToothed GEMM against torch.mm, and write a table, a CSV and\n"
+            "a PNG report card.\n\n"
+            "Each size is first checked against torch.mm with the guide's tolerance\n"
+            "(|out - ref| <= 0.025 + 0.025*|ref|); a size that fails is reported FAIL and is\n"
+            "not timed. Passing sizes are timed with CUDA events, L2 flushed before each\n"
+            "run (median and p20-p80 spread of triton.testing.do_bench): nt_gemm as called\n"
+            "(output allocation included), the kernel alone when the file has the\n"
+            "skeleton's _kernel(), and torch.mm on the same inputs."
+        ),
+        epilog=(
+            "Autotuning: NINETOOTHED_AUTOTUNE=1 before the command turns the block sizes\n"
+            "into meta-parameters. The search runs on the first call of each size, before\n"
+            "timing; its cost and the chosen blocks are reported separately.\n\n"
+            f"Without a GPU only --check-only runs; sizes above {INTERPRETER_MAX_DIM} per dimension\n"
+            "are skipped there (the Triton interpreter is too slow for them).\n\n"
+            "Exit status: 0 every size passed, 1 a size failed, 2 unusable submission or\n"
+            "arguments, 3 no GPU to time on."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--submission", default=str(default_submission), metavar="PATH",
+        help="the ninetoothed_gemm.py to benchmark "
+             f"(default: {_submission_name(default_submission)})")
+    parser.add_argument(
+        "--sizes", nargs="+", metavar="SIZE",
+        help=f"sizes to run: N for an N x N x N square, or MxNxK (default: {squares})")
+    parser.add_argument(
+        "--out", default=DEFAULT_OUT, metavar="DIR",
+        help="folder for the CSV and the PNG; each run gets new file names (default: %(default)s)")
+    parser.add_argument(
+        "--check-only", action="store_true",
+        help="only check correctness against torch.mm, time nothing (works on a CPU too)")
+    parser.add_argument(
+        "--compare", metavar="BASELINE_CSV",
+        help="compare with a stored benchmark CSV: speedup per matching size, regressions "
+             "beyond the measured noise flagged")
+    parser.add_argument(
+        "--noise-floor", type=float, default=None, metavar="FRACTION",
+        help="smallest relative change --compare calls a regression (default: 0.02)")
+    parser.add_argument("--label", default="", help="a word added to the output file names")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    parser.add_argument("--no-card", action="store_true", help="skip the PNG")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser
+
+
+def gpu_available():
+    """A CUDA device that the run may use (NTGEMM_BACKEND=interpreter says no)."""
+    from grader import backend
+
+    if backend.requested() == "interpreter":
+        return False
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def _submission_name(path):
+    """The path as it should appear in a CSV: relative to the kit, never a machine path."""
+    path = pathlib.Path(path).resolve()
+    try:
+        return path.relative_to(ROOT).as_posix()
+    except ValueError:
+        return path.name
+
+
+def _progress(enabled):
+    if not enabled:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+
+    def iterate(sizes):
+        bar = tqdm(sizes, desc="sizes", unit="size", leave=False, file=sys.stderr)
+        for size in bar:
+            bar.set_postfix_str("x".join(str(d) for d in size))
+            yield size
+
+    return iterate
+
+
+def main(argv=None, prog=None, default_submission=DEFAULT_SUBMISSION):
+    parser = _parser(prog, default_submission)
+    args = parser.parse_args(argv)
+
+    from benchmarks import harness
+
+    try:
+        sizes = [harness.parse_size(s) for s in args.sizes] if args.sizes else list(
+            harness.DEFAULT_SIZES)
+    except ValueError as error:
+        parser.error(str(error))
+    if args.check_only and args.compare:
+        parser.error("--compare needs timings; drop --check-only")
+
+    try:
+        has_gpu = gpu_available()
+    except ValueError as error:  # a bad NTGEMM_BACKEND value
+        print(f"error: {error}", file=sys.stderr)
+        return UNUSABLE
+    if not args.check_only and not has_gpu:
+        print(NO_GPU_MESSAGE, file=sys.stderr)
+        return NO_GPU
+
+    if not has_gpu and os.environ.get("NINETOOTHED_AUTOTUNE") == "1":
+        os.environ.pop("NINETOOTHED_AUTOTUNE")
+        print("note: NINETOOTHED_AUTOTUNE ignored: autotuning needs a GPU")
+
+    baseline = None
+    if args.compare:
+        from benchmarks import compare, report
+
+        try:
+            baseline = report.read_csv(args.compare)
+            compare.check_baseline(baseline)
+        except (OSError, ValueError) as error:
+            print(f"error: cannot use {args.compare} as a baseline: {error}", file=sys.stderr)
+            return UNUSABLE
+
+    from grader import backend as backends
+
+    backend = backends.activate()  # before anything imports triton
+    from grader.loading import SubmissionError, load_submission
+
+    try:
+        module = load_submission(args.submission)
+    except SubmissionError as error:
+        print(f"[{error.status}] {error}", file=sys.stderr)
+        return UNUSABLE
+
+    from benchmarks import environment, kernel_config, report
+
+    autotune = kernel_config.is_autotuned(module)
+    print(f"backend: {backend.detail}")
+    print(f"submission: {args.submission}")
+    print(f"autotune: {'on (the search runs on the first call of each size)' if autotune else 'off'}")
+
+    timed = not args.check_only
+    # Clock, temperature and power are recorded before the sweep heats the GPU.
+    env = environment.capture(with_gpu=True) if timed else None
+
+    started = time.perf_counter()
+    results = harness.run_sizes(
+        module, sizes, backend, time_it=not args.check_only, seed=args.seed,
+        iterate=_progress(not args.no_progress),
+    )
+    elapsed = time.perf_counter() - started
+
+    print()
+    print(report.format_table(report.table_headers(timed=timed),
+                              report.table_rows(results, timed=timed)))
+    extra = report.notes(results)
+    if extra:
+        print("\n" + extra)
+
+    failed = any(r.verdict == harness.FAIL for r in results)
+    if not timed:
+        checked = [r for r in results if r.verdict != harness.SKIP]
+        print(f"\n{sum(r.verdict == harness.PASS for r in checked)} of {len(checked)} checked "
+              f"sizes PASS ({elapsed:.1f} s); nothing timed (--check-only)")
+        return SOME_FAILED if failed else OK
+
+    first_calls = [r.first_call_s for r in results if r.first_call_s]
+    searches = [r.autotune_search_s for r in results if r.autotune_search_s]
+    if autotune:
+        print(f"\nautotune search (first call of each size, not in the timings): "
+              f"{sum(searches):.1f} s in all" if searches else
+              "\nautotune search cost: not observable with this ninetoothed/triton")
+    print(f"first calls (compilation{' and search' if autotune else ''}): "
+          f"{sum(first_calls):.1f} s; whole sweep: {elapsed:.1f} s")
+
+    run_id = report.new_run_id()
+    frame = report.build_frame(results, env, submission=_submission_name(args.submission),
+                               autotune=autotune, backend_name=backend.name, run_id=run_id)
+    if baseline is not None:
+        from benchmarks import compare
+
+        floor = compare.DEFAULT_NOISE_FLOOR if args.noise_floor is None else args.noise_floor
+        frame = compare.compare(frame, baseline, noise_floor=floor)
+        print(f"\ncompared with {args.compare}:")
+        print(compare.summary(frame))
+
+    stem = report.run_stem(env, autotune=autotune, label=args.label, run_id=run_id)
+    csv_path = report.write_csv(frame, args.out, stem)
+    print(f"\nCSV:  {csv_path}")
+    if not args.no_card:
+        from benchmarks import card
+
+        png_path = card.render(frame, csv_path.with_suffix(".png"))
+        print(f"card: {png_path}")
+    return SOME_FAILED if failed else OK
+
+
+if __name__ == "__main__":
+    sys.exit(main(prog="python -m benchmarks.cli"))

@@ -1,0 +1,147 @@
+"""Which tile configuration a submission's kernel actually ran with, as far as we can see.
+
+A fixed configuration is read from the module's BLOCK_SIZE_M/N/K ints, and the
+warps and pipeline stages from the launcher NineToothed generated. With
+``NINETOOTHED_AUTOTUNE=1`` the BLOCK_SIZE_* names are ``ninetoothed.block_size()``
+symbols; NineToothed then wraps the kernel in ``triton.autotune`` inside the
+generated module, and the Triton autotuner keeps the configuration it picked
+for each shape (``best_config``, ``cache``) and how long its search took
+(``bench_time``). We read those attributes; anything we cannot see is reported
+as ``unknown`` rather than guessed.
+"""
+
+import dataclasses
+import re
+import sys
+
+UNKNOWN = "unknown"
+BLOCK_NAMES = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K")
+
+
+@dataclasses.dataclass
+class KernelConfig:
+    block_m: object = UNKNOWN  # int, or UNKNOWN
+    block_n: object = UNKNOWN
+    block_k: object = UNKNOWN
+    num_warps: object = UNKNOWN
+    num_stages: object = UNKNOWN
+    source: str = UNKNOWN  # "fixed", "autotuned" or "unknown"
+
+    @property
+    def blocks_known(self):
+        return all(isinstance(v, int) for v in (self.block_m, self.block_n, self.block_k))
+
+    @property
+    def launch_known(self):
+        return isinstance(self.num_warps, int) and isinstance(self.num_stages, int)
+
+    def label(self):
+        if not self.blocks_known:
+            return UNKNOWN
+        text = f"{self.block_m}x{self.block_n}x{self.block_k}"
+        if self.launch_known:
+            text += f" ({self.num_warps}w/{self.num_stages}s)"
+        return text
+
+
+def is_autotuned(module):
+    """True when any BLOCK_SIZE_* is not a plain int (a ninetoothed.block_size symbol)."""
+    return any(not isinstance(getattr(module, name, None), int) for name in BLOCK_NAMES)
+
+
+def kernel_handle(module):
+    """The handle ``nt_gemm`` launches (the skeleton's cached ``_kernel()``), or None."""
+    factory = getattr(module, "_kernel", None)
+    if not callable(factory):
+        return None
+    try:
+        handle = factory()
+    except Exception:
+        return None
+    return handle if callable(handle) else None
+
+
+def _generated_module(handle):
+    source = getattr(handle, "_source", None)
+    return sys.modules.get(str(source)) if source is not None else None
+
+
+def _launch_options(handle):
+    """(num_warps, num_stages) written into a generated launcher with a single config."""
+    source = getattr(handle, "_source", None)
+    if source is None:
+        return UNKNOWN, UNKNOWN
+    try:
+        with open(source, encoding="utf-8") as file:
+            text = file.read()
+    except OSError:
+        return UNKNOWN, UNKNOWN
+    warps = set(re.findall(r"num_warps=(\d+)", text))
+    stages = set(re.findall(r"num_stages=(\d+)", text))
+    if len(warps) == 1 and len(stages) == 1:
+        return int(warps.pop()), int(stages.pop())
+    return UNKNOWN, UNKNOWN
+
+
+def autotuner(handle):
+    """The triton Autotuner inside the generated module, or None."""
+    module = _generated_module(handle)
+    if module is None:
+        return None
+    try:
+        from triton.runtime.autotuner import Autotuner
+    except ImportError:
+        return None
+    for value in vars(module).values():
+        if isinstance(value, Autotuner):
+            return value
+    return None
+
+
+def fixed_config(module, handle):
+    warps, stages = _launch_options(handle) if handle is not None else (UNKNOWN, UNKNOWN)
+    return KernelConfig(
+        module.BLOCK_SIZE_M, module.BLOCK_SIZE_N, module.BLOCK_SIZE_K, warps, stages, "fixed"
+    )
+
+
+class SearchWatch:
+    """Tells, around one call, whether the autotuner searched and what it chose.
+
+    ``start()`` before the first call of a size, ``finish()`` after it.
+    """
+
+    def __init__(self, module, handle):
+        self.module = module
+        self.tuner = autotuner(handle) if handle is not None else None
+        self._seen = 0
+
+    def start(self):
+        self._seen = len(getattr(self.tuner, "cache", {}) or {})
+
+    def finish(self):
+        """(KernelConfig, search seconds or None) for the call just made."""
+        if self.tuner is None:
+            return KernelConfig(), None
+        cache = getattr(self.tuner, "cache", {}) or {}
+        searched = len(cache) > self._seen
+        search_s = getattr(self.tuner, "bench_time", None) if searched else None
+        return self.chosen(), search_s
+
+    def chosen(self):
+        config = getattr(self.tuner, "best_config", None)
+        if config is None:
+            return KernelConfig()
+        values = dict(getattr(config, "kwargs", {}) or {})
+        blocks = []
+        for name in BLOCK_NAMES:
+            value = values.get(str(getattr(self.module, name, "")), UNKNOWN)
+            blocks.append(int(value) if isinstance(value, int) else UNKNOWN)
+        warps = getattr(config, "num_warps", None)
+        stages = getattr(config, "num_stages", None)
+        return KernelConfig(
+            *blocks,
+            int(warps) if isinstance(warps, int) else UNKNOWN,
+            int(stages) if isinstance(stages, int) else UNKNOWN,
+            "autotuned",
+        )

@@ -1,0 +1,65 @@
+"""How one function is timed: CUDA events, L2 flushed before every run, median and spread.
+
+``triton.testing.do_bench`` does the work: it calls the function once, estimates
+its cost from five runs, warms up for ``warmup`` ms, then times as many runs as
+fit in ``rep`` ms, each run between two CUDA events and each preceded by zeroing
+a buffer larger than L2, so no run finds its inputs already cached. We keep the
+20th, 50th and 80th percentiles of those per-run times: the median is the
+number to quote, and p20..p80 is the spread that ``--compare`` treats as noise.
+"""
+
+import dataclasses
+import time
+
+WARMUP_MS = 25
+REP_MS = 100
+QUANTILES = (0.5, 0.2, 0.8)
+
+METHOD = (
+    f"triton.testing.do_bench(warmup={WARMUP_MS} ms, rep={REP_MS} ms), CUDA events, "
+    "L2 flushed before each run; median with p20-p80 spread"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Timing:
+    median_ms: float
+    p20_ms: float
+    p80_ms: float
+
+    @property
+    def relative_spread(self):
+        """Half the p20..p80 width, as a share of the median."""
+        return (self.p80_ms - self.p20_ms) / (2 * self.median_ms)
+
+
+def bench(fn, warmup=WARMUP_MS, rep=REP_MS):
+    """Time ``fn`` on the GPU; returns a Timing in milliseconds."""
+    import triton.testing
+
+    median, p20, p80 = triton.testing.do_bench(
+        fn, warmup=warmup, rep=rep, quantiles=list(QUANTILES)
+    )
+    return Timing(float(median), float(p20), float(p80))
+
+
+def wall_clock(fn, synchronize=None):
+    """(result, seconds) of one call, waiting for the device when ``synchronize`` is given.
+
+    Used for the first call of each size, which carries the JIT compilation and,
+    with NINETOOTHED_AUTOTUNE=1, the autotune search.
+    """
+    if synchronize is not None:
+        synchronize()
+    start = time.perf_counter()
+    result = fn()
+    if synchronize is not None:
+        synchronize()
+    return result, time.perf_counter() - start
+
+
+def tflops(flops, milliseconds):
+    """Rate in 1e12 FLOP/s, or None without a time."""
+    if milliseconds is None or milliseconds <= 0:
+        return None
+    return flops / (milliseconds * 1e-3) / 1e12
