@@ -1,0 +1,437 @@
+"""``python -m grader``: grade a class, merge shards, build the student handout.
+
+    python -m grader grade SUBMISSIONS_DIR --out OUT_DIR [-j N] [--timeout S]
+                           [--memory-limit GiB] [--seed N] [--force] [--shard i/N] [--gpus LIST]
+    python -m grader merge OUT_DIR... --out DIR
+    python -m grader handout --out DIR
+
+Exit status: 0 when every submission got a verdict, whatever the scores; 1 when
+the grader could not do its job (unreadable folder, a worker that cannot start,
+an incomplete shard, a submissions folder changed under it); 2 for a bad
+command line; 130 when interrupted (run the same command again to resume).
+"""
+
+import argparse
+import concurrent.futures
+import hashlib
+import json
+import os
+import pathlib
+import queue
+import sys
+import threading
+import time
+
+from grader import cases as catalogue
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+MANIFEST = "batch.json"
+
+
+class GraderError(Exception):
+    """The grader cannot do its job; the message says what to fix."""
+
+
+# --------------------------------------------------------------------------- arguments
+
+def _positive_float(name):
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"{name} must be greater than 0, got {text!r}")
+        return value
+    return parse
+
+
+def _jobs(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"-j/--jobs must be a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"-j/--jobs must be at least 1, got {value}")
+    return value
+
+
+def _shard(text):
+    try:
+        index, count = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--shard must look like i/N (e.g. 1/4), got {text!r}") from None
+    if count < 1 or not 1 <= index <= count:
+        raise argparse.ArgumentTypeError(
+            f"--shard {text}: i must be between 1 and N (shards are numbered from 1)")
+    return index, count
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="python -m grader",
+        description="Grade NineToothed GEMM submissions in batch, merge shards, build the handout.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    grade = commands.add_parser(
+        "grade", help="grade a folder of submissions into a gradebook",
+        description="Grade every submission in SUBMISSIONS_DIR: each runs in its own process "
+                    "(timeout, memory limit, private copy), the parent judges the outputs, and "
+                    "OUT_DIR receives gradebook.csv, summary.csv, environment.json and one "
+                    "folder per student (results.json, feedback.md, logs). Interrupted batches "
+                    "resume: run the same command again.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    grade.add_argument("submissions", metavar="SUBMISSIONS_DIR",
+                       help="folder of submissions: <id>/ninetoothed_gemm.py, <id>.py, "
+                            "<id>_..._ninetoothed_gemm.py or <id>.zip; never modified")
+    grade.add_argument("--out", required=True, metavar="OUT_DIR",
+                       help="where the gradebook and the per-student folders go")
+    grade.add_argument("-j", "--jobs", type=_jobs, default=None,
+                       help="submissions graded at once (default: one per GPU, or one per CPU "
+                            "core on the interpreter)")
+    grade.add_argument("--timeout", type=_positive_float("--timeout"), default=120.0,
+                       metavar="S", help="wall-clock seconds per submission, import included")
+    grade.add_argument("--memory-limit", type=_positive_float("--memory-limit"), default=8.0,
+                       metavar="GiB", help="host memory per submission (its whole process tree)")
+    grade.add_argument("--seed", type=int, default=catalogue.DEFAULT_SEED,
+                       help="seed of the hidden cases; keep your own secret")
+    grade.add_argument("--force", action="store_true",
+                       help="grade again even submissions whose stored result is up to date")
+    grade.add_argument("--shard", type=_shard, default=None, metavar="i/N",
+                       help="grade only the i-th of N deterministic slices (1-based; for job "
+                            "arrays), then join the outputs with 'merge'")
+    grade.add_argument("--gpus", default=None, metavar="LIST",
+                       help="GPUs to use: 'all', 'none' or a list like 0,1 (default: those in "
+                            "CUDA_VISIBLE_DEVICES, else all); one worker per GPU")
+    grade.add_argument("--no-progress", action="store_true", help="no progress bar")
+    grade.add_argument("--cases", default="", help=argparse.SUPPRESS)  # tests only: id,id,...
+
+    merge = commands.add_parser(
+        "merge", help="join the outputs of several --shard runs into one gradebook",
+        description="Join the OUT_DIRs of 'grade --shard i/N' runs into one OUT_DIR whose "
+                    "gradebook is the one a single run would have written.")
+    merge.add_argument("shards", nargs="+", metavar="OUT_DIR", help="outputs of the shard runs")
+    merge.add_argument("--out", required=True, metavar="DIR", help="where the merged output goes")
+
+    handout = commands.add_parser(
+        "handout", help="build the student handout folder and zip",
+        description="Write DIR/ntgemm-handout/ and DIR/ntgemm-handout.zip: assignment/, "
+                    "conftest.py, the grader modules the public tests need, the student docs; "
+                    "never solutions/ or a grading seed.")
+    handout.add_argument("--out", required=True, metavar="DIR", help="folder to write into")
+    return parser
+
+
+# --------------------------------------------------------------------------- helpers
+
+def decide_backend():
+    """The backend the workers will use, decided without importing triton here."""
+    from grader import backend as backends
+
+    choice = backends.requested()
+    if choice == "interpreter":
+        return "interpreter"
+    import torch
+
+    if torch.cuda.is_available():
+        return "gpu"
+    if choice == "gpu":
+        raise GraderError(f"{backends.ENV_VAR}=gpu, but torch sees no CUDA device")
+    return "interpreter"
+
+
+def tree_digest(root):
+    """A digest of every path and byte under ``root`` (symlinks by their target)."""
+    digest = hashlib.sha256()
+    root = pathlib.Path(root)
+    for folder, dirs, files in os.walk(root):
+        dirs.sort()
+        for name in sorted(files) + [d for d in dirs if os.path.islink(os.path.join(folder, d))]:
+            path = pathlib.Path(folder) / name
+            relative = path.relative_to(root).as_posix()
+            digest.update(relative.encode("utf-8", "surrogateescape") + b"\0")
+            if path.is_symlink():
+                digest.update(b"link:" + os.readlink(path).encode("utf-8", "surrogateescape"))
+            else:
+                try:
+                    digest.update(path.read_bytes())
+                except OSError as error:
+                    digest.update(f"unreadable:{error.errno}".encode())
+            digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def _inside(child, parent):
+    child, parent = pathlib.Path(child).resolve(), pathlib.Path(parent).resolve()
+    return child == parent or parent in child.parents
+
+
+def _say(message):
+    print(message, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------- grade
+
+def command_grade(args):
+    from grader import batch, intake, reports, sandbox
+
+    submissions_dir = pathlib.Path(args.submissions)
+    out_dir = pathlib.Path(args.out)
+    if not submissions_dir.is_dir():
+        raise GraderError(f"SUBMISSIONS_DIR {args.submissions!r} is not a folder")
+    if _inside(out_dir, submissions_dir) or _inside(submissions_dir, out_dir):
+        raise GraderError(f"--out {args.out!r} must not be inside SUBMISSIONS_DIR "
+                          f"{args.submissions!r} (or hold it): the submissions stay untouched")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise GraderError(f"--out {args.out!r} exists and is not a folder")
+
+    backend_name = decide_backend()
+    case_filter = tuple(item for item in args.cases.split(",") if item)
+    settings = batch.Settings(seed=args.seed, backend=backend_name, timeout_s=args.timeout,
+                              memory_limit_bytes=int(args.memory_limit * 2**30),
+                              case_filter=case_filter)
+    cases_list = settings.cases()
+    if case_filter and len(cases_list) != len(set(case_filter)):
+        known = {case.id for case in catalogue.catalogue(args.seed, backend_name)}
+        raise GraderError(f"--cases: unknown case ids {sorted(set(case_filter) - known)}")
+
+    devices = []
+    if backend_name == "gpu":
+        import torch
+
+        try:
+            devices = sandbox.parse_gpus(args.gpus, count=torch.cuda.device_count())
+        except ValueError as error:
+            raise GraderError(str(error)) from None
+    jobs = args.jobs or (len(devices) if devices else len(os.sched_getaffinity(0)))
+    if devices and jobs > len(devices):
+        _say(f"note: -j {jobs} with {len(devices)} GPU(s): several workers share a GPU")
+    slots = sandbox.assign_devices(jobs, devices)
+
+    try:
+        everyone = intake.discover(submissions_dir)
+    except intake.IntakeError as error:
+        raise GraderError(str(error)) from None
+    chosen = intake.shard(everyone, *args.shard) if args.shard else everyone
+    folders = {}
+    for submission in chosen:
+        folder = intake.safe_folder_name(submission.student)
+        if folder in folders.values():
+            raise GraderError(f"two student ids map to the folder {folder!r}; rename one")
+        folders[submission.student] = folder
+    before = tree_digest(submissions_dir)
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    manifest = {"grader_version": batch.grader_version(), "seed": settings.seed,
+                "backend": backend_name, "timeout_s": settings.timeout_s,
+                "memory_limit_bytes": settings.memory_limit_bytes,
+                "cases": [case.id for case in cases_list], "case_filter": list(case_filter),
+                "shard": list(args.shard) if args.shard else None,
+                "students": {s.student: folders[s.student] for s in chosen}}
+    reports.atomic_write(out_dir / MANIFEST, json.dumps(manifest, indent=2, ensure_ascii=False))
+
+    records, todo = {}, []
+    for submission in chosen:
+        stored = reports.read_record(out_dir, folders[submission.student])
+        key = batch.grading_key(submission, settings)
+        if stored and stored.get("key") == key and stored.get("student") == submission.student \
+                and not args.force:
+            records[submission.student] = stored
+        else:
+            todo.append(submission)
+    _say(f"ntgemm grader: {len(chosen)} submission(s), {len(records)} already graded, "
+         f"{len(todo)} to grade; backend {backend_name}, {len(cases_list)} cases, -j {jobs}, "
+         f"timeout {settings.timeout_s:g} s, memory {args.memory_limit:g} GiB")
+
+    started = time.monotonic()
+    _run_pool(todo, settings, folders, slots, out_dir, cases_list, records, args)
+
+    ordered = [records[s.student] for s in chosen]
+    reports.write_class(out_dir, ordered, cases_list)
+    statuses = {}
+    for record in ordered:
+        statuses[record["status"]] = statuses.get(record["status"], 0) + 1
+    after = tree_digest(submissions_dir)
+    reports.write_environment(out_dir, reports.environment(settings, {
+        "jobs": jobs, "devices": [d for d in slots if d is not None],
+        "shard": manifest["shard"], "students": len(ordered), "statuses": statuses,
+        "graded_now": len(todo), "elapsed_s": round(time.monotonic() - started, 1),
+        "submissions_unchanged": before == after,
+    }))
+    _say("statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())))
+    _say(f"gradebook: {out_dir / 'gradebook.csv'}")
+    if before != after:
+        raise GraderError(f"the submissions folder {args.submissions!r} changed during the "
+                          "batch; the grades used the copies read at the start, but check it")
+    return EXIT_OK
+
+
+def _run_pool(todo, settings, folders, slots, out_dir, cases_list, records, args):
+    from grader import batch, reports
+
+    if not todo:
+        return
+    free = queue.Queue()
+    for device in slots:
+        free.put(device)
+    running, lock, stop = set(), threading.Lock(), threading.Event()
+
+    def track(process):
+        with lock:
+            running.add(process)
+        if stop.is_set():
+            _kill(process)
+
+    def work(submission):
+        if stop.is_set():
+            return None
+        device = free.get()
+        try:
+            record = batch.grade(submission, settings, folders[submission.student], device,
+                                 on_start=track)
+        finally:
+            free.put(device)
+        if stop.is_set():
+            return None
+        reports.write_student(out_dir, record, cases_list)
+        return record
+
+    progress = _progress(len(todo), args.no_progress)
+    executor = concurrent.futures.ThreadPoolExecutor(max_workers=len(slots))
+    try:
+        futures = {executor.submit(work, s): s for s in todo}
+        for future in concurrent.futures.as_completed(futures):
+            record = future.result()
+            if record is None:
+                continue
+            records[record["student"]] = record
+            progress.update(1)
+            progress.write(f"  {record['student']}: {record['status']} "
+                           f"{record['score']}/{record['max_score']} ({record['wall_time_s']:.1f} s)")
+    except BaseException:
+        stop.set()
+        with lock:
+            for process in running:
+                _kill(process)
+        executor.shutdown(wait=False, cancel_futures=True)
+        progress.close()
+        raise
+    executor.shutdown(wait=True)
+    progress.close()
+
+
+def _kill(process):
+    import signal
+
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _progress(total, disabled):
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="student", desc="grading", file=sys.stderr,
+                disable=disabled, dynamic_ncols=True, smoothing=0.1)
+
+
+# --------------------------------------------------------------------------- merge
+
+def command_merge(args):
+    from grader import batch, reports
+
+    out_dir = pathlib.Path(args.out)
+    manifests = []
+    for shard in args.shards:
+        path = pathlib.Path(shard) / MANIFEST
+        if not path.is_file():
+            raise GraderError(f"{shard!r} is not the output of 'python -m grader grade' "
+                              f"(no {MANIFEST})")
+        manifests.append((pathlib.Path(shard), json.loads(path.read_text(encoding="utf-8"))))
+        if _inside(out_dir, shard):
+            raise GraderError(f"--out {args.out!r} must not be inside the shard {shard!r}")
+    first = manifests[0][1]
+    for shard, manifest in manifests[1:]:
+        for field in ("grader_version", "seed", "backend", "cases", "timeout_s",
+                      "memory_limit_bytes"):
+            if manifest.get(field) != first.get(field):
+                raise GraderError(f"cannot merge: {shard} was graded with a different {field} "
+                                  f"({manifest.get(field)!r} against {first.get(field)!r})")
+    records, sources = {}, {}
+    for shard, manifest in manifests:
+        for student, folder in manifest["students"].items():
+            record = reports.read_record(shard, folder)
+            if record is None or record.get("student") != student:
+                raise GraderError(f"cannot merge: {student!r} has no finished result in {shard}; "
+                                  "run that shard's grade command again to finish it")
+            if student in records and records[student]["key"] != record["key"]:
+                raise GraderError(f"cannot merge: {student!r} was graded differently in "
+                                  f"{sources[student]} and {shard}")
+            records[student] = record
+            sources[student] = shard
+    settings = batch.Settings(seed=first["seed"], backend=first["backend"],
+                              timeout_s=first["timeout_s"],
+                              memory_limit_bytes=first["memory_limit_bytes"],
+                              case_filter=tuple(first.get("case_filter") or ()))
+    cases_list = settings.cases()
+    if [case.id for case in cases_list] != first["cases"]:
+        raise GraderError("cannot merge: this grader's case catalogue differs from the shards'")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for student, record in sorted(records.items()):
+        reports.copy_student_folder(sources[student] / record["folder"], out_dir / record["folder"])
+    ordered = [records[student] for student in sorted(records)]
+    reports.write_class(out_dir, ordered, cases_list)
+    merged = dict(first, shard=None,
+                  students={student: records[student]["folder"] for student in sorted(records)})
+    reports.atomic_write(out_dir / MANIFEST, json.dumps(merged, indent=2, ensure_ascii=False))
+    environments = []
+    for shard, _ in manifests:
+        try:
+            environments.append(json.loads((shard / "environment.json").read_text()))
+        except (OSError, ValueError):
+            environments.append(None)
+    statuses = {}
+    for record in ordered:
+        statuses[record["status"]] = statuses.get(record["status"], 0) + 1
+    reports.write_environment(out_dir, reports.environment(settings, {
+        "merged_shards": len(manifests), "shard_environments": environments,
+        "students": len(ordered), "statuses": statuses}))
+    _say(f"merged {len(manifests)} shard(s), {len(ordered)} students: {out_dir / 'gradebook.csv'}")
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- main
+
+def command_handout(args):
+    from grader import handout
+
+    folder, archive = handout.build(pathlib.Path(args.out))
+    _say(f"handout folder: {folder}\nhandout zip:    {archive}")
+    return EXIT_OK
+
+
+def batch_failure():
+    from grader.batch import WorkerFailure
+
+    return WorkerFailure
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handlers = {"grade": command_grade, "merge": command_merge, "handout": command_handout}
+    try:
+        return handlers[args.command](args)
+    except GraderError as error:
+        _say(f"error: {error}")
+        return EXIT_FAILURE
+    except batch_failure() as error:
+        _say(f"error: {error}")
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        _say("interrupted: finished grades are kept; run the same command again to resume")
+        return EXIT_INTERRUPTED

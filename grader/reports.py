@@ -1,0 +1,319 @@
+"""Write what a batch produced: per-student files, the gradebook, the summary, the environment.
+
+Everything is written by the parent process, atomically (a temporary file in
+the same folder, then ``os.replace``), so an interrupted batch never leaves a
+half-written file, and a stored ``record.json`` always describes a finished grade.
+
+Per student, in ``OUT/<folder>/`` (``folder`` is a safe name for the student id,
+see grader.intake.safe_folder_name and ``OUT/students.csv``):
+
+* ``record.json``: everything the grade was computed from, and its resume key;
+* ``results.json``: the Gradescope autograder results shape;
+* ``feedback.md``: status, score, each case, the likely mistakes, in English and Chinese;
+* ``stdout.log`` and ``stderr.log``: the submission's output, truncated.
+
+Hidden cases are named ``hidden_<i> (hidden)`` in everything a student sees,
+with a pass/fail line and no shape, sizes or element positions.
+"""
+
+import datetime
+import importlib.metadata
+import json
+import os
+import pathlib
+import platform
+import shutil
+import subprocess
+import tempfile
+
+STATUS_TEXT = {
+    "passed": ("Every case passed.", "所有测试用例均通过。"),
+    "failed": ("Some cases failed; see below.", "部分测试用例未通过，详见下文。"),
+    "not_implemented": ("The file still has the skeleton's placeholders.",
+                        "文件中仍保留着骨架代码的占位部分。"),
+    "import_error": ("The file could not be imported.", "文件无法导入。"),
+    "missing_file": ("No ninetoothed_gemm.py was found for you.", "没有找到你的 ninetoothed_gemm.py。"),
+    "timeout": ("Grading stopped at the wall timeout.", "评测超过了时间限制，已被终止。"),
+    "crashed": ("The process running your code ended abnormally.", "运行你代码的进程异常退出。"),
+    "memory_limit": ("Your code used more host memory than allowed.", "你的代码使用的内存超过了限制。"),
+    "flagged": ("Anti-cheat evidence was found: flagged cases score 0. nt_gemm must return the "
+                "output its own NineToothed kernel wrote, with no other matrix product.",
+                "检测到违规证据：被标记的用例记 0 分。nt_gemm 必须返回由你自己的 NineToothed "
+                "kernel 写出的结果，且不得调用其他矩阵乘法。"),
+}
+LOG_LIMIT = 64 * 1024
+
+
+def atomic_write(path, data):
+    """Write ``data`` (str or bytes) to ``path`` through a temporary file and os.replace."""
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data.encode("utf-8") if isinstance(data, str) else data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+
+
+def _json(value):
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
+
+
+def _public_message(entry):
+    if entry["visibility"] == "public":
+        return entry.get("message", "")
+    status = entry["status"]
+    if status == "passed":
+        return "passed"
+    if status == "not_run":
+        return entry.get("message", "not run")
+    if status == "flagged":
+        return "flagged by the anti-cheat check (score 0)"
+    if status == "error":
+        return "failed: the kernel raised an error on this hidden case"
+    return "failed: the output does not match the reference on this hidden case"
+
+
+def results_json(record):
+    tests = []
+    for entry in record["cases"]:
+        public = entry["visibility"] == "public"
+        tests.append({
+            "name": entry["id"] if public else entry["name"],
+            "score": entry["points"],
+            "max_score": entry["max_points"],
+            "status": "passed" if entry["status"] == "passed" else "failed",
+            "output": _public_message(entry),
+            "visibility": "visible",
+        })
+    output = f"status: {record['status']}"
+    if record.get("message"):
+        output += f"\n{record['message']}"
+    return {"score": record["score"], "max_score": record["max_score"], "output": output,
+            "tests": tests, "visibility": "visible", "stdout_visibility": "hidden"}
+
+
+def hints_for(record, cases_list):
+    """The diagnosis hints (grader.diagnosis.explain) for a record; pure."""
+    try:
+        from grader import diagnosis
+    except ImportError:
+        return []
+    verdicts = [{"case_id": entry["id"], "passed": bool(entry.get("passed")),
+                 "mistake": entry.get("mistake", ""), "message": entry.get("message", "")}
+                for entry in record["cases"] if entry["status"] not in ("not_run",)]
+    if record["status"] == "not_implemented":
+        verdicts = [{"case_id": case.id, "passed": False, "mistake": "not_implemented",
+                     "message": record["message"]} for case in cases_list]
+    tiles = tuple(record["tiles"]) if record.get("tiles") else None
+    try:
+        return diagnosis.explain(record.get("findings") or [], verdicts, cases_list, tiles=tiles)
+    except Exception:  # noqa: BLE001 - hints are a bonus, never a reason to fail a batch
+        return []
+
+
+def feedback_markdown(record, hints):
+    en, zh = STATUS_TEXT.get(record["status"], ("", ""))
+    lines = [
+        f"# ntgemm feedback: {record['student']}",
+        "",
+        f"**Score / 得分: {record['score']} / {record['max_score']}**  ",
+        f"**Status / 状态: `{record['status']}`**",
+        "",
+        f"- {en}",
+        f"- {zh}",
+    ]
+    if record.get("message"):
+        lines += ["", "```text", record["message"].strip(), "```"]
+    if record.get("flags"):
+        lines += ["", "## Anti-cheat evidence / 违规证据", ""]
+        lines += [f"- {flag}" for flag in record["flags"]]
+    if hints:
+        lines += ["", "## Likely mistakes / 可能的错误", ""]
+        for hint in hints:
+            lines += [f"### {hint['title']}", "", hint["en"], "", hint["zh"], ""]
+            for evidence in hint.get("evidence") or []:
+                lines.append(f"- evidence / 依据: {evidence}")
+            lines.append("")
+    lines += ["", "## Cases / 测试用例", "", "| case | points | result |", "| --- | --- | --- |"]
+    details = []
+    for entry in record["cases"]:
+        public = entry["visibility"] == "public"
+        name = entry["id"] if public else entry["name"]
+        lines.append(f"| {name} | {entry['points']}/{entry['max_points']} | {entry['status']} |")
+        if public and entry["status"] not in ("passed", "not_run") and entry.get("message"):
+            details += [f"### {name}", "", "```text", entry["message"].strip()[:3000], "```", ""]
+        elif not public and entry["status"] not in ("passed",):
+            details += [f"### {name}", "", _public_message(entry), ""]
+    if details:
+        lines += ["", "## Details / 详情", ""] + details
+    lines += ["", "Logs: stdout.log and stderr.log next to this file (truncated). / "
+              "输出日志见同目录的 stdout.log 与 stderr.log（已截断）。", ""]
+    return "\n".join(lines)
+
+
+def _truncate(text):
+    data = text.encode("utf-8", errors="replace")
+    if len(data) <= LOG_LIMIT:
+        return text
+    half = LOG_LIMIT // 2
+    return (data[:half].decode("utf-8", "ignore") + f"\n[... {len(data) - LOG_LIMIT} bytes cut ...]\n"
+            + data[-half:].decode("utf-8", "ignore"))
+
+
+def write_student(out_dir, record, cases_list):
+    """All of one student's files; record.json last, so it marks a finished grade."""
+    folder = pathlib.Path(out_dir) / record["folder"]
+    folder.mkdir(parents=True, exist_ok=True)
+    hints = hints_for(record, cases_list)
+    record["hints"] = hints
+    atomic_write(folder / "results.json", _json(results_json(record)))
+    atomic_write(folder / "feedback.md", feedback_markdown(record, hints))
+    atomic_write(folder / "stdout.log", _truncate(record.get("stdout", "")))
+    atomic_write(folder / "stderr.log", _truncate(record.get("stderr", "")))
+    atomic_write(folder / "record.json", _json(record))
+
+
+def read_record(out_dir, folder):
+    path = pathlib.Path(out_dir) / folder / "record.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def gradebook_frame(records, cases_list):
+    import pandas
+
+    rows = []
+    for record in sorted(records, key=lambda r: r["student"]):
+        points = {entry["id"]: entry["points"] for entry in record["cases"]}
+        row = {"student": record["student"], "score": record["score"],
+               "max_score": record["max_score"], "status": record["status"],
+               "flags": " | ".join(record.get("flags") or [])}
+        for case in cases_list:
+            row[case.id] = points.get(case.id, 0)
+        row["wall_time_s"] = record.get("wall_time_s", 0.0)
+        rows.append(row)
+    columns = ["student", "score", "max_score", "status", "flags"] + \
+        [case.id for case in cases_list] + ["wall_time_s"]
+    return pandas.DataFrame(rows, columns=columns)
+
+
+def summary_frame(records, cases_list):
+    import pandas
+
+    rows = []
+    for case in cases_list:
+        ran = passed = 0
+        for record in records:
+            entry = next((e for e in record["cases"] if e["id"] == case.id), None)
+            if entry and entry["status"] != "not_run":
+                ran += 1
+            if entry and entry["status"] == "passed":
+                passed += 1
+        rows.append({"case": case.id, "visibility": case.visibility, "points": case.points,
+                     "targets": case.targets, "students": len(records), "ran": ran,
+                     "passed": passed,
+                     "pass_rate": round(passed / len(records), 4) if records else 0.0})
+    return pandas.DataFrame(rows)
+
+
+def write_class(out_dir, records, cases_list):
+    """gradebook.csv, summary.csv and students.csv from every record of the batch."""
+    import pandas
+
+    out_dir = pathlib.Path(out_dir)
+    atomic_write(out_dir / "gradebook.csv", gradebook_frame(records, cases_list).to_csv(index=False))
+    atomic_write(out_dir / "summary.csv", summary_frame(records, cases_list).to_csv(index=False))
+    mapping = pandas.DataFrame(
+        [{"student": r["student"], "folder": r["folder"], "origin": r.get("origin", ""),
+          "status": r["status"]} for r in sorted(records, key=lambda r: r["student"])],
+        columns=["student", "folder", "origin", "status"])
+    atomic_write(out_dir / "students.csv", mapping.to_csv(index=False))
+
+
+def _version(package):
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _git_revision():
+    root = pathlib.Path(__file__).resolve().parents[1]
+    try:
+        revision = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
+                                  text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "grader"], cwd=root,
+                               capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if revision.returncode:
+        return None
+    return revision.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+
+
+def _gpus(backend_name):
+    if backend_name != "gpu":
+        return []
+    try:
+        result = subprocess.run(
+            ["nvidia-smi", "--query-gpu=index,name,driver_version,memory.total",
+             "--format=csv,noheader"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    gpus = []
+    for line in result.stdout.strip().splitlines():
+        parts = [part.strip() for part in line.split(",")]
+        if len(parts) == 4:
+            gpus.append({"index": parts[0], "name": parts[1], "driver": parts[2],
+                         "memory": parts[3]})
+    return gpus
+
+
+def environment(settings, extra=None):
+    import torch
+
+    gpus = _gpus(settings.backend)
+    info = {
+        "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "backend": settings.backend,
+        "seed": settings.seed,
+        "timeout_s": settings.timeout_s,
+        "memory_limit_gib": round(settings.memory_limit_bytes / 2**30, 3),
+        "gpus": gpus,
+        "gpu": gpus[0]["name"] if gpus else None,
+        "driver": gpus[0]["driver"] if gpus else None,
+        "cuda": torch.version.cuda,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "torch": torch.__version__,
+        "triton": _version("triton"),
+        "ninetoothed": _version("ninetoothed"),
+        "pandas": _version("pandas"),
+        "grader_revision": _git_revision(),
+    }
+    from grader.batch import grader_version
+
+    info["grader_version"] = grader_version()
+    info.update(extra or {})
+    return info
+
+
+def write_environment(out_dir, info):
+    atomic_write(pathlib.Path(out_dir) / "environment.json", _json(info))
+
+
+def copy_student_folder(source, target):
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(source, target)
