@@ -71,14 +71,14 @@ def compare(current, baseline, noise_floor=DEFAULT_NOISE_FLOOR):
     check_baseline(baseline)
     timed = baseline[pd.to_numeric(baseline["median_ms"], errors="coerce") > 0]
     by_size = {tuple(int(row[c]) for c in KEY): row for _, row in timed.iterrows()}
-    out = current.copy()
-    for column in COLUMNS:
-        out[column] = ""
-    for index, row in current.iterrows():
+    records = []
+    for _, row in current.iterrows():
+        values = dict.fromkeys(COLUMNS, "")
+        records.append(values)
         base = by_size.get(tuple(int(row[c]) for c in KEY))
         if base is None:
-            status = NOT_TIMED if _number(row.get("median_ms")) is None else NO_BASELINE
-            out.at[index, "compare_status"] = status
+            timed_now = _number(row.get("median_ms")) is not None
+            values["compare_status"] = NO_BASELINE if timed_now else NOT_TIMED
             continue
         speedup, noise, status = judge(
             row.get("median_ms"), base["median_ms"],
@@ -86,14 +86,14 @@ def compare(current, baseline, noise_floor=DEFAULT_NOISE_FLOOR):
             relative_half_spread(base["median_ms"], base["p20_ms"], base["p80_ms"]),
             noise_floor,
         )
-        values = {
+        values.update({
             "baseline_median_ms": base["median_ms"],
             "speedup_vs_baseline": "" if speedup is None else speedup,
             "compare_noise": "" if noise is None else noise,
             "compare_status": status,
             "baseline_gpu_name": base.get("gpu_name", ""),
             "baseline_run_id": base.get("run_id", ""),
-        }
+        })
         if "torch_mm_median_ms" in base.index:
             t_speedup, _, t_status = judge(
                 row.get("torch_mm_median_ms"), base["torch_mm_median_ms"],
@@ -106,9 +106,8 @@ def compare(current, baseline, noise_floor=DEFAULT_NOISE_FLOOR):
             values["baseline_torch_mm_median_ms"] = base["torch_mm_median_ms"]
             values["torch_mm_speedup_vs_baseline"] = "" if t_speedup is None else t_speedup
             values["torch_mm_compare_status"] = t_status
-        for column, value in values.items():
-            out.at[index, column] = value
-    return out
+    added = pd.DataFrame(records, index=current.index, columns=list(COLUMNS), dtype=object)
+    return pd.concat([current.drop(columns=list(COLUMNS), errors="ignore"), added], axis=1)
 
 
 def summary(compared):

@@ -142,9 +142,13 @@ def run_size(module, m, n, k, backend, *, time_it, seed=DEFAULT_SEED, handle=Non
         return SizeResult(m, n, k, FAIL, f"nt_gemm raised {type(error).__name__}: {error}")
 
     result = SizeResult(m, n, k, PASS, first_call_s=first_call_s)
-    if kernel_config.is_autotuned(module):
+    if kernel_config.is_autotuned(module) and kernel_config.reports_own_choice(module):
+        result.config, result.autotune_search_s = kernel_config.own_choice(module, m, n, k)
+    elif kernel_config.is_autotuned(module):
         if watch is not None:
             result.config, result.autotune_search_s = watch.finish()
+            if not watch.used():
+                handle = None  # nt_gemm never went through _kernel(): no kernel-only time
     else:
         result.config = kernel_config.fixed_config(module, handle)
 
@@ -190,8 +194,12 @@ def run_sizes(module, sizes, backend, *, time_it=True, seed=DEFAULT_SEED, iterat
     """
     if time_it and backend.is_interpreter:
         raise RuntimeError("timing needs a GPU: the Triton interpreter gives no speeds")
-    handle = kernel_config.kernel_handle(module)
-    watch = kernel_config.SearchWatch(module, handle) if kernel_config.is_autotuned(module) else None
+    autotuned = kernel_config.is_autotuned(module)
+    if autotuned and kernel_config.reports_own_choice(module):
+        handle = watch = None  # the file tunes by itself; _kernel() is not what it runs
+    else:
+        handle = kernel_config.kernel_handle(module)
+        watch = kernel_config.SearchWatch(module, handle) if autotuned else None
     results = []
     for m, n, k in (iterate(list(sizes)) if iterate else sizes):
         result = run_size(module, m, n, k, backend, time_it=time_it, seed=seed, handle=handle,

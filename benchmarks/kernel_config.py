@@ -8,6 +8,13 @@ generated module, and the Triton autotuner keeps the configuration it picked
 for each shape (``best_config``, ``cache``) and how long its search took
 (``bench_time``). We read those attributes; anything we cannot see is reported
 as ``unknown`` rather than guessed.
+
+A file may also run its own search (the reference does, in autotune mode) and
+say what it chose through ``chosen_config(m, n, k)``, a dict with ``block_m``,
+``block_n``, ``block_k``, ``num_warps``, ``num_stages`` and optionally
+``name``, ``source`` and ``tuning_s``. When that function exists it is believed
+over the Triton autotuner, and the kernel-only timing is left out: the
+``_kernel()`` handle is then not what ``nt_gemm`` runs.
 """
 
 import dataclasses
@@ -26,6 +33,7 @@ class KernelConfig:
     num_warps: object = UNKNOWN
     num_stages: object = UNKNOWN
     source: str = UNKNOWN  # "fixed", "autotuned" or "unknown"
+    name: str = ""  # the file's own name for the configuration, when it gives one
 
     @property
     def blocks_known(self):
@@ -36,6 +44,8 @@ class KernelConfig:
         return isinstance(self.num_warps, int) and isinstance(self.num_stages, int)
 
     def label(self):
+        if self.name:
+            return self.name
         if not self.blocks_known:
             return UNKNOWN
         text = f"{self.block_m}x{self.block_n}x{self.block_k}"
@@ -128,6 +138,10 @@ class SearchWatch:
         search_s = getattr(self.tuner, "bench_time", None) if searched else None
         return self.chosen(), search_s
 
+    def used(self):
+        """Whether the handle's autotuner has run at all: if not, nt_gemm does not use it."""
+        return self.tuner is not None and getattr(self.tuner, "best_config", None) is not None
+
     def chosen(self):
         config = getattr(self.tuner, "best_config", None)
         if config is None:
@@ -145,3 +159,30 @@ class SearchWatch:
             int(stages) if isinstance(stages, int) else UNKNOWN,
             "autotuned",
         )
+
+
+def reports_own_choice(module):
+    """True when the file says itself which configuration it ran (``chosen_config``)."""
+    return callable(getattr(module, "chosen_config", None))
+
+
+def own_choice(module, m, n, k):
+    """(KernelConfig, search seconds or None) from the file's ``chosen_config(m, n, k)``."""
+    try:
+        info = module.chosen_config(m, n, k)
+    except Exception:
+        info = None
+    if not isinstance(info, dict):
+        return KernelConfig(source="autotuned"), None
+
+    def whole(key):
+        value = info.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else UNKNOWN
+
+    config = KernelConfig(
+        whole("block_m"), whole("block_n"), whole("block_k"), whole("num_warps"),
+        whole("num_stages"), "autotuned", str(info.get("name", "") or ""),
+    )
+    searched = info.get("source", "tuned") == "tuned"
+    seconds = info.get("tuning_s")
+    return config, (float(seconds) if searched and isinstance(seconds, (int, float)) else None)

@@ -43,6 +43,7 @@ COLUMNS = (
     "first_call_s", "autotune_search_s",
     # tile configuration
     "autotune", "block_m", "block_n", "block_k", "num_warps", "num_stages", "config_source",
+    "config_name",
     # roofline, tiles and waves (benchmarks.formulas)
     "flops", "min_bytes", "arithmetic_intensity", "machine", "peak_tflops",
     "roofline_time_ms", "roofline_tflops", "roofline_fraction", "tile_count",
@@ -132,6 +133,7 @@ def build_frame(results, env, *, submission, autotune, backend_name, run_id=None
             "block_m": config.block_m, "block_n": config.block_n, "block_k": config.block_k,
             "num_warps": config.num_warps, "num_stages": config.num_stages,
             "config_source": config.source,
+            "config_name": config.label(),
             **roofline_columns(m, n, k, nt.median_ms if nt else None, config, machine),
             **{column: env.get(column, "") for column in environment.COLUMNS},
             "backend": backend_name,
