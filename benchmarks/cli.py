@@ -17,7 +17,7 @@ import time
 OK, SOME_FAILED, UNUSABLE, NO_GPU = 0, 1, 2, 3
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DEFAULT_SUBMISSION = ROOT / "assignment" / "ninetoothed_gemm.py"
-DEFAULT_OUT = "benchmark-results"
+DEFAULT_OUT = ROOT / "benchmark-results"  # git-ignored, wherever the command runs from
 
 NO_GPU_MESSAGE = """\
 No CUDA GPU found: nothing was timed.
@@ -63,8 +63,9 @@ def _parser(prog, default_submission):
         "--sizes", nargs="+", metavar="SIZE",
         help=f"sizes to run: N for an N x N x N square, or MxNxK (default: {squares})")
     parser.add_argument(
-        "--out", default=DEFAULT_OUT, metavar="DIR",
-        help="folder for the CSV and the PNG; each run gets new file names (default: %(default)s)")
+        "--out", default=str(DEFAULT_OUT), metavar="DIR",
+        help="folder for the CSV and the PNG; each run gets new file names "
+             "(default: benchmark-results/ at the top of the kit)")
     parser.add_argument(
         "--check-only", action="store_true",
         help="only check correctness against torch.mm, time nothing (works on a CPU too)")
