@@ -135,8 +135,22 @@ def _judge_case(case, entry, results_dir, seed):
     return verdict.passed, verdict.message, verdict.mistake
 
 
+def display_names(cases_list):
+    """What a student sees for each case: the id when public, a numbered name when hidden."""
+    names, seen = {}, {}
+    for case in cases_list:
+        base = case.describe(reveal=False)
+        if case.visibility != "public":
+            seen[base] = seen.get(base, 0) + 1
+            if sum(c.describe(reveal=False) == base for c in cases_list) > 1:
+                base = base.replace(" (hidden)", f" #{seen[base]} (hidden)")
+        names[case.id] = base
+    return names
+
+
 def case_entries_for(cases_list, reason):
-    return [{"id": case.id, "name": case.describe(reveal=False), "visibility": case.visibility,
+    names = display_names(cases_list)
+    return [{"id": case.id, "name": names[case.id], "visibility": case.visibility,
              "points": 0, "max_points": case.points, "status": "not_run", "message": reason,
              "mistake": "", "flags": []} for case in cases_list]
 
@@ -208,11 +222,11 @@ def grade(submission, settings, folder, device=None, on_start=None):
         tiles = child.get("tiles")
         record["tiles"] = tiles if isinstance(tiles, list) and len(tiles) == 3 else None
 
-        entries = []
+        entries, names, seen_evidence = [], display_names(cases_list), {}
         reported = child.get("cases") if isinstance(child.get("cases"), dict) else {}
         for case in cases_list:
             entry = reported.get(case.id)
-            base = {"id": case.id, "name": case.describe(reveal=False),
+            base = {"id": case.id, "name": names[case.id],
                     "visibility": case.visibility, "points": 0, "max_points": case.points,
                     "mistake": "", "flags": []}
             if not isinstance(entry, dict) or not (entry.get("saved") or entry.get("error")):
@@ -220,8 +234,9 @@ def grade(submission, settings, folder, device=None, on_start=None):
                 continue
             passed, message, mistake = _judge_case(case, entry, run.results_dir, settings.seed)
             evidence = [str(item) for item in entry.get("evidence") or []][:10]
-            flags.extend(f"{case.describe(reveal=case.visibility == 'public')}: {item}"
-                         for item in evidence[:3])
+            for item in evidence:
+                seen_evidence.setdefault(item, []).append(
+                    case.id if case.visibility == "public" else names[case.id])
             if tamper:
                 evidence = evidence + ["tampering found by the static scan (see flags)"]
             status = "flagged" if evidence else ("passed" if passed else
@@ -244,6 +259,10 @@ def grade(submission, settings, folder, device=None, on_start=None):
             for entry in entries:
                 if entry["status"] == "not_run":
                     entry["message"] = f"not run: the process ended ({run.ending})"
+        for item, where in seen_evidence.items():
+            shown = ", ".join(where[:3]) + (f" and {len(where) - 3} more" if len(where) > 3 else "")
+            flags.append(f"runtime: {item} ({len(where)} case{'s' if len(where) > 1 else ''}: "
+                         f"{shown})")
         if tamper:
             flags.append("every case flagged: the file tampers with the grader or the sandbox")
         if record["status"]:

@@ -294,7 +294,8 @@ def run_submission(source_bytes, *, seed, backend_name, timeout_s, memory_limit_
             detail = record.get("exit_request") or (record.get("load") or {}).get("message") \
                 or "the submission asked the process to exit"
         elif code != 0:
-            ending, detail = "crashed", describe_returncode(code)
+            ending = "crashed"
+            detail = f"the process ended ({describe_returncode(code)}) before grading finished"
         elif not record.get("finished"):
             ending = "crashed"
             detail = "exit code 0 before grading finished (the submission ended the process early)"

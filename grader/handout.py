@@ -1,0 +1,116 @@
+"""Build the student handout: ``python -m grader handout --out DIR``.
+
+Writes ``DIR/ntgemm-handout/`` and ``DIR/ntgemm-handout.zip`` holding what a
+student needs to fill in the skeleton and run the public tests, on a GPU or on
+the CPU through the Triton interpreter:
+
+* ``assignment/`` without ``assignment/tests/`` (the kit's own tests);
+* ``conftest.py`` and ``pyproject.toml``;
+* ``benchmarks/`` (the timing harness the benchmark script runs), without its
+  tests and without the staff tools that read ``solutions/``;
+* the grader modules the public tests import: the case catalogue (public
+  shapes, and the generator of hidden ones, which is useless without the
+  instructor's ``--seed``), the checks, the backend, loading, execution and the
+  mistakes with their hints;
+* the student docs (``docs/student*`` and ``docs/explainer*``) when present;
+* a short README.md.
+
+Never ``solutions/``, the batch grader, the kit's own tests, the demo class or a grading seed;
+``build`` checks that before it writes the zip.
+"""
+
+import pathlib
+import shutil
+import zipfile
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+NAME = "ntgemm-handout"
+GRADER_MODULES = ("__init__", "backend", "cases", "checks", "execution", "loading", "mistakes")
+_ZIP_TIME = (2026, 1, 1, 0, 0, 0)  # fixed, so the same sources give the same zip
+
+README = """# ntgemm: matrix multiplication in NineToothed
+
+Fill in `arrangement()` and `application()` in `assignment/ninetoothed_gemm.py`.
+
+| step | command |
+| --- | --- |
+| install the dependencies | `python -m pip install -e .` |
+| run the public tests (CPU or GPU) | `python -m pytest assignment` |
+| the same tests on another file | `python -m pytest assignment --submission PATH` |
+| benchmark (GPU) | `python assignment/benchmark_ninetoothed_gemm.py` |
+
+Without a GPU the tests run through the Triton interpreter on the CPU: they say
+whether your kernel is right, never how fast it is. Hand in
+`assignment/ninetoothed_gemm.py` (and, on a GPU, the benchmark's CSV and picture).
+The grader also runs hidden shapes, so make sure the kernel handles any M, N, K.
+"""
+
+
+def _staff_only(path):
+    """Course-staff tools (baselines, variant sweeps) read solutions/: not for students."""
+    return '"solutions"' in path.read_text(encoding="utf-8", errors="replace")
+
+
+def _handout_files():
+    """(source path, path inside the handout) for every file the handout holds."""
+    files = []
+    for path in sorted((ROOT / "assignment").rglob("*")):
+        relative = path.relative_to(ROOT)
+        if path.is_file() and "tests" not in relative.parts[1:] \
+                and "__pycache__" not in relative.parts and path.suffix != ".pyc":
+            files.append((path, relative))
+    for path in sorted((ROOT / "benchmarks").glob("*.py")):
+        if not _staff_only(path):
+            files.append((path, path.relative_to(ROOT)))
+    for name in ("conftest.py", "pyproject.toml"):
+        files.append((ROOT / name, pathlib.Path(name)))
+    for module in GRADER_MODULES:
+        files.append((ROOT / "grader" / f"{module}.py", pathlib.Path("grader") / f"{module}.py"))
+    docs = ROOT / "docs"
+    if docs.is_dir():
+        for pattern in ("student*", "explainer*"):
+            for path in sorted(docs.glob(pattern)):
+                targets = [path] if path.is_file() else sorted(p for p in path.rglob("*")
+                                                                if p.is_file())
+                for target in targets:
+                    files.append((target, target.relative_to(ROOT)))
+    return files
+
+
+def check(files):
+    """Refuse a handout that would give away the reference or the batch grader."""
+    reference = (ROOT / "solutions" / "ninetoothed_gemm.py").read_bytes() \
+        if (ROOT / "solutions" / "ninetoothed_gemm.py").exists() else None
+    for source, relative in files:
+        parts = relative.parts
+        if parts[0] == "solutions" or "demo_class" in parts or "tests" in parts[1:-1] \
+                or (parts[0] == "benchmarks" and _staff_only(source)) \
+                or (parts[0] == "grader" and relative.stem not in GRADER_MODULES):
+            raise ValueError(f"{relative} must not be in the student handout")
+        if reference is not None and source.read_bytes() == reference:
+            raise ValueError(f"{relative} is a copy of the reference solution")
+
+
+def build(out_dir):
+    """Write the handout folder and zip under ``out_dir``; return both paths."""
+    out_dir = pathlib.Path(out_dir)
+    files = _handout_files()
+    check(files)
+    folder = out_dir / NAME
+    if folder.exists():
+        shutil.rmtree(folder)
+    for source, relative in files:
+        target = folder / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+    (folder / "README.md").write_text(README, encoding="utf-8")
+    archive = out_dir / f"{NAME}.zip"
+    temporary = archive.with_suffix(".zip.tmp")
+    with zipfile.ZipFile(temporary, "w", zipfile.ZIP_DEFLATED) as bundle:
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            info = zipfile.ZipInfo(f"{NAME}/{path.relative_to(folder).as_posix()}", _ZIP_TIME)
+            info.external_attr = 0o644 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            bundle.writestr(info, path.read_bytes())
+    temporary.replace(archive)
+    return folder, archive
