@@ -141,18 +141,19 @@ def error_verdict(case, error, limit=12):
     """A failed Verdict for a case whose kernel raised instead of returning.
 
     ``error`` is the exception (or its text, when it was caught in another
-    process). Triton's compile errors run long, so only the last ``limit`` lines
-    are kept: they carry the message and the line of the kernel it points at.
+    process). Triton's compile errors run long, so the message leads with the
+    error's last line and keeps only the last ``limit`` lines below it.
     """
     if isinstance(error, BaseException):
         mistake = "not_implemented" if isinstance(error, NotImplementedError) else "build_error"
-        text = f"{type(error).__name__}: {error}".strip()
+        name, text = type(error).__name__, str(error).strip()
     else:
-        mistake = "build_error"
-        text = str(error).strip()
-    lines = [line for line in text.splitlines() if line.strip()]
+        mistake, name, text = "build_error", "", str(error).strip()
+    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
+    last = lines[-1].strip() if lines else ""
+    head = "the kernel raised " + (f"{name}: {last}" if name else last or "an error")
+    body = lines[-limit:] if len(lines) > 1 else []
     if len(lines) > limit:
-        lines = ["..."] + lines[-limit:]
-    return Verdict(case.id, False,
-                   "the kernel raised instead of returning a result:\n" + "\n".join(lines),
-                   mistake, details={"error": text[-4000:]})
+        body = ["..."] + body
+    return Verdict(case.id, False, "\n".join([head] + body), mistake,
+                   details={"error": (f"{name}: " if name else "") + text[-4000:]})

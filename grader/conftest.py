@@ -89,4 +89,4 @@ def _hints(config, results):
         tiles = diagnosis.tile_sizes(module)
     verdicts = [verdict for _, verdict in results.values()]
     case_list = [case for case, _ in results.values()]
-    return diagnosis.explain(findings or [], verdicts, case_list, tiles=tiles)
+    return diagnosis.explain(findings or [], verdicts, case_list, tiles=tiles, reveal=True)

@@ -164,6 +164,12 @@ def is_standard_layout(levels_at_shape):
 def _judge_levels(levels):
     per_shape = []
     for shape, at in levels.items():
+        output = at["output"]
+        if len(output) == 1:
+            return [{"mistake": "grid_mismatch",
+                     "message": f"output is not tiled: its arrangement has the single level "
+                                f"{tuple(output[0])} ({_where(shape)}), where a grid of "
+                                f"(BLOCK_SIZE_M, BLOCK_SIZE_N) tiles was expected"}]
         if not is_standard_layout(at):
             return []
         per_shape.append((shape, _observe(shape, at)))
@@ -175,9 +181,12 @@ def _judge_levels(levels):
         findings += nesting
         if any(f["mistake"] == "grid_mismatch" for f in nesting):
             continue  # the levels are not what the remaining checks assume
+        tiles = _tile_findings(role, per_shape)
+        findings += tiles
+        if tiles:
+            continue  # a wrong tile shape also skews the outer shape; say it once
         findings += _outer_findings(role, per_shape)
         findings += _k_length_findings(role, per_shape)
-        findings += _tile_findings(role, per_shape)
     return _dedupe(findings)
 
 
@@ -200,8 +209,10 @@ def _observe(shape, at):
             elif len(kept) <= 1 and len(middle) >= 2:
                 extra_ones = True
                 squeezed_middle = kept or (1,)
+        inner = role_levels[-1]
+        own_bk = (inner[1] if role == "lhs" else inner[0]) if len(inner) == 2 else None
         obs[role] = {"levels": role_levels, "middle": squeezed_middle,
-                     "extra_ones": extra_ones}
+                     "extra_ones": extra_ones, "bk": own_bk}
     lhs_inner = at["lhs"][-1]
     rhs_inner = at["rhs"][-1]
     if len(lhs_inner) == 2:
@@ -293,24 +304,25 @@ def _outer_findings(role, per_shape):
 
 
 def _k_length_findings(role, per_shape):
+    # Measured against the operand's own K tile, so a tile-size mismatch is
+    # reported once, by _tile_findings, and not again here.
     wrong = []
     for shape, obs in per_shape:
-        if not obs["bk"]:
+        bk = obs[role]["bk"]
+        if not bk:
             continue
-        k = shape[2]
-        need = _ceil_div(k, obs["bk"])
+        need = _ceil_div(shape[2], bk)
         got = obs[role]["middle"][0]
         if got != need:
             wrong.append((shape, obs, got, need))
     if not wrong:
         return []
     shape, obs, got, need = wrong[0]
-    k = shape[2]
-    evidence = (f"{role} K sequence has length {got} where ceil(K/{obs['bk']}) = {need} "
-                f"({_where(shape)})")
-    if all(g == s[2] // o["bk"] for s, o, g, _ in wrong):
+    k, bk = shape[2], obs[role]["bk"]
+    evidence = f"{role} K sequence has length {got} where ceil(K/{bk}) = {need} ({_where(shape)})"
+    if all(g == s[2] // o[role]["bk"] for s, o, g, _ in wrong):
         return [{"mistake": "k_tail",
-                 "message": evidence + f": the partial K tile ({k % obs['bk']} wide) is dropped"}]
+                 "message": evidence + f": the partial K tile ({k % bk} wide) is dropped"}]
     values = {o[role]["middle"][0] for _, o in per_shape}
     if len(values) == 1:
         return [{"mistake": "hard_coded", "message": evidence + "; it never changes with K"}]
@@ -384,7 +396,7 @@ def tile_sizes(module, shape=DEFAULT_SHAPES[0]):
         return None
 
 
-def explain(findings, verdicts, cases, tiles=None):
+def explain(findings, verdicts, cases, tiles=None, reveal=False):
     """Turn symbolic findings and the pattern of failed cases into ordered hints.
 
     ``verdicts`` are grader.checks.Verdict objects (or dicts with the same
@@ -394,7 +406,10 @@ def explain(findings, verdicts, cases, tiles=None):
 
     ``tiles`` is the optional (BM, BN, BK) from ``tile_sizes``; without it the
     failure patterns are tried against the usual power-of-two block sizes.
+    ``reveal`` lets the evidence name hidden cases' shapes (the pytest grader,
+    whose test ids show them anyway); feedback for a class keeps it False.
     """
+
     by_id = {case.id: case for case in cases}
     results = []
     for verdict in verdicts:
@@ -444,7 +459,7 @@ def explain(findings, verdicts, cases, tiles=None):
     plain = [(case, passed) for case, passed, mistake, _ in results
              if passed or not mistake]
     if any(not passed for _, passed in plain) and not _explained_by_findings(hints):
-        for key, evidence in _patterns(plain, tiles):
+        for key, evidence in _patterns(plain, tiles, reveal):
             add(key, evidence)
             break  # the first pattern that fits is the one worth saying
     return _finish(hints)
@@ -462,7 +477,7 @@ def _verdict_fields(verdict):
     return verdict.case_id, verdict.passed, verdict.mistake or "", verdict.message or ""
 
 
-def _patterns(results, tiles=None):
+def _patterns(results, tiles=None, reveal=False):
     """Known failure shapes, most specific first; yields (key, evidence)."""
     passed = [case for case, ok in results if ok]
     failed = [case for case, ok in results if not ok]
@@ -479,8 +494,8 @@ def _patterns(results, tiles=None):
         multi = [case for case, _ in results if case.k > bk]
         if single and multi and set(single) <= set(passed) and set(multi) <= set(failed):
             yield "accumulator", [
-                f"every case whose K fits in one K tile passes ({_examples(single)}), every case "
-                f"needing several fails ({_examples(multi)}), reading the tile as {bk} wide"]
+                f"every case whose K fits in one K tile passes ({_examples(single, reveal)}), every case "
+                f"needing several fails ({_examples(multi, reveal)}), reading the tile as {bk} wide"]
             return
 
     # Wrong exactly when K is not a multiple of the K tile.
@@ -489,8 +504,8 @@ def _patterns(results, tiles=None):
         even = [case for case, _ in results if not case.k % bk]
         if ragged and even and set(ragged) <= set(failed) and set(even) <= set(passed):
             yield "k_tail", [
-                f"only cases whose K is not a multiple of {bk} fail ({_examples(ragged)}); "
-                f"those with whole K tiles pass ({_examples(even)})"]
+                f"only cases whose K is not a multiple of {bk} fail ({_examples(ragged, reveal)}); "
+                f"those with whole K tiles pass ({_examples(even, reveal)})"]
             return
 
     # Squares pass, other shapes fail.
@@ -503,8 +518,8 @@ def _patterns(results, tiles=None):
                 if all(not grid_square(case, bm, bn) for case in failed) and all(
                         grid_square(case, bm, bn) for case in others_pass):
                     yield "expand_axis", [
-                        f"square shapes pass ({_examples(squares)}) while shapes with more "
-                        f"M blocks than N blocks or the reverse fail ({_examples(failed)})"]
+                        f"square shapes pass ({_examples(squares, reveal)}) while shapes with more "
+                        f"M blocks than N blocks or the reverse fail ({_examples(failed, reveal)})"]
                     return
 
     # Only shapes with a partial tile in M or N fail.
@@ -514,18 +529,19 @@ def _patterns(results, tiles=None):
             whole = [case for case in passed if not tailed(case)]
             if len(whole) >= 2 and all(tailed(case) for case in failed):
                 yield "tail_mask", [
-                    f"only shapes with a partial tile in M or N fail ({_examples(failed)}); "
-                    f"shapes made of whole tiles pass ({_examples(whole)})"]
+                    f"only shapes with a partial tile in M or N fail ({_examples(failed, reveal)}); "
+                    f"shapes made of whole tiles pass ({_examples(whole, reveal)})"]
                 return
 
     # One target shared by every failing case: the catalogue says what it is for.
     targets = {case.targets for case in failed}
     if len(targets) == 1:
-        yield targets.pop(), [f"every failing case targets this mistake ({_examples(failed)})"]
+        yield targets.pop(), [f"every failing case targets this mistake ({_examples(failed, reveal)})"]
 
 
-def _examples(cases, limit=3):
-    names = [case.describe(reveal=False) for case in cases]
+def _examples(cases, reveal=False, limit=3):
+    ordered = sorted(cases, key=lambda case: case.visibility != "public")  # stable
+    names = list(dict.fromkeys(case.describe(reveal=reveal) for case in ordered))
     shown = ", ".join(names[:limit])
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 

@@ -105,7 +105,7 @@ def _record(config, case, verdict):
 def _failure_text(case, verdict, config):
     """The verdict, then the likely cause: the check's own, the arrangement's, or the case's."""
     key = verdict.mistake
-    if not key:
+    if not key or key == "build_error":  # the arrangement may say why it did not build
         findings = getattr(config, "_ntgemm_findings", None)
         if findings is None and getattr(config, "_ntgemm_module", None) is not None:
             findings = config._ntgemm_findings = diagnosis.inspect_arrangement(
