@@ -523,11 +523,16 @@ def _patterns(results, tiles=None, reveal=False):
                     return
 
     # Only shapes with a partial tile in M or N fail.
-    for bm in block_ms:
-        for bn in block_ns:
-            tailed = lambda case: case.m % bm or case.n % bn
-            whole = [case for case in passed if not tailed(case)]
-            if len(whole) >= 2 and all(tailed(case) for case in failed):
+    # Unlike the patterns above this one only runs one way (a mistake may spare
+    # some tails), so it asks for more: most tailed cases fail, and without the
+    # real tiles only the common sizes up to 128 are tried.
+    for bm in block_ms if tiles else _CANDIDATE_BLOCKS[:4]:
+        for bn in block_ns if tiles else _CANDIDATE_BLOCKS[:4]:
+            tailed = [case for case, _ in results if case.m % bm or case.n % bn]
+            whole = [case for case in passed if not (case.m % bm or case.n % bn)]
+            tailed_failing = [case for case in tailed if case in failed]
+            if (len(whole) >= 2 and len(tailed_failing) == len(failed)
+                    and 2 * len(tailed_failing) >= len(tailed)):
                 yield "tail_mask", [
                     f"only shapes with a partial tile in M or N fail ({_examples(failed, reveal)}); "
                     f"shapes made of whole tiles pass ({_examples(whole, reveal)})"]

@@ -1,0 +1,148 @@
+"""grader.diagnosis on its own: the symbolic inspection's edge cases, and explain() as a pure function."""
+
+import types
+
+from grader import cases, diagnosis
+from grader.checks import Verdict
+from grader.mistakes import MISTAKES
+
+
+def _arrangement_module(arrangement):
+    return types.SimpleNamespace(arrangement=arrangement)
+
+
+def _reference_like(lhs_tile=(64, 64), rhs_tile=(64, 64), lhs_expand=None):
+    def arrangement(lhs, rhs, output):
+        output_arranged = output.tile((64, 64))
+        lhs_arranged = lhs.tile(lhs_tile).tile((1, -1))
+        lhs_arranged = lhs_arranged.expand(lhs_expand or (-1, output_arranged.shape[1]))
+        lhs_arranged.dtype = lhs_arranged.dtype.squeeze(0)
+        rhs_arranged = rhs.tile(rhs_tile).tile((-1, 1))
+        rhs_arranged = rhs_arranged.expand((output_arranged.shape[0], -1))
+        rhs_arranged.dtype = rhs_arranged.dtype.squeeze(1)
+        return lhs_arranged, rhs_arranged, output_arranged
+    return _arrangement_module(arrangement)
+
+
+def _keys(findings):
+    return [finding["mistake"] for finding in findings]
+
+
+def test_inspection_never_raises_and_names_known_mistakes(backend):
+    broken = [
+        _arrangement_module(lambda lhs, rhs, output: 1 / 0),
+        _arrangement_module(lambda lhs, rhs, output: (lhs, rhs)),
+        types.SimpleNamespace(),
+    ]
+    for module in broken:
+        findings = diagnosis.inspect_arrangement(module)
+        assert _keys(findings) == ["build_error"]
+        assert "symbolic" in findings[0]["message"]
+
+    def placeholder(lhs, rhs, output):
+        raise NotImplementedError
+    assert _keys(diagnosis.inspect_arrangement(_arrangement_module(placeholder))) == [
+        "not_implemented"]
+
+    untiled = diagnosis.inspect_arrangement(
+        _arrangement_module(lambda lhs, rhs, output: (lhs, rhs, output)))
+    assert _keys(untiled) == ["grid_mismatch"] and "not tiled" in untiled[0]["message"]
+
+
+def test_inspection_reads_shapes_and_gives_evidence(backend):
+    assert diagnosis.inspect_arrangement(_reference_like()) == []
+    not_expanded = diagnosis.inspect_arrangement(_reference_like(lhs_expand=(-1, 1)))
+    assert _keys(not_expanded) == ["expand_axis"]
+    assert "(2, 1) where the output grid is (2, 4) (M=128, N=256, K=192)" in not_expanded[0][
+        "message"]
+    hard = diagnosis.inspect_arrangement(_reference_like(lhs_expand=(-1, 4)))
+    assert _keys(hard) == ["hard_coded"] and "always 4" in hard[0]["message"]
+    mismatched = diagnosis.inspect_arrangement(_reference_like(rhs_tile=(32, 64)))
+    assert _keys(mismatched) == ["tile_shape"]
+
+
+def test_inspection_takes_milliseconds(backend):
+    import time
+
+    module = _reference_like()
+    diagnosis.inspect_arrangement(module)
+    start = time.perf_counter()
+    diagnosis.inspect_arrangement(module)
+    assert time.perf_counter() - start < 0.5
+
+
+def _verdicts(failing, mistake=""):
+    catalogue = cases.catalogue()
+    verdicts = [Verdict(case.id, case.id not in failing, "", mistake if case.id in failing else "")
+                for case in catalogue]
+    return verdicts, catalogue
+
+
+def test_explain_is_silent_when_everything_passes():
+    verdicts, catalogue = _verdicts(set())
+    findings = [{"mistake": "missing_squeeze", "message": "an unusual but working layout"}]
+    assert diagnosis.explain(findings, verdicts, catalogue) == []
+
+
+def test_explain_reads_the_accumulator_and_k_tail_patterns_without_tiles():
+    catalogue = cases.catalogue()
+    multi_tile = {case.id for case in catalogue if case.k > 64}
+    verdicts, _ = _verdicts(multi_tile)
+    hints = diagnosis.explain([], verdicts, catalogue)
+    assert [hint["key"] for hint in hints] == ["accumulator"]
+    assert hints[0]["en"] == MISTAKES["accumulator"].en and hints[0]["zh"]
+
+    ragged_k = {case.id for case in catalogue if case.k % 64}
+    verdicts, _ = _verdicts(ragged_k)
+    assert [hint["key"] for hint in diagnosis.explain([], verdicts, catalogue)] == ["k_tail"]
+
+
+def test_explain_reads_square_and_tail_patterns_with_tiles():
+    catalogue = cases.catalogue()
+    uneven_grid = {case.id for case in catalogue
+                   if -(-case.m // 64) != -(-case.n // 64)}
+    verdicts, _ = _verdicts(uneven_grid)
+    keys = [hint["key"] for hint in diagnosis.explain([], verdicts, catalogue, tiles=(64, 64, 64))]
+    assert keys == ["expand_axis"]
+
+    m_tail = {case.id for case in catalogue if case.m % 64}
+    verdicts, _ = _verdicts(m_tail)
+    keys = [hint["key"] for hint in diagnosis.explain([], verdicts, catalogue, tiles=(64, 64, 64))]
+    assert keys == ["tail_mask"]
+
+
+def test_explain_trusts_mistakes_the_checks_named():
+    for key in ("wrong_dtype", "unwritten_output", "nondeterministic", "build_error"):
+        verdicts, catalogue = _verdicts({cases.catalogue()[0].id}, mistake=key)
+        hints = diagnosis.explain([], verdicts, catalogue)
+        assert [hint["key"] for hint in hints] == [key]
+        assert hints[0]["evidence"]
+
+
+def test_explain_puts_symbolic_findings_first_and_accepts_dict_verdicts():
+    verdicts, catalogue = _verdicts({case.id for case in cases.catalogue()}, mistake="build_error")
+    findings = [{"mistake": "tile_shape", "message": "rhs tiles are (64, 32)"}]
+    as_dicts = [vars(verdict) for verdict in verdicts]
+    keys = [hint["key"] for hint in diagnosis.explain(findings, as_dicts, catalogue)]
+    assert keys == ["tile_shape", "build_error"]
+
+
+def test_explain_says_nothing_when_no_pattern_fits():
+    catalogue = cases.catalogue()
+    by_id = {case.id: case for case in catalogue}
+    scattered = {"nonsquare-128x256x192", "square-1x1x1", "long_k-64x64x1024"}
+    assert len({by_id[case_id].targets for case_id in scattered}) == 3
+    verdicts, _ = _verdicts(scattered)
+    assert diagnosis.explain([], verdicts, catalogue) == []
+    everything = {case.id for case in catalogue}
+    verdicts, _ = _verdicts(everything)
+    assert diagnosis.explain([], verdicts, catalogue) == []
+
+
+def test_explain_keeps_hidden_shapes_hidden_by_default():
+    catalogue = cases.catalogue()
+    multi_tile = {case.id for case in catalogue if case.k > 64}
+    verdicts, _ = _verdicts(multi_tile)
+    text = str(diagnosis.explain([], verdicts, catalogue))
+    for case in cases.hidden_cases():
+        assert case.id not in text

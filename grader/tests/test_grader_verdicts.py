@@ -1,0 +1,269 @@
+"""The grader judged: correct kernels get full marks, each mistake fails and is named.
+
+The submissions are in grader/tests/variants/: each is the reference with one
+change. Each runs in this process on the cases that matter for it (the
+interpreter is slow, so not the whole catalogue), then the diagnosis is asked
+for its hints. One end-to-end run of ``pytest grader`` on the reference checks
+the whole catalogue, the summary and the JUnit XML.
+
+What each mistake variant does on the Triton interpreter (measured):
+
+* expand_axis: wrong outer shapes wherever the M and N block counts differ;
+  squares and square grids pass.
+* accumulator_in_loop, assign_not_add: only the last K tile survives; every
+  case with K <= 64 passes, every longer K fails. Symbolically clean, so the
+  hint comes from the pattern of failures.
+* missing_squeeze: builds and runs, but every program reads the wrong tiles:
+  almost everything fails. The symbolic check names it.
+* k_tail_whole_tiles: only whole K tiles are kept (K // BLOCK_SIZE_K): cases
+  whose K is a multiple of 64 pass, the others fail.
+* floor_mode: floor_mode=True on the lhs and rhs tilings drops partial tiles
+  in M, N and K: tails fail, whole-tile shapes pass, the coverage case finds
+  unwritten output.
+* hard_coded: lhs expanded to 4 N blocks: right whenever N needs 4 blocks.
+* tile_shape: rhs tiled (BN, BK) with BK = 32: ntl.dot refuses the tiles, so
+  every case fails with a build error; the symbolic check says why.
+* wrong_dtype: nt_gemm returns float32; the coverage case, which calls the
+  kernel on an output the grader allocates, still passes.
+* placeholder: refused at load time as not_implemented.
+"""
+
+import pathlib
+import subprocess
+import sys
+import xml.etree.ElementTree as ElementTree
+
+import pytest
+
+from grader import cases, checks, diagnosis, execution
+from grader.checks import Verdict
+from grader.loading import SubmissionError, load_submission
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+VARIANTS = pathlib.Path(__file__).resolve().parent / "variants"
+REFERENCE = ROOT / "solutions" / "ninetoothed_gemm.py"
+SEED = cases.DEFAULT_SEED
+
+_modules = {}
+
+
+def _module(name):
+    path = REFERENCE if name == "reference" else VARIANTS / f"{name}.py"
+    if path not in _modules:
+        _modules[path] = load_submission(path)
+    return _modules[path]
+
+
+def _case(case_id):
+    for case in cases.all_fixed_cases() + cases.hidden_cases(SEED):
+        if case.id == case_id:
+            return case
+    raise KeyError(case_id)
+
+
+def _grade(module, case_ids, backend):
+    """Produce and judge each case as the pytest grader does; return (cases, verdicts)."""
+    selected = [_case(case_id) for case_id in case_ids]
+    verdicts = []
+    for case in selected:
+        try:
+            outputs = execution.produce(case, module, SEED, backend.device)
+        except Exception as error:
+            verdicts.append(checks.error_verdict(case, error))
+        else:
+            verdicts.append(checks.judge(case, outputs, SEED, backend.device))
+    return selected, verdicts
+
+
+# --------------------------------------------------------------------------
+# Correct variants
+# --------------------------------------------------------------------------
+
+# A spread of what can go wrong, cheap enough for 16-wide tiles on the interpreter:
+# grids that are not square, tails in each dimension, K below one tile, tiny
+# shapes, many K tiles, a random hidden shape and both property checks.
+CORRECT_SUBSET = [
+    "tail_mnk-65x97x130",
+    "tail_k_small-128x128x40",
+    "tiny-1x2x3",
+    "tiny-2x3x1",
+    "square-16x16x16",
+    "skinny-16x256x192",
+    "long_k-64x64x1024",
+    "determinism-96x80x144",
+    "coverage-100x70x90",
+    cases.hidden_cases(SEED)[0].id,
+]
+
+CORRECT_VARIANTS = [
+    "correct_blocks_32x32x32",
+    "correct_blocks_16x64x32",
+    "correct_rect_128x64x32",
+    "correct_other_style",
+    "correct_unsqueezed_indexing",
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", CORRECT_VARIANTS)
+def test_correct_variant_gets_full_marks(name, backend):
+    module = _module(name)
+    selected, verdicts = _grade(module, CORRECT_SUBSET, backend)
+    failed = [f"{verdict.case_id}: {verdict.message}" for verdict in verdicts if not verdict.passed]
+    assert not failed, "\n".join(failed)
+    findings = diagnosis.inspect_arrangement(module)
+    assert diagnosis.explain(findings, verdicts, selected) == []
+
+
+def test_correct_variants_look_right_symbolically():
+    expected_tiles = {
+        "reference": (64, 64, 64),
+        "correct_blocks_32x32x32": (32, 32, 32),
+        "correct_blocks_16x64x32": (16, 64, 32),
+        "correct_rect_128x64x32": (128, 64, 32),
+        "correct_other_style": (64, 64, 64),
+        "correct_unsqueezed_indexing": (64, 64, 64),
+    }
+    for name, tiles in expected_tiles.items():
+        module = _module(name)
+        findings = diagnosis.inspect_arrangement(module)
+        if name == "correct_unsqueezed_indexing":
+            # Right, but unusual: the length-1 level is reported, and only matters
+            # (as a hint) if cases fail.
+            assert [finding["mistake"] for finding in findings] == ["missing_squeeze"]
+        else:
+            assert findings == [], (name, findings)
+        assert diagnosis.tile_sizes(module) == tiles, name
+
+
+# --------------------------------------------------------------------------
+# Mistake variants: (cases that must fail, cases that must pass, the top hint,
+# other hints that must be present)
+# --------------------------------------------------------------------------
+
+MISTAKE_VARIANTS = {
+    "mistake_expand_axis": (
+        ["nonsquare-128x256x192", "nonsquare-256x128x192", "skinny-1x256x256",
+         "skinny-256x8x192"],
+        ["square-64x64x64", "square-256x256x256", "tail_m-65x128x128"],
+        "expand_axis", []),
+    "mistake_accumulator_in_loop": (
+        ["long_k-64x64x1024", "tail_mnk-65x97x130", "skinny-16x256x192"],
+        ["square-64x64x64", "tail_k_small-128x128x40", "tiny-1x2x3"],
+        "accumulator", []),
+    "mistake_assign_not_add": (
+        ["long_k-64x64x1024", "tail_k-128x128x130", "skinny-16x256x192"],
+        ["square-64x64x64", "tail_k_small-128x128x40", "tiny-2x3x1"],
+        "accumulator", []),
+    "mistake_missing_squeeze": (
+        ["square-64x64x64", "tail_mnk-65x97x130", "skinny-16x256x192"],
+        [],
+        "missing_squeeze", []),
+    "mistake_k_tail_whole_tiles": (
+        ["tail_k-128x128x130", "tail_mnk-65x97x130", "tail_k_small-128x128x40"],
+        ["square-64x64x64", "tail_m-65x128x128", "tail_n-128x97x128"],
+        "k_tail", []),
+    "mistake_floor_mode": (
+        ["tail_m-65x128x128", "tail_n-128x97x128", "tail_k-128x128x130", "coverage-100x70x90"],
+        ["square-64x64x64", "nonsquare-128x256x192"],
+        "tail_mask", ["k_tail"]),
+    "mistake_hard_coded": (
+        ["tail_mnk-65x97x130", "tail_k_small-128x128x40"],
+        ["skinny-16x256x192", "square-256x256x256"],
+        "hard_coded", []),
+    "mistake_tile_shape": (
+        ["square-64x64x64", "tiny-1x2x3"],
+        [],
+        "tile_shape", ["build_error"]),
+    "mistake_wrong_dtype": (
+        ["square-64x64x64", "tail_mnk-65x97x130"],
+        ["coverage-100x70x90"],
+        "wrong_dtype", []),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MISTAKE_VARIANTS))
+def test_mistake_variant_fails_and_is_named(name, backend):
+    must_fail, must_pass, top, also = MISTAKE_VARIANTS[name]
+    module = _module(name)
+    selected, verdicts = _grade(module, must_fail + must_pass, backend)
+    outcome = {verdict.case_id: verdict for verdict in verdicts}
+    for case_id in must_fail:
+        assert not outcome[case_id].passed, f"{name} should fail {case_id}"
+    for case_id in must_pass:
+        assert outcome[case_id].passed, f"{name} should pass {case_id}: {outcome[case_id].message}"
+
+    findings = diagnosis.inspect_arrangement(module)
+    hints = diagnosis.explain(findings, verdicts, selected, tiles=diagnosis.tile_sizes(module))
+    keys = [hint["key"] for hint in hints]
+    assert keys and keys[0] == top, (name, keys, hints)
+    for key in also:
+        assert key in keys, (name, keys)
+    assert all(hint["evidence"] for hint in hints), hints
+
+
+def test_placeholder_is_refused_at_load_time_and_named():
+    with pytest.raises(SubmissionError) as refused:
+        load_submission(VARIANTS / "mistake_placeholder.py")
+    assert refused.value.status == "not_implemented"
+    case = _case("tail_mnk-65x97x130")
+    verdicts = [Verdict(case.id, False, str(refused.value), "not_implemented")]
+    keys = [hint["key"] for hint in diagnosis.explain([], verdicts, [case])]
+    assert keys == ["not_implemented"]
+
+
+def test_every_variant_says_what_it_is_and_is_listed():
+    """Each variant opens with the line saying what it changes, and each is used above."""
+    for path in sorted(VARIANTS.glob("*.py")):
+        assert path.read_text().startswith('"""Grader test variant: '), path.name
+    names = {path.stem for path in VARIANTS.glob("*.py")}
+    assert set(MISTAKE_VARIANTS) | set(CORRECT_VARIANTS) | {"mistake_placeholder"} == names
+
+
+# --------------------------------------------------------------------------
+# The whole suite, as a student runs it
+# --------------------------------------------------------------------------
+
+
+def _run_grader(submission, tmp_path, *extra):
+    junit = tmp_path / "grader.xml"
+    command = [sys.executable, "-m", "pytest", "grader", "--submission", str(submission),
+               "-q", "-p", "no:cacheprovider", f"--junitxml={junit}", *extra]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    return done, ElementTree.parse(junit).getroot()
+
+
+def _properties(testcase):
+    return {prop.get("name"): prop.get("value") for prop in testcase.iter("property")}
+
+
+@pytest.mark.slow
+def test_pytest_grader_gives_the_reference_full_marks(tmp_path, backend):
+    done, junit = _run_grader(REFERENCE, tmp_path)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    total = sum(case.points for case in cases.catalogue(SEED, backend.name))
+    assert "total" in done.stdout and f"{total} / {total}" in done.stdout, done.stdout[-3000:]
+    assert "likely causes" not in done.stdout
+
+    testcases = list(junit.iter("testcase"))
+    by_name = {testcase.get("name"): testcase for testcase in testcases}
+    for case in cases.catalogue(SEED, backend.name):
+        testcase = by_name[f"test_case[{case.id}]"]
+        props = _properties(testcase)
+        assert props["points"] == str(case.points) and props["score"] == str(case.points)
+        assert props["group"] == case.group
+    if backend.is_interpreter:
+        skipped = [testcase for testcase in testcases if testcase.find("skipped") is not None]
+        gpu_only = [case for case in cases.all_fixed_cases() if not case.runs_on(backend.name)]
+        assert len(skipped) == len(gpu_only)
+        assert all("GPU-only" in testcase.find("skipped").get("message") for testcase in skipped)
+
+
+def test_pytest_grader_names_the_placeholder_without_tracebacks(tmp_path):
+    done, junit = _run_grader(VARIANTS / "mistake_placeholder.py", tmp_path)
+    assert done.returncode == 1
+    assert "[not_implemented]" in done.stdout
+    assert "Traceback" not in done.stdout
+    failures = [testcase for testcase in junit.iter("testcase")
+                if testcase.find("failure") is not None]
+    assert failures and all(_properties(testcase)["points"] for testcase in failures)
