@@ -272,33 +272,37 @@ def _outer_findings(role, per_shape):
         evidence += "; it is right at " + ", ".join(_shape_text(s) for s in right_at)
 
     # Which outer dimension repeats the operand across the grid: lhs is repeated
-    # along N (dim 1), rhs along M (dim 0).
+    # along N (dim 1), rhs along M (dim 0). The other one is the operand's own.
     repeat_dim = 1 if role == "lhs" else 0
-    other_dim = 1 - repeat_dim
-    if len(outer) == 2:
-        repeat_wrong = [(s, o, out) for s, o, out in wrong if out[repeat_dim] != o["grid"][repeat_dim]]
-        own_wrong = [(s, o, out) for s, o, out in wrong if out[other_dim] != o["grid"][other_dim]]
-        values = {out[repeat_dim] for _, _, out in [(s, o, tuple(o[role]["levels"][0]))
-                                                     for s, o in per_shape]}
-        needed = {o["grid"][repeat_dim] for _, o in per_shape}
-        if repeat_wrong and not own_wrong:
-            if all(out[repeat_dim] in (o["grid"][other_dim], 1) for _, o, out in repeat_wrong):
-                return [{"mistake": "expand_axis", "message": evidence}]
-            if len(values) == 1 and len(needed) > 1:
-                return [{"mistake": "hard_coded",
-                         "message": evidence + f"; dimension {repeat_dim} is always "
-                                               f"{values.pop()}"}]
-        if own_wrong:
-            own_values = {tuple(o[role]["levels"][0])[other_dim] for _, o in per_shape}
-            own_needed = {o["grid"][other_dim] for _, o in per_shape}
-            if all(out[other_dim] == o["floor_grid"][other_dim] for _, o, out in own_wrong):
-                return [{"mistake": "tail_mask",
-                         "message": evidence + " (the block count is rounded down)"}]
-            if len(own_values) == 1 and len(own_needed) > 1:
-                return [{"mistake": "hard_coded", "message": evidence}]
-    else:
-        outer_values = {tuple(o[role]["levels"][0]) for _, o in per_shape}
-        if len(outer_values) == 1:
+    own_dim = 1 - repeat_dim
+    if len(outer) != 2:
+        constant = len({tuple(o[role]["levels"][0]) for _, o in per_shape}) == 1
+        return [{"mistake": "hard_coded" if constant else "grid_mismatch", "message": evidence}]
+
+    def seen(obs):
+        return tuple(obs[role]["levels"][0])
+
+    def off_in(dim):
+        return [(o, out) for _, o, out in wrong if out[dim] != o["grid"][dim]]
+
+    def constant_but_needs_to_vary(dim):
+        return (len({seen(o)[dim] for _, o in per_shape}) == 1
+                and len({o["grid"][dim] for _, o in per_shape}) > 1)
+
+    repeat_off, own_off = off_in(repeat_dim), off_in(own_dim)
+    if repeat_off and not own_off:
+        # Repeated over the other axis's block count, or not repeated at all.
+        if all(out[repeat_dim] in (o["grid"][own_dim], 1) for o, out in repeat_off):
+            return [{"mistake": "expand_axis", "message": evidence}]
+        if constant_but_needs_to_vary(repeat_dim):
+            value = seen(per_shape[0][1])[repeat_dim]
+            return [{"mistake": "hard_coded",
+                     "message": f"{evidence}; dimension {repeat_dim} is always {value}"}]
+    if own_off:
+        if all(out[own_dim] == o["floor_grid"][own_dim] for o, out in own_off):
+            return [{"mistake": "tail_mask",
+                     "message": evidence + " (the block count is rounded down)"}]
+        if constant_but_needs_to_vary(own_dim):
             return [{"mistake": "hard_coded", "message": evidence}]
     return [{"mistake": "grid_mismatch", "message": evidence}]
 
@@ -442,8 +446,10 @@ def explain(findings, verdicts, cases, tiles=None, reveal=False):
     if hints:
         return _finish(hints)
 
-    # 2. What the symbolic inspection saw, when the kernel indeed fails.
-    for finding in findings or ():
+    # 2. What the symbolic inspection saw, when the kernel indeed computes
+    #    wrong values or does not build (a wrong dtype, say, it cannot explain).
+    unexplained = any(not mistake or mistake == "build_error" for _, mistake, _ in failed)
+    for finding in (findings or ()) if unexplained else ():
         key = finding.get("mistake") if isinstance(finding, dict) else None
         if key == "build_error" and "build_error" not in named:
             continue  # the arrangement only fails symbolically; let the cases speak
@@ -494,8 +500,9 @@ def _patterns(results, tiles=None, reveal=False):
         multi = [case for case, _ in results if case.k > bk]
         if single and multi and set(single) <= set(passed) and set(multi) <= set(failed):
             yield "accumulator", [
-                f"every case whose K fits in one K tile passes ({_examples(single, reveal)}), every case "
-                f"needing several fails ({_examples(multi, reveal)}), reading the tile as {bk} wide"]
+                f"every case whose K fits in one K tile passes ({_examples(single, reveal)}), "
+                f"every case needing several fails ({_examples(multi, reveal)}), reading the "
+                f"tile as {bk} wide"]
             return
 
     # Wrong exactly when K is not a multiple of the K tile.
@@ -534,14 +541,16 @@ def _patterns(results, tiles=None, reveal=False):
             if (len(whole) >= 2 and len(tailed_failing) == len(failed)
                     and 2 * len(tailed_failing) >= len(tailed)):
                 yield "tail_mask", [
-                    f"only shapes with a partial tile in M or N fail ({_examples(failed, reveal)}); "
+                    f"only shapes with a partial tile in M or N fail "
+                    f"({_examples(failed, reveal)}); "
                     f"shapes made of whole tiles pass ({_examples(whole, reveal)})"]
                 return
 
     # One target shared by every failing case: the catalogue says what it is for.
     targets = {case.targets for case in failed}
     if len(targets) == 1:
-        yield targets.pop(), [f"every failing case targets this mistake ({_examples(failed, reveal)})"]
+        yield targets.pop(), [
+            f"every failing case targets this mistake ({_examples(failed, reveal)})"]
 
 
 def _examples(cases, reveal=False, limit=3):

@@ -1,4 +1,4 @@
-"""grader.diagnosis on its own: the symbolic inspection's edge cases, and explain() as a pure function."""
+"""grader.diagnosis alone: the symbolic inspection's edge cases; explain() as a pure function."""
 
 import types
 
@@ -146,3 +146,11 @@ def test_explain_keeps_hidden_shapes_hidden_by_default():
     text = str(diagnosis.explain([], verdicts, catalogue))
     for case in cases.hidden_cases():
         assert case.id not in text
+
+
+def test_explain_keeps_findings_out_of_failures_they_cannot_explain():
+    verdicts, catalogue = _verdicts({case.id for case in cases.catalogue()[:5]},
+                                    mistake="wrong_dtype")
+    findings = [{"mistake": "missing_squeeze", "message": "an unusual but working layout"}]
+    keys = [hint["key"] for hint in diagnosis.explain(findings, verdicts, catalogue)]
+    assert keys == ["wrong_dtype"]
