@@ -456,10 +456,14 @@ def explain(findings, verdicts, cases, tiles=None, reveal=False):
         add(key, [finding.get("message", "")])
 
     # 3. Mistakes the checks named themselves, and kernels that would not build.
-    for key in ("wrong_dtype", "unwritten_output", "nondeterministic", "build_error"):
+    for key in ("accumulator", "k_tail", "wrong_dtype", "unwritten_output", "nondeterministic",
+                "build_error"):
         if key in named:
             cases_named = [case for case, _ in named[key]]
-            add(key, [f"{_count(cases_named)} failed with: {_first_line(named[key][0][1])}"])
+            message = named[key][0][1]
+            # A recognised partial sum states its evidence on the message's last line.
+            line = message.splitlines()[-1] if key in PARTIAL_SUMS else _first_line(message)
+            add(key, [f"{_count(cases_named)} failed with: {line}"])
 
     # 4. The shape of the failures, for mismatches the checks could not name.
     plain = [(case, passed) for case, passed, mistake, _ in results
@@ -469,6 +473,9 @@ def explain(findings, verdicts, cases, tiles=None, reveal=False):
             add(key, evidence)
             break  # the first pattern that fits is the one worth saying
     return _finish(hints)
+
+
+PARTIAL_SUMS = ("accumulator", "k_tail")  # named by grader.checks from the output alone
 
 
 def _explained_by_findings(hints):
