@@ -74,9 +74,10 @@ FORBIDDEN_MODULES = {
     "resource": "imports resource",
     "mmap": "imports mmap",
     "pty": "imports pty",
+    "psutil": "imports psutil",
 }
 HARMLESS_SUBMODULES = {"importlib.metadata", "importlib.resources"}
-IO_MODULES = {"shutil": "imports shutil", "tempfile": "imports tempfile"}
+IO_MODULES = {"shutil": "imports shutil", "tempfile": "imports tempfile", "glob": "imports glob"}
 OS_TAMPER = {"system", "popen", "fork", "forkpty", "kill", "killpg", "_exit", "abort", "setsid",
              "setpgid", "putenv", "unsetenv", "dup2", "getppid", "execv", "execve", "execvp",
              "execl", "execlp", "spawnv", "spawnl", "posix_spawn", "closerange", "close"}

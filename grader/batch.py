@@ -204,10 +204,19 @@ def grade(submission, settings, folder, device=None, on_start=None):
         record["cases"] = case_entries_for(cases_list, "the file does not compile")
         return record
 
-    run = sandbox.run_submission(
-        submission.data, seed=settings.seed, backend_name=settings.backend,
-        timeout_s=settings.timeout_s, memory_limit_bytes=settings.memory_limit_bytes,
-        device=device, cases=list(settings.case_filter) or None, on_start=on_start)
+    for attempt in range(3):
+        try:
+            run = sandbox.run_submission(
+                submission.data, seed=settings.seed, backend_name=settings.backend,
+                timeout_s=settings.timeout_s, memory_limit_bytes=settings.memory_limit_bytes,
+                device=device, cases=list(settings.case_filter) or None, on_start=on_start)
+        except OSError as error:
+            raise WorkerFailure(f"cannot start the grading worker: {error}") from None
+        if run.ending != "tampered":
+            break
+        run.cleanup()  # another submission wrote over this one's copy: run it again
+    else:
+        raise WorkerFailure(f"{submission.student}'s private copy was overwritten three times")
     try:
         if run.ending == "crashed" and not run.record:
             raise WorkerFailure(

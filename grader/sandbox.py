@@ -2,7 +2,8 @@
 
 Isolation of one run:
 
-* a private temporary folder per run (traversable but not listable), outside the submissions folder and the
+* a private temporary folder per run with a random name, inside a per-batch folder
+  that cannot be listed (so runs cannot find each other), outside the submissions folder and the
   output folder: ``home/`` is the child's working directory and ``$HOME`` (so
   NineToothed's ``~/.ninetoothed`` code cache and Triton's cache are private
   too), ``submission/ninetoothed_gemm.py`` is a read-only copy of the student's
@@ -23,14 +24,19 @@ code, so patching ``torch.allclose``, pytest or grader.checks in the child
 changes nothing. The child is never told where the output folder or the
 submissions folder are, every report (results.json, gradebook.csv, ...) is
 written by the parent after the child is gone, and an early ``exit(0)`` only
-leaves fewer saved cases. These are process-level guarantees, not an OS
-sandbox: the child runs as the same user, so code that goes looking for other
+leaves fewer saved cases. Run as root (in a container, say), the
+grader starts every child as an unprivileged user (``nobody``, or
+NTGEMM_SANDBOX_USER), so the operating system itself keeps the child out of the
+submissions folder, the output folder and the other runs. Run as an ordinary
+user, the child shares that user: then the folders are only hidden (random
+names in a folder that cannot be listed), and code that goes looking for other
 paths on purpose (``/proc``, ``os.walk``, ...) is flagged by the static scan
-(grader.anticheat) rather than made impossible; run the batch in a container
-or as a separate user when that matters.
+(grader.anticheat) rather than made impossible.
 """
 
+import atexit
 import dataclasses
+import hashlib
 import json
 import os
 import pathlib
@@ -138,9 +144,72 @@ def _copy_read_only(source, target):
     os.chmod(target, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
 
 
+_batch_root = None
+_batch_root_lock = threading.RLock()
+
+
+def sandbox_user():
+    """(uid, gid) the child runs as, or None to keep the grader's own user.
+
+    When the grader runs as root (a container, say) the child is started as an
+    unprivileged user, ``nobody`` unless NTGEMM_SANDBOX_USER names another: it
+    can then write nowhere but its own home, tmp and results folders, and read
+    neither the submissions folder's neighbours nor other runs. As an ordinary
+    user the child keeps that user, and the folder modes below only hide paths.
+    """
+    global _user
+    with _batch_root_lock:
+        if _user is None:
+            _user = _find_sandbox_user()
+        return _user or None
+
+
+_user = None
+EXIT_TAMPERED = 5  # the worker found its private copy changed before importing it
+
+
+def _find_sandbox_user():
+    if os.geteuid() != 0:
+        return ()
+    import pwd
+
+    name = os.environ.get("NTGEMM_SANDBOX_USER", "nobody")
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        return ()
+    try:  # can that user run this Python and import the kernel stack?
+        probe = subprocess.run([sys.executable, "-c", "import torch, triton, ninetoothed"],
+                               user=entry.pw_uid, group=entry.pw_gid, extra_groups=[],
+                               cwd="/", stdin=subprocess.DEVNULL, capture_output=True,
+                               timeout=120)
+        if probe.returncode == 0:
+            return entry.pw_uid, entry.pw_gid
+    except (OSError, subprocess.SubprocessError):
+        pass
+    print(f"warning: running as root, but user {name!r} cannot run {sys.executable} with "
+          "torch, triton and ninetoothed; submissions run as root, isolated from each other "
+          "only by hidden paths (set NTGEMM_SANDBOX_USER to a user that can)",
+          file=sys.stderr, flush=True)
+    return ()
+
+
+def batch_root():
+    """One folder per grading process holding every run's folder: traversable, not
+    listable, so a run cannot find its neighbours' random folder names. Removed at exit."""
+    global _batch_root
+    with _batch_root_lock:
+        if _batch_root is None:
+            root = pathlib.Path(tempfile.mkdtemp(prefix="ntgemm-batch-"))
+            os.chmod(root, 0o711 if sandbox_user() else stat.S_IWUSR | stat.S_IXUSR)
+            atexit.register(remove_tree, root)
+            _batch_root = root
+        return _batch_root
+
+
 def prepare_workdir(source_bytes):
     """A private folder for one run; returns (workdir, submission path, results dir)."""
-    workdir = pathlib.Path(tempfile.mkdtemp(prefix="ntgemm-run-"))
+    workdir = pathlib.Path(tempfile.mkdtemp(prefix="run-", dir=batch_root()))
     results = workdir / f"results-{secrets.token_hex(8)}"  # named only in the child's argv
     for name in ("home", "tmp", "submission", results.name, "lib/grader"):
         (workdir / name).mkdir(parents=True)
@@ -153,7 +222,15 @@ def prepare_workdir(source_bytes):
         if path.exists():
             _copy_read_only(path, workdir / "lib" / "grader" / path.name)
     os.chmod(workdir / "lib" / "grader", stat.S_IRUSR | stat.S_IXUSR)
-    os.chmod(workdir, stat.S_IXUSR)  # traversable, not listable: ../ reveals nothing
+    user = sandbox_user()
+    if user:  # the child is another user: it owns only home, tmp and results
+        for name in ("home", "tmp", results.name):
+            os.chown(workdir / name, *user)
+        for path in (workdir / "submission", workdir / "lib", workdir / "lib" / "grader"):
+            os.chmod(path, 0o755)
+        os.chmod(workdir, 0o711)
+    else:
+        os.chmod(workdir, stat.S_IXUSR)  # traversable, not listable: ../ reveals nothing
     return workdir, submission, results
 
 
@@ -231,14 +308,17 @@ def run_submission(source_bytes, *, seed, backend_name, timeout_s, memory_limit_
     workdir, submission, results = prepare_workdir(source_bytes)
     command = [sys.executable, "-m", "grader.worker", "--submission", str(submission),
                "--results", str(results), "--seed", str(seed), "--backend", backend_name,
-               "--deadline", str(timeout_s + 30)]
+               "--deadline", str(timeout_s + 30),
+               "--sha256", hashlib.sha256(source_bytes).hexdigest()]
     if cases:
         command += ["--cases", ",".join(cases)]
     started = time.monotonic()
+    user = sandbox_user()
+    identity = {"user": user[0], "group": user[1], "extra_groups": []} if user else {}
     process = subprocess.Popen(
         command, cwd=workdir / "home", env=child_environment(workdir, backend_name, device),
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        start_new_session=True, close_fds=True,
+        start_new_session=True, close_fds=True, **identity,
     )
     if on_start:
         on_start(process)
@@ -287,7 +367,9 @@ def run_submission(source_bytes, *, seed, backend_name, timeout_s, memory_limit_
     if ending == "finished":
         from grader.worker import EXIT_EARLY, EXIT_MEMORY
 
-        if code == EXIT_MEMORY:
+        if code == EXIT_TAMPERED:
+            ending, detail = "tampered", "the private copy changed before it was imported"
+        elif code == EXIT_MEMORY:
             ending, detail = "memory_limit", "the submission ran out of memory (MemoryError)"
         elif code == EXIT_EARLY:
             ending = "crashed"

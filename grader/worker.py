@@ -10,7 +10,8 @@ atomically after every case, so a crash or a kill still leaves the cases done so
 far. The parent (grader.cli) judges the saved tensors itself; see grader.sandbox.
 
 Exit codes: 0 finished (or the submission could not be loaded, which worker.json
-says), 3 out of memory, 4 the submission asked the process to exit.
+says), 3 out of memory, 4 the submission asked the process to exit, 5 the private
+copy no longer matches the digest the parent gave (someone else wrote over it).
 """
 
 import argparse
@@ -25,6 +26,7 @@ import traceback
 
 EXIT_MEMORY = 3
 EXIT_EARLY = 4
+EXIT_TAMPERED = 5
 
 
 def _atomic_write(path, text):
@@ -107,6 +109,7 @@ def main(argv=None):
     parser.add_argument("--backend", required=True)
     parser.add_argument("--cases", default="")
     parser.add_argument("--deadline", type=float, default=3600.0)
+    parser.add_argument("--sha256", default="")
     args = parser.parse_args(argv)
     _guard_against_orphaning(args.deadline)
 
@@ -135,6 +138,11 @@ def main(argv=None):
         selected = [case for case in selected if case.id in wanted]
     save()
 
+    import hashlib
+
+    if args.sha256 and hashlib.sha256(
+            pathlib.Path(args.submission).read_bytes()).hexdigest() != args.sha256:
+        return EXIT_TAMPERED  # another run wrote over this copy: the parent runs it again
     try:
         module = load_submission(args.submission)
     except SubmissionError as error:

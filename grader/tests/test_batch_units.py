@@ -1,0 +1,180 @@
+"""The batch grader's parts that need no kernel run: intake, shards, GPUs, the static scan,
+the command line and the handout."""
+
+import os
+import pathlib
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from grader import anticheat, intake, sandbox
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+REFERENCE = ROOT / "grader" / "demo_class" / "ada" / "ninetoothed_gemm.py"
+SKELETON = ROOT / "assignment" / "ninetoothed_gemm.py"
+
+
+def grader(*args, cwd=ROOT, timeout=300):
+    return subprocess.run([sys.executable, "-m", "grader", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_intake_reads_every_layout(tmp_path):
+    (tmp_path / "alice").mkdir()
+    (tmp_path / "alice" / "ninetoothed_gemm.py").write_text("A = 1\n")
+    (tmp_path / "alice" / "benchmark.csv").write_text("m,n,k\n")
+    (tmp_path / "bob.py").write_text("B = 1\n")
+    (tmp_path / "carol_12345_67890_ninetoothed_gemm.py").write_text("C = 1\n")
+    (tmp_path / "dave").mkdir()
+    (tmp_path / "dave" / "notes.txt").write_text("no file\n")
+    (tmp_path / "erin" / "src").mkdir(parents=True)
+    (tmp_path / "erin" / "src" / "ninetoothed_gemm.py").write_text("E = 1\n")
+    with zipfile.ZipFile(tmp_path / "张伟.zip", "w") as archive:
+        archive.writestr("张伟/ninetoothed_gemm.py", "Z = 1\n")
+    (tmp_path / ".DS_Store").write_text("")
+    (tmp_path / "index.csv").write_text("id\n")
+    found = {s.student: s for s in intake.discover(tmp_path)}
+    assert sorted(found) == ["alice", "bob", "carol", "dave", "erin", "张伟"]
+    assert found["alice"].data == b"A = 1\n" and found["carol"].data == b"C = 1\n"
+    assert found["erin"].data == b"E = 1\n" and found["张伟"].data == b"Z = 1\n"
+    assert found["dave"].problem and not found["dave"].data
+
+
+@pytest.mark.parametrize("member, words", [
+    ("../escape/ninetoothed_gemm.py", "outside"),
+    ("/abs/ninetoothed_gemm.py", "outside"),
+    ("symlink", "symbolic link"),
+    ("many", "members"),
+    ("bomb", "uncompressed"),
+])
+def test_zip_guards_reject_dangerous_archives(tmp_path, member, words):
+    path = tmp_path / "mallory.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        if member == "symlink":
+            info = zipfile.ZipInfo("ninetoothed_gemm.py")
+            info.external_attr = (0o120777 << 16)
+            archive.writestr(info, "/etc/passwd")
+        elif member == "many":
+            for index in range(intake.MAX_ZIP_MEMBERS + 1):
+                archive.writestr(f"f{index}.txt", "")
+        elif member == "bomb":
+            archive.writestr("ninetoothed_gemm.py", "x = 1\n")
+            archive.writestr("padding.bin", b"\0" * (intake.MAX_ZIP_TOTAL_BYTES + 1))
+        else:
+            archive.writestr(member, "x = 1\n")
+    (submission,) = intake.discover(tmp_path)
+    assert submission.student == "mallory"
+    assert "rejected" in submission.problem and words in submission.problem
+
+
+def test_two_entries_for_one_student_stop_the_batch(tmp_path):
+    (tmp_path / "amy").mkdir()
+    (tmp_path / "amy" / "ninetoothed_gemm.py").write_text("")
+    (tmp_path / "amy.py").write_text("")
+    with pytest.raises(intake.IntakeError, match="amy"):
+        intake.discover(tmp_path)
+
+
+def test_safe_folder_names_are_unique_and_portable():
+    ids = ["alice", "张伟", "Zoë", "a b", "a_b", "../etc", "..", "x" * 200, "Ab", "ab"]
+    names = [intake.safe_folder_name(student) for student in ids]
+    assert len(set(names)) == len(ids)
+    for name in names:
+        assert name not in (".", "..") and "/" not in name and name.isascii()
+    assert intake.safe_folder_name("alice") == "alice"
+
+
+def test_shards_partition_the_class_deterministically():
+    class_ = [intake.Submission(f"s{index:02d}", "") for index in range(11)]
+    shards = [intake.shard(list(reversed(class_)), index, 3) for index in (1, 2, 3)]
+    ids = [s.student for shard in shards for s in shard]
+    assert sorted(ids) == [s.student for s in class_]
+    assert shards[0] == intake.shard(class_, 1, 3)
+
+
+def test_one_worker_per_gpu_from_faked_devices():
+    assert sandbox.assign_devices(2, ["0", "1"]) == ["0", "1"]
+    assert sandbox.assign_devices(4, ["2", "5"]) == ["2", "5", "2", "5"]
+    assert sandbox.assign_devices(3, []) == [None, None, None]
+    assert sandbox.parse_gpus(None, environ={"CUDA_VISIBLE_DEVICES": "3,1"}) == ["3", "1"]
+    assert sandbox.parse_gpus(None, environ={}, count=2) == ["0", "1"]
+    assert sandbox.parse_gpus("0,2", environ={}) == ["0", "2"]
+    assert sandbox.parse_gpus("none", environ={"CUDA_VISIBLE_DEVICES": "0"}) == []
+    env = sandbox.child_environment(pathlib.Path("/x"), "gpu", device="1")
+    assert env["CUDA_VISIBLE_DEVICES"] == "1" and env["HOME"] == "/x/home"
+
+
+def test_static_scan_passes_the_kit_files_and_catches_cheats():
+    for path in (REFERENCE, SKELETON):
+        kinds = {finding.kind for finding in anticheat.scan_source(path.read_text())}
+        assert not kinds & {anticheat.COMPUTE, anticheat.TAMPER}, path
+    source = (
+        "import torch\nimport ctypes\nfrom torch import mm as multiply\n"
+        "def nt_gemm(a, b):\n"
+        "    torch.allclose = lambda *x: True\n"
+        "    open('../gradebook.csv', 'w').write('')\n"
+        "    return a @ b + torch.einsum('ij,jk->ik', a, b) + multiply(a, b)\n"
+        "def application(lhs, rhs, output):\n"
+        "    output = lhs @ rhs\n"
+    )
+    found = {(f.kind, f.line, f.what) for f in anticheat.scan_source(source)}
+    assert (anticheat.TAMPER, 2, "imports ctypes") in found
+    assert (anticheat.TAMPER, 5, "assigns torch.allclose") in found
+    assert (anticheat.IO, 6, "calls open() for writing") in found
+    assert (anticheat.COMPUTE, 7, "uses the @ operator outside application()") in found
+    assert (anticheat.COMPUTE, 7, "calls torch.einsum") in found
+    assert (anticheat.COMPUTE, 7, "calls torch.mm") in found
+    assert not any(line == 9 for _, line, _ in found)  # @ inside application() is allowed
+
+
+@pytest.mark.parametrize("args, words", [
+    (["grade", "no-such-dir", "--out", "x"], "SUBMISSIONS_DIR"),
+    (["grade", "grader/demo_class", "--out", "x", "-j", "0"], "-j/--jobs"),
+    (["grade", "grader/demo_class", "--out", "x", "--timeout", "-1"], "--timeout"),
+    (["grade", "grader/demo_class", "--out", "x", "--memory-limit", "lots"], "--memory-limit"),
+    (["grade", "grader/demo_class", "--out", "x", "--shard", "3/2"], "--shard"),
+    (["grade", "grader/demo_class", "--out", "grader/demo_class/out"], "--out"),
+    (["merge", "no-such-out", "--out", "x"], "no-such-out"),
+])
+def test_bad_arguments_are_named(tmp_path, args, words):
+    args = [str(tmp_path / a) if a == "x" else a for a in args]
+    result = grader(*args)
+    assert result.returncode in (1, 2), result.stderr
+    assert words in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_help_lists_the_options():
+    result = grader("grade", "--help")
+    for option in ("--out", "-j", "--timeout", "--memory-limit", "--seed", "--force", "--shard",
+                   "--gpus"):
+        assert option in result.stdout
+
+
+def test_handout_holds_no_solution_and_its_public_tests_run(tmp_path):
+    result = grader("handout", "--out", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    archive = tmp_path / "out" / "ntgemm-handout.zip"
+    with zipfile.ZipFile(archive) as bundle:
+        names = bundle.namelist()
+        bundle.extractall(tmp_path / "student")
+    reference = (ROOT / "solutions" / "ninetoothed_gemm.py").read_bytes()
+    assert not any("solutions" in name or "/tests/" in name or "demo_class" in name
+                   for name in names)
+    assert not any(name.endswith(("grader/batch.py", "grader/anticheat.py", "grader/cli.py"))
+                   for name in names)
+    with zipfile.ZipFile(archive) as bundle:
+        assert all(bundle.read(name) != reference for name in names)
+    folder = tmp_path / "student" / "ntgemm-handout"
+    env = {**os.environ, "PYTHONPATH": ""}
+    skeleton = subprocess.run([sys.executable, "-m", "pytest", "assignment", "-q", "-p",
+                               "no:cacheprovider"], cwd=folder, capture_output=True, text=True,
+                              timeout=600, env=env)
+    assert skeleton.returncode == 1, skeleton.stdout + skeleton.stderr
+    assert "[not_implemented]" in skeleton.stdout and "arrangement()" in skeleton.stdout
+    solved = subprocess.run([sys.executable, "-m", "pytest", "assignment", "-q", "-p",
+                             "no:cacheprovider", "--submission", str(REFERENCE)], cwd=folder,
+                            capture_output=True, text=True, timeout=600, env=env)
+    assert solved.returncode == 0, solved.stdout + solved.stderr
