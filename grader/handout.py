@@ -8,10 +8,11 @@ the CPU through the Triton interpreter:
 * ``conftest.py`` and ``pyproject.toml``;
 * ``benchmarks/`` (the timing harness the benchmark script runs), without its
   tests and without the staff tools that read ``solutions/``;
-* the grader modules the public tests import: the case catalogue (public
-  shapes, and the generator of hidden ones, which is useless without the
-  instructor's ``--seed``), the checks, the backend, loading, execution and the
-  mistakes with their hints;
+* the grader modules that ``conftest.py``, ``assignment/`` and ``benchmarks/``
+  import, followed import by import (the case catalogue, whose hidden-case
+  generator is useless without the instructor's ``--seed``, the checks, the
+  backend, loading, execution, the mistakes with their hints, ...), never the
+  batch grader's own modules;
 * the student docs (``docs/student*`` and ``docs/explainer*``) when present;
 * a short README.md.
 
@@ -25,7 +26,9 @@ import zipfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NAME = "ntgemm-handout"
-GRADER_MODULES = ("__init__", "backend", "cases", "checks", "execution", "loading", "mistakes")
+# Never in the handout, whatever imports them: the batch grader and its isolation.
+BATCH_ONLY = ("anticheat", "batch", "cli", "handout", "intake", "reports", "sandbox", "worker",
+              "__main__")
 _ZIP_TIME = (2026, 1, 1, 0, 0, 0)  # fixed, so the same sources give the same zip
 
 README = """# ntgemm: matrix multiplication in NineToothed
@@ -51,6 +54,44 @@ def _staff_only(path):
     return '"solutions"' in path.read_text(encoding="utf-8", errors="replace")
 
 
+def _grader_imports(path):
+    """Names of grader modules a Python file imports (from its syntax tree)."""
+    import ast
+
+    names = set()
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (SyntaxError, ValueError, OSError):
+        return names
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            if node.module == "grader" or (node.level == 1 and path.parent.name == "grader"
+                                           and node.module is None):
+                names.update(alias.name for alias in node.names)
+            elif node.module.startswith("grader."):
+                names.add(node.module.split(".")[1])
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("grader."):
+                    names.add(alias.name.split(".")[1])
+    return names
+
+
+def grader_modules_needed(entry_points):
+    """The grader modules the entry points import, directly or not, plus __init__."""
+    needed, todo = {"__init__"}, set()
+    for path in entry_points:
+        todo |= _grader_imports(path)
+    while todo:
+        name = todo.pop()
+        path = ROOT / "grader" / f"{name}.py"
+        if name in needed or name in BATCH_ONLY or not path.is_file():
+            continue
+        needed.add(name)
+        todo |= _grader_imports(path)
+    return sorted(needed)
+
+
 def _handout_files():
     """(source path, path inside the handout) for every file the handout holds."""
     files = []
@@ -64,7 +105,7 @@ def _handout_files():
             files.append((path, path.relative_to(ROOT)))
     for name in ("conftest.py", "pyproject.toml"):
         files.append((ROOT / name, pathlib.Path(name)))
-    for module in GRADER_MODULES:
+    for module in grader_modules_needed([path for path, _ in files if path.suffix == ".py"]):
         files.append((ROOT / "grader" / f"{module}.py", pathlib.Path("grader") / f"{module}.py"))
     docs = ROOT / "docs"
     if docs.is_dir():
@@ -85,7 +126,7 @@ def check(files):
         parts = relative.parts
         if parts[0] == "solutions" or "demo_class" in parts or "tests" in parts[1:-1] \
                 or (parts[0] == "benchmarks" and _staff_only(source)) \
-                or (parts[0] == "grader" and relative.stem not in GRADER_MODULES):
+                or (parts[0] == "grader" and relative.stem in BATCH_ONLY):
             raise ValueError(f"{relative} must not be in the student handout")
         if reference is not None and source.read_bytes() == reference:
             raise ValueError(f"{relative} is a copy of the reference solution")

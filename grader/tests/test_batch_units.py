@@ -174,7 +174,11 @@ def test_handout_holds_no_solution_and_its_public_tests_run(tmp_path):
                               timeout=600, env=env)
     assert skeleton.returncode == 1, skeleton.stdout + skeleton.stderr
     assert "[not_implemented]" in skeleton.stdout and "arrangement()" in skeleton.stdout
+    # A copy outside the kit: pytest loads conftest.py files near paths on its command line.
+    (tmp_path / "mine").mkdir()
+    solution = tmp_path / "mine" / "ninetoothed_gemm.py"
+    solution.write_bytes(REFERENCE.read_bytes())
     solved = subprocess.run([sys.executable, "-m", "pytest", "assignment", "-q", "-p",
-                             "no:cacheprovider", "--submission", str(REFERENCE)], cwd=folder,
+                             "no:cacheprovider", "--submission", str(solution)], cwd=folder,
                             capture_output=True, text=True, timeout=600, env=env)
     assert solved.returncode == 0, solved.stdout + solved.stderr
