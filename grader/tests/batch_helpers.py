@@ -1,0 +1,61 @@
+"""Shared by the batch grader's tests: run ``python -m grader`` and read what it wrote."""
+
+import csv
+import hashlib
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+from grader import cases
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+DEMO = ROOT / "grader" / "demo_class"
+ADVERSARIAL = ROOT / "grader" / "tests" / "adversarial"
+SEED = cases.DEFAULT_SEED
+
+
+def small_cases():
+    """Three cases that still tell the demo's mistakes apart: non-square, all tails, hidden."""
+    catalogue = {case.name: case.id for case in cases.catalogue(SEED, "interpreter")}
+    return ",".join(["nonsquare-128x256x192", "tail_mnk-65x97x130", catalogue["hidden_1"]])
+
+
+def environment(tmp_path):
+    scratch = tmp_path / "tmp"
+    scratch.mkdir(exist_ok=True)
+    return {**os.environ, "TMPDIR": str(scratch), "PYTHONPATH": str(ROOT)}
+
+
+def grader_command(*args):
+    return [sys.executable, "-m", "grader", *args]
+
+
+def run_grader(tmp_path, *args, timeout=900):
+    return subprocess.run(grader_command(*args), cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout, env=environment(tmp_path))
+
+
+def copy_class(source, target):
+    shutil.copytree(source, target, symlinks=True)
+    return target
+
+
+def tree_digest(root):
+    digest = hashlib.sha256()
+    for path in sorted(pathlib.Path(root).rglob("*")):
+        digest.update(str(path.relative_to(root)).encode() + b"\0")
+        if path.is_file() and not path.is_symlink():
+            digest.update(path.read_bytes())
+            digest.update(oct(path.stat().st_mode).encode())
+    return digest.hexdigest()
+
+
+def gradebook(out_dir, drop_times=True):
+    with open(pathlib.Path(out_dir) / "gradebook.csv", encoding="utf-8", newline="") as stream:
+        rows = list(csv.DictReader(stream))
+    if drop_times:
+        for row in rows:
+            row.pop("wall_time_s")
+    return {row["student"]: row for row in rows}

@@ -1,0 +1,159 @@
+"""The batch grader on the demo class: statuses, outputs, read-only input, regrading,
+resuming after kill -9, and shards merged into one gradebook.
+
+A three-case subset (``--cases``, a test-only option) keeps this file to a few
+minutes on two cores; the README's command grades the demo class on the full catalogue.
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+from grader import cases
+from grader.tests.batch_helpers import (DEMO, ROOT, SEED, copy_class, environment,
+                                        grader_command, gradebook, run_grader, small_cases,
+                                        tree_digest)
+
+EXPECTED = {
+    "ada": "passed", "ben": "not_implemented", "chen": "failed", "dana": "failed",
+    "eli": "failed", "fay": "flagged", "gus": "timeout", "hana": "import_error",
+    "ivan": "missing_file", "kai": "crashed", "李华": "passed",
+}
+OPTIONS = ["-j", "2", "--timeout", "12", "--cases", small_cases(), "--no-progress"]
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    base = tmp_path_factory.mktemp("demo")
+    submissions = copy_class(DEMO, base / "class")
+    before = tree_digest(submissions)
+    result = run_grader(base, "grade", str(submissions), "--out", str(base / "out"), *OPTIONS)
+    return base, submissions, before, result
+
+
+def test_every_demo_submission_gets_its_status(graded):
+    base, _, _, result = graded
+    assert result.returncode == 0, result.stderr
+    book = gradebook(base / "out")
+    assert {student: row["status"] for student, row in book.items()} == EXPECTED
+    assert set(EXPECTED.values()) >= {"passed", "failed", "not_implemented", "import_error",
+                                      "missing_file", "timeout", "crashed", "flagged"}
+
+
+def test_readme_lists_each_demo_submission_with_its_status():
+    readme = (DEMO / "README.md").read_text(encoding="utf-8")
+    for student, status in EXPECTED.items():
+        assert re.search(rf"{student}.*`{status}`", readme), student
+
+
+def test_the_submissions_folder_is_unchanged(graded):
+    _, submissions, before, _ = graded
+    assert tree_digest(submissions) == before
+
+
+def test_gradebook_columns_and_flags(graded):
+    base = graded[0]
+    book = gradebook(base / "out", drop_times=False)
+    columns = list(next(iter(book.values())))
+    assert columns[:5] == ["student", "score", "max_score", "status", "flags"]
+    assert columns[-1] == "wall_time_s" and columns[5:-1] == small_cases().split(",")
+    assert "aten.mm" in book["fay"]["flags"] and "torch.mm" in book["fay"]["flags"]
+    assert book["ada"]["score"] == book["ada"]["max_score"]
+    assert float(book["gus"]["wall_time_s"]) >= 12
+
+
+def test_per_student_files_and_hidden_cases_stay_hidden(graded):
+    out = graded[0] / "out"
+    hidden = [case for case in cases.catalogue(SEED, "interpreter") if case.name == "hidden_1"][0]
+    for student in EXPECTED:
+        folder = out / json.loads((out / "batch.json").read_text())["students"][student]
+        for name in ("results.json", "feedback.md", "stdout.log", "stderr.log", "record.json"):
+            assert (folder / name).is_file(), (student, name)
+        results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+        assert {"score", "tests"} <= set(results)
+        for test in results["tests"]:
+            assert {"name", "score", "max_score", "status", "output", "visibility"} <= set(test)
+            if test["name"].startswith("hidden_1"):
+                shown = test["name"] + test["output"]
+                assert hidden.id not in shown and f"{hidden.m}x" not in shown
+                assert str(hidden.k) not in shown
+        feedback = (folder / "feedback.md").read_text(encoding="utf-8")
+        assert "Status / 状态" in feedback and hidden.id not in feedback
+    chen = (out / "chen" / "feedback.md").read_text(encoding="utf-8")
+    assert "expanded along the wrong axis" in chen and "expand" in chen
+    hana = json.loads((out / "hana" / "record.json").read_text())
+    assert "line" in hana["message"]
+    kai = json.loads((out / "kai" / "record.json").read_text())
+    assert "exit code 7" in kai["message"]
+
+
+def test_class_files(graded):
+    out = graded[0] / "out"
+    summary = (out / "summary.csv").read_text().splitlines()
+    assert summary[0].startswith("case,") and "pass_rate" in summary[0]
+    assert len(summary) == 1 + 3
+    env = json.loads((out / "environment.json").read_text())
+    for key in ("gpu", "driver", "cuda", "torch", "triton", "ninetoothed", "grader_revision",
+                "seed", "timestamp", "backend"):
+        assert key in env
+    assert env["seed"] == SEED and env["backend"] == "interpreter"
+    assert env["submissions_unchanged"] is True
+
+
+def test_regrading_gives_the_same_gradebook(graded):
+    base, submissions, _, _ = graded
+    again = run_grader(base, "grade", str(submissions), "--out", str(base / "again"), *OPTIONS)
+    assert again.returncode == 0, again.stderr
+    assert gradebook(base / "again") == gradebook(base / "out")
+    reuse = run_grader(base, "grade", str(submissions), "--out", str(base / "again"), *OPTIONS)
+    assert "11 already graded, 0 to grade" in reuse.stderr
+    assert gradebook(base / "again") == gradebook(base / "out")
+
+
+def test_a_batch_killed_midway_resumes(graded):
+    base, submissions, _, _ = graded
+    out = base / "killed"
+    process = subprocess.Popen(
+        grader_command("grade", str(submissions), "--out", str(out), *OPTIONS),
+        cwd=ROOT, env=environment(base), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True)
+    deadline = time.monotonic() + 300
+    while len(list(out.glob("*/record.json"))) < 4 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    done = len(list(out.glob("*/record.json")))
+    assert 4 <= done < len(EXPECTED)
+    resumed = run_grader(base, "grade", str(submissions), "--out", str(out), *OPTIONS)
+    assert resumed.returncode == 0, resumed.stderr
+    already = int(re.search(r"(\d+) already graded", resumed.stderr).group(1))
+    assert already >= done - 1  # the kill may land between two files of one student
+    assert gradebook(out) == gradebook(base / "out")
+
+
+def test_shards_merge_into_the_single_run(graded):
+    base, submissions, _, _ = graded
+    for index in (1, 2):
+        shard = run_grader(base, "grade", str(submissions), "--out", str(base / f"shard{index}"),
+                           "--shard", f"{index}/2", *OPTIONS)
+        assert shard.returncode == 0, shard.stderr
+    assert not set(gradebook(base / "shard1")) & set(gradebook(base / "shard2"))
+    merged = run_grader(base, "merge", str(base / "shard1"), str(base / "shard2"),
+                        "--out", str(base / "merged"))
+    assert merged.returncode == 0, merged.stderr
+    assert gradebook(base / "merged") == gradebook(base / "out")
+    assert list(gradebook(base / "merged")) == list(gradebook(base / "out"))
+    for student in ("ada", "chen"):
+        assert (base / "merged" / student / "feedback.md").is_file()
+    shutil.copytree(base / "shard2", base / "shard2-broken")
+    victim = next((base / "shard2-broken").glob("*/record.json"))
+    victim.unlink()
+    incomplete = run_grader(base, "merge", str(base / "shard1"), str(base / "shard2-broken"),
+                            "--out", str(base / "bad"))
+    assert incomplete.returncode == 1 and "no finished result" in incomplete.stderr
