@@ -123,7 +123,8 @@ def nt_gemm(lhs, rhs):
 #    the kernel drops to 0.15-0.35x (padding the strides alone did not help).
 #    flat_arrangement passes the operands flat and tiles them by their row
 #    lengths as compile-time constants: the compiler sees K = 3000 = 8 * 375,
-#    and 3000^3 runs 3.7x faster.
+#    and 3000^3 runs 3.7x faster. For a ragged N over an aligned K, the strided
+#    kernel on a padded copy of rhs is a further candidate, copy included.
 #
 # After the first call of a shape, nt_gemm costs one dictionary lookup more
 # than the fixed path. chosen_config(m, n, k) and LAST_CONFIG say which
@@ -194,16 +195,19 @@ class TileConfig:
     num_warps: int
     num_stages: int
     flat: bool = False  # operands passed flat to a flat_arrangement kernel
+    pad_n: bool = False  # strided kernel on a copy of rhs whose N is padded to a multiple of 16
 
     @property
     def name(self):
-        return (f"{'flat ' if self.flat else ''}{self.block_m}x{self.block_n}x{self.block_k} "
+        kind = "flat " if self.flat else "pad-n " if self.pad_n else ""
+        return (f"{kind}{self.block_m}x{self.block_n}x{self.block_k} "
                 f"g{self.group_size_m} {self.num_warps}w{self.num_stages}s")
 
 
 # The candidates per size class (by 2*M*N*K), chosen from H200 measurements
 # (docs/perf-notes.md). Each list is short: every entry costs a compile per
 # Triton specialisation and a timing per new shape.
+HUGE_FLOPS = 2 * 6144**3  # 8192^3 and up; 4096^3 stays in the large class
 LARGE_FLOPS = 2 * 1536**3
 SMALL_FLOPS = 2 * 256**3
 LARGE_CONFIGS = (
@@ -211,6 +215,8 @@ LARGE_CONFIGS = (
     TileConfig(128, 256, 64, 8, 8, 4),
     TileConfig(128, 256, 64, 16, 8, 3),
 )
+# Long K loops and a grid of 64+ tile rows: more stages and wider groups may pay.
+HUGE_EXTRA_CONFIGS = (TileConfig(128, 256, 64, 16, 8, 4),)
 MEDIUM_CONFIGS = (
     TileConfig(64, 128, 64, 8, 4, 4),
     TileConfig(128, 128, 64, 8, 4, 4),
@@ -224,6 +230,27 @@ LARGE_FLAT_CONFIGS = (
     TileConfig(128, 128, 64, 8, 8, 3, flat=True),
 )
 MEDIUM_FLAT_CONFIGS = (TileConfig(64, 128, 64, 8, 4, 4, flat=True),)
+# A ragged N: does a narrower N tile lose less at the N tail? (g4: 3000 has 12 rows of 256.)
+RAGGED_N_FLAT_CONFIGS = (TileConfig(256, 128, 64, 4, 8, 3, flat=True),)
+# When the 128x256 grid leaves its last wave mostly idle (3000^3: 288 tiles, 3 waves on
+# 132 SMs, 73% busy), 128x128 tiles fill the waves better (576 tiles, 5 waves, 87%).
+SMALL_TILE_FLAT_CONFIGS = (
+    TileConfig(128, 128, 64, 8, 4, 4, flat=True),
+    TileConfig(128, 128, 64, 8, 4, 5, flat=True),
+    TileConfig(128, 128, 64, 8, 8, 4, flat=True),
+    TileConfig(128, 128, 64, 8, 8, 5, flat=True),
+    TileConfig(128, 128, 64, 4, 8, 4, flat=True),
+)
+WAVE_BUSY_MIN = 0.85  # below this share of busy SMs, SMALL_TILE_FLAT_CONFIGS are tried
+# A ragged N over an aligned K: the strided kernel on a padded copy of rhs has no
+# cliff left; the copy is part of what the tuner times.
+PADDED_N_CONFIGS = (
+    TileConfig(128, 256, 64, 8, 8, 3, pad_n=True),
+    TileConfig(128, 256, 64, 8, 8, 4, pad_n=True),
+)
+EVERY_CONFIG = (LARGE_CONFIGS + HUGE_EXTRA_CONFIGS + MEDIUM_CONFIGS + SMALL_CONFIGS
+                + LARGE_FLAT_CONFIGS + MEDIUM_FLAT_CONFIGS + RAGGED_N_FLAT_CONFIGS
+                + SMALL_TILE_FLAT_CONFIGS + PADDED_N_CONFIGS)
 
 LAST_CONFIG = None  # what the latest autotuned nt_gemm call ran, as chosen_config() gives it
 
@@ -244,6 +271,8 @@ def chosen_config(m, n, k):
 
 @functools.cache
 def _tuned_kernel(config):
+    if config.pad_n:
+        return _padding_n(_tuned_kernel(dataclasses.replace(config, pad_n=False)))
     block_sizes = dict(
         block_size_m=config.block_m,
         block_size_n=config.block_n,
@@ -263,6 +292,20 @@ def _tuned_kernel(config):
     )
 
 
+def _padding_n(kernel):
+    """Wrap a strided kernel to run on a copy of rhs whose N is padded to a multiple of 16.
+
+    With every size and stride of the loads a multiple of 16, the ragged-N cliff is
+    gone. The output stays (M, N): it is stored once per tile, where rhs is loaded
+    at every K step, so its masked store costs little and it needs no copy. The
+    grid does not change: cdiv(N padded, BN) == cdiv(N, BN) for BN a multiple of 16.
+    """
+    def launch(lhs, rhs, output):
+        kernel(lhs, torch.nn.functional.pad(rhs, (0, -rhs.shape[1] % 16)), output)
+
+    return launch
+
+
 def _launch(kernel, flat, lhs, rhs, output):
     if flat:
         kernel(lhs.view(-1), rhs.view(-1), output.view(-1),
@@ -272,16 +315,46 @@ def _launch(kernel, flat, lhs, rhs, output):
 
 
 def _candidates(lhs, rhs):
+    """The configurations worth timing for this shape.
+
+    Its size class, plus flat, padded and small-tile kernels only where a ragged K
+    or N, or a poorly filled last wave, makes them worth a compile and a timing.
+    """
     m, k = lhs.shape
     n = rhs.shape[1]
     flops = 2 * m * n * k
     if flops < SMALL_FLOPS:
         return SMALL_CONFIGS
-    large = flops >= LARGE_FLOPS
-    configs = LARGE_CONFIGS if large else MEDIUM_CONFIGS
-    if (k % 16 or n % 16) and lhs.is_contiguous() and rhs.is_contiguous():
-        configs += LARGE_FLAT_CONFIGS if large else MEDIUM_FLAT_CONFIGS
+    ragged = k % 16 or n % 16
+    flat_ok = ragged and lhs.is_contiguous() and rhs.is_contiguous()
+    if flops < LARGE_FLOPS:
+        return MEDIUM_CONFIGS + (MEDIUM_FLAT_CONFIGS if flat_ok else ())
+
+    configs = LARGE_CONFIGS + (HUGE_EXTRA_CONFIGS if flops >= HUGE_FLOPS else ())
+    if n % 16 and not k % 16:
+        configs += PADDED_N_CONFIGS
+    if flat_ok:
+        configs += LARGE_FLAT_CONFIGS
+        if n % 16:
+            configs += RAGGED_N_FLAT_CONFIGS
+        if _busy_share(m, n, 128, 256, lhs.device) < WAVE_BUSY_MIN:
+            configs += SMALL_TILE_FLAT_CONFIGS
     return configs
+
+
+def _busy_share(m, n, block_m, block_n, device):
+    """Share of SM time busy over the grid's waves, one program per SM at a time.
+
+    A grid a little larger than a multiple of the SM count leaves most SMs idle in
+    its last wave; smaller tiles then pay for their lower intensity.
+    """
+    sms = torch.cuda.get_device_properties(device).multi_processor_count
+    tiles = _cdiv(m, block_m) * _cdiv(n, block_n)
+    return tiles / (_cdiv(tiles, sms) * sms)
+
+
+def _cdiv(a, b):
+    return -(-a // b)
 
 
 def _tuned_gemm(lhs, rhs):
@@ -365,13 +438,12 @@ def _version(package):
 def _environment_key():
     import triton
 
-    every = LARGE_CONFIGS + MEDIUM_CONFIGS + SMALL_CONFIGS + LARGE_FLAT_CONFIGS + MEDIUM_FLAT_CONFIGS
     return " | ".join((
         torch.cuda.get_device_name(),
         f"torch {torch.__version__}",
         f"triton {triton.__version__}",
         f"ninetoothed {_version('ninetoothed')}",
-        ",".join(config.name for config in every),
+        ",".join(config.name for config in EVERY_CONFIG),
     ))
 
 
