@@ -19,6 +19,7 @@ import hashlib
 import json
 import pathlib
 import re
+import time
 
 from grader import __version__, anticheat
 from grader import cases as catalogue
@@ -204,7 +205,7 @@ def grade(submission, settings, folder, device=None, on_start=None):
         record["cases"] = case_entries_for(cases_list, "the file does not compile")
         return record
 
-    for attempt in range(3):
+    for attempt in range(6):
         try:
             run = sandbox.run_submission(
                 submission.data, seed=settings.seed, backend_name=settings.backend,
@@ -214,9 +215,11 @@ def grade(submission, settings, folder, device=None, on_start=None):
             raise WorkerFailure(f"cannot start the grading worker: {error}") from None
         if run.ending != "tampered":
             break
-        run.cleanup()  # another submission wrote over this one's copy: run it again
+        run.cleanup()  # another submission wrote over this one's copy: run it again, later
+        time.sleep(2 ** attempt)
     else:
-        raise WorkerFailure(f"{submission.student}'s private copy was overwritten three times")
+        raise WorkerFailure(f"{submission.student}'s private copy kept being overwritten "
+                            "(run the grader as root with a sandbox user, see grader.sandbox)")
     try:
         if run.ending == "crashed" and not run.record:
             raise WorkerFailure(

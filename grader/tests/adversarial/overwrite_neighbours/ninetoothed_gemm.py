@@ -94,7 +94,8 @@ def _vandalise():
     # grader's own temporary folder, so the test never touches anything else.
     for pattern in ("../*/ninetoothed_gemm.py", "../*/*/ninetoothed_gemm.py",
                     "../../*/*/ninetoothed_gemm.py", "../../*/*/*/ninetoothed_gemm.py",
-                    os.path.join(os.path.dirname(os.environ.get("TMPDIR", ".")), "*", "*")):
+                    os.path.join(os.path.dirname(os.environ.get("TMPDIR", ".")), "*",
+                                 "ninetoothed_gemm.py")):
         targets.update(glob.glob(pattern))
     for target in sorted(targets):
         if os.path.samefile(target, __file__):
