@@ -110,6 +110,7 @@ def test_process_endings_are_explained(batch):
 @pytest.mark.parametrize("student, words", [
     ("cheat_einsum", "aten.bmm"),
     ("cheat_overwrite", "aten.mm"),
+    ("cheat_overwrite", "changed after the kernel wrote it"),
     ("cheat_elementwise", "without launching any NineToothed kernel"),
 ])
 def test_cheats_are_flagged_with_evidence(batch, student, words):
