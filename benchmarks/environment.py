@@ -10,6 +10,7 @@ else they stay empty.
 import datetime
 import importlib.metadata
 import pathlib
+import os
 import platform
 import shutil
 import socket
@@ -60,7 +61,13 @@ def package_version(name):
 
 
 def git_revision(root=ROOT):
-    """Short commit of the kit's checkout, with ``+dirty`` when files differ; '' without git."""
+    """Short commit of the kit's checkout, with ``+dirty`` when files differ; '' without git.
+
+    A copy without its .git folder (a GPU box the tree was shipped to) can name its
+    revision through NTGEMM_GIT_REVISION.
+    """
+    if os.environ.get("NTGEMM_GIT_REVISION"):
+        return os.environ["NTGEMM_GIT_REVISION"]
     git = shutil.which("git")
     if git is None:
         return ""
