@@ -7,6 +7,7 @@ and the float32-accumulated reference by itself.
 
 import dataclasses
 import hashlib
+import re
 
 import torch
 
@@ -178,6 +179,9 @@ def _close(out, expected):
     return bool((got - want).abs().le(ATOL + RTOL * want.abs()).all())
 
 
+_LOOP_LOCAL = re.compile(r"NameError\('(\w+) is not defined'\)")
+
+
 def error_verdict(case, error, limit=12):
     """A failed Verdict for a case whose kernel raised instead of returning.
 
@@ -196,5 +200,12 @@ def error_verdict(case, error, limit=12):
     body = lines[-limit:] if len(lines) > 1 else []
     if len(lines) > limit:
         body = ["..."] + body
+    undefined = _LOOP_LOCAL.search(text)
+    if undefined and mistake == "build_error":
+        # Triton only lets a value assigned inside a loop outlive it when it was
+        # defined before the loop: the accumulator created inside the loop.
+        mistake = "accumulator"
+        body.append(f"`{undefined.group(1)}` is first assigned inside the loop but used after "
+                    "it: create it before the loop and add to it inside")
     return Verdict(case.id, False, "\n".join([head] + body), mistake,
                    details={"error": (f"{name}: " if name else "") + text[-4000:]})

@@ -182,9 +182,26 @@ MISTAKE_VARIANTS = {
 }
 
 
+# Where the compiled GPU kernel behaves otherwise (measured on an H200, 2026-11-29):
+# * accumulator_in_loop: Triton refuses to compile a loop-local value used after
+#   the loop, so every case fails to build, and the error names the accumulator;
+# * floor_mode: the unmasked M and N edge tiles read past the operands, but the
+#   stores stay masked, so M and N tails come out right; only K tails fail.
+GPU_DIFFERENCES = {
+    "mistake_accumulator_in_loop": (
+        ["long_k-64x64x1024", "tail_mnk-65x97x130", "skinny-16x256x192", "square-64x64x64",
+         "tail_k_small-128x128x40", "tiny-1x2x3"],
+        [], "accumulator", []),
+    "mistake_floor_mode": (
+        ["tail_k-128x128x130", "coverage-100x70x90"],
+        ["square-64x64x64", "nonsquare-128x256x192"], "k_tail", []),
+}
+
+
 @pytest.mark.parametrize("name", sorted(MISTAKE_VARIANTS))
 def test_mistake_variant_fails_and_is_named(name, backend):
-    must_fail, must_pass, top, also = MISTAKE_VARIANTS[name]
+    expected = GPU_DIFFERENCES if backend.name == "gpu" else {}
+    must_fail, must_pass, top, also = expected.get(name, MISTAKE_VARIANTS[name])
     module = _module(name)
     selected, verdicts = _grade(module, must_fail + must_pass, backend)
     outcome = {verdict.case_id: verdict for verdict in verdicts}
