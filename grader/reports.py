@@ -17,7 +17,6 @@ with a pass/fail line and no shape, sizes or element positions.
 """
 
 import datetime
-import importlib.metadata
 import json
 import os
 import pathlib
@@ -25,6 +24,8 @@ import platform
 import shutil
 import subprocess
 import tempfile
+
+from benchmarks.environment import git_revision, package_version
 
 STATUS_TEXT = {
     "passed": ("Every case passed.", "所有测试用例均通过。"),
@@ -241,27 +242,6 @@ def write_class(out_dir, records, cases_list):
     atomic_write(out_dir / "students.csv", mapping.to_csv(index=False))
 
 
-def _version(package):
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-def _git_revision():
-    root = pathlib.Path(__file__).resolve().parents[1]
-    try:
-        revision = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
-                                  text=True, timeout=10)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "grader"], cwd=root,
-                               capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if revision.returncode:
-        return None
-    return revision.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
-
-
 def _gpus(backend_name):
     if backend_name != "gpu":
         return []
@@ -297,10 +277,10 @@ def environment(settings, extra=None):
         "python": platform.python_version(),
         "platform": platform.platform(),
         "torch": torch.__version__,
-        "triton": _version("triton"),
-        "ninetoothed": _version("ninetoothed"),
-        "pandas": _version("pandas"),
-        "grader_revision": _git_revision(),
+        "triton": package_version("triton"),
+        "ninetoothed": package_version("ninetoothed"),
+        "pandas": package_version("pandas"),
+        "grader_revision": git_revision(),
     }
     from grader.batch import grader_version
 
