@@ -82,7 +82,6 @@ def build_parser():
                     "OUT_DIR receives gradebook.csv, summary.csv, environment.json and one "
                     "folder per student (results.json, feedback.md, logs). Interrupted batches "
                     "resume: run the same command again.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     grade.add_argument("submissions", metavar="SUBMISSIONS_DIR",
                        help="folder of submissions: <id>/ninetoothed_gemm.py, <id>.py, "
@@ -93,11 +92,13 @@ def build_parser():
                        help="submissions graded at once (default: one per GPU, or one per CPU "
                             "core on the interpreter)")
     grade.add_argument("--timeout", type=_positive_float("--timeout"), default=120.0,
-                       metavar="S", help="wall-clock seconds per submission, import included")
+                       metavar="S", help="wall-clock seconds per submission, import included (default: 120)")
     grade.add_argument("--memory-limit", type=_positive_float("--memory-limit"), default=8.0,
-                       metavar="GiB", help="host memory per submission (its whole process tree)")
+                       metavar="GiB",
+                       help="host memory per submission, its whole process tree (default: 8)")
     grade.add_argument("--seed", type=int, default=catalogue.DEFAULT_SEED,
-                       help="seed of the hidden cases; keep your own secret")
+                       help="seed of the hidden cases; keep your own secret "
+                            f"(default: the public {catalogue.DEFAULT_SEED})")
     grade.add_argument("--force", action="store_true",
                        help="grade again even submissions whose stored result is up to date")
     grade.add_argument("--shard", type=_shard, default=None, metavar="i/N",
