@@ -410,7 +410,10 @@ def command_merge(args):
 def command_handout(args):
     from grader import handout
 
-    folder, archive = handout.build(pathlib.Path(args.out))
+    try:
+        folder, archive = handout.build(pathlib.Path(args.out))
+    except ValueError as error:  # the handout would give something away: say what, no traceback
+        raise GraderError(f"cannot build the handout: {error}") from None
     _say(f"handout folder: {folder}\nhandout zip:    {archive}")
     return EXIT_OK
 

@@ -8,12 +8,16 @@ the CPU through the Triton interpreter:
 * ``conftest.py`` and ``pyproject.toml``;
 * ``benchmarks/`` (the timing harness the benchmark script runs), without its
   tests and without the staff tools that read ``solutions/``;
-* the grader modules that ``conftest.py``, ``assignment/`` and ``benchmarks/``
-  import, followed import by import (the case catalogue, whose hidden-case
-  generator is useless without the instructor's ``--seed``, the checks, the
-  backend, loading, execution, the mistakes with their hints, ...), never the
-  batch grader's own modules;
-* the student docs (``docs/student*`` and ``docs/explainer*``) when present;
+* the full grader suite a student runs on their own file, ``pytest grader
+  --submission PATH`` (``grader/test_grader.py`` and ``grader/conftest.py``);
+* the grader modules that ``conftest.py``, ``assignment/``, ``benchmarks/``,
+  the grader suite and the docs' example scripts import, followed import by
+  import (the case catalogue, whose hidden-case generator is useless without
+  the instructor's ``--seed``, the checks, the backend, loading, execution, the
+  mistakes with their hints, ...), never the batch grader's own modules;
+* the student docs (``docs/student*``, ``docs/explainer*``), the case table
+  they link to (``docs/cases.md``) and the example scripts they run
+  (``docs/examples/``), when present;
 * a short README.md.
 
 Never ``solutions/``, the batch grader, the kit's own tests, the demo class or a grading seed;
@@ -29,6 +33,10 @@ NAME = "ntgemm-handout"
 # Never in the handout, whatever imports them: the batch grader and its isolation.
 BATCH_ONLY = ("anticheat", "batch", "cli", "handout", "intake", "reports", "sandbox", "worker",
               "__main__")
+# The grader suite a student runs on their own file (``pytest grader --submission PATH``).
+STUDENT_SUITE = ("grader/test_grader.py", "grader/conftest.py")
+# Under docs/: the guides, the case table they link to, the example scripts they run.
+STUDENT_DOCS = ("student*", "explainer*", "cases.md", "examples")
 _ZIP_TIME = (2026, 1, 1, 0, 0, 0)  # fixed, so the same sources give the same zip
 
 README = """# ntgemm: matrix multiplication in NineToothed
@@ -40,12 +48,14 @@ Fill in `arrangement()` and `application()` in `assignment/ninetoothed_gemm.py`.
 | install the dependencies | `python -m pip install -e .` |
 | run the public tests (CPU or GPU) | `python -m pytest assignment` |
 | the same tests on another file | `python -m pytest assignment --submission PATH` |
+| the full grader on your file | `python -m pytest grader --submission assignment/ninetoothed_gemm.py` |
 | benchmark (GPU) | `python assignment/benchmark_ninetoothed_gemm.py` |
 
 Without a GPU the tests run through the Triton interpreter on the CPU: they say
 whether your kernel is right, never how fast it is. Hand in
 `assignment/ninetoothed_gemm.py` (and, on a GPU, the benchmark's CSV and picture).
 The grader also runs hidden shapes, so make sure the kernel handles any M, N, K.
+Start with `docs/student-guide.en.md` (中文：`docs/student-guide.zh.md`).
 """
 
 
@@ -103,18 +113,19 @@ def _handout_files():
     for path in sorted((ROOT / "benchmarks").glob("*.py")):
         if not _staff_only(path):
             files.append((path, path.relative_to(ROOT)))
-    for name in ("conftest.py", "pyproject.toml"):
+    for name in ("conftest.py", "pyproject.toml") + STUDENT_SUITE:
         files.append((ROOT / name, pathlib.Path(name)))
-    for module in grader_modules_needed([path for path, _ in files if path.suffix == ".py"]):
-        files.append((ROOT / "grader" / f"{module}.py", pathlib.Path("grader") / f"{module}.py"))
     docs = ROOT / "docs"
     if docs.is_dir():
-        for pattern in ("student*", "explainer*"):
+        for pattern in STUDENT_DOCS:
             for path in sorted(docs.glob(pattern)):
                 targets = [path] if path.is_file() else sorted(p for p in path.rglob("*")
                                                                 if p.is_file())
                 for target in targets:
-                    files.append((target, target.relative_to(ROOT)))
+                    if "__pycache__" not in target.parts and target.suffix != ".pyc":
+                        files.append((target, target.relative_to(ROOT)))
+    for module in grader_modules_needed([path for path, _ in files if path.suffix == ".py"]):
+        files.append((ROOT / "grader" / f"{module}.py", pathlib.Path("grader") / f"{module}.py"))
     return files
 
 

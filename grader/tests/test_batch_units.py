@@ -3,6 +3,7 @@ the command line and the handout."""
 
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import zipfile
@@ -182,3 +183,40 @@ def test_handout_holds_no_solution_and_its_public_tests_run(tmp_path):
                              "no:cacheprovider", "--submission", str(solution)], cwd=folder,
                             capture_output=True, text=True, timeout=600, env=env)
     assert solved.returncode == 0, solved.stdout + solved.stderr
+    # The student guide's self-check, `pytest grader --submission PATH`, needs the suite.
+    suite = subprocess.run([sys.executable, "-m", "pytest", "grader", "-q", "-p",
+                            "no:cacheprovider", "--submission", str(solution),
+                            "-k", "arrangement or tail_mnk"], cwd=folder, capture_output=True,
+                           text=True, timeout=600, env=env)
+    assert suite.returncode == 0, suite.stdout + suite.stderr
+    assert "2 passed" in suite.stdout, suite.stdout
+
+
+def test_handout_holds_what_the_student_docs_point_to(tmp_path):
+    from grader import handout
+
+    folder, _ = handout.build(tmp_path)
+    docs = sorted((folder / "docs").glob("*.md"))
+    assert {"student-guide.en.md", "explainer.en.md", "cases.md"} <= {d.name for d in docs}
+    for doc in docs + [folder / "README.md"]:
+        text = doc.read_text(encoding="utf-8")
+        for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", text):
+            assert (doc.parent / target).is_file(), f"{doc.name} links to missing {target}"
+        for script in re.findall(r"python (docs/examples/\w+\.py)", text):
+            assert (folder / script).is_file(), f"{doc.name} runs missing {script}"
+        for path in re.findall(r"`((?:docs|assignment|grader)/[\w./-]+\.(?:py|md))`", text):
+            assert (folder / path).is_file(), f"{doc.name} names missing {path}"
+    assert (folder / "grader" / "test_grader.py").is_file()
+    assert not (folder / "solutions").exists()
+
+
+def test_a_refused_handout_is_an_error_message_not_a_traceback(tmp_path, monkeypatch, capsys):
+    from grader import cli, handout
+
+    def refuse(out_dir):
+        raise ValueError("assignment/ninetoothed_gemm.py is a copy of the reference solution")
+
+    monkeypatch.setattr(handout, "build", refuse)
+    assert cli.main(["handout", "--out", str(tmp_path)]) == cli.EXIT_FAILURE
+    assert "cannot build the handout: assignment/ninetoothed_gemm.py is a copy" \
+        in capsys.readouterr().err
