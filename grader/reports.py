@@ -69,9 +69,11 @@ def _json(value):
 
 
 def _public_message(entry):
-    if entry["visibility"] == "public":
-        return entry.get("message", "")
     status = entry["status"]
+    if entry["visibility"] == "public":
+        if status == "flagged" and not entry.get("message"):
+            return "flagged by the anti-cheat check (score 0): see the flags in your feedback"
+        return entry.get("message", "")
     if status == "passed":
         return "passed"
     if status == "not_run":

@@ -220,3 +220,14 @@ def test_a_refused_handout_is_an_error_message_not_a_traceback(tmp_path, monkeyp
     assert cli.main(["handout", "--out", str(tmp_path)]) == cli.EXIT_FAILURE
     assert "cannot build the handout: assignment/ninetoothed_gemm.py is a copy" \
         in capsys.readouterr().err
+
+
+def test_flagged_public_case_says_why_in_results_json():
+    from grader.reports import results_json
+
+    record = {"status": "flagged", "score": 0, "max_score": 1, "message": "", "cases": [
+        {"id": "tail_m-65x128x128", "name": "tail_m", "visibility": "public", "status": "flagged",
+         "points": 0, "max_points": 1, "message": ""}]}
+    (test,) = results_json(record)["tests"]
+    assert test["status"] == "failed"
+    assert "anti-cheat" in test["output"]
