@@ -231,12 +231,18 @@ def summary_frame(records, cases_list):
 
 
 def write_class(out_dir, records, cases_list):
-    """gradebook.csv, summary.csv and students.csv from every record of the batch."""
+    """gradebook.csv, summary.csv, summary.png and students.csv from every record of the batch."""
     import pandas
 
     out_dir = pathlib.Path(out_dir)
-    atomic_write(out_dir / "gradebook.csv", gradebook_frame(records, cases_list).to_csv(index=False))
-    atomic_write(out_dir / "summary.csv", summary_frame(records, cases_list).to_csv(index=False))
+    gradebook = gradebook_frame(records, cases_list)
+    summary = summary_frame(records, cases_list)
+    atomic_write(out_dir / "gradebook.csv", gradebook.to_csv(index=False))
+    atomic_write(out_dir / "summary.csv", summary.to_csv(index=False))
+    if records:
+        from grader import class_chart
+
+        atomic_write(out_dir / "summary.png", class_chart.render(summary, gradebook))
     mapping = pandas.DataFrame(
         [{"student": r["student"], "folder": r["folder"], "origin": r.get("origin", ""),
           "status": r["status"]} for r in sorted(records, key=lambda r: r["student"])],

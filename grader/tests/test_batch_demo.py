@@ -98,6 +98,7 @@ def test_class_files(graded):
     summary = (out / "summary.csv").read_text().splitlines()
     assert summary[0].startswith("case,") and "pass_rate" in summary[0]
     assert len(summary) == 1 + 3
+    assert (out / "summary.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     env = json.loads((out / "environment.json").read_text())
     for key in ("gpu", "driver", "cuda", "torch", "triton", "ninetoothed", "grader_revision",
                 "seed", "timestamp", "backend"):
