@@ -13,11 +13,10 @@ Two kinds of evidence, each with enough detail for a TA to check by hand:
 * **Runtime**, ``Monitor`` (in the worker process, around every ``nt_gemm``
   call): a TorchDispatchMode records matrix-product aten ops (``mm``, ``addmm``,
   ``bmm``, ``matmul``, ``dot``, ``linear``, ...) run outside NineToothed launches,
-  and a wrapper on NineToothed's kernel handle records, after each launch, which
-  tensors the kernel was given and their version counters (bumped by every
-  in-place torch op). When ``nt_gemm`` returns, the result must share storage
-  with a tensor a NineToothed launch of this call received, and nothing may
-  have written to that tensor since the launch.
+  and a wrapper on NineToothed's kernel handle records, after each launch, the
+  output it was given (its last tensor argument) and a copy of its bytes. When ``nt_gemm`` returns, every element of the result must lie in an
+  output a NineToothed launch of this call wrote, and those outputs must still
+  hold exactly the bytes the launches left in them.
 
 Scoring policy (the default, cited by the instructor guide):
 
@@ -308,7 +307,7 @@ class Monitor:
     """Runtime evidence for one process. ``install()`` must run before the submission is imported."""
 
     def __init__(self):
-        self.launches = None  # storage pointer -> (tensor, state after launch), inside nt_gemm
+        self.launches = None  # storage pointer -> {layout: (output, its bytes)}, inside nt_gemm
         self.aten_calls = None
         self.depth = 0
 
@@ -338,22 +337,28 @@ class Monitor:
         jit_module._Handle.__call__ = call
 
     def _record_launch(self, arguments):
-        """Remember, per storage, the tensor a launch received and its state right after.
+        """Remember the output a launch wrote and a copy of its bytes right after.
 
-        The state is the tensor's version counter, which every in-place torch op on it
-        or on a view of it bumps; that costs nothing, so a kernel timed hundreds of
-        times inside nt_gemm (an autotuner) is not slowed down. Without the counter,
-        a byte copy is kept instead.
+        The output is the launch's last tensor argument (``arrangement(lhs, rhs,
+        output)``): a tensor the kernel only read proves nothing. Bytes, not version
+        counters: ``.data``, ``untyped_storage()`` and ``.numpy()`` write without
+        bumping the counter. A launch repeated on the same view (an autotuner timing
+        it) keeps one copy; a launch on another view of the same storage (a kernel
+        run in chunks) may overlap the views already there, so their copies are
+        taken again.
         """
         import torch
 
-        for value in arguments:
-            if isinstance(value, torch.Tensor):
-                key = value.untyped_storage().data_ptr()
-                version = getattr(value, "_version", None)
-                state = ("version", version) if version is not None else \
-                    ("bytes", _bytes_of(value).clone())
-                self.launches[key] = (value, state)
+        tensors = [value for value in arguments if isinstance(value, torch.Tensor)]
+        if not tensors:
+            return
+        output = tensors[-1].detach()
+        layout = (output.storage_offset(), tuple(output.shape), output.stride(), output.dtype)
+        views = self.launches.setdefault(output.untyped_storage().data_ptr(), {})
+        for key, (view, _) in views.items():
+            if key != layout:
+                views[key] = (view, _bytes_of(view).clone())
+        views[layout] = (output, _bytes_of(output).clone())
 
     def traced(self, function):
         """``function`` wrapped so that each call returns (result, evidence list)."""
@@ -394,16 +399,26 @@ class Monitor:
             evidence.append("nt_gemm returned a tensor without launching any NineToothed kernel")
             return evidence
         launched = self.launches.get(result.untyped_storage().data_ptr())
-        if launched is None:
+        if not launched or not _covers([view for view, _ in launched.values()], result):
             evidence.append("nt_gemm returned a tensor that no NineToothed kernel wrote")
             return evidence
-        tensor, (kind, state) = launched
-        if kind == "version":
-            changed = tensor._version != state
-        else:
-            now = _bytes_of(tensor)
-            changed = now.shape != state.shape or not torch.equal(now, state)
-        if changed:
+        if any(not torch.equal(_bytes_of(view), copy) for view, copy in launched.values()):
             evidence.append("the NineToothed kernel's output was changed after the kernel "
                             "wrote it, before nt_gemm returned")
         return evidence
+
+
+def _covers(views, tensor):
+    """Whether every byte of ``tensor`` lies in one of ``views`` (all on its storage)."""
+    import torch
+
+    def span(mask, view):
+        size = view.element_size()
+        return mask.as_strided(tuple(view.shape) + (size,),
+                               tuple(stride * size for stride in view.stride()) + (1,),
+                               view.storage_offset() * size)
+
+    mask = torch.zeros(tensor.untyped_storage().nbytes(), dtype=torch.bool, device=tensor.device)
+    for view in views:
+        span(mask, view).fill_(True)
+    return bool(span(mask, tensor).all())
