@@ -13,10 +13,12 @@ Two kinds of evidence, each with enough detail for a TA to check by hand:
 * **Runtime**, ``Monitor`` (in the worker process, around every ``nt_gemm``
   call): a TorchDispatchMode records matrix-product aten ops (``mm``, ``addmm``,
   ``bmm``, ``matmul``, ``dot``, ``linear``, ...) run outside NineToothed launches,
-  and a wrapper on NineToothed's kernel handle records, after each launch, the
-  output it was given (its last tensor argument) and a copy of its bytes. When ``nt_gemm`` returns, every element of the result must lie in an
+  and a wrapper on the kernel handles NineToothed builds records, after each
+  launch, the output it was given (its last tensor argument) and a copy of its
+  bytes. When ``nt_gemm`` returns, every element of the result must lie in an
   output a NineToothed launch of this call wrote, and those outputs must still
-  hold exactly the bytes the launches left in them.
+  hold exactly the bytes the launches left in them. A handle built any other
+  way, or whose launcher was replaced, is plain Python to the monitor.
 
 Scoring policy (the default, cited by the instructor guide):
 
@@ -313,16 +315,29 @@ class Monitor:
 
     def install(self):
         import sys
+        import weakref
 
         import ninetoothed  # noqa: F401 - loads ninetoothed.jit, whose name the package shadows
 
         jit_module = sys.modules["ninetoothed.jit"]
         monitor = self
         original = jit_module._Handle.__call__
+        build = jit_module.JIT.__call__
+        genuine = weakref.WeakKeyDictionary()  # handle NineToothed built -> its launcher
+
+        def built(jit, *args, **kwargs):
+            handle = build(jit, *args, **kwargs)
+            genuine[handle] = handle._launch
+            return handle
 
         def call(handle, *args, **kwargs):
             from torch.utils._python_dispatch import _disable_current_modes
 
+            launcher = genuine.get(handle)
+            if launcher is None or launcher is not getattr(handle, "_launch", None):
+                # A handle NineToothed did not build, or whose launcher was swapped:
+                # plain Python, watched like the rest of nt_gemm.
+                return original(handle, *args, **kwargs)
             monitor.depth += 1
             try:
                 with _disable_current_modes():
@@ -334,7 +349,9 @@ class Monitor:
             return result
 
         call.__wrapped__ = original
+        built.__wrapped__ = build
         jit_module._Handle.__call__ = call
+        jit_module.JIT.__call__ = built
 
     def _record_launch(self, arguments):
         """Remember the output a launch wrote and a copy of its bytes right after.

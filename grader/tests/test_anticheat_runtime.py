@@ -3,7 +3,8 @@
 Each cheat below passed the batch grader with a kernel that writes only zeros:
 the right answer, computed without a matrix product (``mul`` then ``sum``), was
 slipped in after the launch through a write that does not bump the version
-counter, handed to a launch as an input or next to a zero-size output. The monitor runs in
+counter, handed to a launch as an input or next to a zero-size output, or
+"launched" through a kernel handle NineToothed never built. The monitor runs in
 a child process, as in the batch grader, so its patches stay out of this one.
 """
 
@@ -82,6 +83,16 @@ CHEATS = {
     "zero_size_launch": """
         out = _answer(lhs, rhs)
         _kernel()(lhs, rhs, out[:0])
+        return out""",
+    "forged_handle": """
+        out = _empty(lhs, rhs)
+        type(_kernel())(None, lambda a, b, c: c.copy_(torch.mm(a, b)), None)(lhs, rhs, out)
+        return out""",
+    "swapped_launcher": """
+        out = _empty(lhs, rhs)
+        handle = _kernel()
+        handle._launch = lambda a, b, c: c.copy_(torch.mm(a, b))
+        handle(lhs, rhs, out)
         return out""",
 }
 HONEST = {
