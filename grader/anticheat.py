@@ -85,9 +85,10 @@ OS_TAMPER = {"system", "popen", "fork", "forkpty", "kill", "killpg", "_exit", "a
 OS_IO = {"remove", "unlink", "rename", "replace", "rmdir", "removedirs", "makedirs", "mkdir",
          "chmod", "chown", "write", "open", "symlink", "link", "truncate", "chdir", "walk",
          "listdir", "scandir", "fdopen", "utime"}
+# Reading sys.stdout or sys.stderr is only printing; assigning them is caught as any
+# assignment to a sys attribute is.
 SYS_ATTRS = {"modules", "exit", "settrace", "setprofile", "_getframe", "argv", "meta_path",
-             "path_hooks", "stdout", "stderr", "addaudithook", "breakpointhook", "excepthook",
-             "orig_argv"}
+             "path_hooks", "addaudithook", "breakpointhook", "excepthook", "orig_argv"}
 BUILTIN_CALLS = {"eval", "exec", "compile", "__import__", "globals", "breakpoint",
                  "setattr", "delattr", "exit", "quit"}
 DUNDER_ATTRS = {"__builtins__", "__globals__", "__code__", "__subclasses__", "__dict__",

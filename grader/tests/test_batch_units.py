@@ -130,6 +130,20 @@ def test_static_scan_passes_the_kit_files_and_catches_cheats():
     assert not any(line == 9 for _, line, _ in found)  # @ inside application() is allowed
 
 
+
+def test_printing_to_stderr_is_not_tampering():
+    # A correct kernel whose nt_gemm printed with file=sys.stderr scored 0 as "tamper".
+    source = REFERENCE.read_text() + (
+        "\nimport sys\n"
+        "def debug(*values):\n"
+        "    print(*values, file=sys.stderr)\n"
+        "    sys.stdout.flush()\n"
+        "    sys.stderr.write('done\\n')\n"
+        "    sys.stdout = sys.stderr\n"
+    )
+    found = {(f.kind, f.what) for f in anticheat.scan_source(source)}
+    assert found == {(anticheat.TAMPER, "assigns sys.stdout")}, found
+
 @pytest.mark.parametrize("args, words", [
     (["grade", "no-such-dir", "--out", "x"], "SUBMISSIONS_DIR"),
     (["grade", "grader/demo_class", "--out", "x", "-j", "0"], "-j/--jobs"),
