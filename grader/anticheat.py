@@ -17,8 +17,10 @@ Two kinds of evidence, each with enough detail for a TA to check by hand:
   launch, the output it was given (its last tensor argument) and a copy of its
   bytes. When ``nt_gemm`` returns, every element of the result must lie in an
   output a NineToothed launch of this call wrote, and those outputs must still
-  hold exactly the bytes the launches left in them. A handle built any other
-  way, or whose launcher was replaced, is plain Python to the monitor.
+  hold exactly the bytes the launches left in them. Each launch's output is
+  filled with NaN just before the launch, so an answer placed there beforehand
+  cannot pass for a kernel that writes nothing. A handle built any other way, or
+  whose launcher was replaced, is plain Python to the monitor.
 
 Scoring policy (the default, cited by the instructor guide):
 
@@ -99,6 +101,7 @@ PATH_WRITES = {"write_text", "write_bytes", "unlink", "rename", "replace", "rmdi
                "touch", "chmod", "symlink_to", "hardlink_to", "rmtree", "iterdir", "glob",
                "rglob"}
 TORCH_IO = {"save", "load"}
+PURE_MODULES = {"dataclasses", "functools", "itertools", "math", "re", "string", "copy"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,6 +112,11 @@ class Finding:
 
     def evidence(self):
         return f"line {self.line}: {self.what}"
+
+
+def _reaches_internals(full):
+    """Whether a dotted name reaches the machinery the runtime monitor is built on."""
+    return "_python_dispatch" in full or "_Handle" in full or full.startswith("torch._C")
 
 
 def _dotted(node):
@@ -143,12 +151,19 @@ class _Scanner(ast.NodeVisitor):
     def _module_root(self, name):
         return self.aliases.get(name, name)
 
+    def _pure_module_call(self, func):
+        """``dataclasses.replace(...)`` and the like: a module's function, not a file operation."""
+        return isinstance(func.value, ast.Name) and \
+            self._module_root(func.value.id) in PURE_MODULES
+
     def visit_Import(self, node):
         for alias in node.names:
             root = alias.name.split(".")[0]
             self.aliases[alias.asname or root] = alias.name if alias.asname else root
             if alias.name in HARMLESS_SUBMODULES:
                 continue
+            if _reaches_internals(alias.name):
+                self.add(TAMPER, node, f"imports {alias.name}")
             if root in FORBIDDEN_MODULES:
                 self.add(TAMPER, node, FORBIDDEN_MODULES[root])
             if root in IO_MODULES:
@@ -167,6 +182,8 @@ class _Scanner(ast.NodeVisitor):
             name = alias.name
             local = alias.asname or name
             self.aliases[local] = f"{node.module}.{name}"
+            if _reaches_internals(f"{node.module}.{name}"):
+                self.add(TAMPER, node, f"imports {node.module}.{name}")
             if root == "os" and name in OS_TAMPER:
                 self.add(TAMPER, node, f"imports os.{name}")
             if root == "os" and name in OS_IO:
@@ -223,7 +240,7 @@ class _Scanner(ast.NodeVisitor):
                 self.add(IO, node, f"uses {full}")
             if full.startswith("torch.") and node.attr in TORCH_IO:
                 self.add(TAMPER, node, f"uses {full}")
-            if "_python_dispatch" in full or "_Handle" in full or full.startswith("torch._C"):
+            if _reaches_internals(full):
                 self.add(TAMPER, node, f"uses {full}")
         self.generic_visit(node)
 
@@ -252,7 +269,7 @@ class _Scanner(ast.NodeVisitor):
             dotted = _dotted(func) or f"<expr>.{func.attr}"
             if func.attr in MATMUL_NAMES and not self.in_application:
                 self.add(COMPUTE, node, f"calls {dotted}")
-            if func.attr in PATH_WRITES:
+            if func.attr in PATH_WRITES and not self._pure_module_call(func):
                 self.add(IO, node, f"calls {dotted}()")
             if func.attr == "open" and _opens_for_writing(node, method=True):
                 self.add(IO, node, f"calls {dotted}() for writing")
@@ -342,6 +359,8 @@ class Monitor:
             monitor.depth += 1
             try:
                 with _disable_current_modes():
+                    if monitor.launches is not None:
+                        _poison_output(list(args) + list(kwargs.values()))
                     result = original(handle, *args, **kwargs)
                     if monitor.launches is not None:
                         monitor._record_launch(list(args) + list(kwargs.values()))
@@ -424,6 +443,20 @@ class Monitor:
             evidence.append("the NineToothed kernel's output was changed after the kernel "
                             "wrote it, before nt_gemm returned")
         return evidence
+
+
+def _poison_output(arguments):
+    """Fill a launch's output with NaN first: what the kernel leaves unwritten shows.
+
+    Without it a wrapper could put the answer (computed without a matrix product)
+    into the output and launch a kernel that writes nothing. The contract's kernel
+    only writes its output, so an honest kernel never sees the NaN.
+    """
+    import torch
+
+    tensors = [value for value in arguments if isinstance(value, torch.Tensor)]
+    if tensors and tensors[-1].is_floating_point():
+        tensors[-1].detach().fill_(float("nan"))
 
 
 def _covers(views, tensor):

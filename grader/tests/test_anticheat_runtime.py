@@ -57,6 +57,13 @@ def _empty(lhs, rhs, rows=0, cols=0):
     return torch.empty((lhs.shape[0] + rows, rhs.shape[1] + cols), dtype=torch.float16)
 '''
 BROKEN = KERNEL.replace("{loop}", "pass")
+SILENT = KERNEL.replace("{loop}", "pass").replace("    output = accumulator\n", "")  # writes nothing
+PREFILLED = {
+    "prefilled": """
+        out = _answer(lhs, rhs)
+        _kernel()(lhs, rhs, out)
+        return out""",
+}
 CORRECT = KERNEL.replace("{loop}", "for k in range(lhs.shape[0]):\n"
                          "        accumulator += ntl.dot(lhs[k], rhs[k])")
 
@@ -147,6 +154,7 @@ def _write(folder, kernel, bodies):
 def test_cheats_without_tamper_constructs_are_caught_and_honest_wrappers_are_not(tmp_path):
     _write(tmp_path, BROKEN, CHEATS)
     _write(tmp_path, CORRECT, HONEST)
+    _write(tmp_path, SILENT, PREFILLED)
     for name in CHEATS:  # nothing for the static scan to go on but a stray torch.mm
         source = (tmp_path / f"{name}.py").read_text()
         kinds = {finding.kind for finding in anticheat.scan_source(source)}
@@ -162,3 +170,6 @@ def test_cheats_without_tamper_constructs_are_caught_and_honest_wrappers_are_not
         assert report[name]["evidence"], name
     for name in HONEST:
         assert report[name] == {"evidence": [], "right": True}, name
+    # The answer put in the output before a launch that writes nothing: the monitor
+    # fills every launch's output with NaN first, so the result is wrong.
+    assert not report["prefilled"]["right"]

@@ -245,3 +245,13 @@ def test_flagged_public_case_says_why_in_results_json():
     (test,) = results_json(record)["tests"]
     assert test["status"] == "failed"
     assert "anti-cheat" in test["output"]
+
+
+def test_static_scan_sees_internals_imported_by_name_and_not_dataclasses_replace():
+    from grader.anticheat import TAMPER, scan_source
+
+    for source in ("from torch.utils._python_dispatch import _disable_current_modes",
+                   "from ninetoothed.jit import _Handle",
+                   "import torch.utils._python_dispatch"):
+        assert TAMPER in {finding.kind for finding in scan_source(source)}, source
+    assert scan_source("import dataclasses\nx = dataclasses.replace(y, a=1)") == []
