@@ -73,7 +73,7 @@ def discover(root):
             continue
         if entry.is_dir():
             submission = _from_folder(root, entry)
-        elif entry.suffix == ".py":
+        elif entry.suffix.lower() == ".py":
             submission = _from_file(root, entry, student_id(entry.stem))
         elif entry.suffix.lower() == ".zip":
             submission = _from_zip(root, entry, student_id(entry.stem))

@@ -253,6 +253,8 @@ def child_environment(workdir, backend_name, device=None):
         "NTGEMM_BACKEND": backend_name,
     })
     env.pop("TRITON_INTERPRET", None)
+    for key in ("PWD", "OLDPWD"):  # where the grader was started: the output folder's parent
+        env.pop(key, None)
     if backend_name == "interpreter":
         # One interpreter run is single-threaded work; keep -j N honest on N cores.
         env.update({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",

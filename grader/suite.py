@@ -29,6 +29,7 @@ def check_case(case, submission, backend, seed, request):
         except Exception as error:  # what it returned could not even be compared
             verdict = Verdict(case.id, False,
                               f"the result could not be checked: {type(error).__name__}: {error}")
+        execution.scrub(outputs)
     record(config, case, verdict)
     if not verdict.passed:
         pytest.fail(failure_text(case, verdict, config), pytrace=False)

@@ -190,6 +190,7 @@ def main(argv=None):
             torch.save(portable, path.with_name(path.name + ".tmp"))
             os.replace(path.with_name(path.name + ".tmp"), path)
             entry["saved"] = path.name
+            execution.scrub(outputs)
         except BaseException as error:  # noqa: BLE001 - student code may raise anything
             entry["seconds"] = round(time.perf_counter() - started, 3)
             if _is_out_of_memory(error):

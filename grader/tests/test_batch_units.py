@@ -255,3 +255,19 @@ def test_static_scan_sees_internals_imported_by_name_and_not_dataclasses_replace
                    "import torch.utils._python_dispatch"):
         assert TAMPER in {finding.kind for finding in scan_source(source)}, source
     assert scan_source("import dataclasses\nx = dataclasses.replace(y, a=1)") == []
+
+
+def test_child_environment_is_private_and_does_not_say_where_the_grader_runs(tmp_path, monkeypatch):
+    from grader.sandbox import child_environment
+
+    monkeypatch.setenv("PWD", "/somewhere/with/the/outputs")
+    monkeypatch.setenv("OLDPWD", "/somewhere/else")
+    env = child_environment(tmp_path, "interpreter")
+    assert "PWD" not in env and "OLDPWD" not in env
+    assert env["HOME"].startswith(str(tmp_path)) and env["TMPDIR"].startswith(str(tmp_path))
+
+
+def test_upper_case_py_extension_is_a_submission(tmp_path):
+    (tmp_path / "amy.PY").write_text("x = 1\n")
+    (found,) = intake.discover(tmp_path)
+    assert found.student == "amy"
