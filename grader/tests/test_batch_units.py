@@ -271,3 +271,15 @@ def test_upper_case_py_extension_is_a_submission(tmp_path):
     (tmp_path / "amy.PY").write_text("x = 1\n")
     (found,) = intake.discover(tmp_path)
     assert found.student == "amy"
+
+
+def test_a_new_torch_triton_or_ninetoothed_means_grading_again(monkeypatch):
+    import types
+
+    from grader import batch
+
+    submission = types.SimpleNamespace(sha256="abc", problem="")
+    settings = batch.Settings(seed=1, backend="interpreter", timeout_s=10, memory_limit_bytes=1)
+    before = batch.grading_key(submission, settings)
+    monkeypatch.setattr(batch, "package_version", lambda name: "9.9.9")
+    assert batch.grading_key(submission, settings) != before
