@@ -5,8 +5,8 @@ Two kinds of evidence, each with enough detail for a TA to check by hand:
 * **Static**, ``scan_source``: the batch grader's parent reads the file's syntax
   tree (it never runs it) and lists forbidden constructs with their line:
   matrix products outside ``application`` (``torch.mm``, ``matmul``, ``bmm``,
-  ``addmm``, ``einsum``, ``linear``, ``@``, ...), and ways out of the sandbox
-  or into the grader (``numpy``, ``ctypes``, ``subprocess``, ``os.system``,
+  ``addmm``, ``einsum``, ``linear``, ``@``, ``numpy``, ...), and ways out of the
+  sandbox or into the grader (``ctypes``, ``subprocess``, ``os.system``,
   ``importlib``, ``__import__``, ``sys.modules``, ``builtins``, ``eval``/``exec``,
   ``open(..., "w")``, file writes, frame inspection, assigning attributes of
   ``torch``, ``pytest``, ``grader``, ``ninetoothed`` or ``triton``, ...).
@@ -57,7 +57,6 @@ MATMUL_NAMES = {
     "__matmul__", "__rmatmul__", "_scaled_mm", "_int_mm", "bilinear", "kron",
 }
 FORBIDDEN_MODULES = {
-    "numpy": "imports numpy",
     "ctypes": "imports ctypes",
     "cffi": "imports cffi",
     "subprocess": "imports subprocess",
@@ -79,6 +78,9 @@ FORBIDDEN_MODULES = {
     "pty": "imports pty",
     "psutil": "imports psutil",
 }
+# A second way to multiply matrices: evidence only, since the result must still come out
+# of a NineToothed launch's output, NaN-filled before it and byte-checked after it.
+COMPUTE_MODULES = {"numpy": "imports numpy"}
 HARMLESS_SUBMODULES = {"importlib.metadata", "importlib.resources"}
 IO_MODULES = {"shutil": "imports shutil", "tempfile": "imports tempfile", "glob": "imports glob"}
 OS_TAMPER = {"system", "popen", "fork", "forkpty", "kill", "killpg", "_exit", "abort", "setsid",
@@ -112,6 +114,13 @@ class Finding:
 
     def evidence(self):
         return f"line {self.line}: {self.what}"
+
+
+def _is_main_guard(test):
+    return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name)
+            and test.left.id == "__name__" and len(test.comparators) == 1
+            and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value == "__main__")
 
 
 def _reaches_internals(full):
@@ -148,6 +157,14 @@ class _Scanner(ast.NodeVisitor):
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
+    def visit_If(self, node):
+        """A ``if __name__ == "__main__":`` self-test never runs when the grader imports the file."""
+        if _is_main_guard(node.test):
+            for statement in node.orelse:
+                self.visit(statement)
+            return
+        self.generic_visit(node)
+
     def _module_root(self, name):
         return self.aliases.get(name, name)
 
@@ -166,6 +183,8 @@ class _Scanner(ast.NodeVisitor):
                 self.add(TAMPER, node, f"imports {alias.name}")
             if root in FORBIDDEN_MODULES:
                 self.add(TAMPER, node, FORBIDDEN_MODULES[root])
+            if root in COMPUTE_MODULES:
+                self.add(COMPUTE, node, COMPUTE_MODULES[root])
             if root in IO_MODULES:
                 self.add(IO, node, IO_MODULES[root])
         self.generic_visit(node)
@@ -176,6 +195,8 @@ class _Scanner(ast.NodeVisitor):
             root = ""
         if root in FORBIDDEN_MODULES:
             self.add(TAMPER, node, FORBIDDEN_MODULES[root])
+        if root in COMPUTE_MODULES:
+            self.add(COMPUTE, node, COMPUTE_MODULES[root])
         if root in IO_MODULES:
             self.add(IO, node, IO_MODULES[root])
         for alias in node.names:
@@ -252,6 +273,9 @@ class _Scanner(ast.NodeVisitor):
     def visit_Name(self, node):
         if node.id in ("__builtins__", "__loader__", "__spec__"):
             self.add(TAMPER, node, f"uses {node.id}")
+        if node.id == "__name__" and isinstance(node.ctx, ast.Store):
+            # It would make a skipped ``if __name__ == "__main__":`` block run on import.
+            self.add(TAMPER, node, "assigns __name__")
         self.generic_visit(node)
 
     def visit_Call(self, node):

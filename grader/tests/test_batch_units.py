@@ -283,3 +283,14 @@ def test_a_new_torch_triton_or_ninetoothed_means_grading_again(monkeypatch):
     before = batch.grading_key(submission, settings)
     monkeypatch.setattr(batch, "package_version", lambda name: "9.9.9")
     assert batch.grading_key(submission, settings) != before
+
+
+def test_a_main_guard_self_test_is_not_scanned_unless_name_is_reassigned():
+    from grader.anticheat import TAMPER, scan_source
+
+    self_test = ('def nt_gemm(lhs, rhs):\n    return lhs\n\n'
+                 'if __name__ == "__main__":\n    import sys\n    import numpy\n    sys.exit(0)\n')
+    assert scan_source(self_test) == []
+    forced = '__name__ = "__main__"\n' + self_test
+    assert TAMPER in {finding.kind for finding in scan_source(forced)}
+    assert {finding.kind for finding in scan_source("import numpy")} == {"compute"}
