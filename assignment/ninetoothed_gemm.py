@@ -23,7 +23,7 @@ import functools
 import os
 
 import ninetoothed
-import ninetoothed.language as ntl
+import ninetoothed.language as ntl  # noqa: F401 (application() will need it)
 import torch
 from ninetoothed import Tensor
 

@@ -423,7 +423,6 @@ class Monitor:
 
     def traced(self, function):
         """``function`` wrapped so that each call returns (result, evidence list)."""
-        import torch
         from torch.utils._python_dispatch import TorchDispatchMode
 
         monitor = self
