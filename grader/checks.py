@@ -6,6 +6,7 @@ and the float32-accumulated reference by itself.
 """
 
 import dataclasses
+import functools
 import hashlib
 import re
 
@@ -110,13 +111,23 @@ def describe_mismatch(details):
     return "\n".join(lines)
 
 
+@functools.lru_cache(maxsize=64)
+def _judging_material(case, seed, device):
+    """Inputs and reference of a case, built once per batch rather than once per student.
+
+    Only the judge reads them (never student code, which gets fresh inputs from
+    grader.execution.produce), so sharing them cannot let one submission affect another.
+    """
+    lhs, rhs = make_inputs(case, seed, device)
+    return lhs, rhs, reference(lhs, rhs)
+
+
 def judge(case, outputs, seed, device):
     """Turn what the student's code produced for ``case`` into a Verdict.
 
     ``outputs`` is what grader.execution.produce returned: tensors keyed by role.
     """
-    lhs, rhs = make_inputs(case, seed, device)
-    ref = reference(lhs, rhs)
+    lhs, rhs, ref = _judging_material(case, seed, device)
     if case.check == catalogue.DETERMINISM:
         first, second = outputs["first"], outputs["second"]
         verdict = compare(first, ref, case, seed)
