@@ -20,6 +20,7 @@ what they mean are in docs/perf-notes.md.
 import argparse
 import contextlib
 import csv
+import dataclasses
 import importlib.util
 import json
 import os
@@ -192,9 +193,8 @@ def plain_call(kernel, a, b, out):
 
 
 def flat_call(kernel, a, b, out):
-    """The reference's flat_arrangement kernels take flat operands and their row lengths."""
-    tuned = sys.modules["ntgemm_tuned"]
-    return lambda: tuned._launch(kernel, True, a, b, out)
+    """The reference's configured launchers take 2-D operands whatever the kernel inside."""
+    return lambda: kernel(a, b, out)
 
 
 def section_main(bench):
@@ -229,6 +229,210 @@ def section_ragged(bench):
                           build=bench.variant_kernel(by_name[name], flat=True))
         bench.measure("ragged", names[0], *shape, plain_call, "strided",
                       build=bench.variant_kernel(by_name[names[0]]))
+
+
+WAVE_MAINS = [(128, 256, 64, 1, 8, 3), (128, 256, 64, 1, 8, 4), (128, 256, 64, 2, 8, 3),
+              (128, 256, 64, 11, 8, 3), (256, 128, 64, 1, 8, 3)]
+WAVE_TAILS = [(64, 64, 64, 1, 4, 3), (64, 64, 64, 1, 4, 4), (64, 128, 64, 1, 4, 4),
+              (64, 128, 64, 1, 4, 3), (128, 64, 64, 1, 4, 4), (64, 256, 64, 1, 8, 3),
+              (128, 128, 64, 1, 8, 3), (128, 128, 64, 1, 4, 4)]
+WAVE_SHAPES = [(3000, 3000, 3000), (2500, 2500, 2500), (2560, 2560, 2560)]
+
+
+def section_waves(bench):
+    """Wave splits: whole waves of large tiles, then the leftover rows in small tiles."""
+    log("== waves: two launches per product, the second on the rows past the last whole wave")
+    tuned = bench.tuned
+    sms = tuned._sm_count(bench.torch.device("cuda"))
+
+    def config(spec, flat, tail=None):
+        return tuned.TileConfig(*spec, flat=flat, tail=tail)
+
+    for m, n, k in WAVE_SHAPES:
+        flat = bool(k % 16 or n % 16)
+        kind = "flat" if flat else "strided"
+        baseline = config((128, 256, 64, 8, 8, 3), flat)
+        bench.measure("waves", "whole " + baseline.name, m, n, k, flat_call, kind,
+                      build=lambda c=baseline: tuned._tuned_kernel(c))
+        split = tuned._whole_wave_rows(m, n, 128, 256, sms)
+        log(f"waves {m}x{n}x{k}: main rows {split}, tail rows {m - split}")
+        mains = WAVE_MAINS if (m, n, k) == WAVE_SHAPES[0] else WAVE_MAINS[:2]
+        tails = WAVE_TAILS if (m, n, k) == WAVE_SHAPES[0] else WAVE_TAILS[:4]
+        for main in mains:
+            if bench.time_left() < 0:
+                log("budget spent: waves stops")
+                return
+            main_rows = tuned._whole_wave_rows(m, n, main[0], main[1], sms)
+            bench.measure("waves", "main " + config(main, flat).name, main_rows, n, k, flat_call,
+                          kind, build=lambda c=config(main, flat): tuned._tuned_kernel(c))
+            for tail in tails:
+                combined = config(main, flat, config(tail, flat))
+                bench.measure("waves", combined.name, m, n, k, flat_call, kind,
+                              build=lambda c=combined: tuned._tuned_kernel(c))
+        for tail in tails:
+            bench.measure("waves", "tail " + config(tail, flat).name, m - split, n, k, flat_call,
+                          kind, build=lambda c=config(tail, flat): tuned._tuned_kernel(c))
+        concurrent(bench, m, n, k, config(WAVE_MAINS[0], flat), config(WAVE_TAILS[2], flat), sms)
+
+
+def concurrent(bench, m, n, k, main_config, tail_config, sms):
+    """The two launches on two streams, either one first: does the tail fill the last wave's gaps?"""
+    torch, tuned = bench.torch, bench.tuned
+    main, tail = tuned._tuned_kernel(main_config), tuned._tuned_kernel(tail_config)
+    split = tuned._whole_wave_rows(m, n, main_config.block_m, main_config.block_n, sms)
+    side = torch.cuda.Stream()
+
+    def make(tail_first):
+        def build_call(_, a, b, out):
+            def call():
+                here = torch.cuda.current_stream()
+                side.wait_stream(here)
+                if not tail_first:
+                    main(a[:split], b, out[:split])
+                with torch.cuda.stream(side):
+                    tail(a[split:], b, out[split:])
+                if tail_first:
+                    main(a[:split], b, out[:split])
+                here.wait_stream(side)
+            return call
+        return build_call
+
+    for tail_first in (False, True):
+        order = "tail first" if tail_first else "main first"
+        bench.measure("waves", f"2 streams, {order}: {main_config.name} + {tail_config.name}",
+                      m, n, k, make(tail_first), "flat" if main_config.flat else "strided")
+
+
+PADDED_SHAPES = [(4096, 3000, 4096), (3000, 3000, 3000)]
+
+
+def section_padded(bench):
+    """A ragged N: is the cliff in the loads of rhs rows 3000 elements apart?
+
+    The flat kernel runs once on rhs as given and once on a copy whose rows are
+    padded to a multiple of 16 (the kernel alone, then with the copy), and the
+    copy alone is timed two ways.
+    """
+    log("== padded: flat kernels on rhs as given against a padded copy of rhs")
+    torch, tuned = bench.torch, bench.tuned
+    pad = torch.nn.functional.pad
+
+    def padded_call(kernel, a, b, out):
+        wide = pad(b, (0, -b.shape[1] % 16))
+        return lambda: kernel(a, wide, out)
+
+    def copy_call(how):
+        def build_call(_, a, b, out):
+            def by_pad():
+                pad(b, (0, -b.shape[1] % 16))
+
+            def by_copy():
+                wide = b.new_empty((b.shape[0], b.shape[1] - b.shape[1] % -16))
+                wide[:, :b.shape[1]].copy_(b)
+                wide[:, b.shape[1]:].zero_()
+
+            call = by_pad if how == "pad" else by_copy
+
+            def fill_too():  # measure() checks out: give it the product once
+                call()
+                out.copy_(a @ b)
+            fill_too()
+            return call
+        return build_call
+
+    tile = tuned.TileConfig
+    for m, n, k in PADDED_SHAPES:
+        if bench.time_left() < 0:
+            log("budget spent: padded stops")
+            return
+        flat = tile(128, 256, 64, 8, 8, 3, flat=True)
+        narrow = tile(256, 128, 64, 4, 8, 3, flat=True)
+        for config in (flat, narrow):
+            bench.measure("padded", config.name, m, n, k, flat_call, "as given",
+                          build=lambda c=config: tuned._tuned_kernel(c))
+            bench.measure("padded", config.name + " (kernel only)", m, n, k, padded_call,
+                          "rhs padded", build=lambda c=config: tuned._tuned_kernel(c))
+            with_copy = dataclasses.replace(config, pad_n=True)
+            bench.measure("padded", with_copy.name, m, n, k, flat_call, "copy inside",
+                          build=lambda c=with_copy: tuned._tuned_kernel(c))
+        for how in ("pad", "copy"):
+            bench.measure("padded", f"rhs copy alone ({how})", m, n, k, copy_call(how), "copy")
+        if (m, n, k) != (3000, 3000, 3000):
+            continue
+        for tail in ((64, 128, 64, 1, 4, 4), (64, 128, 64, 1, 4, 3), (128, 64, 64, 1, 4, 4)):
+            split = tile(128, 256, 64, 1, 8, 3, flat=True, tail=tile(*tail, flat=True))
+            bench.measure("padded", split.name + " (kernel only)", m, n, k, padded_call,
+                          "rhs padded", build=lambda c=split: tuned._tuned_kernel(c))
+            split = dataclasses.replace(split, pad_n=True)
+            bench.measure("padded", split.name, m, n, k, flat_call, "copy inside",
+                          build=lambda c=split: tuned._tuned_kernel(c))
+
+
+def section_limits(bench):
+    """What 3000^3 could reach: the same tiles on aligned neighbours of the ragged shapes.
+
+    Flat against strided kernels where both are aligned (what do the flat kernels'
+    extra masks cost?), 3008 against 3000 (what do rows 6000 bytes apart cost?),
+    and the wave split on the aligned 3000x3008x3008 (the ceiling of a padded copy
+    whose copying were free).
+    """
+    log("== limits: the ragged shapes' aligned neighbours")
+    tuned, tile = bench.tuned, bench.tuned.TileConfig
+    big = (128, 256, 64, 8, 8, 3)
+    split_main = (128, 256, 64, 1, 8, 3)
+    tail = (64, 128, 64, 1, 4, 4)
+    plan = [
+        ((4096, 4096, 4096), [tile(*big), tile(*big, flat=True)]),
+        ((4096, 3008, 4096), [tile(*big), tile(*big, flat=True)]),
+        ((3008, 3008, 3008), [tile(*big), tile(*big, flat=True),
+                              tile(*split_main, tail=tile(*tail))]),
+        ((3000, 3008, 3008), [tile(*big), tile(*split_main, tail=tile(*tail)),
+                              tile(*split_main, tail=tile(64, 128, 64, 1, 4, 3))]),
+        ((3000, 3000, 3000), [tile(*big, flat=True),
+                              tile(*split_main, flat=True, tail=tile(*tail, flat=True))]),
+    ]
+    for shape, configs in plan:
+        for config in configs:
+            if bench.time_left() < 0:
+                log("budget spent: limits stops")
+                return
+            bench.measure("limits", config.name, *shape, flat_call,
+                          "flat" if config.flat else "strided",
+                          build=lambda c=config: tuned._tuned_kernel(c))
+
+
+def section_transposed(bench, deeper_round=False):
+    """Swap the operands' roles (C^T = B^T A^T): does a ragged N then cost what a ragged K does?
+
+    ``deeper_round`` (section "deeper", run after the first) adds longer pipelines.
+    """
+    log("== transposed: flat kernels computing C^T = B^T A^T")
+    tuned, tile = bench.tuned, bench.tuned.TileConfig
+    flat = dict(flat=True)
+    swapped = dict(flat=True, transposed=True)
+    whole = [tile(128, 256, 64, 8, 8, 3, **flat), tile(128, 256, 64, 8, 8, 3, **swapped),
+             tile(128, 256, 64, 8, 8, 4, **swapped), tile(256, 128, 64, 4, 8, 3, **swapped)]
+    splits = [tile(128, 256, 64, 1, 8, 3, **swapped, tail=tile(64, 128, 64, 1, 4, 4, **flat)),
+              tile(128, 256, 64, 1, 8, 3, **swapped, tail=tile(128, 64, 64, 1, 4, 4, **swapped)),
+              tile(128, 256, 64, 1, 8, 3, **swapped, tail=tile(64, 128, 64, 1, 4, 3, **flat)),
+              tile(128, 256, 64, 1, 8, 3, **flat, tail=tile(64, 128, 64, 1, 4, 4, **flat))]
+    deeper = [tile(128, 256, 64, 4, 8, 4, **swapped), tile(128, 256, 32, 8, 8, 6, **swapped),
+              tile(128, 256, 32, 8, 8, 8, **swapped), tile(128, 256, 32, 8, 8, 6, **flat),
+              tile(128, 256, 64, 1, 8, 4, **swapped, tail=tile(128, 64, 64, 1, 4, 4, **swapped)),
+              tile(128, 256, 64, 1, 8, 4, **swapped, tail=tile(64, 128, 64, 1, 4, 4, **flat))]
+    if deeper_round:
+        plan = [((3000, 3000, 3000), whole[1:3] + deeper), ((4096, 3000, 4096), whole[1:3])]
+    else:
+        plan = [((4096, 3000, 4096), whole), ((4096, 4096, 3000), whole[:2]),
+                ((4096, 4096, 4096), whole[:2]), ((3000, 3000, 3000), whole + splits),
+                ((3000, 4096, 4096), whole[:2])]
+    for shape, configs in plan:
+        for config in configs:
+            if bench.time_left() < 0:
+                log("budget spent: transposed stops")
+                return
+            bench.measure("transp", config.name, *shape, flat_call, "flat",
+                          build=lambda c=config: tuned._tuned_kernel(c))
 
 
 # -- the reference's autotune mode, as a benchmark sees it --------------------------------------
@@ -270,9 +474,9 @@ def sweep_child(out_path):
         ref = a.float() @ b.float()
         torch.backends.cuda.matmul.allow_tf32 = previous
         # the same plan once more on a NaN-poisoned output: every element written?
-        kernel, flat, _ = tuned._PLANS[(a.shape, b.shape, a.stride(), b.stride())]
+        run, _ = tuned._PLANS[(a.shape, b.shape, a.stride(), b.stride())]
         poisoned = torch.full((m, n), float("nan"), dtype=torch.float16, device="cuda")
-        tuned._launch(kernel, flat, a, b, poisoned)
+        run(a, b, poisoned)
         ok = True
         for result in (out, poisoned):
             error = (result.float() - ref).abs()
@@ -336,7 +540,8 @@ def print_table(bench):
     log("\n== summary: TFLOPS (ratio to torch.mm, same run); x = wrong output")
     keys = {}
     for row in bench.rows:
-        if row.get("ms") is None or row["section"] not in ("main", "ragged"):
+        if row.get("ms") is None or row["section"] not in ("main", "ragged", "waves", "padded",
+                                                                  "limits", "transp"):
             continue
         shape = f"{row['m']}x{row['n']}x{row['k']}" + ("" if row["operands"] == "contiguous"
                                                         else f" {row['operands']}")
@@ -353,7 +558,8 @@ def main():
     parser.add_argument("--out", default="explore-out")
     parser.add_argument("--budget-s", type=float, default=300)
     parser.add_argument("--sections", default="main,sweep,ragged",
-                        help="which sections to run, in this order: main, sweep, ragged")
+                        help="which sections to run, in this order: main, sweep, ragged, waves, "
+                        "padded, limits, transposed, deeper")
     parser.add_argument("--sweep-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.sweep_child:
@@ -374,6 +580,10 @@ def main():
                            text=True).stdout.strip())
     bench = Bench(out_dir, args.budget_s)
     order = {"sweep": lambda: section_sweep(out_dir), "ragged": lambda: section_ragged(bench),
+             "waves": lambda: section_waves(bench), "padded": lambda: section_padded(bench),
+             "limits": lambda: section_limits(bench),
+             "transposed": lambda: section_transposed(bench),
+             "deeper": lambda: section_transposed(bench, deeper_round=True),
              "main": lambda: section_main(bench)}
     for name in sections:
         order[name]()

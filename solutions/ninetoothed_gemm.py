@@ -129,6 +129,12 @@ def nt_gemm(lhs, rhs):
 #    lengths as compile-time constants: the compiler sees K = 3000 = 8 * 375,
 #    and 3000^3 runs 3.7x faster. For a ragged N over an aligned K, the strided
 #    kernel on a padded copy of rhs is a further candidate, copy included.
+# 5. Ragged rows hurt on the rhs side of the dot only: with a ragged N, a flat
+#    kernel computing C^T = B^T A^T (transposed_flat_arrangement) runs a
+#    4096x3000x4096 product at 0.95x instead of 0.80x.
+# 6. A grid whose last wave is nearly empty (3072^3 in 128x256 tiles: 288 tiles
+#    on 132 SMs) runs its whole waves in one launch and the rows left over in
+#    small tiles in a second one (_splitting_waves).
 #
 # After the first call of a shape, nt_gemm costs one dictionary lookup more
 # than the fixed path. chosen_config(m, n, k) and LAST_CONFIG say which
@@ -177,15 +183,35 @@ def flat_arrangement(lhs, rhs, output, **block_sizes):
     """grouped_arrangement on flat operands, re-shaped by compile-time row lengths.
 
     ``lhs.tile((K,)).ravel()`` is the (M, K) matrix again, with row stride K a
-    constant the compiler can see (``lhs_row`` and ``rhs_row`` are constexpr
-    arguments of the launcher), where a strided tensor's stride is a run-time int.
+    constant the compiler can see (``lhs_row``, ``rhs_row`` and ``output_row`` are
+    constexpr arguments of the launcher), where a strided tensor's stride is a
+    run-time int. rhs may be wider than the output (a padded copy).
     """
     lhs_row = Symbol("lhs_row", constexpr=True)
     rhs_row = Symbol("rhs_row", constexpr=True)
+    output_row = Symbol("output_row", constexpr=True)
     return grouped_arrangement(
         lhs.tile((lhs_row,)).ravel(),
         rhs.tile((rhs_row,)).ravel(),
-        output.tile((rhs_row,)).ravel(),
+        output.tile((output_row,)).ravel(),
+        **block_sizes,
+    )
+
+
+def transposed_flat_arrangement(rhs, lhs, output, **block_sizes):
+    """flat_arrangement for C^T = B^T A^T: the kernel's first operand is rhs.
+
+    The same tiles with the roles of the operands swapped: rhs rows feed the
+    lhs side of each dot, and block_size_m tiles N. Permuting the flat views
+    costs nothing; only the memory order of each load changes.
+    """
+    rhs_row = Symbol("rhs_row", constexpr=True)
+    lhs_row = Symbol("lhs_row", constexpr=True)
+    output_row = Symbol("output_row", constexpr=True)
+    return grouped_arrangement(
+        rhs.tile((rhs_row,)).ravel().permute((1, 0)),
+        lhs.tile((lhs_row,)).ravel().permute((1, 0)),
+        output.tile((output_row,)).ravel().permute((1, 0)),
         **block_sizes,
     )
 
@@ -200,12 +226,18 @@ class TileConfig:
     num_stages: int
     flat: bool = False  # operands passed flat to a flat_arrangement kernel
     pad_n: bool = False  # strided kernel on a copy of rhs whose N is padded to a multiple of 16
+    transposed: bool = False  # flat kernel computing C^T = B^T A^T (block_m then tiles N)
+    # A wave split: this config runs the rows of C that fill whole waves of the
+    # SMs, and ``tail`` (a smaller tile) runs the rows left over.
+    tail: "TileConfig | None" = None
 
     @property
     def name(self):
-        kind = "flat " if self.flat else "pad-n " if self.pad_n else ""
-        return (f"{kind}{self.block_m}x{self.block_n}x{self.block_k} "
+        kind = (("flat-t " if self.transposed else "flat " if self.flat else "")
+                + ("pad-n " if self.pad_n else ""))
+        name = (f"{kind}{self.block_m}x{self.block_n}x{self.block_k} "
                 f"g{self.group_size_m} {self.num_warps}w{self.num_stages}s")
+        return f"waves {name} + tail {self.tail.name}" if self.tail else name
 
 
 # The candidates per size class (by 2*M*N*K), chosen from H200 measurements
@@ -235,31 +267,34 @@ LARGE_FLAT_CONFIGS = (
     TileConfig(128, 128, 64, 8, 8, 3, flat=True),
 )
 MEDIUM_FLAT_CONFIGS = (TileConfig(64, 128, 64, 8, 4, 4, flat=True),)
-# A ragged N: does a narrower N tile lose less at the N tail? (g4: 3000 has 12 rows of 256.)
-RAGGED_N_FLAT_CONFIGS = (TileConfig(256, 128, 64, 4, 8, 3, flat=True),)
-# When the 128x256 grid leaves its last wave mostly idle (3000^3: 288 tiles, 3 waves on
-# 132 SMs, 73% busy), 128x128 tiles fill the waves better (576 tiles, 5 waves, 87%).
-SMALL_TILE_FLAT_CONFIGS = (
-    TileConfig(128, 128, 64, 8, 4, 4, flat=True),
-    TileConfig(128, 128, 64, 8, 4, 5, flat=True),
-    TileConfig(128, 128, 64, 8, 8, 4, flat=True),
-    TileConfig(128, 128, 64, 8, 8, 5, flat=True),
-    TileConfig(128, 128, 64, 4, 8, 4, flat=True),
+# A ragged N: the same tiles with the operands' roles swapped (C^T = B^T A^T).
+# Rows of a length like 3000 cost little on the lhs side of a dot and much on the
+# rhs side (docs/perf-notes.md, round 4); swapping puts rhs on the lhs side.
+RAGGED_N_FLAT_CONFIGS = (
+    TileConfig(128, 256, 64, 8, 8, 3, flat=True, transposed=True),
+    TileConfig(128, 256, 64, 8, 8, 4, flat=True, transposed=True),
 )
-WAVE_BUSY_MIN = 0.85  # below this share of busy SMs, SMALL_TILE_FLAT_CONFIGS are tried
 # A ragged N over an aligned K: the strided kernel on a padded copy of rhs has no
 # cliff left; the copy is part of what the tuner times.
 PADDED_N_CONFIGS = (
     TileConfig(128, 256, 64, 8, 8, 3, pad_n=True),
     TileConfig(128, 256, 64, 8, 8, 4, pad_n=True),
 )
+# An aligned grid whose last wave is nearly empty (3072^3: 288 tiles of 128x256 on
+# 132 SMs, the third wave 18% full): whole waves of 128x256 tiles, then the rows
+# left over in 64x128 tiles. The main kernel runs in plain row order: a group size
+# would have to divide its number of tile rows.
+WAVE_SPLIT_CONFIGS = (
+    TileConfig(128, 256, 64, 1, 8, 3, tail=TileConfig(64, 128, 64, 1, 4, 4)),
+)
+LAST_WAVE_SPLIT_BELOW = 0.25  # the split is tried when the last wave is less full than this
 EVERY_CONFIG = (LARGE_CONFIGS + HUGE_EXTRA_CONFIGS + MEDIUM_CONFIGS + SMALL_CONFIGS
                 + LARGE_FLAT_CONFIGS + MEDIUM_FLAT_CONFIGS + RAGGED_N_FLAT_CONFIGS
-                + SMALL_TILE_FLAT_CONFIGS + PADDED_N_CONFIGS)
+                + PADDED_N_CONFIGS + WAVE_SPLIT_CONFIGS)
 
 LAST_CONFIG = None  # what the latest autotuned nt_gemm call ran, as chosen_config() gives it
 
-_PLANS = {}  # (lhs shape, rhs shape, lhs strides, rhs strides) -> (kernel, flat, info)
+_PLANS = {}  # (lhs shape, rhs shape, lhs strides, rhs strides) -> (run, info)
 _CHOSEN = {}  # (m, n, k) -> the info dict of its latest plan
 _STORED = None  # the persisted choices for this GPU and software, loaded on first use
 
@@ -276,8 +311,15 @@ def chosen_config(m, n, k):
 
 @functools.cache
 def _tuned_kernel(config):
+    """A launcher ``run(lhs, rhs, output)`` on 2-D tensors for one configuration.
+
+    Strided kernels are NineToothed's own handles; flat, padded and wave-split
+    configurations wrap them.
+    """
     if config.pad_n:
         return _padding_n(_tuned_kernel(dataclasses.replace(config, pad_n=False)))
+    if config.tail is not None:
+        return _splitting_waves(config)
     block_sizes = dict(
         block_size_m=config.block_m,
         block_size_n=config.block_n,
@@ -290,45 +332,91 @@ def _tuned_kernel(config):
         arrange = functools.partial(arrangement, **block_sizes)
         tensors = (Tensor(2), Tensor(2), Tensor(2))
     elif config.flat:
-        arrange = functools.partial(flat_arrangement, **block_sizes)
+        arrange = functools.partial(
+            transposed_flat_arrangement if config.transposed else flat_arrangement,
+            **block_sizes)
         constant = {"constexpr": True}
         tensors = (Tensor(1, shape_options=constant), Tensor(1, shape_options=constant),
                    Tensor(1, shape_options=constant))
     else:
         arrange = functools.partial(grouped_arrangement, **block_sizes)
         tensors = (Tensor(2), Tensor(2), Tensor(2))
-    return ninetoothed.make(
+    kernel = ninetoothed.make(
         arrange, application, tensors, num_warps=config.num_warps, num_stages=config.num_stages
     )
+    return _flattening(kernel, config.transposed) if config.flat else kernel
+
+
+def _flattening(kernel, transposed=False):
+    """Wrap a flat_arrangement kernel to take 2-D contiguous operands."""
+    def run(lhs, rhs, output):
+        first, second = (rhs, lhs) if transposed else (lhs, rhs)
+        kernel(first.view(-1), second.view(-1), output.view(-1),
+               lhs_row=lhs.shape[1], rhs_row=rhs.shape[1], output_row=output.shape[1])
+
+    return run
 
 
 def _padding_n(kernel):
-    """Wrap a strided kernel to run on a copy of rhs whose N is padded to a multiple of 16.
+    """Wrap a launcher to run on a copy of rhs whose N is padded to a multiple of 16.
 
     With every size and stride of the loads a multiple of 16, the ragged-N cliff is
     gone. The output stays (M, N): it is stored once per tile, where rhs is loaded
     at every K step, so its masked store costs little and it needs no copy. The
     grid does not change: cdiv(N padded, BN) == cdiv(N, BN) for BN a multiple of 16.
     """
-    def launch(lhs, rhs, output):
+    def run(lhs, rhs, output):
         kernel(lhs, torch.nn.functional.pad(rhs, (0, -rhs.shape[1] % 16)), output)
 
-    return launch
+    return run
 
 
-def _launch(kernel, flat, lhs, rhs, output):
-    if flat:
-        kernel(lhs.view(-1), rhs.view(-1), output.view(-1),
-               lhs_row=lhs.shape[1], rhs_row=rhs.shape[1])
-    else:
-        kernel(lhs, rhs, output)
+def _splitting_waves(config):
+    """Run C's rows in two launches: whole waves of large tiles, then the rest in small ones.
+
+    A grid of 288 tiles on 132 SMs (3072^3 in 128x256 tiles) runs in three waves,
+    the last one 18% full. Here the first launch gets the rows whose tiles fill
+    exactly two waves and the second, with tiles a quarter the size, the 256 rows
+    left: a short, well-filled wave instead of a long, nearly empty one.
+    """
+    main_config = dataclasses.replace(config, tail=None)
+    main, tail = _tuned_kernel(main_config), _tuned_kernel(config.tail)
+
+    # A transposed kernel tiles C^T: C's rows run along its block_n.
+    block_m, block_n = ((config.block_n, config.block_m) if config.transposed
+                        else (config.block_m, config.block_n))
+
+    def run(lhs, rhs, output):
+        split = _whole_wave_rows(lhs.shape[0], rhs.shape[1], block_m, block_n,
+                                 _sm_count(lhs.device))
+        main(lhs[:split], rhs, output[:split])
+        tail(lhs[split:], rhs, output[split:])
+
+    return run
+
+
+@functools.cache
+def _whole_wave_rows(m, n, block_m, block_n, sms):
+    """How many rows of C fill whole waves of (block_m, block_n) tiles on ``sms`` SMs.
+
+    At most all but the last row of tiles, so that the tail launch has rows left.
+    """
+    tiles_per_row = _cdiv(n, block_n)
+    waves = _cdiv(m, block_m) * tiles_per_row // sms
+    rows = min(waves * sms // tiles_per_row, _cdiv(m, block_m) - 1)
+    return max(rows, 0) * block_m
+
+
+@functools.cache
+def _sm_count(device):
+    return torch.cuda.get_device_properties(device).multi_processor_count
 
 
 def _candidates(lhs, rhs):
     """The configurations worth timing for this shape.
 
-    Its size class, plus flat, padded and small-tile kernels only where a ragged K
-    or N, or a poorly filled last wave, makes them worth a compile and a timing.
+    Its size class, plus flat, padded and wave-split kernels only where a ragged K
+    or N, or a nearly empty last wave, makes them worth a compile and a timing.
     """
     m, k = lhs.shape
     n = rhs.shape[1]
@@ -347,20 +435,21 @@ def _candidates(lhs, rhs):
         configs += LARGE_FLAT_CONFIGS
         if n % 16:
             configs += RAGGED_N_FLAT_CONFIGS
-        if _busy_share(m, n, 128, 256, lhs.device) < WAVE_BUSY_MIN:
-            configs += SMALL_TILE_FLAT_CONFIGS
+    if not ragged and _last_wave_share(m, n, 128, 256, _sm_count(lhs.device)) < LAST_WAVE_SPLIT_BELOW:
+        configs += WAVE_SPLIT_CONFIGS
     return configs
 
 
-def _busy_share(m, n, block_m, block_n, device):
-    """Share of SM time busy over the grid's waves, one program per SM at a time.
+def _last_wave_share(m, n, block_m, block_n, sms):
+    """How full the grid's last wave of SMs is, one program per SM at a time.
 
-    A grid a little larger than a multiple of the SM count leaves most SMs idle in
-    its last wave; smaller tiles then pay for their lower intensity.
+    1 when the tiles fill whole waves; 0.18 for 288 tiles on 132 SMs. Grids of
+    less than one wave are left alone (1): there is no whole wave to split off.
     """
-    sms = torch.cuda.get_device_properties(device).multi_processor_count
     tiles = _cdiv(m, block_m) * _cdiv(n, block_n)
-    return tiles / (_cdiv(tiles, sms) * sms)
+    if tiles <= sms or tiles % sms == 0:
+        return 1.0
+    return (tiles % sms) / sms
 
 
 def _cdiv(a, b):
@@ -373,13 +462,10 @@ def _tuned_gemm(lhs, rhs):
     plan = _PLANS.get(key)
     if plan is None:
         plan = _PLANS[key] = _make_plan(lhs, rhs)
-        _CHOSEN[(lhs.shape[0], rhs.shape[1], lhs.shape[1])] = plan[2]
-    kernel, flat, LAST_CONFIG = plan
+        _CHOSEN[(lhs.shape[0], rhs.shape[1], lhs.shape[1])] = plan[1]
+    run, LAST_CONFIG = plan
     output = torch.empty((lhs.shape[0], rhs.shape[1]), dtype=torch.float16, device=lhs.device)
-    if flat:
-        _launch(kernel, flat, lhs, rhs, output)
-    else:
-        kernel(lhs, rhs, output)
+    run(lhs, rhs, output)
     return output
 
 
@@ -412,7 +498,7 @@ def _make_plan(lhs, rhs):
         "timings_ms": timings,
         "tuning_s": round(time.perf_counter() - started, 3),  # untimed plans compile later
     }
-    return _tuned_kernel(config), config.flat, info
+    return _tuned_kernel(config), info
 
 
 def _time(config, lhs, rhs, out):
@@ -420,9 +506,9 @@ def _time(config, lhs, rhs, out):
     import triton.testing
 
     try:
-        kernel = _tuned_kernel(config)
+        run = _tuned_kernel(config)
         return triton.testing.do_bench(
-            lambda: _launch(kernel, config.flat, lhs, rhs, out),
+            lambda: run(lhs, rhs, out),
             warmup=5, rep=25, return_mode="median",
         )
     except Exception:  # a config the GPU cannot hold (shared memory, registers)

@@ -1,0 +1,116 @@
+"""Every configuration the reference's autotune mode can pick computes the right product.
+
+The speed of these kernels is measured on a GPU (docs/perf-notes.md); here each one
+runs through the Triton interpreter on small ragged shapes, its output poisoned
+with NaN first, so a tile the kernel never writes shows up as a failure.
+"""
+
+import dataclasses
+import importlib.util
+import pathlib
+import sys
+
+import pytest
+import torch
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+REFERENCE = ROOT / "solutions" / "ninetoothed_gemm.py"
+
+
+@pytest.fixture(scope="module")
+def reference():
+    name = "ntgemm_reference_configs"
+    spec = importlib.util.spec_from_file_location(name, REFERENCE)
+    module = sys.modules[name] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    yield module
+    del sys.modules[name]
+
+
+def operands(m, n, k, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    lhs = torch.randn((m, k), generator=generator).half()
+    rhs = torch.randn((k, n), generator=generator).half()
+    return lhs, rhs
+
+
+def assert_product(run, lhs, rhs):
+    output = torch.full((lhs.shape[0], rhs.shape[1]), float("nan"), dtype=torch.float16)
+    run(lhs, rhs, output)
+    expected = lhs.float() @ rhs.float()
+    error = (output.float() - expected).abs()
+    assert bool((error <= 0.025 + 0.025 * expected.abs()).all()), (
+        f"{int((~(error <= 0.025 + 0.025 * expected.abs())).sum())} wrong elements")
+
+
+def shipped_configs(module):
+    """The candidates the tuner may time, each tiling once.
+
+    Warps and stages change nothing on the interpreter, so configurations that
+    differ only there are run once.
+    """
+    def tiling(config):
+        tail = config.tail and tiling(config.tail)
+        return dataclasses.replace(config, num_warps=4, num_stages=3, tail=tail)
+
+    return list({tiling(config): config for config in module.EVERY_CONFIG}.values())
+
+
+def test_every_shipped_configuration_is_correct_on_ragged_shapes(reference):
+    # M, N and K all off the tile grid; K = 72 leaves a partial K tile for BK = 64.
+    lhs, rhs = operands(130, 140, 72)
+    for config in shipped_configs(reference):
+        if config.tail is not None:
+            continue  # wave splits: see the next test, which controls the SM count
+        assert_product(reference._tuned_kernel(config), lhs, rhs)
+
+
+@pytest.mark.parametrize(("sms", "split"), [(2, 384), (5, 256)])
+def test_wave_splits_cover_every_row(reference, monkeypatch, sms, split):
+    """The split point moves with the SM count; rows on either side of it are all computed.
+
+    392 x 264 in 128x256 tiles is 4 x 2 tiles: on 2 SMs the first 3 tile rows fill
+    whole waves, on 5 SMs the first 2; the tail gets 8 or 136 rows.
+    """
+    monkeypatch.setattr(reference, "_sm_count", lambda device: sms)
+    lhs, rhs = operands(392, 264, 72, seed=sms)
+    splits = [config for config in shipped_configs(reference) if config.tail is not None]
+    assert splits, "the reference ships no wave split"
+    for config in splits:
+        assert reference._whole_wave_rows(392, 264, config.block_m, config.block_n, sms) == split
+        assert_product(reference._tuned_kernel(config), lhs, rhs)
+
+
+@pytest.mark.parametrize(("m", "n", "block_m", "block_n", "sms", "rows"), [
+    (3000, 3000, 128, 256, 132, 2816),  # 288 tiles: two whole waves of 11 tile rows
+    (3000, 3000, 256, 128, 132, 2816),
+    (2500, 2500, 128, 256, 132, 1664),  # 200 tiles: one wave of 13 rows
+    (1000, 1000, 128, 256, 132, 0),  # 32 tiles: not even one wave
+    (4096, 4096, 128, 256, 132, 3072),  # 512 tiles: 3 waves of 8.25 tile rows -> 24 rows
+    (384, 256, 128, 256, 1, 256),  # never all the rows: the tail keeps at least one
+])
+def test_whole_wave_rows(reference, m, n, block_m, block_n, sms, rows):
+    assert reference._whole_wave_rows(m, n, block_m, block_n, sms) == rows
+
+
+@pytest.mark.parametrize(("m", "n", "k", "offered", "withheld"), [
+    (3072, 3072, 3072, "waves", "flat"),  # 288 tiles on 132 SMs: the last wave 18% full
+    (2560, 2560, 2560, "", "waves"),  # 200 tiles: the last wave 52% full, the split lost
+    (4096, 4096, 4096, "", "waves"),  # 512 tiles: 3.9 waves
+    (3000, 3000, 3000, "flat-t", "waves"),  # ragged: flat kernels, no split
+    (4096, 3000, 4096, "flat-t", "waves"),
+    (4096, 4096, 3000, "flat ", "flat-t"),  # a ragged K alone: the rhs rows are aligned
+])
+def test_candidates_per_shape(reference, monkeypatch, m, n, k, offered, withheld):
+    """Which kinds of kernel the tuner times, on an H200's 132 SMs."""
+    monkeypatch.setattr(reference, "_sm_count", lambda device: 132)
+    lhs = torch.empty((m, k), dtype=torch.float16, device="meta")
+    rhs = torch.empty((k, n), dtype=torch.float16, device="meta")
+    names = [config.name for config in reference._candidates(lhs, rhs)]
+    assert not offered or any(name.startswith(offered) for name in names), names
+    assert not any(name.startswith(withheld) for name in names), names
+
+
+@pytest.mark.parametrize(("tiles", "share"), [(288, 24 / 132), (264, 1.0), (100, 1.0), (200, 68 / 132)])
+def test_last_wave_share(reference, tiles, share):
+    assert reference._last_wave_share(tiles * 128, 256, 128, 256, 132) == pytest.approx(share)
