@@ -410,16 +410,17 @@ def section_transposed(bench, deeper_round=False):
     tuned, tile = bench.tuned, bench.tuned.TileConfig
     flat = dict(flat=True)
     swapped = dict(flat=True, transposed=True)
-    whole = [tile(128, 256, 64, 8, 8, 3, **flat), tile(128, 256, 64, 8, 8, 3, **swapped),
-             tile(128, 256, 64, 8, 8, 4, **swapped), tile(256, 128, 64, 4, 8, 3, **swapped)]
-    splits = [tile(128, 256, 64, 1, 8, 3, **swapped, tail=tile(64, 128, 64, 1, 4, 4, **flat)),
-              tile(128, 256, 64, 1, 8, 3, **swapped, tail=tile(128, 64, 64, 1, 4, 4, **swapped)),
-              tile(128, 256, 64, 1, 8, 3, **swapped, tail=tile(64, 128, 64, 1, 4, 3, **flat)),
+    # Tiles are named as tiles of C: flat-t 256x128 computes C^T in 128x256 tiles.
+    whole = [tile(128, 256, 64, 8, 8, 3, **flat), tile(256, 128, 64, 8, 8, 3, **swapped),
+             tile(256, 128, 64, 8, 8, 4, **swapped), tile(128, 256, 64, 4, 8, 3, **swapped)]
+    splits = [tile(256, 128, 64, 1, 8, 3, **swapped, tail=tile(64, 128, 64, 1, 4, 4, **flat)),
+              tile(256, 128, 64, 1, 8, 3, **swapped, tail=tile(64, 128, 64, 1, 4, 4, **swapped)),
+              tile(256, 128, 64, 1, 8, 3, **swapped, tail=tile(64, 128, 64, 1, 4, 3, **flat)),
               tile(128, 256, 64, 1, 8, 3, **flat, tail=tile(64, 128, 64, 1, 4, 4, **flat))]
-    deeper = [tile(128, 256, 64, 4, 8, 4, **swapped), tile(128, 256, 32, 8, 8, 6, **swapped),
-              tile(128, 256, 32, 8, 8, 8, **swapped), tile(128, 256, 32, 8, 8, 6, **flat),
-              tile(128, 256, 64, 1, 8, 4, **swapped, tail=tile(128, 64, 64, 1, 4, 4, **swapped)),
-              tile(128, 256, 64, 1, 8, 4, **swapped, tail=tile(64, 128, 64, 1, 4, 4, **flat))]
+    deeper = [tile(256, 128, 64, 4, 8, 4, **swapped), tile(256, 128, 32, 8, 8, 6, **swapped),
+              tile(256, 128, 32, 8, 8, 8, **swapped), tile(128, 256, 32, 8, 8, 6, **flat),
+              tile(256, 128, 64, 1, 8, 4, **swapped, tail=tile(64, 128, 64, 1, 4, 4, **swapped)),
+              tile(256, 128, 64, 1, 8, 4, **swapped, tail=tile(64, 128, 64, 1, 4, 4, **flat))]
     if deeper_round:
         plan = [((3000, 3000, 3000), whole[1:3] + deeper), ((4096, 3000, 4096), whole[1:3])]
     else:

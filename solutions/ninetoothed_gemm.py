@@ -201,9 +201,9 @@ def flat_arrangement(lhs, rhs, output, **block_sizes):
 def transposed_flat_arrangement(rhs, lhs, output, **block_sizes):
     """flat_arrangement for C^T = B^T A^T: the kernel's first operand is rhs.
 
-    The same tiles with the roles of the operands swapped: rhs rows feed the
-    lhs side of each dot, and block_size_m tiles N. Permuting the flat views
-    costs nothing; only the memory order of each load changes.
+    The roles of the operands swapped: rhs rows feed the lhs side of each dot,
+    and the block sizes tile C^T, so block_size_m runs along N. Permuting the
+    flat views costs nothing; only the memory order of each load changes.
     """
     rhs_row = Symbol("rhs_row", constexpr=True)
     lhs_row = Symbol("lhs_row", constexpr=True)
@@ -226,7 +226,7 @@ class TileConfig:
     num_stages: int
     flat: bool = False  # operands passed flat to a flat_arrangement kernel
     pad_n: bool = False  # strided kernel on a copy of rhs whose N is padded to a multiple of 16
-    transposed: bool = False  # flat kernel computing C^T = B^T A^T (block_m then tiles N)
+    transposed: bool = False  # flat kernel computing C^T = B^T A^T, C's tiles as named
     # A wave split: this config runs the rows of C that fill whole waves of the
     # SMs, and ``tail`` (a smaller tile) runs the rows left over.
     tail: "TileConfig | None" = None
@@ -271,8 +271,8 @@ MEDIUM_FLAT_CONFIGS = (TileConfig(64, 128, 64, 8, 4, 4, flat=True),)
 # Rows of a length like 3000 cost little on the lhs side of a dot and much on the
 # rhs side (docs/perf-notes.md, round 4); swapping puts rhs on the lhs side.
 RAGGED_N_FLAT_CONFIGS = (
-    TileConfig(128, 256, 64, 8, 8, 3, flat=True, transposed=True),
-    TileConfig(128, 256, 64, 8, 8, 4, flat=True, transposed=True),
+    TileConfig(256, 128, 64, 8, 8, 3, flat=True, transposed=True),
+    TileConfig(256, 128, 64, 8, 8, 4, flat=True, transposed=True),
 )
 # A ragged N over an aligned K: the strided kernel on a padded copy of rhs has no
 # cliff left; the copy is part of what the tuner times.
@@ -320,11 +320,10 @@ def _tuned_kernel(config):
         return _padding_n(_tuned_kernel(dataclasses.replace(config, pad_n=False)))
     if config.tail is not None:
         return _splitting_waves(config)
-    block_sizes = dict(
-        block_size_m=config.block_m,
-        block_size_n=config.block_n,
-        block_size_k=config.block_k,
-    )
+    # Block sizes name C's tile; a transposed kernel tiles C^T.
+    block_m, block_n = ((config.block_n, config.block_m) if config.transposed
+                        else (config.block_m, config.block_n))
+    block_sizes = dict(block_size_m=block_m, block_size_n=block_n, block_size_k=config.block_k)
     if config.group_size_m > 1 or config.flat:
         block_sizes["group_size_m"] = config.group_size_m
     if config.group_size_m == 1 and not config.flat:
@@ -382,12 +381,8 @@ def _splitting_waves(config):
     main_config = dataclasses.replace(config, tail=None)
     main, tail = _tuned_kernel(main_config), _tuned_kernel(config.tail)
 
-    # A transposed kernel tiles C^T: C's rows run along its block_n.
-    block_m, block_n = ((config.block_n, config.block_m) if config.transposed
-                        else (config.block_m, config.block_n))
-
     def run(lhs, rhs, output):
-        split = _whole_wave_rows(lhs.shape[0], rhs.shape[1], block_m, block_n,
+        split = _whole_wave_rows(lhs.shape[0], rhs.shape[1], config.block_m, config.block_n,
                                  _sm_count(lhs.device))
         main(lhs[:split], rhs, output[:split])
         tail(lhs[split:], rhs, output[split:])
