@@ -123,7 +123,7 @@ def _metadata_lines(frame):
         lines.append(("Autotune search", f"{sum(search):.1f} s in all (not in the timings)"))
     lines += [
         ("Correctness", f"{passed} PASS, {failed} FAIL of {len(verdicts)} sizes"),
-        ("Timing", "median of do_bench, CUDA events,\nL2 flushed; nt_gemm as called"),
+        ("Timing", "median of do_bench, CUDA events, L2\nflushed; nt_gemm as called, rounds\nalternating with torch.mm"),
         ("Roofline", f"{machine}: {peak:.0f} TFLOPS peak" if machine and peak else
          "GPU not in benchmarks.formulas"),
         ("At start", at_start),

@@ -41,8 +41,8 @@ def _parser(prog, default_submission):
             "(|out - ref| <= 0.025 + 0.025*|ref|); a size that fails is reported FAIL and is\n"
             "not timed. Passing sizes are timed with CUDA events, L2 flushed before each\n"
             "run (median and p20-p80 spread of triton.testing.do_bench): nt_gemm as called\n"
-            "(output allocation included), the kernel alone when the file has the\n"
-            "skeleton's _kernel(), and torch.mm on the same inputs."
+            "(output allocation included) and torch.mm on the same inputs, in alternating\n"
+            "rounds, then the kernel alone when the file has the skeleton's _kernel()."
         ),
         epilog=(
             "Autotuning: NINETOOTHED_AUTOTUNE=1 before the command turns the block sizes\n"

@@ -15,16 +15,16 @@ For every size, in order:
    ``autotune_search_s``) so that it never leaks into the timings.
    A size that fails is reported FAIL and is not timed.
 3. **Timing** (GPU only, see ``benchmarks.timing``): ``nt_gemm`` as the student
-   calls it (the wrapper's output allocation included), then, when the module has
-   the skeleton's ``_kernel()`` handle, the kernel alone on a preallocated
-   output, then ``torch.mm`` on the same operands.
+   calls it (the wrapper's output allocation included) and ``torch.mm`` on the
+   same operands, in alternating rounds; then, when the module has the
+   skeleton's ``_kernel()`` handle, the kernel alone on a preallocated output.
 """
 
 import dataclasses
 
 from benchmarks import kernel_config
 from benchmarks.kernel_config import KernelConfig
-from benchmarks.timing import Timing, bench, wall_clock
+from benchmarks.timing import Timing, bench, bench_pair, wall_clock
 
 DEFAULT_SIZES = tuple((s, s, s) for s in (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096))
 # Ragged shapes: the cliff of a K or N that is not a multiple of 16 never shows in a
@@ -160,9 +160,9 @@ def run_size(module, m, n, k, backend, *, time_it, seed=DEFAULT_SEED, handle=Non
         return result
 
     try:
-        result.ninetoothed = bench(lambda: module.nt_gemm(lhs, rhs))
+        result.ninetoothed, result.torch_mm = bench_pair(
+            lambda: module.nt_gemm(lhs, rhs), lambda: torch.mm(lhs, rhs), timer=bench)
         result.kernel = _kernel_only(handle, out, lhs, rhs, m, n, k)
-        result.torch_mm = bench(lambda: torch.mm(lhs, rhs))
     except Exception as error:
         result.note = f"timing failed: {type(error).__name__}: {error}"
         result.ninetoothed = result.kernel = result.torch_mm = None

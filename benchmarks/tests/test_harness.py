@@ -15,7 +15,7 @@ import sys
 import pandas as pd
 import pytest
 
-from benchmarks import card, cli, compare, environment, harness, kernel_config, report
+from benchmarks import card, cli, compare, environment, harness, kernel_config, report, timing
 from benchmarks.harness import FAIL, PASS, SKIP, SizeResult
 from benchmarks.kernel_config import KernelConfig
 from benchmarks.timing import Timing
@@ -432,11 +432,27 @@ def test_timed_path_wiring_with_a_stub_timer(backend, monkeypatch):
     assert [r.verdict for r in results] == [PASS, PASS]
     first = results[0]
     assert first.timed and first.kernel is not None  # as called, kernel only, torch.mm
-    assert (first.ninetoothed.median_ms, first.kernel.median_ms, first.torch_mm.median_ms) == (
-        2.0, 3.0, 4.0)
+    # Calls 1-8 alternate nt_gemm and torch.mm (2, 3 | 4, 5 | 6, 7 | 8, 9: nt_gemm got
+    # 2, 5, 6, 9 and torch.mm 3, 4, 7, 8); call 9 is the kernel alone.
+    assert (first.ninetoothed.median_ms, first.torch_mm.median_ms, first.kernel.median_ms) == (
+        5.5, 5.5, 10.0)
     assert first.first_call_s > 0 and first.config.source == "fixed"
     frame = frame_for(results)
-    assert frame.loc[0, "kernel_median_ms"] == 3.0 and frame.loc[1, "size"] == "64x96x40"
+    assert frame.loc[0, "kernel_median_ms"] == 10.0 and frame.loc[1, "size"] == "64x96x40"
+
+
+def test_pairs_are_timed_in_alternating_rounds():
+    order = []
+
+    def timer(fn, rep):
+        name = fn()
+        order.append(name)
+        return Timing({"ours": 1.0, "theirs": 2.0}[name] + len(order) / 100, 0.5, 3.0 + len(order))
+
+    ours, theirs = timing.bench_pair(lambda: "ours", lambda: "theirs", timer=timer)
+    assert order == ["ours", "theirs", "theirs", "ours", "ours", "theirs", "theirs", "ours"]
+    assert ours.median_ms == pytest.approx(1.0 + (0.04 + 0.05) / 2)  # median of 1.01 1.04 1.05 1.08
+    assert (ours.p20_ms, ours.p80_ms) == (0.5, 11.0)  # the widest spread of the rounds
 
 
 def test_autotuner_choice_is_mapped_back_to_block_names():
