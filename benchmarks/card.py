@@ -43,10 +43,14 @@ def _first(frame, column, default=""):
 
 
 def _x_positions(frame):
-    """(x values, tick labels, log2 axis?) : squares on a log2 axis, other shapes in order."""
-    squares = all(int(r.m) == int(r.n) == int(r.k) for r in frame.itertuples())
+    """(x values, tick labels, log2 axis?): power-of-two squares on a log2 axis, others in order.
+
+    Sizes like 3000 and 3072 would sit on top of each other on a log axis.
+    """
+    doubling = all(int(r.m) == int(r.n) == int(r.k) and int(r.m) & (int(r.m) - 1) == 0
+                   for r in frame.itertuples())
     labels = [str(s) for s in frame["size"]]
-    if squares:
+    if doubling:
         return [float(m) for m in frame["m"]], labels, True
     return list(range(len(frame))), labels, False
 

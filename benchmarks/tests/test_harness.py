@@ -291,6 +291,17 @@ def test_card_redrawn_from_a_csv_with_ragged_shapes_and_no_roofline(tmp_path):
     assert csv_path.with_suffix(".png").stat().st_size > 20_000
 
 
+@pytest.mark.parametrize(("sizes", "log2"), [((1024, 2048, 4096), True),
+                                             ((2048, 3000, 3072, 4096), False)])
+def test_card_spaces_sizes_evenly_unless_they_double(sizes, log2):
+    """3000 and 3072 on a log axis would draw one bar over the other."""
+    results = [SizeResult(s, s, s, PASS, ninetoothed=Timing(1.0, 0.99, 1.01),
+                          torch_mm=Timing(0.5, 0.49, 0.51)) for s in sizes]
+    xs, labels, on_log2 = card._x_positions(frame_for(results))
+    assert on_log2 == log2 and labels == [str(s) for s in sizes]
+    assert xs == ([float(s) for s in sizes] if log2 else list(range(len(sizes))))
+
+
 # --- the tile configuration -----------------------------------------------------------------
 
 
