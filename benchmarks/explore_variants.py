@@ -436,6 +436,28 @@ def section_transposed(bench, deeper_round=False):
                           build=lambda c=config: tuned._tuned_kernel(c))
 
 
+def section_wide_k(bench):
+    """The 4096^3 gap (0.93x): fewer, longer K steps, and the group sizes once more."""
+    log("== wide_k: BK = 128 with two stages, against the shipped 4096-class candidates")
+    tuned, tile = bench.tuned, bench.tuned.TileConfig
+    square = [tile(128, 256, 64, 8, 8, 3), tile(128, 256, 64, 8, 8, 4), tile(128, 256, 64, 4, 8, 4),
+              tile(128, 256, 64, 16, 8, 4), tile(128, 256, 128, 8, 8, 2),
+              tile(256, 128, 128, 8, 8, 2), tile(128, 128, 128, 8, 4, 3),
+              tile(128, 128, 128, 8, 8, 3)]
+    ragged = [tile(256, 128, 64, 8, 8, 4, flat=True, transposed=True),
+              tile(256, 128, 128, 8, 8, 2, flat=True, transposed=True),
+              tile(128, 256, 128, 8, 8, 2, flat=True)]
+    for shape, configs in (((4096, 4096, 4096), square), ((8192, 8192, 8192), square[:5]),
+                           ((3000, 3000, 3000), ragged)):
+        for config in configs:
+            if bench.time_left() < 0:
+                log("budget spent: wide_k stops")
+                return
+            bench.measure("wide_k", config.name, *shape, flat_call,
+                          "flat" if config.flat else "strided",
+                          build=lambda c=config: tuned._tuned_kernel(c))
+
+
 # -- the reference's autotune mode, as a benchmark sees it --------------------------------------
 def sweep_child(out_path):
     import torch
@@ -542,7 +564,7 @@ def print_table(bench):
     keys = {}
     for row in bench.rows:
         if row.get("ms") is None or row["section"] not in ("main", "ragged", "waves", "padded",
-                                                                  "limits", "transp"):
+                                                                  "limits", "transp", "wide_k"):
             continue
         shape = f"{row['m']}x{row['n']}x{row['k']}" + ("" if row["operands"] == "contiguous"
                                                         else f" {row['operands']}")
@@ -560,7 +582,7 @@ def main():
     parser.add_argument("--budget-s", type=float, default=300)
     parser.add_argument("--sections", default="main,sweep,ragged",
                         help="which sections to run, in this order: main, sweep, ragged, waves, "
-                        "padded, limits, transposed, deeper")
+                        "padded, limits, transposed, deeper, wide_k")
     parser.add_argument("--sweep-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.sweep_child:
@@ -585,6 +607,7 @@ def main():
              "limits": lambda: section_limits(bench),
              "transposed": lambda: section_transposed(bench),
              "deeper": lambda: section_transposed(bench, deeper_round=True),
+             "wide_k": lambda: section_wide_k(bench),
              "main": lambda: section_main(bench)}
     for name in sections:
         order[name]()

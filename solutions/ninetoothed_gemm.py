@@ -243,16 +243,15 @@ class TileConfig:
 # The candidates per size class (by 2*M*N*K), chosen from H200 measurements
 # (docs/perf-notes.md). Each list is short: every entry costs a compile per
 # Triton specialisation and a timing per new shape.
-HUGE_FLOPS = 2 * 6144**3  # 8192^3 and up; 4096^3 stays in the large class
 LARGE_FLOPS = 2 * 1536**3
 SMALL_FLOPS = 2 * 640**3  # up to 512^3: launch-bound on an H200, the plain grid is as fast
+# Within 2-3% of each other from 2048^3 to 8192^3; which one wins moves with the shape.
 LARGE_CONFIGS = (
     TileConfig(128, 256, 64, 8, 8, 3),
     TileConfig(128, 256, 64, 8, 8, 4),
     TileConfig(128, 256, 64, 16, 8, 3),
+    TileConfig(128, 256, 64, 16, 8, 4),
 )
-# Long K loops and a grid of 64+ tile rows: more stages and wider groups may pay.
-HUGE_EXTRA_CONFIGS = (TileConfig(128, 256, 64, 16, 8, 4),)
 MEDIUM_CONFIGS = (
     TileConfig(64, 128, 64, 8, 4, 4),
     TileConfig(128, 128, 64, 8, 4, 4),
@@ -288,7 +287,7 @@ WAVE_SPLIT_CONFIGS = (
     TileConfig(128, 256, 64, 1, 8, 3, tail=TileConfig(64, 128, 64, 1, 4, 4)),
 )
 LAST_WAVE_SPLIT_BELOW = 0.25  # the split is tried when the last wave is less full than this
-EVERY_CONFIG = (LARGE_CONFIGS + HUGE_EXTRA_CONFIGS + MEDIUM_CONFIGS + SMALL_CONFIGS
+EVERY_CONFIG = (LARGE_CONFIGS + MEDIUM_CONFIGS + SMALL_CONFIGS
                 + LARGE_FLAT_CONFIGS + MEDIUM_FLAT_CONFIGS + RAGGED_N_FLAT_CONFIGS
                 + PADDED_N_CONFIGS + WAVE_SPLIT_CONFIGS)
 
@@ -423,7 +422,7 @@ def _candidates(lhs, rhs):
     if flops < LARGE_FLOPS:
         return MEDIUM_CONFIGS + (MEDIUM_FLAT_CONFIGS if flat_ok else ())
 
-    configs = LARGE_CONFIGS + (HUGE_EXTRA_CONFIGS if flops >= HUGE_FLOPS else ())
+    configs = LARGE_CONFIGS
     if n % 16 and not k % 16:
         configs += PADDED_N_CONFIGS
     if flat_ok:
