@@ -43,7 +43,10 @@ def pytest_configure(config):
     if os.environ.get("NINETOOTHED_AUTOTUNE") == "1" and not _has_cuda():
         os.environ.pop("NINETOOTHED_AUTOTUNE")
         config._ntgemm_autotune_note = "NINETOOTHED_AUTOTUNE ignored: autotuning needs a GPU"
-    config._ntgemm_backend = backends.activate()
+    try:
+        config._ntgemm_backend = backends.activate()
+    except (RuntimeError, ValueError) as error:  # an environment the kernels cannot run in
+        raise pytest.UsageError(str(error)) from None
 
 
 def _has_cuda():

@@ -160,7 +160,11 @@ def main(argv=None, prog=None, default_submission=DEFAULT_SUBMISSION):
 
     from grader import backend as backends
 
-    backend = backends.activate()  # before anything imports triton
+    try:
+        backend = backends.activate()  # before anything imports triton
+    except RuntimeError as error:  # an interpreter that cannot run here
+        print(f"error: {error}", file=sys.stderr)
+        return UNUSABLE
     from grader.loading import SubmissionError, load_submission
 
     try:

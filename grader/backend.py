@@ -12,7 +12,10 @@ leave it unset (``auto``).
 """
 
 import dataclasses
+import importlib.metadata
+import importlib.util
 import os
+import pathlib
 import sys
 
 ENV_VAR = "NTGEMM_BACKEND"
@@ -76,12 +79,68 @@ def activate():
     return _active
 
 
+def interpreter_problem():
+    """Why Triton's interpreter cannot run in this environment, or None.
+
+    Read from the installed files, without importing triton (the batch grader's
+    parent process must not). The one known clash: numpy 2.4 stopped turning
+    one-element arrays into Python ints, and Triton's interpreter relied on it
+    until triton-lang/triton#9172 (Triton 3.6.0 still does); every kernel then
+    fails with "only 0-dimensional arrays can be converted to Python scalars".
+    """
+    if not _numpy_refuses_one_element_ints():
+        return None
+    source = _interpreter_source()
+    if source is None or "int(self.handle.data))" not in source:
+        return None
+    import numpy
+
+    return (
+        f"Triton {_version('triton')}'s interpreter cannot run with numpy {numpy.__version__} "
+        "(numpy 2.4 no longer turns one-element arrays into ints, and this Triton still "
+        "relies on it; see triton-lang/triton#9171). Install an older numpy with "
+        "python -m pip install \"numpy<2.4\", or a Triton release newer than "
+        f"{_version('triton')}."
+    )
+
+
+def _numpy_refuses_one_element_ints():
+    import numpy
+
+    try:
+        int(numpy.zeros(1))
+    except TypeError:
+        return True
+    return False
+
+
+def _interpreter_source():
+    spec = importlib.util.find_spec("triton")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = pathlib.Path(next(iter(spec.submodule_search_locations))) / "runtime" / "interpreter.py"
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+
+
+def _version(package):
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "?"
+
+
 def _enable_interpreter():
     if "triton" in sys.modules and os.environ.get("TRITON_INTERPRET") != "1":
         raise RuntimeError(
             "triton was imported before the interpreter backend was chosen; "
             "import grader.backend and call activate() first"
         )
+    problem = interpreter_problem()
+    if problem:
+        raise RuntimeError(problem)
     os.environ["TRITON_INTERPRET"] = "1"
     import triton
 

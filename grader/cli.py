@@ -129,18 +129,24 @@ def build_parser():
 # --------------------------------------------------------------------------- helpers
 
 def decide_backend():
-    """The backend the workers will use, decided without importing triton here."""
+    """The backend the workers will use, decided without importing triton here.
+
+    An interpreter that cannot run here stops the batch before anyone is graded:
+    otherwise every student would get the same crash as a verdict.
+    """
     from grader import backend as backends
 
     choice = backends.requested()
-    if choice == "interpreter":
-        return "interpreter"
-    import torch
+    if choice != "interpreter":
+        import torch
 
-    if torch.cuda.is_available():
-        return "gpu"
-    if choice == "gpu":
-        raise GraderError(f"{backends.ENV_VAR}=gpu, but torch sees no CUDA device")
+        if torch.cuda.is_available():
+            return "gpu"
+        if choice == "gpu":
+            raise GraderError(f"{backends.ENV_VAR}=gpu, but torch sees no CUDA device")
+    problem = backends.interpreter_problem()
+    if problem:
+        raise GraderError(problem)
     return "interpreter"
 
 
