@@ -50,6 +50,8 @@ import sys
 
 import pytest
 
+from grader import backend as backends
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 REFERENCE = pathlib.PurePosixPath("solutions/ninetoothed_gemm.py")
 SKELETON = pathlib.PurePosixPath("assignment/ninetoothed_gemm.py")
@@ -345,6 +347,11 @@ def test_doc_command(command, checkouts, backend):
         if result.returncode != 0:
             pytest.fail("--help failed:\n" + transcript(command, result), pytrace=False)
         pytest.skip(f"needs a GPU; on this CPU only `{entry[1]} --help` ran, and it works")
+
+    interpreter = backend.name == "interpreter" or "NTGEMM_BACKEND=interpreter" in command.text
+    problem = interpreter and backends.interpreter_problem()
+    if problem:
+        pytest.skip(f"the interpreter cannot run on this machine, as the command would say: {problem}")
 
     state = "skeleton" if "skeleton" in command.words else "finished"
     result = _RESULTS.get((state, command.text))
