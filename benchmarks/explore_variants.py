@@ -12,6 +12,11 @@ and again with the tuning choices it persisted.
 
     python benchmarks/explore_variants.py --out OUT_DIR [--budget-s 300] [--sections main,sweep,ragged]
 
+Round 4's sections ask where 3000^3 loses: ``waves`` (two launches, whole waves
+then the leftover rows), ``padded`` (rhs copied into aligned rows), ``limits``
+(the aligned neighbours of the ragged shapes), ``transposed`` and ``deeper``
+(C^T = B^T A^T), ``wide_k`` (BK = 128). Each is one device call.
+
 Writes OUT_DIR/explore.csv (one row per measurement), OUT_DIR/explore.log and
 OUT_DIR/sweep_{cold,warm}.json, and prints a short table last. The results and
 what they mean are in docs/perf-notes.md.
@@ -368,6 +373,19 @@ def section_padded(bench):
                           build=lambda c=split: tuned._tuned_kernel(c))
 
 
+def measure_plan(bench, section, plan):
+    """Measure every configuration of a [(shape, [TileConfig, ...]), ...] plan through the
+    reference's own launchers, until the time budget runs out."""
+    for shape, configs in plan:
+        for config in configs:
+            if bench.time_left() < 0:
+                log(f"budget spent: {section} stops")
+                return
+            bench.measure(section, config.name, *shape, flat_call,
+                          "flat" if config.flat else "strided",
+                          build=lambda c=config: bench.tuned._tuned_kernel(c))
+
+
 def section_limits(bench):
     """What 3000^3 could reach: the same tiles on aligned neighbours of the ragged shapes.
 
@@ -377,7 +395,7 @@ def section_limits(bench):
     whose copying were free).
     """
     log("== limits: the ragged shapes' aligned neighbours")
-    tuned, tile = bench.tuned, bench.tuned.TileConfig
+    tile = bench.tuned.TileConfig
     big = (128, 256, 64, 8, 8, 3)
     split_main = (128, 256, 64, 1, 8, 3)
     tail = (64, 128, 64, 1, 4, 4)
@@ -391,14 +409,7 @@ def section_limits(bench):
         ((3000, 3000, 3000), [tile(*big, flat=True),
                               tile(*split_main, flat=True, tail=tile(*tail, flat=True))]),
     ]
-    for shape, configs in plan:
-        for config in configs:
-            if bench.time_left() < 0:
-                log("budget spent: limits stops")
-                return
-            bench.measure("limits", config.name, *shape, flat_call,
-                          "flat" if config.flat else "strided",
-                          build=lambda c=config: tuned._tuned_kernel(c))
+    measure_plan(bench, "limits", plan)
 
 
 def section_transposed(bench, deeper_round=False):
@@ -407,7 +418,7 @@ def section_transposed(bench, deeper_round=False):
     ``deeper_round`` (section "deeper", run after the first) adds longer pipelines.
     """
     log("== transposed: flat kernels computing C^T = B^T A^T")
-    tuned, tile = bench.tuned, bench.tuned.TileConfig
+    tile = bench.tuned.TileConfig
     flat = dict(flat=True)
     swapped = dict(flat=True, transposed=True)
     # Tiles are named as tiles of C: flat-t 256x128 computes C^T in 128x256 tiles.
@@ -427,19 +438,13 @@ def section_transposed(bench, deeper_round=False):
         plan = [((4096, 3000, 4096), whole), ((4096, 4096, 3000), whole[:2]),
                 ((4096, 4096, 4096), whole[:2]), ((3000, 3000, 3000), whole + splits),
                 ((3000, 4096, 4096), whole[:2])]
-    for shape, configs in plan:
-        for config in configs:
-            if bench.time_left() < 0:
-                log("budget spent: transposed stops")
-                return
-            bench.measure("transp", config.name, *shape, flat_call, "flat",
-                          build=lambda c=config: tuned._tuned_kernel(c))
+    measure_plan(bench, "transp", plan)
 
 
 def section_wide_k(bench):
     """The 4096^3 gap (0.93x): fewer, longer K steps, and the group sizes once more."""
     log("== wide_k: BK = 128 with two stages, against the shipped 4096-class candidates")
-    tuned, tile = bench.tuned, bench.tuned.TileConfig
+    tile = bench.tuned.TileConfig
     square = [tile(128, 256, 64, 8, 8, 3), tile(128, 256, 64, 8, 8, 4), tile(128, 256, 64, 4, 8, 4),
               tile(128, 256, 64, 16, 8, 4), tile(128, 256, 128, 8, 8, 2),
               tile(256, 128, 128, 8, 8, 2), tile(128, 128, 128, 8, 4, 3),
@@ -447,15 +452,8 @@ def section_wide_k(bench):
     ragged = [tile(256, 128, 64, 8, 8, 4, flat=True, transposed=True),
               tile(256, 128, 128, 8, 8, 2, flat=True, transposed=True),
               tile(128, 256, 128, 8, 8, 2, flat=True)]
-    for shape, configs in (((4096, 4096, 4096), square), ((8192, 8192, 8192), square[:5]),
-                           ((3000, 3000, 3000), ragged)):
-        for config in configs:
-            if bench.time_left() < 0:
-                log("budget spent: wide_k stops")
-                return
-            bench.measure("wide_k", config.name, *shape, flat_call,
-                          "flat" if config.flat else "strided",
-                          build=lambda c=config: tuned._tuned_kernel(c))
+    measure_plan(bench, "wide_k", [((4096, 4096, 4096), square), ((8192, 8192, 8192), square[:5]),
+                                   ((3000, 3000, 3000), ragged)])
 
 
 # -- the reference's autotune mode, as a benchmark sees it --------------------------------------
