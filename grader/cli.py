@@ -266,7 +266,7 @@ def command_grade(args):
         "jobs": jobs, "devices": [d for d in slots if d is not None],
         "shard": manifest["shard"], "students": len(ordered), "statuses": statuses,
         "graded_now": len(todo), "elapsed_s": round(time.monotonic() - started, 1),
-        "submissions_unchanged": before == after,
+        "submissions_unchanged": before == after, "sandbox_user": sandbox.describe_user(),
     }))
     _say("statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())))
     _say(f"gradebook: {out_dir / 'gradebook.csv'}")

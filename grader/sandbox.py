@@ -164,6 +164,16 @@ def sandbox_user():
         return _user or None
 
 
+def describe_user():
+    """Who the children ran as, for environment.json."""
+    user = sandbox_user()
+    if not user:
+        return f"the grader's own user (uid {os.geteuid()}): folders hidden, not forbidden"
+    import pwd
+
+    return f"{pwd.getpwuid(user[0]).pw_name} (uid {user[0]}): the operating system keeps runs apart"
+
+
 _user = None
 EXIT_TAMPERED = 5  # the worker found its private copy changed before importing it
 
@@ -178,15 +188,23 @@ def _find_sandbox_user():
         entry = pwd.getpwnam(name)
     except KeyError:
         return ()
-    try:  # can that user run this Python and import the kernel stack?
+    # Can that user run this Python and import the kernel stack? With a home of its
+    # own, as a child gets: ninetoothed writes into $HOME when it is imported.
+    home = pathlib.Path(tempfile.mkdtemp(prefix="ntgemm-probe-"))
+    try:
+        os.chown(home, entry.pw_uid, entry.pw_gid)
+        env = dict(os.environ, HOME=str(home), TMPDIR=str(home), TRITON_HOME=str(home),
+                   XDG_CACHE_HOME=str(home / ".cache"))
         probe = subprocess.run([sys.executable, "-c", "import torch, triton, ninetoothed"],
                                user=entry.pw_uid, group=entry.pw_gid, extra_groups=[],
-                               cwd="/", stdin=subprocess.DEVNULL, capture_output=True,
+                               cwd="/", env=env, stdin=subprocess.DEVNULL, capture_output=True,
                                timeout=120)
         if probe.returncode == 0:
             return entry.pw_uid, entry.pw_gid
     except (OSError, subprocess.SubprocessError):
         pass
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
     print(f"warning: running as root, but user {name!r} cannot run {sys.executable} with "
           "torch, triton and ninetoothed; submissions run as root, isolated from each other "
           "only by hidden paths (set NTGEMM_SANDBOX_USER to a user that can)",

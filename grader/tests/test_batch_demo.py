@@ -105,6 +105,7 @@ def test_class_files(graded):
         assert key in env
     assert env["seed"] == SEED and env["backend"] == "interpreter"
     assert env["submissions_unchanged"] is True
+    assert "uid" in env["sandbox_user"]  # who the children ran as
 
 
 def test_regrading_gives_the_same_gradebook(graded):

@@ -294,3 +294,23 @@ def test_a_main_guard_self_test_is_not_scanned_unless_name_is_reassigned():
     forced = '__name__ = "__main__"\n' + self_test
     assert TAMPER in {finding.kind for finding in scan_source(forced)}
     assert {finding.kind for finding in scan_source("import numpy")} == {"compute"}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox user is only used when the grader runs as root")
+def test_the_sandbox_user_probe_gives_that_user_a_home(monkeypatch):
+    """ninetoothed writes into $HOME on import: probed with root's home, nobody always failed."""
+    import pwd
+
+    target = pwd.getpwnam("nobody")
+    seen = {}
+
+    def fake_run(command, **options):
+        home = pathlib.Path(options["env"]["HOME"])
+        seen.update(user=options["user"], home=home, owner=home.stat().st_uid)
+        return subprocess.CompletedProcess(command, 0, b"", b"")
+
+    monkeypatch.setenv("NTGEMM_SANDBOX_USER", "nobody")
+    monkeypatch.setattr(sandbox.subprocess, "run", fake_run)
+    assert sandbox._find_sandbox_user() == (target.pw_uid, target.pw_gid)
+    assert seen["user"] == seen["owner"] == target.pw_uid
+    assert seen["home"] != pathlib.Path.home() and not seen["home"].exists()  # removed after
