@@ -15,7 +15,8 @@ and again with the tuning choices it persisted.
 Round 4's sections ask where 3000^3 loses: ``waves`` (two launches, whole waves
 then the leftover rows), ``padded`` (rhs copied into aligned rows), ``limits``
 (the aligned neighbours of the ragged shapes), ``transposed`` and ``deeper``
-(C^T = B^T A^T), ``wide_k`` (BK = 128). Each is one device call.
+(C^T = B^T A^T), ``wide_k`` (BK = 128), and ``runtime_size`` (not run yet: flat
+kernels whose 1-D sizes are run-time ints). Each is one device call.
 
 Writes OUT_DIR/explore.csv (one row per measurement), OUT_DIR/explore.log and
 OUT_DIR/sweep_{cold,warm}.json, and prints a short table last. The results and
@@ -26,6 +27,7 @@ import argparse
 import contextlib
 import csv
 import dataclasses
+import functools
 import importlib.util
 import json
 import os
@@ -456,6 +458,49 @@ def section_wide_k(bench):
                                    ((3000, 3000, 3000), ragged)])
 
 
+def runtime_size_kernel(tuned, config):
+    """A flat kernel like the reference's, but with its 1-D sizes as run-time ints.
+
+    Only the row lengths stay compile-time constants. The reference's flat kernels
+    make every size a constant; their TTGIR differs from the strided kernel's in
+    little else, and at 4096x3008x4096 they run 12% slower (round 4).
+    """
+    import functools
+
+    import ninetoothed
+    from ninetoothed import Tensor
+
+    block_m, block_n = ((config.block_n, config.block_m) if config.transposed
+                        else (config.block_m, config.block_n))
+    arrange = functools.partial(
+        tuned.transposed_flat_arrangement if config.transposed else tuned.flat_arrangement,
+        block_size_m=block_m, block_size_n=block_n, block_size_k=config.block_k,
+        group_size_m=config.group_size_m)
+    kernel = ninetoothed.make(arrange, tuned.application, (Tensor(1), Tensor(1), Tensor(1)),
+                              num_warps=config.num_warps, num_stages=config.num_stages)
+    return tuned._flattening(kernel, config.transposed)
+
+
+def section_runtime_size(bench):
+    """Flat kernels with run-time 1-D sizes against the reference's all-constant ones."""
+    log("== runtime_size: the flat kernels' sizes as run-time ints, rows still constant")
+    tuned, tile = bench.tuned, bench.tuned.TileConfig
+    plan = [((4096, 3008, 4096), [tile(128, 256, 64, 8, 8, 3, flat=True)]),
+            ((4096, 3000, 4096), [tile(256, 128, 64, 8, 8, 4, flat=True, transposed=True),
+                                  tile(128, 256, 64, 8, 8, 3, flat=True)]),
+            ((3000, 3000, 3000), [tile(256, 128, 64, 8, 8, 4, flat=True, transposed=True),
+                                  tile(128, 256, 64, 8, 8, 3, flat=True)])]
+    for shape, configs in plan:
+        for config in configs:
+            if bench.time_left() < 0:
+                log("budget spent: runtime_size stops")
+                return
+            for label, build in (("constant sizes", tuned._tuned_kernel),
+                                 ("run-time sizes", functools.partial(runtime_size_kernel, tuned))):
+                bench.measure("rtsize", f"{config.name} ({label})", *shape, flat_call, "flat",
+                              build=lambda c=config, b=build: b(c))
+
+
 # -- the reference's autotune mode, as a benchmark sees it --------------------------------------
 def sweep_child(out_path):
     import torch
@@ -562,7 +607,7 @@ def print_table(bench):
     keys = {}
     for row in bench.rows:
         if row.get("ms") is None or row["section"] not in ("main", "ragged", "waves", "padded",
-                                                                  "limits", "transp", "wide_k"):
+                                                                  "limits", "transp", "wide_k", "rtsize"):
             continue
         shape = f"{row['m']}x{row['n']}x{row['k']}" + ("" if row["operands"] == "contiguous"
                                                         else f" {row['operands']}")
@@ -580,7 +625,7 @@ def main():
     parser.add_argument("--budget-s", type=float, default=300)
     parser.add_argument("--sections", default="main,sweep,ragged",
                         help="which sections to run, in this order: main, sweep, ragged, waves, "
-                        "padded, limits, transposed, deeper, wide_k")
+                        "padded, limits, transposed, deeper, wide_k, runtime_size")
     parser.add_argument("--sweep-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.sweep_child:
@@ -606,6 +651,7 @@ def main():
              "transposed": lambda: section_transposed(bench),
              "deeper": lambda: section_transposed(bench, deeper_round=True),
              "wide_k": lambda: section_wide_k(bench),
+             "runtime_size": lambda: section_runtime_size(bench),
              "main": lambda: section_main(bench)}
     for name in sections:
         order[name]()
