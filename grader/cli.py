@@ -71,7 +71,8 @@ def _shard(text):
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="python -m grader",
-        description="Grade NineToothed GEMM submissions in batch, merge shards, build the handout.",
+        description="Grade NineToothed GEMM submissions in batch, merge shards, build the "
+                    "handout, share the feedback.",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
@@ -123,6 +124,16 @@ def build_parser():
                     "conftest.py, the grader modules the public tests need, the student docs; "
                     "never solutions/ or a grading seed.")
     handout.add_argument("--out", required=True, metavar="DIR", help="folder to write into")
+
+    share = commands.add_parser(
+        "share", help="copy each student's feedback out of a gradebook folder, to hand back",
+        description="Write DIR/<folder>/feedback.md and results.json for every student of "
+                    "OUT_DIR, and DIR/index.csv (which folder is whose, for the staff). The "
+                    "gradebook, the summaries, record.json, environment.json and the logs "
+                    "stay behind: they name the hidden cases or the seed, or may show them.")
+    share.add_argument("out_dir", metavar="OUT_DIR", help="the OUT_DIR of 'grade' or 'merge'")
+    share.add_argument("--to", required=True, metavar="DIR",
+                       help="a new (or empty) folder outside OUT_DIR")
     return parser
 
 
@@ -424,6 +435,18 @@ def command_handout(args):
     return EXIT_OK
 
 
+def command_share(args):
+    from grader import share
+
+    try:
+        count = share.build(args.out_dir, args.to)
+    except ValueError as error:
+        raise GraderError(str(error)) from None
+    _say(f"shared the feedback of {count} student(s) into {args.to}: "
+         f"{' and '.join(share.SHARED_FILES)} each, and {share.INDEX} for the staff")
+    return EXIT_OK
+
+
 def batch_failure():
     from grader.batch import WorkerFailure
 
@@ -433,7 +456,8 @@ def batch_failure():
 def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
-    handlers = {"grade": command_grade, "merge": command_merge, "handout": command_handout}
+    handlers = {"grade": command_grade, "merge": command_merge, "handout": command_handout,
+                "share": command_share}
     try:
         return handlers[args.command](args)
     except GraderError as error:

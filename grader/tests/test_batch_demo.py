@@ -108,6 +108,22 @@ def test_class_files(graded):
     assert "uid" in env["sandbox_user"]  # who the children ran as
 
 
+def test_share_hands_back_feedback_and_nothing_that_names_a_hidden_case(graded):
+    base = graded[0]
+    result = run_grader(base, "share", str(base / "out"), "--to", str(base / "share"))
+    assert result.returncode == 0, result.stderr
+    hidden = [case for case in cases.catalogue(SEED, "interpreter") if case.name == "hidden_1"][0]
+    folders = json.loads((base / "out" / "batch.json").read_text())["students"]
+    shared = sorted(str(path.relative_to(base / "share"))
+                    for path in (base / "share").rglob("*") if path.is_file())
+    assert shared == sorted(["index.csv"] + [f"{folder}/{name}" for folder in folders.values()
+                                             for name in ("feedback.md", "results.json")])
+    for path in (base / "share").rglob("*.*"):
+        assert hidden.id not in path.read_text(encoding="utf-8"), path
+    index = (base / "share" / "index.csv").read_text(encoding="utf-8").splitlines()
+    assert index[0] == "student,folder" and len(index) == 1 + len(EXPECTED)
+
+
 def test_regrading_gives_the_same_gradebook(graded):
     base, submissions, _, _ = graded
     again = run_grader(base, "grade", str(submissions), "--out", str(base / "again"), *OPTIONS)

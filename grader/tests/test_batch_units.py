@@ -314,3 +314,23 @@ def test_the_sandbox_user_probe_gives_that_user_a_home(monkeypatch):
     assert sandbox._find_sandbox_user() == (target.pw_uid, target.pw_gid)
     assert seen["user"] == seen["owner"] == target.pw_uid
     assert seen["home"] != pathlib.Path.home() and not seen["home"].exists()  # removed after
+
+
+def test_share_refuses_what_is_not_a_fresh_place_or_not_a_gradebook(tmp_path):
+    from grader import share
+
+    out = tmp_path / "out"
+    (out / "ada").mkdir(parents=True)
+    with pytest.raises(ValueError, match="no students.csv"):
+        share.build(out, tmp_path / "share")
+    (out / "students.csv").write_text("student,folder,origin,status\nada,ada,ada.py,passed\n"
+                                      "eve,../eve,eve.py,passed\n")
+    with pytest.raises(ValueError, match="inside"):
+        share.build(out, out / "share")
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "x").write_text("")
+    with pytest.raises(ValueError, match="not an empty folder"):
+        share.build(out, tmp_path / "busy")
+    with pytest.raises(ValueError, match="'../eve'"):  # a folder outside OUT_DIR is never read
+        share.build(out, tmp_path / "share")
+    assert not (tmp_path / "share").exists()  # and nothing was half written
