@@ -465,8 +465,6 @@ def runtime_size_kernel(tuned, config):
     make every size a constant; their TTGIR differs from the strided kernel's in
     little else, and at 4096x3008x4096 they run 12% slower (round 4).
     """
-    import functools
-
     import ninetoothed
     from ninetoothed import Tensor
 

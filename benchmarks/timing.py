@@ -22,9 +22,9 @@ ROUNDS = 4  # of a pair, alternating which goes first; each round gets REP_MS / 
 QUANTILES = (0.5, 0.2, 0.8)
 
 METHOD = (
-    f"triton.testing.do_bench(warmup={WARMUP_MS} ms, rep={REP_MS // 2} ms), CUDA events, "
-    f"L2 flushed before each run; nt_gemm and torch.mm in {ROUNDS} alternating rounds; "
-    "median of the round medians, p20-p80 spread over all rounds"
+    f"triton.testing.do_bench(warmup={WARMUP_MS} ms), CUDA events, L2 flushed before each run; "
+    f"nt_gemm and torch.mm in {ROUNDS} alternating rounds of {REP_MS // 2} ms, the medians of "
+    f"the rounds' medians, p20 and p80; the kernel alone in one {REP_MS} ms run"
 )
 
 
@@ -65,8 +65,10 @@ def bench_pair(ours, theirs, timer=bench, rounds=ROUNDS):
 
 
 def _pooled(timings):
+    """The rounds' median of each statistic: one slow round moves none of them much."""
     return Timing(statistics.median(t.median_ms for t in timings),
-                  min(t.p20_ms for t in timings), max(t.p80_ms for t in timings))
+                  statistics.median(t.p20_ms for t in timings),
+                  statistics.median(t.p80_ms for t in timings))
 
 
 def wall_clock(fn, synchronize=None):

@@ -105,12 +105,16 @@ def interpreter_problem():
 
 
 def _numpy_refuses_one_element_ints():
+    import warnings
+
     import numpy
 
-    try:
-        int(numpy.zeros(1))
-    except TypeError:
-        return True
+    with warnings.catch_warnings():  # numpy 1.25-2.3 only warn, and -W error must not crash here
+        warnings.simplefilter("ignore")
+        try:
+            int(numpy.zeros(1))
+        except TypeError:
+            return True
     return False
 
 

@@ -277,7 +277,8 @@ def command_grade(args):
         "jobs": jobs, "devices": [d for d in slots if d is not None],
         "shard": manifest["shard"], "students": len(ordered), "statuses": statuses,
         "graded_now": len(todo), "elapsed_s": round(time.monotonic() - started, 1),
-        "submissions_unchanged": before == after, "sandbox_user": sandbox.describe_user(),
+        "submissions_unchanged": before == after,
+        "sandbox_user": sandbox.describe_user() if todo else "none started: nothing to grade",
     }))
     _say("statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())))
     _say(f"gradebook: {out_dir / 'gradebook.csv'}")

@@ -231,6 +231,10 @@ class TileConfig:
     # SMs, and ``tail`` (a smaller tile) runs the rows left over.
     tail: "TileConfig | None" = None
 
+    def __post_init__(self):
+        if self.transposed and not self.flat:
+            raise ValueError("a transposed TileConfig needs flat=True: only flat kernels swap roles")
+
     @property
     def name(self):
         kind = (("flat-t " if self.transposed else "flat " if self.flat else "")
@@ -301,10 +305,11 @@ _STORED = None  # the persisted choices for this GPU and software, loaded on fir
 def chosen_config(m, n, k):
     """The configuration nt_gemm chose for an (m, n, k) product, or None before its first call.
 
-    A dict: block_m, block_n, block_k, group_size_m, num_warps, num_stages, flat
-    (flat_arrangement kernel or not), name, source ("tuned", "stored" or "only
-    candidate"), tuning_s and timings_ms (per candidate, the mean of two passes, when
-    tuned here).
+    A dict: block_m, block_n, block_k (C's tile), group_size_m, num_warps,
+    num_stages, flat (flat_arrangement kernel or not), pad_n (rhs copied into
+    padded rows), transposed (C^T = B^T A^T), tail (the second launch's config of a
+    wave split, or None), name, source ("tuned", "stored" or "only candidate"),
+    tuning_s and timings_ms (per candidate, the mean of two passes, when tuned here).
     """
     return _CHOSEN.get((m, n, k))
 
@@ -373,10 +378,10 @@ def _padding_n(kernel):
 def _splitting_waves(config):
     """Run C's rows in two launches: whole waves of large tiles, then the rest in small ones.
 
-    A grid of 288 tiles on 132 SMs (3072^3 in 128x256 tiles) runs in three waves,
-    the last one 18% full. Here the first launch gets the rows whose tiles fill
-    exactly two waves and the second, with tiles a quarter the size, the 256 rows
-    left: a short, well-filled wave instead of a long, nearly empty one.
+    The first launch gets the most rows whose tiles fit in whole waves of the
+    SMs, the second the rows left, in the tail's smaller tiles. 3072^3 in 128x256
+    tiles is 288 tiles on 132 SMs: three waves, the last one 18% full. Split, it
+    is two full waves and 256 rows in 64x128 tiles, a short, well-filled wave.
     """
     main_config = dataclasses.replace(config, tail=None)
     main, tail = _tuned_kernel(main_config), _tuned_kernel(config.tail)
@@ -384,7 +389,8 @@ def _splitting_waves(config):
     def run(lhs, rhs, output):
         split = _whole_wave_rows(lhs.shape[0], rhs.shape[1], config.block_m, config.block_n,
                                  _sm_count(lhs.device))
-        main(lhs[:split], rhs, output[:split])
+        if split:
+            main(lhs[:split], rhs, output[:split])
         tail(lhs[split:], rhs, output[split:])
 
     return run
@@ -430,9 +436,23 @@ def _candidates(lhs, rhs):
         configs += LARGE_FLAT_CONFIGS
         if n % 16:
             configs += RAGGED_N_FLAT_CONFIGS
-    if not ragged and _last_wave_share(m, n, 128, 256, _sm_count(lhs.device)) < LAST_WAVE_SPLIT_BELOW:
+    if not ragged and _wave_split_pays(m, n, WAVE_SPLIT_CONFIGS[0], _sm_count(lhs.device)):
         configs += WAVE_SPLIT_CONFIGS
     return configs
+
+
+def _wave_split_pays(m, n, config, sms):
+    """Whether the grid's last wave is nearly empty and the split fills the waves before it.
+
+    Whole rows of tiles must cover at least 90% of the whole waves: with rows of
+    many tiles (256 x 17920 has 70 a row) they cannot, and the split only adds a launch.
+    """
+    if _last_wave_share(m, n, config.block_m, config.block_n, sms) >= LAST_WAVE_SPLIT_BELOW:
+        return False
+    tiles_per_row = _cdiv(n, config.block_n)
+    whole_waves = _cdiv(m, config.block_m) * tiles_per_row // sms
+    rows = _whole_wave_rows(m, n, config.block_m, config.block_n, sms) // config.block_m
+    return rows * tiles_per_row >= 0.9 * whole_waves * sms
 
 
 def _last_wave_share(m, n, block_m, block_n, sms):

@@ -1,8 +1,9 @@
 """Every configuration the reference's autotune mode can pick computes the right product.
 
 The speed of these kernels is measured on a GPU (docs/perf-notes.md); here each one
-runs through the Triton interpreter on small ragged shapes, its output poisoned
-with NaN first, so a tile the kernel never writes shows up as a failure.
+runs on small ragged shapes, through the Triton interpreter on a CPU or compiled on a
+GPU, its output poisoned with NaN first, so a tile the kernel never writes shows up
+as a failure.
 """
 
 import dataclasses
@@ -27,15 +28,21 @@ def reference():
     del sys.modules[name]
 
 
-def operands(m, n, k, seed=0):
+@pytest.fixture(scope="module")
+def device(backend):
+    return backend.device
+
+
+def operands(m, n, k, device, seed=0):
     generator = torch.Generator().manual_seed(seed)
     lhs = torch.randn((m, k), generator=generator).half()
     rhs = torch.randn((k, n), generator=generator).half()
-    return lhs, rhs
+    return lhs.to(device), rhs.to(device)
 
 
 def assert_product(run, lhs, rhs):
-    output = torch.full((lhs.shape[0], rhs.shape[1]), float("nan"), dtype=torch.float16)
+    output = torch.full((lhs.shape[0], rhs.shape[1]), float("nan"), dtype=torch.float16,
+                        device=lhs.device)
     run(lhs, rhs, output)
     expected = lhs.float() @ rhs.float()
     error = (output.float() - expected).abs()
@@ -43,38 +50,40 @@ def assert_product(run, lhs, rhs):
         f"{int((~(error <= 0.025 + 0.025 * expected.abs())).sum())} wrong elements")
 
 
-def shipped_configs(module):
-    """The candidates the tuner may time, each tiling once.
+def shipped_configs(module, device="cpu"):
+    """The candidates the tuner may time; on the interpreter, each tiling once.
 
-    Warps and stages change nothing on the interpreter, so configurations that
-    differ only there are run once.
+    Warps and stages change nothing on the interpreter, so there configurations
+    that differ only in those are run once. A GPU compiles and runs every one.
     """
     def tiling(config):
+        if device != "cpu":
+            return config
         tail = config.tail and tiling(config.tail)
         return dataclasses.replace(config, num_warps=4, num_stages=3, tail=tail)
 
     return list({tiling(config): config for config in module.EVERY_CONFIG}.values())
 
 
-def test_every_shipped_configuration_is_correct_on_ragged_shapes(reference):
+def test_every_shipped_configuration_is_correct_on_ragged_shapes(reference, device):
     # M, N and K all off the tile grid; K = 72 leaves a partial K tile for BK = 64.
-    lhs, rhs = operands(130, 140, 72)
-    for config in shipped_configs(reference):
+    lhs, rhs = operands(130, 140, 72, device)
+    for config in shipped_configs(reference, device):
         if config.tail is not None:
             continue  # wave splits: see the next test, which controls the SM count
         assert_product(reference._tuned_kernel(config), lhs, rhs)
 
 
 @pytest.mark.parametrize(("sms", "split"), [(2, 384), (5, 256)])
-def test_wave_splits_cover_every_row(reference, monkeypatch, sms, split):
+def test_wave_splits_cover_every_row(reference, device, monkeypatch, sms, split):
     """The split point moves with the SM count; rows on either side of it are all computed.
 
     392 x 264 in 128x256 tiles is 4 x 2 tiles: on 2 SMs the first 3 tile rows fill
     whole waves, on 5 SMs the first 2; the tail gets 8 or 136 rows.
     """
     monkeypatch.setattr(reference, "_sm_count", lambda device: sms)
-    lhs, rhs = operands(392, 264, 72, seed=sms)
-    splits = [config for config in shipped_configs(reference) if config.tail is not None]
+    lhs, rhs = operands(392, 264, 72, device, seed=sms)
+    splits = [config for config in shipped_configs(reference, device) if config.tail is not None]
     assert splits, "the reference ships no wave split"
     for config in splits:
         assert reference._whole_wave_rows(392, 264, config.block_m, config.block_n, sms) == split
@@ -82,7 +91,7 @@ def test_wave_splits_cover_every_row(reference, monkeypatch, sms, split):
 
 
 @pytest.mark.parametrize(("m", "n", "block_m", "block_n", "sms", "rows"), [
-    (3000, 3000, 128, 256, 132, 2816),  # 288 tiles: two whole waves of 11 tile rows
+    (3000, 3000, 128, 256, 132, 2816),  # 288 tiles: two whole waves, 22 tile rows of 128
     (3000, 3000, 256, 128, 132, 2816),
     (2500, 2500, 128, 256, 132, 1664),  # 200 tiles: one wave of 13 rows
     (1000, 1000, 128, 256, 132, 0),  # 32 tiles: not even one wave
@@ -114,3 +123,37 @@ def test_candidates_per_shape(reference, monkeypatch, m, n, k, offered, withheld
 @pytest.mark.parametrize(("tiles", "share"), [(288, 24 / 132), (264, 1.0), (100, 1.0), (200, 68 / 132)])
 def test_last_wave_share(reference, tiles, share):
     assert reference._last_wave_share(tiles * 128, 256, 128, 256, 132) == pytest.approx(share)
+
+
+def test_a_transposed_kernel_tiles_c_transposed(reference, monkeypatch):
+    """flat-t 256x128 names C's tile: the kernel tiles C^T, so its block_size_m is 128.
+
+    The product is right either way round, so only the arguments can tell.
+    """
+    made = []
+    monkeypatch.setattr(reference.ninetoothed, "make",
+                        lambda arrange, *args, **options: made.append(arrange.keywords))
+    reference._tuned_kernel.cache_clear()
+    try:
+        reference._tuned_kernel(reference.TileConfig(256, 128, 64, 8, 8, 4, flat=True,
+                                                     transposed=True))
+        reference._tuned_kernel(reference.TileConfig(256, 128, 64, 8, 8, 4, flat=True))
+    finally:
+        reference._tuned_kernel.cache_clear()
+    assert [(k["block_size_m"], k["block_size_n"]) for k in made] == [(128, 256), (256, 128)]
+
+
+def test_a_transposed_config_must_be_flat(reference):
+    with pytest.raises(ValueError, match="flat"):
+        reference.TileConfig(256, 128, 64, 8, 8, 4, transposed=True)
+
+
+@pytest.mark.parametrize(("m", "n", "pays"), [
+    (3072, 3072, True),  # 288 tiles, 264 of them in 22 whole rows
+    (256, 17920, False),  # 2 rows of 70 tiles: one whole row fills 70 of 132 SMs
+    (2560, 2560, False),  # the last wave 52% full
+    (1024, 1024, False),  # under one wave
+])
+def test_the_wave_split_is_offered_only_where_it_fills_the_waves(reference, m, n, pays):
+    config = reference.WAVE_SPLIT_CONFIGS[0]
+    assert reference._wave_split_pays(m, n, config, 132) == pays

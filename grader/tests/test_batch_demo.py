@@ -105,7 +105,9 @@ def test_class_files(graded):
         assert key in env
     assert env["seed"] == SEED and env["backend"] == "interpreter"
     assert env["submissions_unchanged"] is True
-    assert "uid" in env["sandbox_user"]  # who the children ran as
+    from grader import sandbox
+
+    assert env["sandbox_user"] == sandbox.describe_user()  # who the children ran as, here
 
 
 def test_share_hands_back_feedback_and_nothing_that_names_a_hidden_case(graded):
