@@ -201,6 +201,10 @@ def main(argv=None, prog=None, default_submission=DEFAULT_SUBMISSION):
     failed = any(r.verdict == harness.FAIL for r in results)
     if not timed:
         checked = [r for r in results if r.verdict != harness.SKIP]
+        if not checked:  # every size too large for the interpreter: not a pass
+            print(f"\nerror: none of the {len(results)} size(s) could be checked here (see the "
+                  "skip reasons above); pick smaller sizes", file=sys.stderr)
+            return UNUSABLE
         print(f"\n{sum(r.verdict == harness.PASS for r in checked)} of {len(checked)} checked "
               f"sizes PASS ({elapsed:.1f} s); nothing timed (--check-only)")
         return SOME_FAILED if failed else OK

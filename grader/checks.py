@@ -153,7 +153,9 @@ def judge(case, outputs, seed, device):
 
 
 # Block sizes along K tried when recognising a partial sum; no student code is
-# asked for its own, so the judge stays independent of the submission.
+# asked for its own, so the judge stays independent of the submission. Several
+# sizes give the same columns (K = 130: the last tile is 128:130 for 16, 32 and
+# 64), so the messages name columns, never a block size.
 _K_BLOCKS = (16, 32, 64, 128, 256)
 
 
@@ -162,25 +164,33 @@ def _name_partial_sum(verdict, out, lhs, rhs):
 
     With random inputs a full product and a partial one differ far beyond the
     tolerance, so a match is strong evidence: the last K tile alone means the
-    accumulator was reset or assigned in the loop; every tile but the partial
-    last one means the K tail was dropped.
+    accumulator was reset or assigned in the loop; the first whole tiles alone
+    mean the K tail was dropped or the loop stopped a tile early.
     """
     k = lhs.shape[1]
+    suffixes, prefixes = set(), set()
     for block_k in _K_BLOCKS:
         if k <= block_k:
             break
         last = (k - 1) // block_k * block_k
-        if _close(out, reference(lhs[:, last:], rhs[last:, :])):
-            verdict.mistake = "accumulator"
-            verdict.message += (f"\nthe output equals the product of the last K tile alone "
-                                f"(K={k}, BLOCK_SIZE_K={block_k}): earlier tiles were discarded")
-            return
-        whole = k // block_k * block_k
-        if k % block_k and _close(out, reference(lhs[:, :whole], rhs[:whole, :])):
-            verdict.mistake = "k_tail"
-            verdict.message += (f"\nthe output equals the product over the first {whole} of "
-                                f"K={k} (BLOCK_SIZE_K={block_k}): the partial last K tile is missing")
-            return
+        if last not in suffixes:
+            suffixes.add(last)
+            if _close(out, reference(lhs[:, last:], rhs[last:, :])):
+                verdict.mistake = "accumulator"
+                verdict.message += (f"\nthe output equals the product over K columns {last}:{k} "
+                                    f"alone (the last K tile, of K={k}): earlier tiles were "
+                                    "discarded")
+                return
+        for stop in (k // block_k * block_k, last):  # every whole tile; all tiles but the last
+            if 0 < stop < k and stop not in prefixes:
+                prefixes.add(stop)
+                if _close(out, reference(lhs[:, :stop], rhs[:stop, :])):
+                    verdict.mistake = "k_tail"
+                    verdict.message += (f"\nthe output equals the product over K columns 0:{stop} "
+                                        f"of K={k}: the columns from {stop} on were never added "
+                                        "(a partial last K tile dropped, or a K loop that stops "
+                                        "early)")
+                    return
 
 
 def _close(out, expected):

@@ -72,11 +72,14 @@ MISTAKES = {
         Mistake(
             "k_tail",
             "the K tail is dropped",
-            "Only shapes whose K is not a multiple of BLOCK_SIZE_K fail: the number of K tiles "
-            "must round up (ceil(K / BLOCK_SIZE_K)); keep the default tiling and masked loads "
-            "so the last, partial K tile is still added.",
-            "只有 K 不能被 BLOCK_SIZE_K 整除时失败：K 块数必须向上取整（ceil(K / BLOCK_SIZE_K)），"
-            "保持默认的分块与带掩码读取，让最后一段不完整的 K 块也参与累加。",
+            "The last K columns are never added. If only shapes whose K is not a multiple of "
+            "BLOCK_SIZE_K fail, the number of K tiles rounds down: keep the default tiling and "
+            "masked loads, so that ceil(K / BLOCK_SIZE_K) tiles include the partial last one. "
+            "If every K longer than one tile fails, the loop stops early: it must run over "
+            "range(lhs.shape[0]).",
+            "最后几列 K 没有参与累加。如果只有 K 不能被 BLOCK_SIZE_K 整除时失败，说明 K 块数被向下取整了："
+            "保持默认的分块与带掩码读取，让 ceil(K / BLOCK_SIZE_K) 个块包含最后那段不完整的块。"
+            "如果只要 K 超过一个块就失败，说明循环提前结束了：循环必须遍历完整的 range(lhs.shape[0])。",
         ),
         Mistake(
             "tail_mask",

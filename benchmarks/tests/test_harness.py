@@ -363,6 +363,13 @@ def test_check_only_on_the_cpu_passes_the_reference(tmp_path):
     assert not out.exists()
 
 
+def test_check_only_with_nothing_checkable_is_not_a_pass(tmp_path):
+    result = run_script("--submission", str(REFERENCE), "--check-only", "--sizes", "512",
+                        "--no-progress", env_extra={"NTGEMM_BACKEND": "interpreter"})
+    assert result.returncode == cli.UNUSABLE, result.stdout + result.stderr
+    assert "none of the 1 size(s) could be checked" in result.stderr
+
+
 def test_check_only_reports_a_broken_submission_per_size(tmp_path):
     broken = tmp_path / "ninetoothed_gemm.py"
     source = REFERENCE.read_text()

@@ -17,6 +17,9 @@ What each mistake variant does on the Triton interpreter (measured):
   almost everything fails. The symbolic check names it.
 * k_tail_whole_tiles: only whole K tiles are kept (K // BLOCK_SIZE_K): cases
   whose K is a multiple of 64 pass, the others fail.
+* loop_stops_early: the K loop runs range(lhs.shape[0] - 1): one K tile always
+  goes missing, so every case with more than one K tile fails, tails or not; the
+  output equals a product over K's first columns, which names the K tail.
 * floor_mode: floor_mode=True on the lhs and rhs tilings drops partial tiles
   in M, N and K: tails fail, whole-tile shapes pass, the coverage case finds
   unwritten output.
@@ -163,6 +166,10 @@ MISTAKE_VARIANTS = {
     "mistake_k_tail_whole_tiles": (
         ["tail_k-128x128x130", "tail_mnk-65x97x130", "tail_k_small-128x128x40"],
         ["square-64x64x64", "tail_m-65x128x128", "tail_n-128x97x128"],
+        "k_tail", []),
+    "mistake_loop_stops_early": (
+        ["tail_m-65x128x128", "tail_n-128x97x128", "tail_k-128x128x130", "square-256x256x256"],
+        [],
         "k_tail", []),
     "mistake_floor_mode": (
         ["tail_m-65x128x128", "tail_n-128x97x128", "tail_k-128x128x130", "coverage-100x70x90"],
