@@ -32,12 +32,17 @@ import importlib.util
 import json
 import os
 import pathlib
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks import timing  # noqa: E402  (run as a script: the kit's root is not on the path)
+
 SOLUTION = ROOT / "solutions" / "ninetoothed_gemm.py"
 ATOL = RTOL = 0.025  # the guide's tolerance, as in grader/checks.py
 
@@ -179,20 +184,13 @@ class Bench:
 
 
 def paired(bench, ours, theirs, rounds=5):
-    """Medians of ``rounds`` interleaved timings of each, the order alternating.
+    """Medians of ``rounds`` timings of each, the order alternating (benchmarks.timing).
 
     A GPU at its power limit runs whatever comes first in a cool state faster:
     timing one after the other, the first can gain 10% on the second.
     """
-    mine, others = [], []
-    for round_ in range(rounds):
-        if round_ % 2 == 0:
-            mine.append(bench(ours))
-            others.append(bench(theirs))
-        else:
-            others.append(bench(theirs))
-            mine.append(bench(ours))
-    return sorted(mine)[rounds // 2], sorted(others)[rounds // 2]
+    mine, others = timing.alternating(ours, theirs, bench, rounds)
+    return statistics.median(mine), statistics.median(others)
 
 
 def plain_call(kernel, a, b, out):

@@ -50,8 +50,8 @@ def bench(fn, warmup=WARMUP_MS, rep=REP_MS):
     return Timing(float(median), float(p20), float(p80))
 
 
-def bench_pair(ours, theirs, timer=bench, rounds=ROUNDS):
-    """Time two functions in alternating rounds; returns their two Timings.
+def alternating(ours, theirs, measure, rounds=ROUNDS):
+    """``measure`` each function once per round, the order alternating; returns both lists.
 
     Round 1 runs ``ours`` first, round 2 ``theirs`` first, and so on, so that
     neither always meets the GPU in the state the other left it in.
@@ -59,8 +59,14 @@ def bench_pair(ours, theirs, timer=bench, rounds=ROUNDS):
     mine, others = [], []
     for round_ in range(rounds):
         pair = [(ours, mine), (theirs, others)]
-        for fn, timings in pair if round_ % 2 == 0 else pair[::-1]:
-            timings.append(timer(fn, rep=REP_MS // 2))
+        for fn, results in pair if round_ % 2 == 0 else pair[::-1]:
+            results.append(measure(fn))
+    return mine, others
+
+
+def bench_pair(ours, theirs, timer=bench, rounds=ROUNDS):
+    """Time two functions in alternating rounds; returns their two pooled Timings."""
+    mine, others = alternating(ours, theirs, lambda fn: timer(fn, rep=REP_MS // 2), rounds)
     return _pooled(mine), _pooled(others)
 
 

@@ -149,6 +149,13 @@ class _Scanner(ast.NodeVisitor):
     def add(self, kind, node, what):
         self.findings.append(Finding(kind, getattr(node, "lineno", 0), what))
 
+    def flag_module(self, node, root):
+        """What importing the top-level package ``root`` is evidence of, if anything."""
+        for kind, modules in ((TAMPER, FORBIDDEN_MODULES), (COMPUTE, COMPUTE_MODULES),
+                              (IO, IO_MODULES)):
+            if root in modules:
+                self.add(kind, node, modules[root])
+
     def visit_FunctionDef(self, node):
         inside = node.name == "application"
         self.in_application += inside
@@ -181,24 +188,14 @@ class _Scanner(ast.NodeVisitor):
                 continue
             if _reaches_internals(alias.name):
                 self.add(TAMPER, node, f"imports {alias.name}")
-            if root in FORBIDDEN_MODULES:
-                self.add(TAMPER, node, FORBIDDEN_MODULES[root])
-            if root in COMPUTE_MODULES:
-                self.add(COMPUTE, node, COMPUTE_MODULES[root])
-            if root in IO_MODULES:
-                self.add(IO, node, IO_MODULES[root])
+            self.flag_module(node, root)
         self.generic_visit(node)
 
     def visit_ImportFrom(self, node):
         root = (node.module or "").split(".")[0]
         if node.module in HARMLESS_SUBMODULES:
             root = ""
-        if root in FORBIDDEN_MODULES:
-            self.add(TAMPER, node, FORBIDDEN_MODULES[root])
-        if root in COMPUTE_MODULES:
-            self.add(COMPUTE, node, COMPUTE_MODULES[root])
-        if root in IO_MODULES:
-            self.add(IO, node, IO_MODULES[root])
+        self.flag_module(node, root)
         for alias in node.names:
             name = alias.name
             local = alias.asname or name

@@ -7,12 +7,12 @@ as a failure.
 """
 
 import dataclasses
-import importlib.util
 import pathlib
-import sys
 
 import pytest
 import torch
+
+from grader.loading import load_submission
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "solutions" / "ninetoothed_gemm.py"
@@ -20,12 +20,7 @@ REFERENCE = ROOT / "solutions" / "ninetoothed_gemm.py"
 
 @pytest.fixture(scope="module")
 def reference():
-    name = "ntgemm_reference_configs"
-    spec = importlib.util.spec_from_file_location(name, REFERENCE)
-    module = sys.modules[name] = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules[name]
+    return load_submission(REFERENCE)
 
 
 @pytest.fixture(scope="module")
