@@ -497,6 +497,44 @@ def section_runtime_size(bench):
                               build=lambda c=config, b=build: b(c))
 
 
+def section_tma(bench):
+    """TMA tile loads, in a NineToothed kernel and in a plain Triton persistent ceiling."""
+    from benchmarks import tma_kernels
+
+    log("== tma: tiles loaded through tensor descriptors (benchmarks/tma_kernels.py)")
+    tma_kernels.use_torch_scratch(bench.torch)
+    sms = bench.torch.cuda.get_device_properties(0).multi_processor_count
+    builds = [("reference autotuned", None)]
+    builds += [(f"nt-tma {bm}x{bn}x{bk} g8 {w}w{s}s",
+                functools.partial(tma_kernels.nt_tma, bm, bn, bk, w, s))
+               for bm, bn, bk, w, s in ((128, 256, 64, 8, 3), (128, 256, 64, 8, 4),
+                                        (256, 128, 64, 8, 3))]
+    builds += [(f"persistent {bm}x{bn}x{bk} g8 {w}w{s}s{' ws' if ws else ''}",
+                functools.partial(tma_kernels.persistent_tma, bm, bn, bk, w, s, ws, sms))
+               for bm, bn, bk, w, s, ws in ((128, 256, 64, 8, 3, False),
+                                            (128, 256, 64, 8, 3, True),
+                                            (128, 128, 64, 4, 4, True))]
+    for shape in ((3000, 3000, 3000), (4096, 4096, 4096), (8192, 8192, 8192),
+                  (2048, 2048, 2048), (4096, 3000, 4096)):
+        for variant, build in builds:
+            if bench.time_left() < 0:
+                log("budget spent: tma stops")
+                return
+            if build is None:
+                bench.measure("tma", variant, *shape, autotuned_call(bench.tuned))
+            else:
+                bench.measure("tma", variant, *shape, plain_call, build=build)
+
+
+def autotuned_call(tuned):
+    """The reference's autotuned nt_gemm: fills out once (the check), then times plain calls."""
+    def make(_, a, b, out):
+        out.copy_(tuned.nt_gemm(a, b))
+        return lambda: tuned.nt_gemm(a, b)
+
+    return make
+
+
 # -- the reference's autotune mode, as a benchmark sees it --------------------------------------
 def sweep_child(out_path):
     import torch
@@ -603,7 +641,8 @@ def print_table(bench):
     keys = {}
     for row in bench.rows:
         if row.get("ms") is None or row["section"] not in ("main", "ragged", "waves", "padded",
-                                                                  "limits", "transp", "wide_k", "rtsize"):
+                                                                  "limits", "transp", "wide_k", "rtsize",
+                                                                  "tma"):
             continue
         shape = f"{row['m']}x{row['n']}x{row['k']}" + ("" if row["operands"] == "contiguous"
                                                         else f" {row['operands']}")
@@ -621,7 +660,7 @@ def main():
     parser.add_argument("--budget-s", type=float, default=300)
     parser.add_argument("--sections", default="main,sweep,ragged",
                         help="which sections to run, in this order: main, sweep, ragged, waves, "
-                        "padded, limits, transposed, deeper, wide_k, runtime_size")
+                        "padded, limits, transposed, deeper, wide_k, runtime_size, tma")
     parser.add_argument("--sweep-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.sweep_child:
@@ -648,6 +687,7 @@ def main():
              "deeper": lambda: section_transposed(bench, deeper_round=True),
              "wide_k": lambda: section_wide_k(bench),
              "runtime_size": lambda: section_runtime_size(bench),
+             "tma": lambda: section_tma(bench),
              "main": lambda: section_main(bench)}
     for name in sections:
         order[name]()
