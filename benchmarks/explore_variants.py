@@ -499,9 +499,10 @@ def section_runtime_size(bench):
 
 def section_tma(bench):
     """TMA tile loads, in a NineToothed kernel and in a plain Triton persistent ceiling."""
-    from benchmarks import tma_kernels
+    from benchmarks import tma_kernels, triton_ceiling
 
-    log("== tma: tiles loaded through tensor descriptors (benchmarks/tma_kernels.py)")
+    log("== tma: tiles loaded through tensor descriptors (benchmarks/tma_kernels.py, "
+        "benchmarks/triton_ceiling.py)")
     tma_kernels.use_torch_scratch(bench.torch)
     sms = bench.torch.cuda.get_device_properties(0).multi_processor_count
     builds = [("reference autotuned", None)]
@@ -510,7 +511,7 @@ def section_tma(bench):
                for bm, bn, bk, w, s in ((128, 256, 64, 8, 3), (128, 256, 64, 8, 4),
                                         (256, 128, 64, 8, 3))]
     builds += [(f"persistent {bm}x{bn}x{bk} g8 {w}w{s}s{' ws' if ws else ''}",
-                functools.partial(tma_kernels.persistent_tma, bm, bn, bk, w, s, ws, sms))
+                functools.partial(triton_ceiling.persistent_tma, bm, bn, bk, w, s, ws, sms))
                for bm, bn, bk, w, s, ws in ((128, 256, 64, 8, 3, False),
                                             (128, 256, 64, 8, 3, True),
                                             (128, 128, 64, 4, 4, True))]

@@ -1,20 +1,19 @@
-"""GEMM kernels that load tiles through TMA tensor descriptors (H100/H200 and later).
+"""A NineToothed GEMM that loads its tiles through TMA tensor descriptors (H100/H200 on).
 
 Round 5 of docs/perf-notes.md asks whether hardware tile loads would close the
-last gaps to torch.mm, mainly at 3000^3. Two kernels answer it:
+last gaps to torch.mm, mainly at 3000^3. The arrangement is the reference's
+``arrangement`` (one program per C tile). The application does not use its
+tiles' pointer loads: it builds tensor descriptors from NineToothed's
+``data_ptr()``, ``stride()`` and source shapes, and walks the tiles in groups of
+``GROUP_SIZE_M`` rows itself. benchmarks/triton_ceiling.py is the same idea in
+plain Triton with a persistent schedule.
 
-- ``nt_tma``: a NineToothed kernel. The arrangement is the reference's
-  ``arrangement`` (one program per C tile); the application does not use its
-  tiles' pointer loads but builds tensor descriptors from NineToothed's
-  ``data_ptr()``, ``stride()`` and source shapes, and walks the tiles in groups
-  of ``GROUP_SIZE_M`` rows itself.
-- ``persistent_tma``: plain Triton, not NineToothed. One program per SM loops
-  over C tiles, optionally warp-specialised. It is the ceiling: the best
-  schedule this Triton offers without writing CUDA.
+Not part of the reference; the exploration script measures it (``--sections
+tma``). TMA needs row strides of whole 16-byte units, which ``require_tma_rows``
+checks, and device-side descriptors need scratch memory (``use_torch_scratch``).
 
-Neither is part of the reference; the exploration script measures them
-(``--sections tma``). Device-side descriptors need scratch memory, which
-``use_torch_scratch`` provides.
+This module must hold no ``triton.jit`` function: NineToothed copies every one
+it finds beside the application into the generated kernel's source.
 """
 
 import functools
@@ -23,7 +22,6 @@ import pathlib
 import ninetoothed
 import ninetoothed.language as ntl
 import triton
-import triton.language as tl
 from ninetoothed import Symbol, Tensor
 
 from grader.loading import load_submission
@@ -34,6 +32,16 @@ REFERENCE = pathlib.Path(__file__).resolve().parent.parent / "solutions" / "nine
 BLOCK_M = Symbol("BLOCK_M", constexpr=True)
 BLOCK_N = Symbol("BLOCK_N", constexpr=True)
 BLOCK_K = Symbol("BLOCK_K", constexpr=True)
+
+
+def require_tma_rows(*tensors):
+    """Refuse operands TMA would read wrong: row strides not a multiple of 16 bytes."""
+    for name, tensor in zip(("lhs", "rhs", "output"), tensors):
+        row_bytes = tensor.stride(0) * tensor.element_size()
+        if tensor.stride(1) != 1 or row_bytes % 16 or tensor.data_ptr() % 16:
+            raise ValueError(f"{name}: TMA loads need contiguous rows starting on 16-byte "
+                             f"boundaries; got strides {tuple(tensor.stride())} "
+                             f"({row_bytes} bytes per row)")
 
 
 def use_torch_scratch(torch):
@@ -85,46 +93,7 @@ def nt_tma(block_m, block_n, block_k, num_warps, num_stages):
                               num_warps=num_warps, num_stages=num_stages)
 
     def run(lhs, rhs, output):
+        require_tma_rows(lhs, rhs, output)
         kernel(lhs, rhs, output, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k)
-
-    return run
-
-
-@triton.jit
-def _persistent_tma_kernel(a_ptr, b_ptr, c_ptr, m_size, n_size, k_size, a_stride, b_stride,
-                           c_stride, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                           BLOCK_K: tl.constexpr, GROUP: tl.constexpr, PROGRAMS: tl.constexpr,
-                           WARP_SPECIALIZE: tl.constexpr):
-    a_tiles = tl.make_tensor_descriptor(a_ptr, [m_size, k_size], [a_stride, 1], [BLOCK_M, BLOCK_K])
-    b_tiles = tl.make_tensor_descriptor(b_ptr, [k_size, n_size], [b_stride, 1], [BLOCK_K, BLOCK_N])
-    c_tiles = tl.make_tensor_descriptor(c_ptr, [m_size, n_size], [c_stride, 1], [BLOCK_M, BLOCK_N])
-    grid_m = tl.cdiv(m_size, BLOCK_M)
-    per_group = GROUP * tl.cdiv(n_size, BLOCK_N)
-    for tile in tl.range(tl.program_id(0), grid_m * tl.cdiv(n_size, BLOCK_N), PROGRAMS,
-                         flatten=True, warp_specialize=WARP_SPECIALIZE):
-        first_row = (tile // per_group) * GROUP
-        rows = tl.minimum(grid_m - first_row, GROUP)
-        row = first_row + (tile % per_group) % rows
-        column = (tile % per_group) // rows
-        accumulator = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
-        for k in range(tl.cdiv(k_size, BLOCK_K)):
-            a = a_tiles.load([row * BLOCK_M, k * BLOCK_K])
-            b = b_tiles.load([k * BLOCK_K, column * BLOCK_N])
-            accumulator = tl.dot(a, b, accumulator)
-        c_tiles.store([row * BLOCK_M, column * BLOCK_N], accumulator.to(tl.float16))
-
-
-def persistent_tma(block_m, block_n, block_k, num_warps, num_stages, warp_specialize, sms,
-                   group=GROUP_SIZE_M):
-    """A launcher ``run(lhs, rhs, output)`` for the plain Triton persistent kernel."""
-    def run(lhs, rhs, output):
-        m_size, k_size = lhs.shape
-        n_size = rhs.shape[1]
-        tiles = triton.cdiv(m_size, block_m) * triton.cdiv(n_size, block_n)
-        _persistent_tma_kernel[(min(sms, tiles),)](
-            lhs, rhs, output, m_size, n_size, k_size, lhs.stride(0), rhs.stride(0),
-            output.stride(0), BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, GROUP=group,
-            PROGRAMS=sms, WARP_SPECIALIZE=warp_specialize, num_warps=num_warps,
-            num_stages=num_stages)
 
     return run

@@ -1,43 +1,55 @@
-"""The TMA kernels of the exploration script (benchmarks/tma_kernels.py) compute C = A @ B.
+"""The TMA kernels of the exploration script compute C = A @ B, or refuse to run.
 
-They need tensor-memory-accelerator loads, so a GPU of compute capability 9.0 or
-later. The Triton interpreter cannot stand in: it passes the block sizes of a
+benchmarks/tma_kernels.py (NineToothed) and benchmarks/triton_ceiling.py (plain
+Triton) need tensor-memory-accelerator loads, so a GPU of compute capability 9.0
+or later. The Triton interpreter cannot stand in: it passes the block sizes of a
 NineToothed kernel to ``make_tensor_descriptor`` as tensors, which it refuses.
+TMA reads rows wrong when they are not whole 16-byte units (K = 130 gave 59,248
+wrong elements on an H200), so the launchers refuse such operands.
 """
 
 import pytest
 import torch
 
+from benchmarks import tma_kernels, triton_ceiling
 from benchmarks.tests.test_reference_configs import assert_product, operands
 
-SHAPES = [(300, 200, 130), (129, 257, 3000), (64, 64, 64), (1000, 1000, 1000)]
+# Rows of whole 16-byte units (multiples of 8 halves), ragged against every block size.
+SHAPES = [(300, 200, 136), (129, 264, 3000), (64, 64, 64), (1000, 1000, 1000)]
 
-
-def _tma_gpu():
-    return torch.cuda.is_available() and torch.cuda.get_device_capability() >= (9, 0)
-
-
-pytestmark = pytest.mark.skipif(not _tma_gpu(),
-                                reason="TMA loads need a GPU of compute capability 9.0 or later")
+needs_tma = pytest.mark.skipif(
+    not (torch.cuda.is_available() and torch.cuda.get_device_capability() >= (9, 0)),
+    reason="TMA loads need a GPU of compute capability 9.0 or later")
 
 
 @pytest.fixture(scope="module")
-def tma_kernels():
-    from benchmarks import tma_kernels
-
+def scratch():
     tma_kernels.use_torch_scratch(torch)
-    return tma_kernels
 
 
+def launchers():
+    sms = torch.cuda.get_device_properties(0).multi_processor_count if torch.cuda.is_available() else 1
+    return {"ninetoothed": lambda: tma_kernels.nt_tma(128, 128, 64, 4, 3),
+            "persistent": lambda: triton_ceiling.persistent_tma(128, 128, 64, 4, 3, False, sms),
+            "persistent-ws": lambda: triton_ceiling.persistent_tma(128, 128, 64, 4, 3, True, sms)}
+
+
+@needs_tma
+@pytest.mark.parametrize("kernel", ["ninetoothed", "persistent", "persistent-ws"])
 @pytest.mark.parametrize("m, n, k", SHAPES)
-def test_ninetoothed_tma_kernel(tma_kernels, m, n, k):
+def test_tma_kernel_product(scratch, kernel, m, n, k):
     lhs, rhs = operands(m, n, k, "cuda")
-    assert_product(tma_kernels.nt_tma(128, 128, 64, 4, 3), lhs, rhs)
+    assert_product(launchers()[kernel](), lhs, rhs)
 
 
-@pytest.mark.parametrize("warp_specialize", [False, True])
-@pytest.mark.parametrize("m, n, k", SHAPES)
-def test_persistent_tma_kernel(tma_kernels, m, n, k, warp_specialize):
-    lhs, rhs = operands(m, n, k, "cuda")
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    assert_product(tma_kernels.persistent_tma(128, 128, 64, 4, 3, warp_specialize, sms), lhs, rhs)
+@pytest.mark.parametrize("m, n, k, name", [(64, 64, 130, "lhs"), (64, 257, 64, "rhs")])
+def test_rows_tma_cannot_read_are_refused(m, n, k, name):
+    lhs, rhs = operands(m, n, k, "cpu")
+    output = torch.empty((m, n), dtype=torch.float16)
+    with pytest.raises(ValueError, match=f"^{name}: TMA loads need contiguous rows"):
+        tma_kernels.require_tma_rows(lhs, rhs, output)
+
+
+def test_aligned_rows_pass_the_check():
+    lhs, rhs = operands(64, 264, 3000, "cpu")
+    tma_kernels.require_tma_rows(lhs, rhs, torch.empty((64, 264), dtype=torch.float16))
