@@ -15,8 +15,11 @@ and again with the tuning choices it persisted.
 Round 4's sections ask where 3000^3 loses: ``waves`` (two launches, whole waves
 then the leftover rows), ``padded`` (rhs copied into aligned rows), ``limits``
 (the aligned neighbours of the ragged shapes), ``transposed`` and ``deeper``
-(C^T = B^T A^T), ``wide_k`` (BK = 128), and ``runtime_size`` (not run yet: flat
-kernels whose 1-D sizes are run-time ints). Each is one device call.
+(C^T = B^T A^T), ``wide_k`` (BK = 128), and ``runtime_size`` (flat kernels whose
+1-D sizes are run-time ints). Round 5's ask what schedules beyond NineToothed's
+pointer loads would give: ``tma`` (tiles loaded through TMA descriptors, in
+NineToothed and in a plain Triton persistent kernel) and ``persistent`` (one
+program per SM, as a NineToothed arrangement). Each is one device call.
 
 Writes OUT_DIR/explore.csv (one row per measurement), OUT_DIR/explore.log and
 OUT_DIR/sweep_{cold,warm}.json, and prints a short table last. The results and
@@ -527,6 +530,28 @@ def section_tma(bench):
                 bench.measure("tma", variant, *shape, plain_call, build=build)
 
 
+def section_persistent(bench):
+    """One program per SM looping over C tiles, as a NineToothed arrangement."""
+    from benchmarks import persistent_arrangement
+
+    log("== persistent: P programs, tile j*P + p to program p (benchmarks/persistent_arrangement.py)")
+    sms = bench.torch.cuda.get_device_properties(0).multi_processor_count
+    builds = [("reference autotuned", None)]
+    builds += [(f"persistent 128x256x64 g8 P{sms} 8w{stages}s{' flattened' if flatten else ''}",
+                functools.partial(persistent_arrangement.persistent_kernel, 128, 256, 64, 8, sms,
+                                  8, stages, flatten))
+               for stages, flatten in ((3, False), (4, False), (3, True))]
+    for shape in ((4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048), (3008, 3008, 3008)):
+        for variant, build in builds:
+            if bench.time_left() < 0:
+                log("budget spent: persistent stops")
+                return
+            if build is None:
+                bench.measure("persist", variant, *shape, autotuned_call(bench.tuned))
+            else:
+                bench.measure("persist", variant, *shape, plain_call, build=build)
+
+
 def autotuned_call(tuned):
     """The reference's autotuned nt_gemm: fills out once (the check), then times plain calls."""
     def make(_, a, b, out):
@@ -643,7 +668,7 @@ def print_table(bench):
     for row in bench.rows:
         if row.get("ms") is None or row["section"] not in ("main", "ragged", "waves", "padded",
                                                                   "limits", "transp", "wide_k", "rtsize",
-                                                                  "tma"):
+                                                                  "tma", "persist"):
             continue
         shape = f"{row['m']}x{row['n']}x{row['k']}" + ("" if row["operands"] == "contiguous"
                                                         else f" {row['operands']}")
@@ -661,7 +686,7 @@ def main():
     parser.add_argument("--budget-s", type=float, default=300)
     parser.add_argument("--sections", default="main,sweep,ragged",
                         help="which sections to run, in this order: main, sweep, ragged, waves, "
-                        "padded, limits, transposed, deeper, wide_k, runtime_size, tma")
+                        "padded, limits, transposed, deeper, wide_k, runtime_size, tma, persistent")
     parser.add_argument("--sweep-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.sweep_child:
@@ -689,6 +714,7 @@ def main():
              "wide_k": lambda: section_wide_k(bench),
              "runtime_size": lambda: section_runtime_size(bench),
              "tma": lambda: section_tma(bench),
+             "persistent": lambda: section_persistent(bench),
              "main": lambda: section_main(bench)}
     for name in sections:
         order[name]()
