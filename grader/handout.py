@@ -59,13 +59,22 @@ Start with `docs/student-guide.en.md` (中文：`docs/student-guide.zh.md`).
 """
 
 
-def _staff_only(path):
-    """Course-staff tools (baselines, variant sweeps) read solutions/: not for students."""
-    return '"solutions"' in path.read_text(encoding="utf-8", errors="replace")
+def _staff_only(path, seen=()):
+    """Course-staff tools (baselines, variant sweeps) read solutions/: not for students.
+
+    So does a module that imports one of them from ``benchmarks``.
+    """
+    if '"solutions"' in path.read_text(encoding="utf-8", errors="replace"):
+        return True
+    for name in _imported_modules(path, "benchmarks") - set(seen):
+        module = ROOT / "benchmarks" / f"{name}.py"
+        if module.is_file() and _staff_only(module, seen + (path.stem,)):
+            return True
+    return False
 
 
-def _grader_imports(path):
-    """Names of grader modules a Python file imports (from its syntax tree)."""
+def _imported_modules(path, package):
+    """Names of ``package``'s modules a Python file imports (from its syntax tree)."""
     import ast
 
     names = set()
@@ -74,15 +83,15 @@ def _grader_imports(path):
     except (SyntaxError, ValueError, OSError):
         return names
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            if node.module == "grader" or (node.level == 1 and path.parent.name == "grader"
-                                           and node.module is None):
+        if isinstance(node, ast.ImportFrom):
+            if node.module == package or (node.level == 1 and path.parent.name == package
+                                          and node.module is None):
                 names.update(alias.name for alias in node.names)
-            elif node.module.startswith("grader."):
+            elif node.module and node.module.startswith(package + "."):
                 names.add(node.module.split(".")[1])
         elif isinstance(node, ast.Import):
             for alias in node.names:
-                if alias.name.startswith("grader."):
+                if alias.name.startswith(package + "."):
                     names.add(alias.name.split(".")[1])
     return names
 
@@ -91,14 +100,14 @@ def grader_modules_needed(entry_points):
     """The grader modules the entry points import, directly or not, plus __init__."""
     needed, todo = {"__init__"}, set()
     for path in entry_points:
-        todo |= _grader_imports(path)
+        todo |= _imported_modules(path, "grader")
     while todo:
         name = todo.pop()
         path = ROOT / "grader" / f"{name}.py"
         if name in needed or name in BATCH_ONLY or not path.is_file():
             continue
         needed.add(name)
-        todo |= _grader_imports(path)
+        todo |= _imported_modules(path, "grader")
     return sorted(needed)
 
 

@@ -168,6 +168,17 @@ def test_help_lists_the_options():
         assert option in result.stdout
 
 
+def test_handout_leaves_out_staff_tools_and_the_modules_that_import_them():
+    from grader import handout
+
+    shipped = {str(relative) for _, relative in handout._handout_files()}
+    assert {"benchmarks/harness.py", "benchmarks/cli.py", "benchmarks/ledger.py"} <= shipped
+    # tma_kernels reads solutions/; triton_ceiling only imports tma_kernels.
+    for staff in ("explore_variants", "run_baselines", "tma_kernels", "triton_ceiling",
+                  "persistent_arrangement"):
+        assert f"benchmarks/{staff}.py" not in shipped
+
+
 def test_handout_holds_no_solution_and_its_public_tests_run(tmp_path):
     result = grader("handout", "--out", str(tmp_path / "out"))
     assert result.returncode == 0, result.stderr
