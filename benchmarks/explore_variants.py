@@ -518,16 +518,8 @@ def section_tma(bench):
                for bm, bn, bk, w, s, ws in ((128, 256, 64, 8, 3, False),
                                             (128, 256, 64, 8, 3, True),
                                             (128, 128, 64, 4, 4, True))]
-    for shape in ((3000, 3000, 3000), (4096, 4096, 4096), (8192, 8192, 8192),
-                  (2048, 2048, 2048), (4096, 3000, 4096)):
-        for variant, build in builds:
-            if bench.time_left() < 0:
-                log("budget spent: tma stops")
-                return
-            if build is None:
-                bench.measure("tma", variant, *shape, autotuned_call(bench.tuned))
-            else:
-                bench.measure("tma", variant, *shape, plain_call, build=build)
+    measure_builds(bench, "tma", [(3000, 3000, 3000), (4096, 4096, 4096), (8192, 8192, 8192),
+                                  (2048, 2048, 2048), (4096, 3000, 4096)], builds)
 
 
 def section_persistent(bench):
@@ -541,15 +533,21 @@ def section_persistent(bench):
                 functools.partial(persistent_arrangement.persistent_kernel, 128, 256, 64, 8, sms,
                                   8, stages, flatten))
                for stages, flatten in ((3, False), (4, False), (3, True))]
-    for shape in ((4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048), (3008, 3008, 3008)):
+    measure_builds(bench, "persist", [(4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048),
+                                      (3008, 3008, 3008)], builds)
+
+
+def measure_builds(bench, section, shapes, builds):
+    """Each (variant, build) at each shape; a build of None is the autotuned reference."""
+    for shape in shapes:
         for variant, build in builds:
             if bench.time_left() < 0:
-                log("budget spent: persistent stops")
+                log(f"budget spent: {section} stops")
                 return
             if build is None:
-                bench.measure("persist", variant, *shape, autotuned_call(bench.tuned))
+                bench.measure(section, variant, *shape, autotuned_call(bench.tuned))
             else:
-                bench.measure("persist", variant, *shape, plain_call, build=build)
+                bench.measure(section, variant, *shape, plain_call, build=build)
 
 
 def autotuned_call(tuned):
