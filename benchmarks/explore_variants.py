@@ -18,8 +18,9 @@ then the leftover rows), ``padded`` (rhs copied into aligned rows), ``limits``
 (C^T = B^T A^T), ``wide_k`` (BK = 128), and ``runtime_size`` (flat kernels whose
 1-D sizes are run-time ints). Round 5's ask what schedules beyond NineToothed's
 pointer loads would give: ``tma`` (tiles loaded through TMA descriptors, in
-NineToothed and in a plain Triton persistent kernel) and ``persistent`` (one
-program per SM, as a NineToothed arrangement). Each is one device call.
+NineToothed and in a plain Triton persistent kernel), ``persistent`` (one
+program per SM, as a NineToothed arrangement) and ``split_k`` (a wave split whose
+leftover rows cut their K loops in chunks). Each is one device call.
 
 Writes OUT_DIR/explore.csv (one row per measurement), OUT_DIR/explore.log and
 OUT_DIR/sweep_{cold,warm}.json, and prints a short table last. The results and
@@ -537,6 +538,29 @@ def section_persistent(bench):
                                       (3008, 3008, 3008)], builds)
 
 
+def section_split_k(bench):
+    """3000^3 as two whole waves plus the 184 rows left, those in split-K programs."""
+    from benchmarks import split_k
+
+    log("== split_k: whole waves, then the rows left with their K loops cut in chunks "
+        "(benchmarks/split_k.py)")
+    sms = bench.torch.cuda.get_device_properties(0).multi_processor_count
+    main = bench.tuned.TileConfig(256, 128, 64, 8, 8, 4, flat=True, transposed=True)
+    tails = {"128x256 chunks of 10 8w3s": (128, 256, 64, 10, 8, 3),
+             "64x256 chunks of 16 8w3s": (64, 256, 64, 16, 8, 3)}
+    rows = bench.tuned._whole_wave_rows(3000, 3000, main.block_m, main.block_n, sms)
+    measure_builds(bench, "split_k", [(3000, 3000, 3000)], [("reference autotuned", None)])
+    measure_builds(bench, "split_k", [(rows, 3000, 3000)],
+                   [(f"whole waves alone, {main.name}", lambda: bench.tuned._tuned_kernel(main))])
+    measure_builds(bench, "split_k", [(3000 - rows, 3000, 3000)],
+                   [(f"rows left alone, split-K {name}", functools.partial(split_k.split_k, *spec))
+                    for name, spec in tails.items()])
+    measure_builds(bench, "split_k", [(3000, 3000, 3000)], [
+        (f"{main.name} + split-K {name}",
+         lambda spec=spec: split_k.wave_split_with_split_k(main, split_k.split_k(*spec), sms))
+        for name, spec in tails.items()])
+
+
 def measure_builds(bench, section, shapes, builds):
     """Each (variant, build) at each shape; a build of None is the autotuned reference."""
     for shape in shapes:
@@ -666,7 +690,7 @@ def print_table(bench):
     for row in bench.rows:
         if row.get("ms") is None or row["section"] not in ("main", "ragged", "waves", "padded",
                                                                   "limits", "transp", "wide_k", "rtsize",
-                                                                  "tma", "persist"):
+                                                                  "tma", "persist", "split_k"):
             continue
         shape = f"{row['m']}x{row['n']}x{row['k']}" + ("" if row["operands"] == "contiguous"
                                                         else f" {row['operands']}")
@@ -684,7 +708,7 @@ def main():
     parser.add_argument("--budget-s", type=float, default=300)
     parser.add_argument("--sections", default="main,sweep,ragged",
                         help="which sections to run, in this order: main, sweep, ragged, waves, "
-                        "padded, limits, transposed, deeper, wide_k, runtime_size, tma, persistent")
+                        "padded, limits, transposed, deeper, wide_k, runtime_size, tma, persistent, split_k")
     parser.add_argument("--sweep-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.sweep_child:
@@ -713,6 +737,7 @@ def main():
              "runtime_size": lambda: section_runtime_size(bench),
              "tma": lambda: section_tma(bench),
              "persistent": lambda: section_persistent(bench),
+             "split_k": lambda: section_split_k(bench),
              "main": lambda: section_main(bench)}
     for name in sections:
         order[name]()
