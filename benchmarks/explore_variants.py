@@ -507,7 +507,7 @@ def section_tma(bench):
 
     log("== tma: tiles loaded through tensor descriptors (benchmarks/tma_kernels.py, "
         "benchmarks/triton_ceiling.py)")
-    tma_kernels.use_torch_scratch(bench.torch)
+    tma_kernels.use_torch_scratch()
     sms = bench.torch.cuda.get_device_properties(0).multi_processor_count
     builds = [("reference autotuned", None)]
     builds += [(f"nt-tma {bm}x{bn}x{bk} g8 {w}w{s}s",
@@ -557,7 +557,9 @@ def section_split_k(bench):
                     for name, spec in tails.items()])
     measure_builds(bench, "split_k", [(3000, 3000, 3000)], [
         (f"{main.name} + split-K {name}",
-         lambda spec=spec: split_k.wave_split_with_split_k(main, split_k.split_k(*spec), sms))
+         lambda spec=spec: bench.tuned._wave_split(bench.tuned._tuned_kernel(main),
+                                                   split_k.split_k(*spec), main.block_m,
+                                                   main.block_n))
         for name, spec in tails.items()])
 
 

@@ -1,11 +1,11 @@
 """Split-K as a NineToothed arrangement, for the rows a wave split leaves over (round 5).
 
-A wave split (the reference's ``_splitting_waves``) runs the rows of C that fill
-whole waves in one launch and the rows left in another. Here the second launch
-cuts the K loop of each leftover tile into chunks: program (s, i, j) sums K
-tiles s*chunk .. s*chunk + chunk - 1 of C tile (i, j) into a float32 partial
-``partial[s]``, and one torch sum adds the partials into C. 184 leftover rows at
-3000^3 become 120 programs instead of 24.
+A wave split (the reference's ``_wave_split``) runs the rows of C that fill whole
+waves in one launch and the rows left in another. Here the second launch cuts
+the K loop of each leftover tile into chunks: program (s, i, j) sums K tiles
+s*chunk .. s*chunk + chunk - 1 of C tile (i, j) into a float32 partial
+``partial[s]``; torch then sums the partials and casts the sum into C (two more
+launches). 184 leftover rows at 3000^3 become 120 programs instead of 24.
 
 The chunks are cut from the row of K tiles, so they end on tile boundaries and
 the only mask is NineToothed's own at K. The operands go in flat, as in the
@@ -70,20 +70,5 @@ def split_k(block_m, block_n, block_k, chunk, num_warps, num_stages):
                               device=lhs.device)
         kernel(lhs.view(-1), rhs.view(-1), partial, lhs_row=lhs.shape[1], rhs_row=rhs.shape[1])
         output.copy_(partial.sum(0))
-
-    return run
-
-
-def wave_split_with_split_k(main_config, tail, sms):
-    """The reference's whole waves in ``main_config``, the rows left by the ``tail`` launcher."""
-    reference = load_submission(REFERENCE)
-    main = reference._tuned_kernel(main_config)
-
-    def run(lhs, rhs, output):
-        split = reference._whole_wave_rows(lhs.shape[0], rhs.shape[1], main_config.block_m,
-                                           main_config.block_n, sms)
-        if split:
-            main(lhs[:split], rhs, output[:split])
-        tail(lhs[split:], rhs, output[split:])
 
     return run

@@ -5,12 +5,13 @@ last gaps to torch.mm, mainly at 3000^3. The arrangement is the reference's
 ``arrangement`` (one program per C tile). The application does not use its
 tiles' pointer loads: it builds tensor descriptors from NineToothed's
 ``data_ptr()``, ``stride()`` and source shapes, and walks the tiles in groups of
-``GROUP_SIZE_M`` rows itself. benchmarks/triton_ceiling.py is the same idea in
+8 rows itself (a literal: the application has no name for a group size). benchmarks/triton_ceiling.py is the same idea in
 plain Triton with a persistent schedule.
 
 Not part of the reference; the exploration script measures it (``--sections
-tma``). TMA needs row strides of whole 16-byte units, which ``require_tma_rows``
-checks, and device-side descriptors need scratch memory (``use_torch_scratch``).
+tma``). Float16 only, like the reference. TMA needs row strides of whole 16-byte
+units, which ``require_tma_rows`` checks, and device-side descriptors need
+scratch memory (``use_torch_scratch``).
 
 This module must hold no ``triton.jit`` function: NineToothed copies every one
 it finds beside the application into the generated kernel's source.
@@ -21,12 +22,12 @@ import pathlib
 
 import ninetoothed
 import ninetoothed.language as ntl
+import torch
 import triton
 from ninetoothed import Symbol, Tensor
 
 from grader.loading import load_submission
 
-GROUP_SIZE_M = 8  # written as a literal in nt_tma_application: it has no name there
 REFERENCE = pathlib.Path(__file__).resolve().parent.parent / "solutions" / "ninetoothed_gemm.py"
 
 BLOCK_M = Symbol("BLOCK_M", constexpr=True)
@@ -35,8 +36,10 @@ BLOCK_K = Symbol("BLOCK_K", constexpr=True)
 
 
 def require_tma_rows(*tensors):
-    """Refuse operands TMA would read wrong: row strides not a multiple of 16 bytes."""
+    """Refuse operands TMA would read wrong (rows not whole 16-byte units) or not float16."""
     for name, tensor in zip(("lhs", "rhs", "output"), tensors):
+        if tensor.dtype != torch.float16:
+            raise ValueError(f"{name}: the TMA kernels take float16, got {tensor.dtype}")
         row_bytes = tensor.stride(0) * tensor.element_size()
         if tensor.stride(1) != 1 or row_bytes % 16 or tensor.data_ptr() % 16:
             raise ValueError(f"{name}: TMA loads need contiguous rows starting on 16-byte "
@@ -44,7 +47,7 @@ def require_tma_rows(*tensors):
                              f"({row_bytes} bytes per row)")
 
 
-def use_torch_scratch(torch):
+def use_torch_scratch():
     """Let Triton allocate descriptor scratch space through torch on the current GPU."""
     triton.set_allocator(
         lambda size, alignment, stream: torch.empty(size, device="cuda", dtype=torch.int8))

@@ -84,9 +84,11 @@ def _imported_modules(path, package):
         return names
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            if node.module == package or (node.level == 1 and path.parent.name == package
-                                          and node.module is None):
+            sibling = node.level == 1 and path.parent.name == package
+            if node.module == package or (sibling and node.module is None):
                 names.update(alias.name for alias in node.names)
+            elif sibling:
+                names.add(node.module.split(".")[0])
             elif node.module and node.module.startswith(package + "."):
                 names.add(node.module.split(".")[1])
         elif isinstance(node, ast.Import):

@@ -384,10 +384,14 @@ def _splitting_waves(config):
     is two full waves and 256 rows in 64x128 tiles, a short, well-filled wave.
     """
     main_config = dataclasses.replace(config, tail=None)
-    main, tail = _tuned_kernel(main_config), _tuned_kernel(config.tail)
+    return _wave_split(_tuned_kernel(main_config), _tuned_kernel(config.tail), config.block_m,
+                       config.block_n)
 
+
+def _wave_split(main, tail, block_m, block_n):
+    """``main`` on the rows of C that fill whole waves of (block_m, block_n) tiles, ``tail`` after."""
     def run(lhs, rhs, output):
-        split = _whole_wave_rows(lhs.shape[0], rhs.shape[1], config.block_m, config.block_n,
+        split = _whole_wave_rows(lhs.shape[0], rhs.shape[1], block_m, block_n,
                                  _sm_count(lhs.device))
         if split:
             main(lhs[:split], rhs, output[:split])

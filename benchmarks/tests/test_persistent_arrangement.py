@@ -1,8 +1,8 @@
 """The persistent arrangement (benchmarks/persistent_arrangement.py) covers every C tile once.
 
-Each shape below leaves the last row of P programs part empty, or gives some
-programs no tile at all, and the output starts as NaN: a tile computed by no
-program, or written twice with a masked-out one, shows up as wrong elements.
+The shapes below give whole rows of P tiles, a last row only part full (with a
+group padded past the last tile row), and programs with no tile at all. The
+output starts as NaN: a tile no program computes shows up as wrong elements.
 """
 
 import pytest
@@ -12,7 +12,7 @@ from benchmarks.tests.test_reference_configs import assert_product, operands
 
 # (m, n, k), (block_m, block_n, block_k, group, programs)
 # Small: the interpreter runs a program's tiles one after another.
-CASES = [((50, 40, 40), (16, 16, 16, 2, 3)),   # 12 tiles in 4 rows of 3, all ragged
+CASES = [((50, 40, 40), (16, 16, 16, 2, 3)),   # 12 tiles in 4 whole rows of 3; sizes ragged
          ((40, 24, 20), (16, 16, 16, 2, 5)),   # a padded group, the last row of 5 part full
          ((16, 16, 16), (16, 16, 16, 1, 4))]   # one tile, three programs with none
 

@@ -21,10 +21,11 @@ def test_split_k_product(backend, shape, config):
     assert_product(split_k.split_k(*config, 4, 3), lhs, rhs)
 
 
-def test_wave_split_with_split_k_product(backend):
+def test_wave_split_with_split_k_product(backend, monkeypatch):
     reference = split_k.load_submission(split_k.REFERENCE)
+    monkeypatch.setattr(reference, "_sm_count", lambda device: 4)
     lhs, rhs = operands(90, 40, 70, backend.device)
-    main = reference.TileConfig(32, 32, 16, 1, 4, 3, flat=True)
-    # 3 tile rows x 2 tile columns on 4 "SMs": one whole wave (2 tile rows), then 26 rows.
-    run = split_k.wave_split_with_split_k(main, split_k.split_k(16, 16, 16, 2, 4, 3), sms=4)
+    main = reference._tuned_kernel(reference.TileConfig(32, 32, 16, 1, 4, 3, flat=True))
+    # 3 tile rows x 2 tile columns on 4 SMs: one whole wave (2 tile rows), then 26 rows.
+    run = reference._wave_split(main, split_k.split_k(16, 16, 16, 2, 4, 3), 32, 32)
     assert_product(run, lhs, rhs)

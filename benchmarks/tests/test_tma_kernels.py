@@ -5,7 +5,8 @@ Triton) need tensor-memory-accelerator loads, so a GPU of compute capability 9.0
 or later. The Triton interpreter cannot stand in: it passes the block sizes of a
 NineToothed kernel to ``make_tensor_descriptor`` as tensors, which it refuses.
 TMA reads rows wrong when they are not whole 16-byte units (K = 130 gave 59,248
-wrong elements on an H200), so the launchers refuse such operands.
+wrong elements on an H200), so the launchers refuse such operands, and any dtype
+but float16, before they launch anything.
 """
 
 import pytest
@@ -14,7 +15,7 @@ import torch
 from benchmarks import tma_kernels, triton_ceiling
 from benchmarks.tests.test_reference_configs import assert_product, operands
 
-# Rows of whole 16-byte units (multiples of 8 halves), ragged against every block size.
+# Rows of whole 16-byte units (multiples of 8 halves); all but 64^3 ragged against the tiles.
 SHAPES = [(300, 200, 136), (129, 264, 3000), (64, 64, 64), (1000, 1000, 1000)]
 
 needs_tma = pytest.mark.skipif(
@@ -24,7 +25,7 @@ needs_tma = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def scratch():
-    tma_kernels.use_torch_scratch(torch)
+    tma_kernels.use_torch_scratch()
 
 
 def launchers():
@@ -50,6 +51,20 @@ def test_rows_tma_cannot_read_are_refused(m, n, k, name):
         tma_kernels.require_tma_rows(lhs, rhs, output)
 
 
+def test_other_dtypes_are_refused():
+    lhs, rhs = operands(64, 64, 64, "cpu")
+    with pytest.raises(ValueError, match="^lhs: the TMA kernels take float16"):
+        tma_kernels.require_tma_rows(lhs.float(), rhs, torch.empty((64, 64), dtype=torch.float16))
+
+
 def test_aligned_rows_pass_the_check():
     lhs, rhs = operands(64, 264, 3000, "cpu")
     tma_kernels.require_tma_rows(lhs, rhs, torch.empty((64, 264), dtype=torch.float16))
+
+
+@pytest.mark.parametrize("kernel", ["ninetoothed", "persistent"])
+def test_launchers_refuse_before_launching(backend, kernel):
+    """No GPU needed: the check runs before anything is launched."""
+    lhs, rhs = operands(64, 64, 130, "cpu")
+    with pytest.raises(ValueError, match="^lhs: TMA loads need contiguous rows"):
+        launchers()[kernel]()(lhs, rhs, torch.empty((64, 64), dtype=torch.float16))

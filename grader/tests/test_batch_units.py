@@ -175,8 +175,24 @@ def test_handout_leaves_out_staff_tools_and_the_modules_that_import_them():
     assert {"benchmarks/harness.py", "benchmarks/cli.py", "benchmarks/ledger.py"} <= shipped
     # tma_kernels reads solutions/; triton_ceiling only imports tma_kernels.
     for staff in ("explore_variants", "run_baselines", "tma_kernels", "triton_ceiling",
-                  "persistent_arrangement"):
+                  "persistent_arrangement", "split_k"):
         assert f"benchmarks/{staff}.py" not in shipped
+
+
+def test_staff_only_follows_absolute_relative_and_circular_imports(tmp_path, monkeypatch):
+    from grader import handout
+
+    modules = {"staff": 'REFERENCE = "solutions"', "absolute": "from benchmarks.staff import X",
+               "relative": "from .staff import X", "package": "from benchmarks import staff",
+               "chain": "from . import relative", "plain": "import math",
+               "loop_a": "from benchmarks import loop_b", "loop_b": "from .loop_a import Y"}
+    (tmp_path / "benchmarks").mkdir()
+    for name, source in modules.items():
+        (tmp_path / "benchmarks" / f"{name}.py").write_text(source + "\n")
+    monkeypatch.setattr(handout, "ROOT", tmp_path)
+    staff_only = {name for name in modules
+                  if handout._staff_only(tmp_path / "benchmarks" / f"{name}.py")}
+    assert staff_only == {"staff", "absolute", "relative", "package", "chain"}
 
 
 def test_handout_holds_no_solution_and_its_public_tests_run(tmp_path):
