@@ -116,6 +116,11 @@ class Bench:
         self.inputs = {}
         self.refs = {}
 
+    @property
+    def sms(self):
+        """The GPU's SM count, as the reference's wave split reads it."""
+        return self.tuned._sm_count(self.torch.device("cuda"))
+
     def time_left(self):
         return self.deadline - time.monotonic()
 
@@ -198,11 +203,7 @@ def paired(bench, ours, theirs, rounds=5):
 
 
 def plain_call(kernel, a, b, out):
-    return lambda: kernel(a, b, out)
-
-
-def flat_call(kernel, a, b, out):
-    """The reference's configured launchers take 2-D operands whatever the kernel inside."""
+    """Any launcher here, the reference's configured ones included, takes 2-D operands."""
     return lambda: kernel(a, b, out)
 
 
@@ -234,7 +235,7 @@ def section_ragged(bench):
             if bench.time_left() < 0:
                 log("budget spent: ragged stops")
                 return
-            bench.measure("ragged", "flat " + name, *shape, flat_call, "flat",
+            bench.measure("ragged", "flat " + name, *shape, plain_call, "flat",
                           build=bench.variant_kernel(by_name[name], flat=True))
         bench.measure("ragged", names[0], *shape, plain_call, "strided",
                       build=bench.variant_kernel(by_name[names[0]]))
@@ -252,7 +253,7 @@ def section_waves(bench):
     """Wave splits: whole waves of large tiles, then the leftover rows in small tiles."""
     log("== waves: two launches per product, the second on the rows past the last whole wave")
     tuned = bench.tuned
-    sms = tuned._sm_count(bench.torch.device("cuda"))
+    sms = bench.sms
 
     def config(spec, flat, tail=None):
         return tuned.TileConfig(*spec, flat=flat, tail=tail)
@@ -261,7 +262,7 @@ def section_waves(bench):
         flat = bool(k % 16 or n % 16)
         kind = "flat" if flat else "strided"
         baseline = config((128, 256, 64, 8, 8, 3), flat)
-        bench.measure("waves", "whole " + baseline.name, m, n, k, flat_call, kind,
+        bench.measure("waves", "whole " + baseline.name, m, n, k, plain_call, kind,
                       build=lambda c=baseline: tuned._tuned_kernel(c))
         split = tuned._whole_wave_rows(m, n, 128, 256, sms)
         log(f"waves {m}x{n}x{k}: main rows {split}, tail rows {m - split}")
@@ -272,14 +273,14 @@ def section_waves(bench):
                 log("budget spent: waves stops")
                 return
             main_rows = tuned._whole_wave_rows(m, n, main[0], main[1], sms)
-            bench.measure("waves", "main " + config(main, flat).name, main_rows, n, k, flat_call,
+            bench.measure("waves", "main " + config(main, flat).name, main_rows, n, k, plain_call,
                           kind, build=lambda c=config(main, flat): tuned._tuned_kernel(c))
             for tail in tails:
                 combined = config(main, flat, config(tail, flat))
-                bench.measure("waves", combined.name, m, n, k, flat_call, kind,
+                bench.measure("waves", combined.name, m, n, k, plain_call, kind,
                               build=lambda c=combined: tuned._tuned_kernel(c))
         for tail in tails:
-            bench.measure("waves", "tail " + config(tail, flat).name, m - split, n, k, flat_call,
+            bench.measure("waves", "tail " + config(tail, flat).name, m - split, n, k, plain_call,
                           kind, build=lambda c=config(tail, flat): tuned._tuned_kernel(c))
         concurrent(bench, m, n, k, config(WAVE_MAINS[0], flat), config(WAVE_TAILS[2], flat), sms)
 
@@ -357,12 +358,12 @@ def section_padded(bench):
         flat = tile(128, 256, 64, 8, 8, 3, flat=True)
         narrow = tile(256, 128, 64, 4, 8, 3, flat=True)
         for config in (flat, narrow):
-            bench.measure("padded", config.name, m, n, k, flat_call, "as given",
+            bench.measure("padded", config.name, m, n, k, plain_call, "as given",
                           build=lambda c=config: tuned._tuned_kernel(c))
             bench.measure("padded", config.name + " (kernel only)", m, n, k, padded_call,
                           "rhs padded", build=lambda c=config: tuned._tuned_kernel(c))
             with_copy = dataclasses.replace(config, pad_n=True)
-            bench.measure("padded", with_copy.name, m, n, k, flat_call, "copy inside",
+            bench.measure("padded", with_copy.name, m, n, k, plain_call, "copy inside",
                           build=lambda c=with_copy: tuned._tuned_kernel(c))
         for how in ("pad", "copy"):
             bench.measure("padded", f"rhs copy alone ({how})", m, n, k, copy_call(how), "copy")
@@ -373,7 +374,7 @@ def section_padded(bench):
             bench.measure("padded", split.name + " (kernel only)", m, n, k, padded_call,
                           "rhs padded", build=lambda c=split: tuned._tuned_kernel(c))
             split = dataclasses.replace(split, pad_n=True)
-            bench.measure("padded", split.name, m, n, k, flat_call, "copy inside",
+            bench.measure("padded", split.name, m, n, k, plain_call, "copy inside",
                           build=lambda c=split: tuned._tuned_kernel(c))
 
 
@@ -385,7 +386,7 @@ def measure_plan(bench, section, plan):
             if bench.time_left() < 0:
                 log(f"budget spent: {section} stops")
                 return
-            bench.measure(section, config.name, *shape, flat_call,
+            bench.measure(section, config.name, *shape, plain_call,
                           "flat" if config.flat else "strided",
                           build=lambda c=config: bench.tuned._tuned_kernel(c))
 
@@ -497,7 +498,7 @@ def section_runtime_size(bench):
                 return
             for label, build in (("constant sizes", tuned._tuned_kernel),
                                  ("run-time sizes", functools.partial(runtime_size_kernel, tuned))):
-                bench.measure("rtsize", f"{config.name} ({label})", *shape, flat_call, "flat",
+                bench.measure("rtsize", f"{config.name} ({label})", *shape, plain_call, "flat",
                               build=lambda c=config, b=build: b(c))
 
 
@@ -508,7 +509,7 @@ def section_tma(bench):
     log("== tma: tiles loaded through tensor descriptors (benchmarks/tma_kernels.py, "
         "benchmarks/triton_ceiling.py)")
     tma_kernels.use_torch_scratch()
-    sms = bench.torch.cuda.get_device_properties(0).multi_processor_count
+    sms = bench.sms
     builds = [("reference autotuned", None)]
     builds += [(f"nt-tma {bm}x{bn}x{bk} g8 {w}w{s}s",
                 functools.partial(tma_kernels.nt_tma, bm, bn, bk, w, s))
@@ -528,7 +529,7 @@ def section_persistent(bench):
     from benchmarks import persistent_arrangement
 
     log("== persistent: P programs, tile j*P + p to program p (benchmarks/persistent_arrangement.py)")
-    sms = bench.torch.cuda.get_device_properties(0).multi_processor_count
+    sms = bench.sms
     builds = [("reference autotuned", None)]
     builds += [(f"persistent 128x256x64 g8 P{sms} 8w{stages}s{' flattened' if flatten else ''}",
                 functools.partial(persistent_arrangement.persistent_kernel, 128, 256, 64, 8, sms,
@@ -544,7 +545,7 @@ def section_split_k(bench):
 
     log("== split_k: whole waves, then the rows left with their K loops cut in chunks "
         "(benchmarks/split_k.py)")
-    sms = bench.torch.cuda.get_device_properties(0).multi_processor_count
+    sms = bench.sms
     main = bench.tuned.TileConfig(256, 128, 64, 8, 8, 4, flat=True, transposed=True)
     tails = {"128x256 chunks of 10 8w3s": (128, 256, 64, 10, 8, 3),
              "64x256 chunks of 16 8w3s": (64, 256, 64, 16, 8, 3)}

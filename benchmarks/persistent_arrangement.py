@@ -15,15 +15,12 @@ Not part of the reference: it is correct but not faster (measured with
 """
 
 import functools
-import pathlib
 
 import ninetoothed
 import ninetoothed.language as ntl
 from ninetoothed import Tensor
 
-from grader.loading import load_submission
-
-REFERENCE = pathlib.Path(__file__).resolve().parent.parent / "solutions" / "ninetoothed_gemm.py"
+from benchmarks.reference_solution import reference
 
 
 def spread(arranged, programs, loop_dims):
@@ -48,7 +45,7 @@ def spread(arranged, programs, loop_dims):
 def persistent_arrangement(lhs, rhs, output, block_size_m, block_size_n, block_size_k,
                            group_size_m, programs):
     """The reference's grouped arrangement, spread over ``programs`` programs."""
-    arranged = load_submission(REFERENCE).grouped_arrangement(
+    arranged = reference().grouped_arrangement(
         lhs, rhs, output, block_size_m, block_size_n, block_size_k, group_size_m)
     lhs_arranged, rhs_arranged, output_arranged = arranged
     return (spread(lhs_arranged, programs, 1), spread(rhs_arranged, programs, 1),

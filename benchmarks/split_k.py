@@ -17,15 +17,12 @@ benchmarks/explore_variants.py --sections split_k``; docs/perf-notes.md).
 
 import functools
 import math
-import pathlib
 
 import ninetoothed
 import torch
 from ninetoothed import Symbol, Tensor
 
-from grader.loading import load_submission
-
-REFERENCE = pathlib.Path(__file__).resolve().parent.parent / "solutions" / "ninetoothed_gemm.py"
+from benchmarks.reference_solution import reference
 
 
 def split_k_arrangement(lhs, rhs, output, block_size_m, block_size_n, block_size_k, chunk):
@@ -59,7 +56,7 @@ def split_k(block_m, block_n, block_k, chunk, num_warps, num_stages):
     arrange = functools.partial(flat_split_k_arrangement, block_size_m=block_m,
                                 block_size_n=block_n, block_size_k=block_k, chunk=chunk)
     constant = {"constexpr": True}
-    kernel = ninetoothed.make(arrange, load_submission(REFERENCE).application,
+    kernel = ninetoothed.make(arrange, reference().application,
                               (Tensor(1, shape_options=constant),
                                Tensor(1, shape_options=constant), Tensor(3)),
                               num_warps=num_warps, num_stages=num_stages)

@@ -18,7 +18,6 @@ it finds beside the application into the generated kernel's source.
 """
 
 import functools
-import pathlib
 
 import ninetoothed
 import ninetoothed.language as ntl
@@ -26,9 +25,7 @@ import torch
 import triton
 from ninetoothed import Symbol, Tensor
 
-from grader.loading import load_submission
-
-REFERENCE = pathlib.Path(__file__).resolve().parent.parent / "solutions" / "ninetoothed_gemm.py"
+from benchmarks.reference_solution import reference
 
 BLOCK_M = Symbol("BLOCK_M", constexpr=True)
 BLOCK_N = Symbol("BLOCK_N", constexpr=True)
@@ -55,7 +52,7 @@ def use_torch_scratch():
 
 def nt_tma_arrangement(lhs, rhs, output):
     """The reference's plain arrangement; it sets the grid and names the block sizes."""
-    return load_submission(REFERENCE).arrangement(lhs, rhs, output, BLOCK_M, BLOCK_N, BLOCK_K)
+    return reference().arrangement(lhs, rhs, output, BLOCK_M, BLOCK_N, BLOCK_K)
 
 
 def nt_tma_application(lhs, rhs, output):

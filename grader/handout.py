@@ -24,6 +24,7 @@ Never ``solutions/``, the batch grader, the kit's own tests, the demo class or a
 ``build`` checks that before it writes the zip.
 """
 
+import functools
 import pathlib
 import shutil
 import zipfile
@@ -59,18 +60,26 @@ Start with `docs/student-guide.en.md` (中文：`docs/student-guide.zh.md`).
 """
 
 
-def _staff_only(path, seen=()):
+def _staff_only(path):
     """Course-staff tools (baselines, variant sweeps) read solutions/: not for students.
 
-    So does a module that imports one of them from ``benchmarks``.
+    So does a module that imports one of them from its own package.
     """
-    if '"solutions"' in path.read_text(encoding="utf-8", errors="replace"):
-        return True
-    for name in _imported_modules(path, "benchmarks") - set(seen):
-        module = ROOT / "benchmarks" / f"{name}.py"
-        if module.is_file() and _staff_only(module, seen + (path.stem,)):
-            return True
-    return False
+    return path.stem in _staff_modules(path.parent)
+
+
+@functools.cache
+def _staff_modules(folder):
+    """Stems of the modules in ``folder`` that read solutions/ or import one that does."""
+    sources = {path.stem: path for path in folder.glob("*.py")}
+    staff = {name for name, path in sources.items()
+             if '"solutions"' in path.read_text(encoding="utf-8", errors="replace")}
+    imports = {name: _imported_modules(path, folder.name) for name, path in sources.items()}
+    while True:
+        more = {name for name, used in imports.items() if used & staff} - staff
+        if not more:
+            return frozenset(staff)
+        staff |= more
 
 
 def _imported_modules(path, package):

@@ -134,7 +134,7 @@ def nt_gemm(lhs, rhs):
 #    4096x3000x4096 product at 0.95x instead of 0.80x.
 # 6. A grid whose last wave is nearly empty (3072^3 in 128x256 tiles: 288 tiles
 #    on 132 SMs) runs its whole waves in one launch and the rows left over in
-#    small tiles in a second one (_splitting_waves).
+#    small tiles in a second one (_wave_split).
 #
 # After the first call of a shape, nt_gemm costs one dictionary lookup more
 # than the fixed path. chosen_config(m, n, k) and LAST_CONFIG say which
@@ -324,7 +324,8 @@ def _tuned_kernel(config):
     if config.pad_n:
         return _padding_n(_tuned_kernel(dataclasses.replace(config, pad_n=False)))
     if config.tail is not None:
-        return _splitting_waves(config)
+        return _wave_split(_tuned_kernel(dataclasses.replace(config, tail=None)),
+                           _tuned_kernel(config.tail), config.block_m, config.block_n)
     # Block sizes name C's tile; a transposed kernel tiles C^T.
     block_m, block_n = ((config.block_n, config.block_m) if config.transposed
                         else (config.block_m, config.block_n))
@@ -375,21 +376,14 @@ def _padding_n(kernel):
     return run
 
 
-def _splitting_waves(config):
-    """Run C's rows in two launches: whole waves of large tiles, then the rest in small ones.
+def _wave_split(main, tail, block_m, block_n):
+    """Run C's rows in two launches, ``main`` then ``tail``.
 
-    The first launch gets the most rows whose tiles fit in whole waves of the
-    SMs, the second the rows left, in the tail's smaller tiles. 3072^3 in 128x256
+    ``main`` gets the most rows whose (block_m, block_n) tiles fill whole waves of
+    the SMs; ``tail`` gets the rows left, in its smaller tiles. 3072^3 in 128x256
     tiles is 288 tiles on 132 SMs: three waves, the last one 18% full. Split, it
     is two full waves and 256 rows in 64x128 tiles, a short, well-filled wave.
     """
-    main_config = dataclasses.replace(config, tail=None)
-    return _wave_split(_tuned_kernel(main_config), _tuned_kernel(config.tail), config.block_m,
-                       config.block_n)
-
-
-def _wave_split(main, tail, block_m, block_n):
-    """``main`` on the rows of C that fill whole waves of (block_m, block_n) tiles, ``tail`` after."""
     def run(lhs, rhs, output):
         split = _whole_wave_rows(lhs.shape[0], rhs.shape[1], block_m, block_n,
                                  _sm_count(lhs.device))

@@ -6,7 +6,7 @@ a chunk count that leaves the last chunk short, must still sum to the product.
 
 import pytest
 
-from benchmarks import split_k
+from benchmarks import reference_solution, split_k
 from benchmarks.tests.test_reference_configs import assert_product, operands
 
 # (m, n, k), (block_m, block_n, block_k, chunk): K tiles 13, 9 and 2 in chunks of 2, 3 and 5.
@@ -22,7 +22,7 @@ def test_split_k_product(backend, shape, config):
 
 
 def test_wave_split_with_split_k_product(backend, monkeypatch):
-    reference = split_k.load_submission(split_k.REFERENCE)
+    reference = reference_solution.reference()
     monkeypatch.setattr(reference, "_sm_count", lambda device: 4)
     lhs, rhs = operands(90, 40, 70, backend.device)
     main = reference._tuned_kernel(reference.TileConfig(32, 32, 16, 1, 4, 3, flat=True))
