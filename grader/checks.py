@@ -90,13 +90,18 @@ def compare(out, ref, case, seed):
             {"index": [i, j], "got": float(got[i, j]), "expected": float(want[i, j])}
             for i, j in sample_positions
         ],
-        "seed": seed,
+        "seed": seed,  # for the instructor's record only: see describe_mismatch
         "case_seed": case_seed(case, seed),
     }
     return Verdict(case.id, False, describe_mismatch(details), details=details)
 
 
 def describe_mismatch(details):
+    """The student-facing text of a mismatch: never the seed or the case seed.
+
+    Batch feedback shows this message, and the handout's grader/cases.py turns a
+    seed into every hidden shape; the seeds stay in the Verdict's details.
+    """
     lines = [
         f"{details['mismatches']} of {details['total']} elements outside "
         f"|out - ref| <= {ATOL} + {RTOL}*|ref|",
@@ -107,12 +112,11 @@ def describe_mismatch(details):
         lines.append(
             f"  out{tuple(sample['index'])} = {sample['got']:.5g}, expected {sample['expected']:.5g}"
         )
-    lines.append(f"replay with seed {details['seed']} (case seed {details['case_seed']})")
     return "\n".join(lines)
 
 
 @functools.lru_cache(maxsize=64)
-def _judging_material(case, seed, device):
+def judging_material(case, seed, device):
     """Inputs and reference of a case, built once per batch rather than once per student.
 
     Only the judge reads them (never student code, which gets fresh inputs from
@@ -127,7 +131,7 @@ def judge(case, outputs, seed, device):
 
     ``outputs`` is what grader.execution.produce returned: tensors keyed by role.
     """
-    lhs, rhs, ref = _judging_material(case, seed, device)
+    lhs, rhs, ref = judging_material(case, seed, device)
     if case.check == catalogue.DETERMINISM:
         first, second = outputs["first"], outputs["second"]
         verdict = compare(first, ref, case, seed)
