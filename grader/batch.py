@@ -1,36 +1,48 @@
 """Grade one submission from the parent process: run it in the sandbox, judge, decide.
 
-The parent never imports student code. It reads the source only as text (the
-syntax check and grader.anticheat's static scan), runs it through
-grader.sandbox, and judges the tensors the child saved with grader.checks,
-rebuilding inputs and references from the seed itself. The result is one plain
-dict per student, the *record*, from which grader.reports writes everything.
+The parent never imports student code. It reads the source as text (the
+syntax, the contract's names, the placeholders, and grader.kernel_source's
+rebuild of the kernel), then starts two sandboxed workers side by side
+(grader.sandbox, grader.conversation):
 
-Status precedence: ``missing_file``, ``import_error``, ``not_implemented`` (the
-file cannot be graded), then how the process ended (``timeout``,
-``memory_limit``, ``crashed``), then ``flagged`` (anti-cheat evidence, see the
-policy in grader.anticheat), then ``passed`` when every case passed, else ``failed``.
-Cases finished before a timeout or crash are judged and keep their points;
-the others score 0 and say why they did not run.
+* the **kernel run** gets the rebuilt file, only the two functions and their
+  constants, builds the kernel itself and launches it on the inputs the parent
+  sends, the public cases first, then the hidden ones. Every point comes from
+  the outputs of these launches, judged here by grader.checks;
+* the **wrapper run** gets the whole file, imports it and calls its
+  ``nt_gemm`` once, on the smallest public case. It holds nothing secret. It
+  can only cost points: the file as handed in must import and work, and
+  ``nt_gemm`` must return exactly what its kernel writes.
+
+The result is one plain dict per student, the *record*, from which
+grader.reports writes everything.
+
+Status precedence: ``missing_file``, ``import_error``, ``not_implemented``,
+``flagged`` for a kernel that uses what the grader does not run (nothing runs,
+score 0); then how the kernel run ended (``timeout``, ``memory_limit``,
+``crashed``: the cases judged before keep their points); then the wrapper run
+(its ending, an ``nt_gemm`` that asks to exit: ``crashed``; an ``nt_gemm``
+whose result is not its kernel's: ``flagged``; one that raises: ``failed``;
+each scores 0); then ``passed`` when every case passed, else ``failed``.
 """
 
+import concurrent.futures
 import dataclasses
 import hashlib
 import json
 import pathlib
 import re
-import time
 
 from benchmarks.environment import package_version
-from grader import __version__, anticheat
+from grader import __version__, checks, conversation, kernel_source, loading, protocol
 from grader import cases as catalogue
-from grader import checks
+from grader.sandbox import Limits
 
 STATUSES = ("passed", "failed", "not_implemented", "import_error", "missing_file", "timeout",
             "crashed", "memory_limit", "flagged")
 GRADER_DIR = pathlib.Path(__file__).resolve().parent
-_KEY_MODULES = ("backend", "cases", "checks", "execution", "loading", "mistakes", "diagnosis",
-                "anticheat", "worker", "sandbox", "batch")
+ROLES = {catalogue.GEMM: ("out",), catalogue.DETERMINISM: ("first", "second"),
+         catalogue.COVERAGE: ("prefilled",)}
 
 
 class WorkerFailure(Exception):
@@ -44,6 +56,7 @@ class Settings:
     timeout_s: float
     memory_limit_bytes: int
     case_filter: tuple = ()  # test-only subset of case ids; empty means the whole catalogue
+    sandboxed: bool = True  # False only with --unsafe-no-sandbox
 
     def cases(self):
         selected = catalogue.catalogue(self.seed, self.backend)
@@ -51,11 +64,19 @@ class Settings:
             selected = [case for case in selected if case.id in self.case_filter]
         return selected
 
+    @property
+    def isolation(self):
+        from grader import sandbox
+
+        return sandbox.BUBBLEWRAP if self.sandboxed else sandbox.UNSAFE
+
 
 def grader_version():
     """The version plus a digest of the grading code: any change to it means regrading."""
+    from grader.handout import module_closure
+
     digest = hashlib.sha256()
-    for name in _KEY_MODULES:
+    for name in module_closure(["batch", "worker"]):
         path = GRADER_DIR / f"{name}.py"
         if path.exists():
             digest.update(name.encode() + b"\0" + path.read_bytes())
@@ -72,6 +93,7 @@ def grading_key(submission, settings):
         "timeout_s": settings.timeout_s,
         "memory_limit_bytes": settings.memory_limit_bytes,
         "cases": list(settings.case_filter),
+        "isolation": settings.isolation,
         # The stack the kernels are compiled and run with: a new one may judge differently.
         "stack": [package_version(name) for name in ("torch", "triton", "ninetoothed")],
     }
@@ -90,53 +112,10 @@ def syntax_problem(source):
     return ""
 
 
-def _tidy(text, workdir):
-    """Messages without the private run folder's random path."""
-    if not text:
-        return ""
-    text = text.replace(str(workdir / "submission") + "/", "").replace(str(workdir), "<run>")
+def _tidy(text):
+    """Messages without the sandbox's paths."""
+    text = (text or "").replace("/job/", "")
     return re.sub(r"ntgemm_submission_[0-9a-f]{16}", "ntgemm_gemm", text)
-
-
-def _load_saved(path, case):
-    """The tensors the child saved for ``case``, as grader.checks.judge expects them."""
-    import torch
-
-    limit = 16 * (case.m * case.n * 4 + 4096)
-    if not path.is_file() or path.stat().st_size > limit:
-        raise ValueError("the saved output is missing or too large")
-    data = torch.load(path, map_location="cpu", weights_only=True)
-    if not isinstance(data, dict):
-        raise ValueError("the saved output is not what the worker writes")
-    outputs = {}
-    for role, value in data.items():
-        if isinstance(value, dict) and "non_tensor" in value:
-            outputs[role] = type(str(value["non_tensor"]), (), {})()
-        elif isinstance(value, dict) and "meta_shape" in value:
-            outputs[role] = torch.empty(value["meta_shape"], device="meta",
-                                        dtype=getattr(torch, str(value["meta_dtype"])
-                                                      .replace("torch.", ""), torch.float32))
-        elif isinstance(value, torch.Tensor):
-            outputs[role] = value
-        else:
-            raise ValueError(f"unexpected saved value for {role}")
-    return outputs
-
-
-def _judge_case(case, entry, results_dir, seed):
-    """(passed, message, mistake) for one case the child reported on."""
-    if entry.get("error"):
-        return False, entry["error"] + ("\n" + entry["traceback"] if entry.get("traceback") else ""), \
-            "build_error"
-    saved = entry.get("saved")
-    if not saved:
-        return False, "no output was saved for this case", ""
-    try:
-        outputs = _load_saved(results_dir / pathlib.PurePath(str(saved)).name, case)
-        verdict = checks.judge(case, outputs, seed, "cpu")
-    except Exception as error:  # noqa: BLE001 - a malformed save is the student's failure
-        return False, f"the output could not be judged: {type(error).__name__}: {error}", ""
-    return verdict.passed, verdict.message, verdict.mistake
 
 
 def display_names(cases_list):
@@ -170,12 +149,12 @@ def base_record(submission, settings, folder):
         "grader_version": grader_version(),
         "seed": settings.seed,
         "backend": settings.backend,
+        "isolation": settings.isolation,
         "status": "",
         "message": "",
         "score": 0,
         "max_score": sum(case.points for case in cases_list),
         "flags": [],
-        "static_findings": [],
         "cases": case_entries_for(cases_list, "not run"),
         "findings": [],
         "tiles": None,
@@ -185,115 +164,175 @@ def base_record(submission, settings, folder):
     }
 
 
+def _static_verdict(source):
+    """(status, message, flags) for a file the grader must not run at all, else None."""
+    problem = syntax_problem(source)
+    if problem:
+        return "import_error", problem, []
+    missing = [name for name in loading.REQUIRED_NAMES
+               if name not in kernel_source.defined_names(source)]
+    if missing:
+        return "import_error", f"ninetoothed_gemm.py does not define {', '.join(missing)}", []
+    unfinished = loading.unfinished_functions(source)
+    if unfinished:
+        return "not_implemented", loading.not_implemented_message(unfinished), []
+    return None
+
+
+def _phases(cases_list, seed):
+    """The kernel run's phases: the public cases, then the hidden ones, as (Job, lhs, rhs)."""
+    public, hidden = [], []
+    for index, case in enumerate(cases_list):
+        lhs, rhs, _ = checks.judging_material(case, seed, "cpu")
+        job = protocol.Job(index, case.m, case.n, case.k, ROLES[case.check])
+        (public if case.visibility == "public" else hidden).append((job, lhs, rhs))
+    return [phase for phase in (public, hidden) if phase]
+
+
+def _wrapper_phase(phases, cases_list):
+    """The wrapper run's one job: the smallest public product case, else the smallest case."""
+    candidates = [item for item in phases[0] if cases_list[item[0].index].check == catalogue.GEMM]
+    job, lhs, rhs = min(candidates or phases[0], key=lambda item: item[0].input_bytes)
+    return [[(dataclasses.replace(job, roles=("out",)), lhs, rhs)]]
+
+
 def grade(submission, settings, folder, device=None, on_start=None):
     """Grade one intake.Submission; returns its record (never raises for the student's doing)."""
-    from grader import sandbox
-
     record = base_record(submission, settings, folder)
     cases_list = settings.cases()
     if submission.problem:
         record.update(status="missing_file", message=submission.problem)
         record["cases"] = case_entries_for(cases_list, "no submission file")
         return record
-
     source = submission.data.decode("utf-8", errors="replace")
-    findings = anticheat.scan_source(source)
-    record["static_findings"] = [dataclasses.asdict(finding) for finding in findings]
-    tamper = [finding for finding in findings if finding.kind == anticheat.TAMPER]
-    flags = [f"{finding.kind}: {finding.evidence()}" for finding in findings]
-
-    problem = syntax_problem(source)
-    if problem:
-        record.update(status="import_error", message=problem, flags=flags)
-        record["cases"] = case_entries_for(cases_list, "the file does not compile")
+    verdict = _static_verdict(source)
+    if verdict:
+        record.update(status=verdict[0], message=verdict[1])
+        record["cases"] = case_entries_for(cases_list, f"not run: {verdict[0]}")
+        return record
+    kernel = kernel_source.extract(source)
+    if kernel.violations:
+        record.update(status="flagged", flags=[f"kernel: {item}" for item in kernel.violations],
+                      message="arrangement() or application() uses what a kernel may not (see "
+                              "flags); nothing was run and the score is 0")
+        record["cases"] = case_entries_for(cases_list, "not run: flagged")
         return record
 
-    for attempt in range(6):
-        try:
-            run = sandbox.run_submission(
-                submission.data, seed=settings.seed, backend_name=settings.backend,
-                timeout_s=settings.timeout_s, memory_limit_bytes=settings.memory_limit_bytes,
-                device=device, cases=list(settings.case_filter) or None, on_start=on_start)
-        except OSError as error:
-            raise WorkerFailure(f"cannot start the grading worker: {error}") from None
-        if run.ending != "tampered":
-            break
-        run.cleanup()  # another submission wrote over this one's copy: run it again, later
-        time.sleep(2 ** attempt)
-    else:
-        raise WorkerFailure(f"{submission.student}'s private copy kept being overwritten "
-                            "(run the grader as root with a sandbox user, see grader.sandbox)")
-    try:
-        if run.ending == "crashed" and not run.record:
-            raise WorkerFailure(
-                f"the grading worker failed before loading {submission.student}'s file "
-                f"({run.detail}):\n{run.stderr[-3000:]}")
-        record["wall_time_s"] = round(run.wall_time_s, 2)
-        record["stdout"] = _tidy(run.stdout, run.workdir)
-        record["stderr"] = _tidy(run.stderr, run.workdir)
-        child = run.record
-        load = child.get("load") or {}
-        record["findings"] = [f for f in child.get("findings") or [] if isinstance(f, dict)]
-        tiles = child.get("tiles")
-        record["tiles"] = tiles if isinstance(tiles, list) and len(tiles) == 3 else None
+    phases = _phases(cases_list, settings.seed)
+    wrapper_phases = _wrapper_phase(phases, cases_list)
+    options = dict(backend_name=settings.backend, device=device, sandboxed=settings.sandboxed,
+                   limits=Limits(settings.timeout_s, settings.memory_limit_bytes),
+                   on_start=on_start)
+    # Side by side on a GPU, where they overlap; one after the other on the interpreter,
+    # whose -j already keeps every core busy.
+    with concurrent.futures.ThreadPoolExecutor(
+            max_workers=2 if settings.backend == "gpu" else 1) as pool:
+        kernel_future = pool.submit(conversation.run, "kernel", kernel.text.encode("utf-8"),
+                                    phases, **options)
+        wrapper_future = pool.submit(conversation.run, "wrapper", submission.data,
+                                     wrapper_phases, **options)
+        kernel_run, wrapper_run = kernel_future.result(), wrapper_future.result()
+    for run in (kernel_run, wrapper_run):
+        if run.stage == "starting" and run.ending.kind == "crashed":
+            raise WorkerFailure(f"the grading worker failed before loading {submission.student}'s "
+                                f"file ({run.ending.detail}):\n{run.ending.stderr[-3000:]}")
 
-        entries, names, seen_evidence = [], display_names(cases_list), {}
-        reported = child.get("cases") if isinstance(child.get("cases"), dict) else {}
-        for case in cases_list:
-            entry = reported.get(case.id)
-            base = {"id": case.id, "name": names[case.id],
-                    "visibility": case.visibility, "points": 0, "max_points": case.points,
-                    "mistake": "", "flags": []}
-            if not isinstance(entry, dict) or not (entry.get("saved") or entry.get("error")):
-                entries.append({**base, "status": "not_run", "message": "not run"})
-                continue
-            passed, message, mistake = _judge_case(case, entry, run.results_dir, settings.seed)
-            evidence = [str(item) for item in entry.get("evidence") or []][:10]
-            for item in evidence:
-                seen_evidence.setdefault(item, []).append(
-                    case.id if case.visibility == "public" else names[case.id])
-            if tamper:
-                evidence = evidence + ["tampering found by the static scan (see flags)"]
-            status = "flagged" if evidence else ("passed" if passed else
-                                                 ("error" if entry.get("error") else "failed"))
-            entries.append({**base, "status": status, "passed": passed,
-                            "points": case.points if passed and not evidence else 0,
-                            "message": _tidy(message, run.workdir), "mistake": mistake or "",
-                            "flags": evidence})
-        record["cases"] = entries
+    record["wall_time_s"] = round(max(kernel_run.ending.wall_time_s,
+                                      wrapper_run.ending.wall_time_s), 2)
+    record["stdout"] = ""
+    record["stderr"] = _tidy(f"[kernel run]\n{kernel_run.ending.stderr}\n"
+                             f"[nt_gemm run]\n{wrapper_run.ending.stderr}")
+    record["findings"] = kernel_run.findings
+    record["tiles"] = kernel_run.tiles
+    record["cases"] = _judge_cases(cases_list, kernel_run, settings.seed)
+    _decide(record, kernel_run, wrapper_run, wrapper_phases[0][0][0], cases_list)
+    record["score"] = sum(entry["points"] for entry in record["cases"])
+    return record
 
-        load_status = load.get("status")
-        if run.ending == "finished" and load_status in ("import_error", "not_implemented"):
-            record.update(status=load_status, message=_tidy(load.get("message", ""), run.workdir))
-            for entry in entries:
-                entry["message"] = f"not run: {load_status}"
-        elif run.ending != "finished":
-            record.update(status=run.ending, message=_tidy(run.detail, run.workdir))
-            if load_status not in ("ok",) and run.ending == "timeout":
-                record["message"] += " (while importing the file)"
-            for entry in entries:
-                if entry["status"] == "not_run":
-                    entry["message"] = f"not run: the process ended ({run.ending})"
-        for item, where in seen_evidence.items():
-            shown = ", ".join(where[:3]) + (f" and {len(where) - 3} more" if len(where) > 3 else "")
-            flags.append(f"runtime: {item} ({len(where)} case{'s' if len(where) > 1 else ''}: "
-                         f"{shown})")
-        if tamper:
-            flags.append("every case flagged: the file tampers with the grader or the sandbox")
-        if record["status"]:
-            pass
-        elif any(entry["status"] == "flagged" for entry in entries):
-            record.update(status="flagged",
-                          message="anti-cheat evidence: flagged cases score 0 (see flags)")
-        elif all(entry["status"] == "passed" for entry in entries):
-            record.update(status="passed")
+
+def _judge_cases(cases_list, run, seed):
+    names, entries = display_names(cases_list), []
+    for index, case in enumerate(cases_list):
+        base = {"id": case.id, "name": names[case.id], "visibility": case.visibility,
+                "points": 0, "max_points": case.points, "mistake": "", "flags": []}
+        got = run.cases.get(index)
+        if got is None:
+            ended = run.ending.kind if run.ending.kind != "finished" else "crashed"
+            entries.append({**base, "status": "not_run",
+                            "message": f"not run: the kernel run ended ({ended})"})
+            continue
+        if got.error:
+            verdict = checks.error_verdict(case, _tidy(got.error))
+        elif set(got.outputs) != set(ROLES[case.check]):
+            verdict = checks.Verdict(case.id, False, "the kernel run sent no output for this case")
         else:
-            failing = sum(entry["status"] != "passed" for entry in entries)
-            record.update(status="failed", message=f"{failing} of {len(entries)} cases failed")
-        if child.get("diagnosis_error"):
-            record["stderr"] += f"\n[grader] diagnosis skipped: {child['diagnosis_error']}"
-        record["flags"] = list(dict.fromkeys(flags))
-        record["score"] = sum(entry["points"] for entry in entries)
-        return record
-    finally:
-        run.cleanup()
+            verdict = checks.judge(case, got.outputs, seed, "cpu")
+        status = "passed" if verdict.passed else ("error" if got.error else "failed")
+        entries.append({**base, "status": status, "passed": verdict.passed,
+                        "points": case.points if verdict.passed else 0,
+                        "message": verdict.message, "mistake": verdict.mistake or "",
+                        "details": verdict.details})
+    return entries
+
+
+def _ending_message(run, who):
+    message = f"{who}: {run.ending.detail}"
+    return message + (" (while importing the file)" if run.stage == "importing" else "")
+
+
+def _decide(record, kernel_run, wrapper_run, wrapper_job, cases_list):
+    """Status, message and flags from both runs; wrapper problems zero the score."""
+    entries = record["cases"]
+    case = cases_list[wrapper_job.index]
+    zero = True
+    if kernel_run.load_status == "import_error":
+        status, message = "import_error", _tidy(kernel_run.load_message)
+    elif wrapper_run.load_status in ("import_error", "not_implemented"):
+        status, message = wrapper_run.load_status, _tidy(wrapper_run.load_message)
+    elif wrapper_run.load_status == "exited":
+        status, message = "crashed", wrapper_run.load_message
+    elif kernel_run.ending.kind != "finished":
+        status, zero = kernel_run.ending.kind, False
+        message = _ending_message(kernel_run, "the kernel run")
+    elif wrapper_run.ending.kind != "finished":
+        status, message = wrapper_run.ending.kind, _ending_message(wrapper_run,
+                                                                    "running your nt_gemm")
+    else:
+        status, message = _wrapper_verdict(record, kernel_run, wrapper_run, wrapper_job, case)
+        zero = bool(status)
+    if zero:
+        for entry in entries:
+            entry["points"] = 0
+    if not status:
+        failing = sum(entry["status"] != "passed" for entry in entries)
+        status = "failed" if failing else "passed"
+        message = f"{failing} of {len(entries)} cases failed" if failing else ""
+    record.update(status=status, message=message)
+
+
+def _wrapper_verdict(record, kernel_run, wrapper_run, job, case):
+    """('', '') when nt_gemm returned exactly its kernel's output, else what went wrong."""
+    import torch
+
+    got = wrapper_run.cases.get(job.index)
+    if got is None:
+        return "crashed", "running your nt_gemm: the process ended before nt_gemm returned"
+    if got.exited:
+        return "crashed", f"running your nt_gemm on {case.id}: {got.error}"
+    if got.error:
+        return "failed", (f"your nt_gemm failed on the public case {case.id}, so the file as "
+                          f"handed in does not compute C (score 0):\n{_tidy(got.error)}")
+    mine = (kernel_run.cases.get(job.index) or conversation.CaseReport()).outputs.get("out")
+    theirs = got.outputs.get("out")
+    passed = next(entry for entry in record["cases"] if entry["id"] == case.id).get("passed")
+    if not passed or mine is None or torch.equal(mine, theirs):
+        return "", ""
+    differing = int((mine.view(torch.int16) != theirs.view(torch.int16)).sum())
+    record["flags"].append(
+        f"nt_gemm: on {case.id} it did not return its kernel's output ({differing} of "
+        f"{mine.numel()} elements differ from what the grader's own launch of arrangement() "
+        "and application() wrote)")
+    return "flagged", ("anti-cheat evidence: nt_gemm returned something other than its own "
+                       "kernel's output (see flags); the score is 0")
+
+

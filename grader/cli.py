@@ -56,6 +56,18 @@ def _jobs(text):
     return value
 
 
+def _seed_file(text):
+    try:
+        content = pathlib.Path(text).read_text(encoding="utf-8").strip()
+    except OSError as error:
+        raise argparse.ArgumentTypeError(f"--seed-file {text!r}: {error.strerror}") from None
+    try:
+        return int(content)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--seed-file {text!r} must hold one whole number, the seed") from None
+
+
 def _shard(text):
     try:
         index, count = (int(part) for part in text.split("/"))
@@ -97,9 +109,14 @@ def build_parser():
     grade.add_argument("--memory-limit", type=_positive_float("--memory-limit"), default=8.0,
                        metavar="GiB",
                        help="host memory per submission, its whole process tree (default: 8)")
-    grade.add_argument("--seed", type=int, default=catalogue.DEFAULT_SEED,
+    seeds = grade.add_mutually_exclusive_group()
+    seeds.add_argument("--seed", type=int, default=None,
                        help="seed of the hidden cases; keep your own secret "
                             f"(default: the public {catalogue.DEFAULT_SEED})")
+    seeds.add_argument("--seed-file", type=_seed_file, default=None, metavar="PATH",
+                       dest="seed_from_file",
+                       help="read the seed from a file instead, so that it never shows in "
+                            "the process list")
     grade.add_argument("--force", action="store_true",
                        help="grade again even submissions whose stored result is up to date")
     grade.add_argument("--shard", type=_shard, default=None, metavar="i/N",
@@ -109,6 +126,10 @@ def build_parser():
                        help="GPUs to use: 'all', 'none' or a list like 0,1 (default: those in "
                             "CUDA_VISIBLE_DEVICES, else all); one worker per GPU")
     grade.add_argument("--no-progress", action="store_true", help="no progress bar")
+    grade.add_argument("--unsafe-no-sandbox", action="store_true",
+                       help="grade even where bubblewrap cannot start: submissions then run as "
+                            "plain child processes that can read your files and each other's "
+                            "(recorded in the gradebook and environment.json)")
     grade.add_argument("--cases", default="", help=argparse.SUPPRESS)  # tests only: id,id,...
 
     merge = commands.add_parser(
@@ -161,27 +182,6 @@ def decide_backend():
     return "interpreter"
 
 
-def tree_digest(root):
-    """A digest of every path and byte under ``root`` (symlinks by their target)."""
-    digest = hashlib.sha256()
-    root = pathlib.Path(root)
-    for folder, dirs, files in os.walk(root):
-        dirs.sort()
-        for name in sorted(files) + [d for d in dirs if os.path.islink(os.path.join(folder, d))]:
-            path = pathlib.Path(folder) / name
-            relative = path.relative_to(root).as_posix()
-            digest.update(relative.encode("utf-8", "surrogateescape") + b"\0")
-            if path.is_symlink():
-                digest.update(b"link:" + os.readlink(path).encode("utf-8", "surrogateescape"))
-            else:
-                try:
-                    digest.update(path.read_bytes())
-                except OSError as error:
-                    digest.update(f"unreadable:{error.errno}".encode())
-            digest.update(b"\0")
-    return digest.hexdigest()
-
-
 def _inside(child, parent):
     child, parent = pathlib.Path(child).resolve(), pathlib.Path(parent).resolve()
     return child == parent or parent in child.parents
@@ -208,12 +208,14 @@ def command_grade(args):
 
     backend_name = decide_backend()
     case_filter = tuple(item for item in args.cases.split(",") if item)
-    settings = batch.Settings(seed=args.seed, backend=backend_name, timeout_s=args.timeout,
+    seed = args.seed_from_file if args.seed_from_file is not None else (
+        catalogue.DEFAULT_SEED if args.seed is None else args.seed)
+    settings = batch.Settings(seed=seed, backend=backend_name, timeout_s=args.timeout,
                               memory_limit_bytes=int(args.memory_limit * 2**30),
-                              case_filter=case_filter)
+                              case_filter=case_filter, sandboxed=not args.unsafe_no_sandbox)
     cases_list = settings.cases()
     if case_filter and len(cases_list) != len(set(case_filter)):
-        known = {case.id for case in catalogue.catalogue(args.seed, backend_name)}
+        known = {case.id for case in catalogue.catalogue(seed, backend_name)}
         raise GraderError(f"--cases: unknown case ids {sorted(set(case_filter) - known)}")
 
     devices = []
@@ -240,12 +242,13 @@ def command_grade(args):
         if folder in folders.values():
             raise GraderError(f"two student ids map to the folder {folder!r}; rename one")
         folders[submission.student] = folder
-    before = tree_digest(submissions_dir)
+    before = intake.folder_digest(submissions_dir)
 
     out_dir.mkdir(parents=True, exist_ok=True)
     manifest = {"grader_version": batch.grader_version(), "seed": settings.seed,
                 "backend": backend_name, "timeout_s": settings.timeout_s,
                 "memory_limit_bytes": settings.memory_limit_bytes,
+                "isolation": settings.isolation,
                 "cases": [case.id for case in cases_list], "case_filter": list(case_filter),
                 "shard": list(args.shard) if args.shard else None,
                 "students": {s.student: folders[s.student] for s in chosen}}
@@ -260,6 +263,12 @@ def command_grade(args):
             records[submission.student] = stored
         else:
             todo.append(submission)
+    if todo and settings.sandboxed:
+        problem = sandbox.check(backend_name == "gpu")
+        if problem:
+            raise GraderError(f"the sandbox (bubblewrap) cannot start here: {problem}\nFix that, "
+                              "or pass --unsafe-no-sandbox to grade without isolation (each "
+                              "submission could then read your files and harm the others)")
     _say(f"ntgemm grader: {len(chosen)} submission(s), {len(records)} already graded, "
          f"{len(todo)} to grade; backend {backend_name}, {len(cases_list)} cases, -j {jobs}, "
          f"timeout {settings.timeout_s:g} s, memory {args.memory_limit:g} GiB")
@@ -272,13 +281,13 @@ def command_grade(args):
     statuses = {}
     for record in ordered:
         statuses[record["status"]] = statuses.get(record["status"], 0) + 1
-    after = tree_digest(submissions_dir)
+    after = intake.folder_digest(submissions_dir)
     reports.write_environment(out_dir, reports.environment(settings, {
         "jobs": jobs, "devices": [d for d in slots if d is not None],
         "shard": manifest["shard"], "students": len(ordered), "statuses": statuses,
         "graded_now": len(todo), "elapsed_s": round(time.monotonic() - started, 1),
         "submissions_unchanged": before == after,
-        "sandbox_user": sandbox.describe_user() if todo else "none started: nothing to grade",
+        "isolation": settings.isolation,
     }))
     _say("statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())))
     _say(f"gradebook: {out_dir / 'gradebook.csv'}")
@@ -361,7 +370,7 @@ def _progress(total, disabled):
 # --------------------------------------------------------------------------- merge
 
 def command_merge(args):
-    from grader import batch, reports
+    from grader import batch, reports, sandbox
 
     out_dir = pathlib.Path(args.out)
     manifests = []
@@ -376,7 +385,7 @@ def command_merge(args):
     first = manifests[0][1]
     for shard, manifest in manifests[1:]:
         for field in ("grader_version", "seed", "backend", "cases", "timeout_s",
-                      "memory_limit_bytes"):
+                      "memory_limit_bytes", "isolation"):
             if manifest.get(field) != first.get(field):
                 raise GraderError(f"cannot merge: {shard} was graded with a different {field} "
                                   f"({manifest.get(field)!r} against {first.get(field)!r})")
@@ -395,13 +404,15 @@ def command_merge(args):
     settings = batch.Settings(seed=first["seed"], backend=first["backend"],
                               timeout_s=first["timeout_s"],
                               memory_limit_bytes=first["memory_limit_bytes"],
-                              case_filter=tuple(first.get("case_filter") or ()))
+                              case_filter=tuple(first.get("case_filter") or ()),
+                              sandboxed=first.get("isolation") != sandbox.UNSAFE)
     cases_list = settings.cases()
     if [case.id for case in cases_list] != first["cases"]:
         raise GraderError("cannot merge: this grader's case catalogue differs from the shards'")
     out_dir.mkdir(parents=True, exist_ok=True)
     for student, record in sorted(records.items()):
         reports.copy_student_folder(sources[student] / record["folder"], out_dir / record["folder"])
+        reports.store_record(out_dir, record)
     ordered = [records[student] for student in sorted(records)]
     reports.write_class(out_dir, ordered, cases_list)
     merged = dict(first, shard=None,

@@ -20,8 +20,9 @@ the CPU through the Triton interpreter:
   (``docs/examples/``), when present;
 * a short README.md.
 
-Never ``solutions/``, the batch grader, the kit's own tests, the demo class or a grading seed;
-``build`` checks that before it writes the zip.
+Never ``solutions/``, the batch grader, the kit's own tests, the demo class or a grading seed,
+and the skeleton only as the pristine placeholder (``arrangement()`` and ``application()``
+still raising NotImplementedError); ``build`` checks that before it writes the zip.
 """
 
 import functools
@@ -29,11 +30,14 @@ import pathlib
 import shutil
 import zipfile
 
+from grader.loading import STUDENT_FUNCTIONS, unfinished_functions
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NAME = "ntgemm-handout"
+SKELETON = pathlib.Path("assignment") / "ninetoothed_gemm.py"  # inside the handout
 # Never in the handout, whatever imports them: the batch grader and its isolation.
-BATCH_ONLY = ("anticheat", "batch", "cli", "handout", "intake", "reports", "sandbox", "worker",
-              "__main__")
+BATCH_ONLY = ("batch", "cli", "conversation", "handout", "intake", "protocol", "reports",
+              "sandbox", "worker", "__main__")
 # The grader suite a student runs on their own file (``pytest grader --submission PATH``).
 STUDENT_SUITE = ("grader/test_grader.py", "grader/conftest.py")
 # Under docs/: the guides, the case table they link to, the example scripts they run.
@@ -74,7 +78,7 @@ def _staff_modules(folder):
     sources = {path.stem: path for path in folder.glob("*.py")}
     staff = {name for name, path in sources.items()
              if '"solutions"' in path.read_text(encoding="utf-8", errors="replace")}
-    imports = {name: _imported_modules(path, folder.name) for name, path in sources.items()}
+    imports = {name: imported_modules(path, folder.name) for name, path in sources.items()}
     while True:
         more = {name for name, used in imports.items() if used & staff} - staff
         if not more:
@@ -82,7 +86,7 @@ def _staff_modules(folder):
         staff |= more
 
 
-def _imported_modules(path, package):
+def imported_modules(path, package):
     """Names of ``package``'s modules a Python file imports (from its syntax tree)."""
     import ast
 
@@ -109,16 +113,23 @@ def _imported_modules(path, package):
 
 def grader_modules_needed(entry_points):
     """The grader modules the entry points import, directly or not, plus __init__."""
-    needed, todo = {"__init__"}, set()
+    names = set()
     for path in entry_points:
-        todo |= _imported_modules(path, "grader")
+        names |= imported_modules(path, "grader")
+    return module_closure(names, excluded=BATCH_ONLY)
+
+
+def module_closure(names, excluded=()):
+    """``names`` and every grader module they import, directly or not, plus __init__;
+    a module in ``excluded`` is left out with what only it imports."""
+    needed, todo = {"__init__"}, set(names)
     while todo:
         name = todo.pop()
         path = ROOT / "grader" / f"{name}.py"
-        if name in needed or name in BATCH_ONLY or not path.is_file():
+        if name in needed or name in excluded or not path.is_file():
             continue
         needed.add(name)
-        todo |= _imported_modules(path, "grader")
+        todo |= imported_modules(path, "grader")
     return sorted(needed)
 
 
@@ -150,7 +161,7 @@ def _handout_files():
 
 
 def check(files):
-    """Refuse a handout that would give away the reference or the batch grader."""
+    """Refuse a handout that would give away the reference, an answer or the batch grader."""
     reference = (ROOT / "solutions" / "ninetoothed_gemm.py").read_bytes() \
         if (ROOT / "solutions" / "ninetoothed_gemm.py").exists() else None
     for source, relative in files:
@@ -161,6 +172,29 @@ def check(files):
             raise ValueError(f"{relative} must not be in the student handout")
         if reference is not None and source.read_bytes() == reference:
             raise ValueError(f"{relative} is a copy of the reference solution")
+    check_skeleton(files)
+
+
+def check_skeleton(files):
+    """Refuse a skeleton whose arrangement() or application() is no longer a placeholder.
+
+    An instructor who tried an answer in the skeleton would otherwise hand it out
+    whenever it is not a byte-for-byte copy of solutions/.
+    """
+    sources = [source for source, relative in files if relative == SKELETON]
+    if not sources:
+        raise ValueError(f"{SKELETON.as_posix()} is missing: the handout ships the skeleton")
+    try:
+        unfinished = unfinished_functions(sources[0].read_text(encoding="utf-8"))
+    except (SyntaxError, ValueError) as error:
+        raise ValueError(f"{SKELETON.as_posix()} cannot be parsed ({error}): the handout ships "
+                         "the pristine skeleton only") from None
+    filled = [name for name in STUDENT_FUNCTIONS if name not in unfinished]
+    if filled:
+        listed = " and ".join(f"{name}()" for name in filled)
+        raise ValueError(f"{SKELETON.as_posix()} has {listed} filled in (no `raise "
+                         "NotImplementedError` placeholder left): the handout ships the "
+                         "pristine skeleton only")
 
 
 def build(out_dir):

@@ -75,7 +75,22 @@ def load_submission(path):
     path = pathlib.Path(path)
     if not path.is_file():
         raise SubmissionError("missing_file", f"no submission file at {path}")
+    module = import_file(path)
+    missing = [attr for attr in REQUIRED_NAMES if not hasattr(module, attr)]
+    if missing:
+        raise SubmissionError(
+            "import_error", f"{path.name} does not define {', '.join(missing)}"
+        )
 
+    unfinished = unfinished_functions(path.read_text(encoding="utf-8", errors="replace"))
+    if unfinished:
+        raise SubmissionError("not_implemented", not_implemented_message(unfinished))
+    return module
+
+
+def import_file(path):
+    """Import one file as a module of its own; a failure is an ``import_error`` SubmissionError."""
+    path = pathlib.Path(path)
     source = path.read_text(encoding="utf-8", errors="replace")
     try:
         compile(source, str(path), "exec")
@@ -99,16 +114,6 @@ def load_submission(path):
             f"importing {path.name} failed with {type(error).__name__}: {error}\n"
             + _short_traceback(error, path),
         ) from None
-
-    missing = [attr for attr in REQUIRED_NAMES if not hasattr(module, attr)]
-    if missing:
-        raise SubmissionError(
-            "import_error", f"{path.name} does not define {', '.join(missing)}"
-        )
-
-    unfinished = unfinished_functions(source)
-    if unfinished:
-        raise SubmissionError("not_implemented", not_implemented_message(unfinished))
     return module
 
 

@@ -17,6 +17,8 @@ with a pass/fail line and no shape, sizes or element positions.
 """
 
 import datetime
+import hashlib
+import hmac
 import json
 import os
 import pathlib
@@ -182,15 +184,52 @@ def write_student(out_dir, record, cases_list):
     atomic_write(folder / "feedback.md", feedback_markdown(record, hints))
     atomic_write(folder / "stdout.log", _truncate(record.get("stdout", "")))
     atomic_write(folder / "stderr.log", _truncate(record.get("stderr", "")))
-    atomic_write(folder / "record.json", _json(record))
+    store_record(out_dir, record)
+
+
+def store_record(out_dir, record):
+    """Sign the record with the output folder's key and write it: resume trusts only that."""
+    record["signature"] = _signature(record, signing_key(out_dir))
+    atomic_write(pathlib.Path(out_dir) / record["folder"] / "record.json", _json(record))
+
+
+KEY_FILE = ".grader-key"
+
+
+def signing_key(out_dir):
+    """The output folder's secret for signing records; made on first use, readable by the
+    grader's user alone. Workers never see the output folder, so never this key."""
+    path = pathlib.Path(out_dir) / KEY_FILE
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "wb") as stream:
+            stream.write(os.urandom(32))
+        return path.read_bytes()
+
+
+def _signature(record, key):
+    body = json.dumps({k: v for k, v in record.items() if k != "signature"}, sort_keys=True,
+                      ensure_ascii=True).encode("ascii")
+    return hmac.new(key, body, hashlib.sha256).hexdigest()
 
 
 def read_record(out_dir, folder):
+    """A stored record whose signature holds, else None (it is graded again)."""
     path = pathlib.Path(out_dir) / folder / "record.json"
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        if path.is_symlink() or path.stat().st_size > 16 << 20:
+            return None
+        record = json.loads(path.read_text(encoding="utf-8"))
+        key = (pathlib.Path(out_dir) / KEY_FILE).read_bytes()
     except (OSError, ValueError):
         return None
+    if not isinstance(record, dict) or not hmac.compare_digest(
+            str(record.get("signature", "")), _signature(record, key)):
+        return None
+    return record
 
 
 def gradebook_frame(records, cases_list):
@@ -205,9 +244,10 @@ def gradebook_frame(records, cases_list):
         for case in cases_list:
             row[case.id] = points.get(case.id, 0)
         row["wall_time_s"] = record.get("wall_time_s", 0.0)
+        row["isolation"] = record.get("isolation", "")
         rows.append(row)
     columns = ["student", "score", "max_score", "status", "flags"] + \
-        [case.id for case in cases_list] + ["wall_time_s"]
+        [case.id for case in cases_list] + ["wall_time_s", "isolation"]
     return pandas.DataFrame(rows, columns=columns)
 
 
@@ -278,6 +318,7 @@ def environment(settings, extra=None):
         "seed": settings.seed,
         "timeout_s": settings.timeout_s,
         "memory_limit_gib": round(settings.memory_limit_bytes / 2**30, 3),
+        "isolation": settings.isolation,
         "gpus": gpus,
         "gpu": gpus[0]["name"] if gpus else None,
         "driver": gpus[0]["driver"] if gpus else None,

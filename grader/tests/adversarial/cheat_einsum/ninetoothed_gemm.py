@@ -1,4 +1,5 @@
-"""Returns torch.einsum's product without launching the kernel (expected: flagged).
+"""Returns torch.einsum's product without launching the kernel (expected: flagged,
+nt_gemm does not return its kernel's output).
 """
 
 

@@ -1,5 +1,5 @@
 """A correct kernel that writes fake results.json / gradebook.csv everywhere it can
-reach, at import and on every call (expected: passed, with io flags; nothing forged
+reach, at import and on every call (expected: passed; nothing forged
 lands in the output folder).
 """
 

@@ -1,4 +1,5 @@
-"""Raises MemoryError (expected: memory_limit).
+"""Raises MemoryError from nt_gemm (expected: failed, not memory_limit: the memory limit is
+what the grader observes, never what the submission says).
 """
 
 

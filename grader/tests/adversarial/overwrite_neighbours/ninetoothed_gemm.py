@@ -1,5 +1,5 @@
 """A correct kernel that tries to overwrite every ninetoothed_gemm.py it can find,
-(expected: passed, with io flags; neighbours unaffected).
+(expected: passed; neighbours unaffected).
 """
 
 

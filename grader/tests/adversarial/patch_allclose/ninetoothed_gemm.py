@@ -1,6 +1,7 @@
 """A wrong kernel (accumulator assigned) that patches every comparison it can reach.
 
-Expected: flagged (tampering), and every multi-K case still judged failed.
+Expected: failed, every multi-K case judged failed: the patches live in a process whose
+outputs earn nothing, and the judge never shares a process with student code.
 """
 import sys
 

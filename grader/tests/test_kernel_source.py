@@ -1,0 +1,156 @@
+"""The rebuild of a submission's kernel: every correct style passes, every way out is named.
+
+No kernel runs here: grader.kernel_source reads source text only.
+"""
+
+import pathlib
+
+import pytest
+
+from grader.kernel_source import defined_names, extract
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+STYLES = sorted((ROOT / "grader" / "tests" / "variants").glob("*.py")) + [
+    ROOT / "solutions" / "ninetoothed_gemm.py", ROOT / "assignment" / "ninetoothed_gemm.py",
+    ROOT / "grader" / "demo_class" / "ada" / "ninetoothed_gemm.py",
+    ROOT / "grader" / "demo_class" / "fay" / "ninetoothed_gemm.py",
+]
+KERNEL = '''
+import ninetoothed.language as ntl
+from ninetoothed import Tensor
+
+BLOCK_SIZE_M = BLOCK_SIZE_N = BLOCK_SIZE_K = 64
+
+
+def arrangement(lhs, rhs, output):
+    output_arranged = output.tile((BLOCK_SIZE_M, BLOCK_SIZE_N))
+    lhs_arranged = lhs.tile((BLOCK_SIZE_M, BLOCK_SIZE_K)).tile((1, -1))
+    lhs_arranged = lhs_arranged.expand((-1, output_arranged.shape[1]))
+    lhs_arranged.dtype = lhs_arranged.dtype.squeeze(0)
+    rhs_arranged = rhs.tile((BLOCK_SIZE_K, BLOCK_SIZE_N)).tile((-1, 1))
+    rhs_arranged = rhs_arranged.expand((output_arranged.shape[0], -1))
+    rhs_arranged.dtype = rhs_arranged.dtype.squeeze(1)
+    return lhs_arranged, rhs_arranged, output_arranged
+
+
+def application(lhs, rhs, output):
+    accumulator = ntl.zeros(output.shape, dtype=ntl.float32)
+    for k in range(lhs.shape[0]):
+        accumulator += ntl.dot(lhs[k], rhs[k])
+    output = accumulator
+'''
+
+
+@pytest.mark.parametrize("path", STYLES, ids=lambda path: path.stem
+                         if path.parent.name == "variants" else path.parent.name)
+def test_every_kit_style_is_kept_whole(path):
+    source = path.read_text(encoding="utf-8")
+    rebuilt = extract(source)
+    assert rebuilt.ok, rebuilt.violations
+    compile(rebuilt.text, str(path), "exec")
+    assert len(rebuilt.text.splitlines()) == len(source.splitlines())
+
+
+def test_kept_lines_stay_where_they_were_and_the_rest_is_gone():
+    source = ("import os\nimport torch\n" + KERNEL +
+              "\ndef nt_gemm(a, b):\n    return torch.mm(a, b)\n\nprint('imported')\n")
+    rebuilt = extract(source)
+    assert rebuilt.ok
+    lines, kept = source.splitlines(), rebuilt.text.splitlines()
+    for number, line in enumerate(kept):
+        assert line in ("", lines[number]), (number, line)
+    assert "torch" not in rebuilt.text and "print(" not in rebuilt.text
+    assert "def arrangement" in rebuilt.text and "accumulator +=" in rebuilt.text
+
+
+def test_the_autotune_switch_takes_its_default_branch():
+    source = ('import os\nimport ninetoothed\n'
+              'if os.environ.get("NINETOOTHED_AUTOTUNE") == "1":\n'
+              '    BLOCK_SIZE_M = ninetoothed.block_size(lower_bound=64, upper_bound=128)\n'
+              'else:\n    BLOCK_SIZE_M = 32\n'
+              'BLOCK_SIZE_N = int(os.getenv("BN", "16")); BLOCK_SIZE_K = 16\n')
+    rebuilt = extract(source)
+    namespace = {}
+    exec(compile(rebuilt.text, "rebuilt", "exec"), namespace)  # only constants and imports
+    assert (namespace["BLOCK_SIZE_M"], namespace["BLOCK_SIZE_N"],
+            namespace["BLOCK_SIZE_K"]) == (32, 16, 16)
+
+
+@pytest.mark.parametrize("line, words", [
+    ("    import os", "Import"),
+    ("    x = __import__('os')", "__import__"),
+    ("    x = lhs.__class__", "names starting with _"),
+    ("    x = getattr(lhs, 'tile')", "getattr"),
+    ("    x = torch.mm(lhs, rhs)", "`torch`"),
+    ("    x = (lambda: 0)()", "Lambda"),
+    ("    x = ntl", "as a value"),
+    ("    x = ntl.core.builtins", "ninetoothed.language.core"),
+    ("    x = ninetoothed.make", "make"),
+    ("    x = lhs.subs(BLOCK_SIZE_M)", "subs"),
+    ("    x = f'{lhs}'", "JoinedStr"),
+    ("    x = 'os.system'", "strings"),
+    ("    global BLOCK_SIZE_M", "Global"),
+    ("    with lhs: pass", "With"),
+    ("    x = open", "open"),
+    ("    x = exec", "exec"),
+    ("    x = eval", "eval"),
+    ("    x = globals()", "globals"),
+    ("    x = {}.__class__", "_"),
+    ("    x = [c for c in ().__class__.__mro__]", "_"),
+    ("    x = os.environ", "`os`"),
+    ("    x = sys.modules", "`sys`"),
+    ("    x = ntl.extra.cuda", "ninetoothed.language.extra"),
+    ("    x = ninetoothed.language.ast.parse", "ast"),
+    ("    x = CHEAT", "CHEAT"),
+])
+def test_every_way_out_is_a_violation_with_its_line(line, words):
+    lines = KERNEL.splitlines()
+    where = lines.index("    accumulator = ntl.zeros(output.shape, dtype=ntl.float32)")
+    lines.insert(where, line)
+    source = ("import os\nimport sys\nimport torch\nimport ninetoothed\nCHEAT = torch.mm\n"
+              "def helper_that_cheats():\n    return torch.mm\n" + "\n".join(lines) + "\n")
+    rebuilt = extract(source)
+    assert not rebuilt.ok
+    number = source.splitlines().index(line) + 1
+    found = [str(item) for item in rebuilt.violations if item.line == number]
+    assert any(words in text for text in found), (found, rebuilt.violations)
+
+
+def test_a_helper_the_kernel_calls_is_checked_where_it_is_written():
+    source = ("import torch\ndef helper():\n    return torch.mm\n"
+              + KERNEL.replace("    output = accumulator", "    output = helper()"))
+    (violation,) = extract(source).violations
+    assert violation.line == 3 and "helper(): uses `torch`" in str(violation)
+
+
+@pytest.mark.parametrize("head", [
+    "def arrangement(lhs, rhs, output, hook=__import__('os')):",
+    "def arrangement(lhs, rhs, output, hook=print.__self__):",
+])
+def test_defaults_of_the_two_functions_are_checked_too(head):
+    source = KERNEL.replace("def arrangement(lhs, rhs, output):", head)
+    assert not extract(source).ok
+
+
+def test_decorators_and_module_code_around_the_kernel():
+    decorated = KERNEL.replace("def application", "@staticmethod\ndef application")
+    assert any("decorator" in str(item) for item in extract(decorated).violations)
+    # Code the kernel does not use is left out, however hostile: it never runs there.
+    hostile = "import ctypes\nctypes.string_at(0)\n" + KERNEL + "\nclass Evil:\n    pass\n"
+    rebuilt = extract(hostile)
+    assert rebuilt.ok and "ctypes" not in rebuilt.text and "Evil" not in rebuilt.text
+
+
+def test_a_kept_statement_never_carries_a_dropped_one_along():
+    source = KERNEL.replace("BLOCK_SIZE_M = BLOCK_SIZE_N = BLOCK_SIZE_K = 64",
+                            "BLOCK_SIZE_M = BLOCK_SIZE_N = BLOCK_SIZE_K = 64; import os; "
+                            "os.system('true')")
+    rebuilt = extract(source)
+    assert rebuilt.ok and "os" not in rebuilt.text.split("def arrangement")[0].replace(
+        "ntl", "").replace("BLOCK", "")
+
+
+def test_defined_names_see_every_binding():
+    names = defined_names("import os\nif 1:\n    A = 2\nelse:\n    from x import B\n"
+                          "def nt_gemm():\n    pass\n")
+    assert {"os", "A", "B", "nt_gemm"} <= names
