@@ -460,9 +460,14 @@ def explain(findings, verdicts, cases, tiles=None, reveal=False):
                 "build_error"):
         if key in named:
             cases_named = [case for case, _ in named[key]]
-            message = named[key][0][1]
+            # Only a case the student may see is quoted: a hidden case's message holds its shape.
+            shown = [message for case, message in named[key]
+                     if reveal or case.visibility == "public"]
+            if not shown:
+                add(key, [f"{_count(cases_named)} failed this way (hidden cases, not quoted)"])
+                continue
             # A recognised partial sum states its evidence on the message's last line.
-            line = message.splitlines()[-1] if key in PARTIAL_SUMS else _first_line(message)
+            line = shown[0].splitlines()[-1] if key in PARTIAL_SUMS else _first_line(shown[0])
             add(key, [f"{_count(cases_named)} failed with: {line}"])
 
     # 4. The shape of the failures, for mismatches the checks could not name.

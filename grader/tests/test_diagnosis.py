@@ -154,3 +154,20 @@ def test_explain_keeps_findings_out_of_failures_they_cannot_explain():
     findings = [{"mistake": "missing_squeeze", "message": "an unusual but working layout"}]
     keys = [hint["key"] for hint in diagnosis.explain(findings, verdicts, catalogue)]
     assert keys == ["wrong_dtype"]
+
+
+def test_hints_never_quote_a_hidden_case_message():
+    """A hidden case's message names its shape (K of a seed-drawn case): feedback must not."""
+    hidden = [case for case in cases.catalogue(918273645, "interpreter")
+              if case.visibility != "public"][-1]
+    message = (f"wrong\nthe output equals the product over K columns 64:{hidden.k} alone "
+               f"(the last K tile, of K={hidden.k})")
+    verdicts = [Verdict(hidden.id, False, message, "accumulator"),
+                Verdict(hidden.id, False, f"shape ({hidden.m}, 7), expected ({hidden.m}, "
+                        f"{hidden.n})", "wrong_dtype")]
+    hints = diagnosis.explain([], verdicts, [hidden])
+    evidence = " ".join(line for hint in hints for line in hint["evidence"])
+    assert {hint["key"] for hint in hints} >= {"accumulator"}
+    assert str(hidden.k) not in evidence and str(hidden.m) not in evidence
+    revealed = diagnosis.explain([], verdicts, [hidden], reveal=True)
+    assert str(hidden.k) in " ".join(line for hint in revealed for line in hint["evidence"])
