@@ -200,14 +200,18 @@ def signing_key(out_dir):
     """The output folder's secret for signing records; made on first use, readable by the
     grader's user alone. Workers never see the output folder, so never this key."""
     path = pathlib.Path(out_dir) / KEY_FILE
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
+    if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=".key-")
         with os.fdopen(descriptor, "wb") as stream:
             stream.write(os.urandom(32))
-        return path.read_bytes()
+        try:
+            os.link(temporary, path)  # atomic, and never over a key another thread made
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(temporary)
+    return path.read_bytes()
 
 
 def _signature(record, key):

