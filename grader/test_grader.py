@@ -11,11 +11,12 @@ names the likely mistake behind any failures, in English and Chinese. Run with
 group and score as properties.
 """
 
+import pathlib
 import warnings
 
 import pytest
 
-from grader import diagnosis, suite
+from grader import diagnosis, kernel_source, suite
 from grader.mistakes import MISTAKES
 
 # The catalogue is expanded into test ids in grader/conftest.py
@@ -50,6 +51,30 @@ def test_arrangement_symbolic(submission, request, record_property):
             lines += [f"- {finding['message']}", f"  likely cause, {mistake.title}: {mistake.en}",
                       f"  {mistake.zh}"]
         pytest.fail("\n".join(lines), pytrace=False)
+
+
+def test_kernel_is_what_the_batch_grader_runs(submission, record_property):
+    """The batch grader builds the kernel from arrangement() and application() alone.
+
+    Worth no points here: in the batch, anything those two functions (or the
+    helpers and constants they use) reach outside grader.kernel_source's
+    whitelist flags the file, and nothing of it runs. This says which line first.
+    """
+    record_property("points", 0)
+    record_property("group", "diagnosis")
+    path = pathlib.Path(submission.path)
+    if not path.is_file():
+        pytest.skip(f"no file at {path}")
+    try:
+        rebuilt = kernel_source.extract(path.read_text(encoding="utf-8", errors="replace"))
+    except SyntaxError:
+        pytest.skip("the file does not parse; the cases say where")
+    if rebuilt.violations:
+        pytest.fail("the batch grader would flag this file (score 0) and run nothing of it:\n"
+                    + "\n".join(f"- {item}" for item in rebuilt.violations)
+                    + "\narrangement() and application() may use only ninetoothed, "
+                      "ninetoothed.language, math, the file's constants and its own helper "
+                      "functions (see docs/instructor-guide.md, section 8)", pytrace=False)
 
 
 def test_case(grader_case, submission, backend, grading_seed, request, record_property):
