@@ -317,16 +317,18 @@ class Worker:
     """One sandboxed worker: send it messages, receive its replies, learn how it ended."""
 
     def __init__(self, mode, source, *, backend_name, limits, device=None, sandboxed=True,
-                 on_start=None):
+                 on_start=None, inner=None):
+        """``inner`` replaces the worker's command line inside the sandbox (tests' probes)."""
         self.limits = limits
         self.job = _prepare_job(source)
         self.scratch = None
         gpu = backend_name == "gpu"
         if sandboxed:
             env = child_environment(backend_name, "/tmp/home", "/tmp", f"{JOB}/lib", device)
+            inner = inner or [sys.executable, "-m", "grader.worker", mode,
+                              f"{JOB}/ninetoothed_gemm.py"]
             command = bwrap_arguments(self.job, gpu) + ["--clearenv", *_setenv(env), "--",
-                                                        sys.executable, "-m", "grader.worker",
-                                                        mode, f"{JOB}/ninetoothed_gemm.py"]
+                                                        *inner]
             cwd, env = "/", None
         else:
             self.scratch = pathlib.Path(tempfile.mkdtemp(prefix="scratch-", dir=batch_root()))

@@ -1,0 +1,139 @@
+"""The sandbox from the inside and the outside: what a worker can see and keep, how it ends,
+and what the grader does when bubblewrap cannot start.
+
+A probe worker here is plain Python run by grader.sandbox.Worker in place of the
+grader's worker, so each test takes a second or two and runs no kernel.
+"""
+
+import os
+import pathlib
+import shutil
+import sys
+
+import psutil
+import pytest
+
+from grader import cli, protocol, sandbox
+from grader.tests.batch_helpers import DEMO, gradebook, run_grader, small_cases
+
+pytestmark = pytest.mark.skipif(sandbox.check(False) is not None,
+                                reason=f"bubblewrap cannot start here: {sandbox.check(False)}")
+LIMITS = sandbox.Limits(timeout_s=30, memory_bytes=2 << 30)
+
+
+def _probe(code, limits=LIMITS):
+    """Run ``code`` in the sandbox as the worker would be run; return (its notes, ending).
+
+    The probe's stream ends without the protocol's closing messages, so every
+    probe's ending is ``crashed`` unless a limit ended it first."""
+    program = ("import os, sys\nfrom grader import protocol\n"
+               "out = os.fdopen(os.dup(1), 'wb')\n"
+               "def say(text):\n    protocol.send(out, 'hello', note=str(text))\n" + code)
+    worker = sandbox.Worker("kernel", b"", backend_name="interpreter", limits=limits,
+                            inner=[sys.executable, "-c", program])
+    notes = []
+    while (message := worker.receive(lambda kind, fields: 0)) is not None:
+        notes.append(message.fields.get("note", ""))
+    return "\n".join(notes), worker.finish()
+
+
+def test_a_worker_sees_only_itself_and_writes_only_its_tmpfs(tmp_path, monkeypatch):
+    monkeypatch.setenv("GITHUB_TOKEN", "instructor-secret")
+    secret = tmp_path / "submissions" / "alice.py"
+    secret.parent.mkdir()
+    secret.write_text("CLASSMATE")
+    notes, ending = _probe(f"""
+say(sorted(p for p in os.listdir('/proc') if p.isdigit()))
+say(os.getuid())
+say(os.path.exists({str(secret)!r}) or os.path.exists({str(pathlib.Path.home())!r} + '/.bashrc'))
+say(os.path.exists({str(sandbox.GRADER_DIR / 'batch.py')!r}))
+for target in ('/usr/x', '/job/x', '/etc/x', {str(tmp_path)!r} + '/x'):
+    try:
+        open(target, 'w').write('x')
+        say('wrote ' + target)
+    except OSError:
+        pass
+open('/tmp/home/fine', 'w').write('x')
+say(dict(os.environ))
+""")
+    lines = notes.splitlines()
+    assert len(eval(lines[0])) <= 3  # bwrap's init, the probe, and nothing else
+    assert lines[1] == str(sandbox.SANDBOX_UID)
+    assert lines[2] == "False" and lines[3] == "False"
+    assert not any(line.startswith("wrote") for line in lines)
+    environment = eval(lines[-1])
+    assert "GITHUB_TOKEN" not in environment and "instructor-secret" not in lines[-1]
+    assert str(tmp_path) not in lines[-1] and os.getcwd() not in environment.values()
+
+
+def test_what_a_worker_leaves_running_dies_with_it():
+    notes, ending = _probe("""
+import subprocess, time
+for _ in range(3):
+    subprocess.Popen([sys.executable, '-c', 'import os, time; os.setsid(); time.sleep(300)'],
+                     start_new_session=True)
+open('/dev/shm/ntgemm-leftover-probe', 'w').write('x' * 1000)
+say('spawned')
+""")
+    assert notes == "spawned"
+    assert not any("time.sleep(300)" in " ".join(process.info["cmdline"] or [])
+                   for process in psutil.process_iter(["cmdline"]))
+    assert not os.path.exists("/dev/shm/ntgemm-leftover-probe")
+
+
+def test_the_parent_observes_the_ending_a_worker_cannot_choose():
+    _, ending = _probe("say('up')\nos._exit(3)\n")
+    assert ending.kind == "crashed" and "exit code 3" in ending.detail
+    _, ending = _probe("say('up')\nraise MemoryError('not really')\n")
+    assert ending.kind == "crashed"
+    _, ending = _probe("say('up')\nimport time\ntime.sleep(60)\n",
+                       sandbox.Limits(timeout_s=3, memory_bytes=2 << 30))
+    assert ending.kind == "timeout"
+    _, ending = _probe("say('up')\nx = bytearray(1500 << 20)\nimport time\ntime.sleep(60)\n",
+                       sandbox.Limits(timeout_s=30, memory_bytes=1 << 30))
+    assert ending.kind == "memory_limit"
+
+
+@pytest.mark.parametrize("garbage", [
+    b"\xff" * 64,
+    protocol.struct.pack("<Q", 1 << 40),
+    protocol.struct.pack("<Q", 40) + b'{"kind": "case", "payload": 10000000000}',
+])
+def test_a_malformed_or_huge_report_ends_the_run_not_the_parent(garbage):
+    before = psutil.Process().memory_info().rss
+    notes, ending = _probe(f"say('up')\nout.write({garbage!r})\nout.flush()\n"
+                           "import time\ntime.sleep(5)\n")
+    assert ending.kind == "crashed" and "malformed" in ending.detail
+    assert psutil.Process().memory_info().rss - before < 256 << 20
+
+
+def test_no_sandbox_means_no_grading_unless_asked(tmp_path, monkeypatch, capsys):
+    (tmp_path / "class" / "ivan").mkdir(parents=True)
+    monkeypatch.setattr(sandbox, "check", lambda gpu: "no bwrap here (a test)")
+    code = cli.main(["grade", str(tmp_path / "class"), "--out", str(tmp_path / "out"),
+                     "--no-progress"])
+    assert code == cli.EXIT_FAILURE
+    assert "--unsafe-no-sandbox" in capsys.readouterr().err
+    assert not (tmp_path / "out" / "gradebook.csv").exists()
+
+
+def test_unsafe_mode_grades_and_says_so(tmp_path):
+    (tmp_path / "class").mkdir()
+    shutil.copytree(DEMO / "ada", tmp_path / "class" / "ada")
+    result = run_grader(tmp_path, "grade", str(tmp_path / "class"), "--out", str(tmp_path / "out"),
+                        "--unsafe-no-sandbox", "--cases", small_cases().split(",")[1],
+                        "--no-progress")
+    assert result.returncode == 0, result.stderr
+    row = gradebook(tmp_path / "out")["ada"]
+    assert row["status"] == "passed" and row["isolation"].startswith("none")
+
+
+def test_the_seed_file_keeps_the_seed_out_of_the_command_line(tmp_path):
+    (tmp_path / "seed").write_text("not a number\n")
+    result = run_grader(tmp_path, "grade", str(DEMO), "--out", str(tmp_path / "out"),
+                        "--seed-file", str(tmp_path / "seed"))
+    assert result.returncode == 2 and "--seed-file" in result.stderr
+    (tmp_path / "seed").write_text("918273645\n")
+    result = run_grader(tmp_path, "grade", str(DEMO), "--out", str(tmp_path / "out"),
+                        "--seed", "1", "--seed-file", str(tmp_path / "seed"))
+    assert result.returncode == 2 and "not allowed with" in result.stderr
