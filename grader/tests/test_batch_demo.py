@@ -16,7 +16,7 @@ import time
 import pytest
 
 from grader import cases
-from grader.tests.batch_helpers import (DEMO, ROOT, SEED, copy_class, environment,
+from grader.tests.batch_helpers import (DEMO, ROOT, SEED, batch_backend, copy_class, environment,
                                         grader_command, gradebook, run_grader, small_cases,
                                         tree_digest)
 
@@ -72,7 +72,7 @@ def test_gradebook_columns_and_flags(graded):
 
 def test_per_student_files_and_hidden_cases_stay_hidden(graded):
     out = graded[0] / "out"
-    hidden = [case for case in cases.catalogue(SEED, "interpreter") if case.name == "hidden_1"][0]
+    hidden = [case for case in cases.catalogue(SEED, batch_backend()) if case.name == "hidden_1"][0]
     for student in EXPECTED:
         folder = out / json.loads((out / "batch.json").read_text())["students"][student]
         for name in ("results.json", "feedback.md", "stdout.log", "stderr.log", "record.json"):
@@ -105,7 +105,7 @@ def test_class_files(graded):
     for key in ("gpu", "driver", "cuda", "torch", "triton", "ninetoothed", "grader_revision",
                 "seed", "timestamp", "backend"):
         assert key in env
-    assert env["seed"] == SEED and env["backend"] == "interpreter"
+    assert env["seed"] == SEED and env["backend"] == batch_backend()
     assert env["submissions_unchanged"] is True
     assert env["isolation"] == "bubblewrap"
 
@@ -114,7 +114,7 @@ def test_share_hands_back_feedback_and_nothing_that_names_a_hidden_case(graded):
     base = graded[0]
     result = run_grader(base, "share", str(base / "out"), "--to", str(base / "share"))
     assert result.returncode == 0, result.stderr
-    hidden = [case for case in cases.catalogue(SEED, "interpreter") if case.name == "hidden_1"][0]
+    hidden = [case for case in cases.catalogue(SEED, batch_backend()) if case.name == "hidden_1"][0]
     folders = json.loads((base / "out" / "batch.json").read_text())["students"]
     shared = sorted(str(path.relative_to(base / "share"))
                     for path in (base / "share").rglob("*") if path.is_file())

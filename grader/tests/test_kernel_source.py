@@ -15,30 +15,8 @@ STYLES = sorted((ROOT / "grader" / "tests" / "variants").glob("*.py")) + [
     ROOT / "grader" / "demo_class" / "ada" / "ninetoothed_gemm.py",
     ROOT / "grader" / "demo_class" / "fay" / "ninetoothed_gemm.py",
 ]
-KERNEL = '''
-import ninetoothed.language as ntl
-from ninetoothed import Tensor
-
-BLOCK_SIZE_M = BLOCK_SIZE_N = BLOCK_SIZE_K = 64
-
-
-def arrangement(lhs, rhs, output):
-    output_arranged = output.tile((BLOCK_SIZE_M, BLOCK_SIZE_N))
-    lhs_arranged = lhs.tile((BLOCK_SIZE_M, BLOCK_SIZE_K)).tile((1, -1))
-    lhs_arranged = lhs_arranged.expand((-1, output_arranged.shape[1]))
-    lhs_arranged.dtype = lhs_arranged.dtype.squeeze(0)
-    rhs_arranged = rhs.tile((BLOCK_SIZE_K, BLOCK_SIZE_N)).tile((-1, 1))
-    rhs_arranged = rhs_arranged.expand((output_arranged.shape[0], -1))
-    rhs_arranged.dtype = rhs_arranged.dtype.squeeze(1)
-    return lhs_arranged, rhs_arranged, output_arranged
-
-
-def application(lhs, rhs, output):
-    accumulator = ntl.zeros(output.shape, dtype=ntl.float32)
-    for k in range(lhs.shape[0]):
-        accumulator += ntl.dot(lhs[k], rhs[k])
-    output = accumulator
-'''
+# A correct file in the course's shape: the demo class's reference.
+KERNEL = (ROOT / "grader" / "demo_class" / "ada" / "ninetoothed_gemm.py").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("path", STYLES, ids=lambda path: path.stem
@@ -58,7 +36,7 @@ def test_kept_lines_stay_where_they_were_and_the_rest_is_gone():
     assert rebuilt.ok
     lines, kept = source.splitlines(), rebuilt.text.splitlines()
     for number, line in enumerate(kept):
-        assert line in ("", lines[number]), (number, line)
+        assert line in ("", lines[number].strip()) or line == lines[number], (number, line)
     assert "torch" not in rebuilt.text and "print(" not in rebuilt.text
     assert "def arrangement" in rebuilt.text and "accumulator +=" in rebuilt.text
 
@@ -142,12 +120,11 @@ def test_decorators_and_module_code_around_the_kernel():
 
 
 def test_a_kept_statement_never_carries_a_dropped_one_along():
-    source = KERNEL.replace("BLOCK_SIZE_M = BLOCK_SIZE_N = BLOCK_SIZE_K = 64",
-                            "BLOCK_SIZE_M = BLOCK_SIZE_N = BLOCK_SIZE_K = 64; import os; "
-                            "os.system('true')")
+    source = KERNEL.replace("    BLOCK_SIZE_K = 64\n",
+                            "    BLOCK_SIZE_K = 64; import subprocess; subprocess.run('true')\n")
     rebuilt = extract(source)
-    assert rebuilt.ok and "os" not in rebuilt.text.split("def arrangement")[0].replace(
-        "ntl", "").replace("BLOCK", "")
+    assert rebuilt.ok and "BLOCK_SIZE_K = 64" in rebuilt.text
+    assert "subprocess" not in rebuilt.text
 
 
 def test_defined_names_see_every_binding():
