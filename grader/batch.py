@@ -36,7 +36,7 @@ import re
 from benchmarks.environment import package_version
 from grader import __version__, checks, conversation, kernel_source, loading, protocol
 from grader import cases as catalogue
-from grader.sandbox import Limits
+from grader.sandbox import Limits, cores_for
 
 STATUSES = ("passed", "failed", "not_implemented", "import_error", "missing_file", "timeout",
             "crashed", "memory_limit", "flagged")
@@ -221,7 +221,8 @@ def grade(submission, settings, folder, device=None, on_start=None):
     phases = _phases(cases_list, settings.seed)
     wrapper_phases = _wrapper_phase(phases, cases_list)
     options = dict(backend_name=settings.backend, device=device, sandboxed=settings.sandboxed,
-                   limits=Limits(settings.timeout_s, settings.memory_limit_bytes),
+                   limits=Limits(settings.timeout_s, settings.memory_limit_bytes,
+                                 cores_for(settings.backend)),
                    on_start=on_start)
     # Side by side on a GPU, where they overlap; one after the other on the interpreter,
     # whose -j already keeps every core busy.
@@ -239,9 +240,12 @@ def grade(submission, settings, folder, device=None, on_start=None):
 
     record["wall_time_s"] = round(max(kernel_run.ending.wall_time_s,
                                       wrapper_run.ending.wall_time_s), 2)
+    record["peak_cores"] = max(kernel_run.ending.peak_cores, wrapper_run.ending.peak_cores)
     record["stdout"] = ""
-    record["stderr"] = _tidy(f"[kernel run]\n{kernel_run.ending.stderr}\n"
-                             f"[nt_gemm run]\n{wrapper_run.ending.stderr}")
+    record["stderr"] = _tidy(f"[kernel run: {kernel_run.ending.kind} {kernel_run.ending.detail}]\n"
+                             f"{kernel_run.ending.stderr}\n"
+                             f"[nt_gemm run: {wrapper_run.ending.kind} {wrapper_run.ending.detail}]"
+                             f"\n{wrapper_run.ending.stderr}")
     record["findings"] = kernel_run.findings
     record["tiles"] = kernel_run.tiles
     record["cases"] = _judge_cases(cases_list, kernel_run, settings.seed)
@@ -276,6 +280,9 @@ def _judge_cases(cases_list, run, seed):
 
 
 def _ending_message(run, who):
+    if run.ending.kind == "crashed" and run.phase > 0:
+        # How a process holding hidden inputs ended is the one thing it can choose to say.
+        return f"{who}: the process ended abnormally while running the hidden cases"
     message = f"{who}: {run.ending.detail}"
     return message + (" (while importing the file)" if run.stage == "importing" else "")
 

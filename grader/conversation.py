@@ -25,6 +25,7 @@ class CaseReport:
 class RunReport:
     ending: sandbox.Ending
     stage: str  # how far it got: "starting", "importing", "running" or "done"
+    phase: int = -1  # the phase it was sent last (0: the public cases)
     load_status: str = ""
     load_message: str = ""
     findings: list = dataclasses.field(default_factory=list)
@@ -90,6 +91,7 @@ def _converse(worker, accept, phases, report, diagnosis):
         payload = b"".join(lhs.numpy().tobytes() + rhs.numpy().tobytes() for _, lhs, rhs in phase)
         worker.send("phase", payload, cases=[job.to_fields() for job in jobs.values()],
                     last=number == len(phases) - 1)
+        report.phase = number
         while True:
             message = worker.receive(accept)
             if message is None:

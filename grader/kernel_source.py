@@ -12,8 +12,9 @@ stand in for the kernel. ``extract(source)`` rebuilds the file keeping only:
   ``NINETOOTHED_AUTOTUNE`` switch takes its default branch);
 * the two functions, and the module functions they call.
 
-Each kept statement stays on its original line, so tracebacks name the
-student's own lines; everything else is blank. ``nt_gemm`` and any other
+Each kept statement is copied exactly, its parser span and nothing around it,
+onto its original lines, so tracebacks name the student's own lines;
+everything else is blank. ``nt_gemm`` and any other
 module code never run where the graded outputs are made.
 
 Inside the kept functions only what an arrangement or an application needs is
@@ -21,8 +22,9 @@ allowed (a whitelist, not a list of known attacks): local names, the allowed
 modules' public non-module attributes, the file's constants and kept functions,
 a few harmless builtins, arithmetic, loops, conditions, calls, and
 subscripts. No attribute starting with ``_``, no strings outside docstrings,
-``assert`` and ``raise``, no imports, lambdas, nested functions, ``global``,
-``with`` or ``try``. Anything else is a *violation*: the batch grader flags the
+``assert`` messages and ``raise``, no ``Symbol`` (its text becomes kernel
+source), no imports, lambdas, walruses, nested functions, ``global``, ``with``
+or ``try``. Anything else is a *violation*: the batch grader flags the
 submission and runs nothing from it.
 """
 
@@ -45,11 +47,12 @@ DENIED_ATTRIBUTES = frozenset({
     "make", "jit", "build", "aot", "eval", "evalf", "subs", "sympify", "format", "format_map",
     "exec", "compile", "load", "save", "system", "popen", "mro", "modules", "environ",
     "builtins", "globals", "locals", "vars", "getattr", "setattr",
+    # NineToothed's code-generation handles: a Symbol's text becomes kernel source.
+    "Symbol", "call", "attribute", "find_and_replace", "node",
 })
 # Submodules a kernel may reach through an allowed module.
 ALLOWED_SUBMODULES = frozenset({"ninetoothed.language", "ninetoothed.language.libdevice"})
 ROOT_MODULES = frozenset({"ninetoothed", "ninetoothed.language", "math"})
-STRING_CONTEXTS = (ast.Assert, ast.Raise)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -227,14 +230,12 @@ def defined_names(source):
 class _Rebuilder:
     def __init__(self, source):
         self.lines = source.splitlines()
-        self.kept = {}  # line number -> text, for statements over several lines
-        self.segments = {}  # line number -> one-line statements kept from it
+        self.pieces = {}  # line number -> [(column, text)] of the kept statements on it
         self.scope = _Scope()
         self.values = {}  # constants whose values are known, for environment reads
         self.environment = _Environment(self.scope, self.values)
         self.violations = []
         self.indent = 0  # of the block being read: kept lines lose it
-        self.dropped = set()  # lines where a statement was left out
 
     # -- statements
 
@@ -262,9 +263,12 @@ class _Rebuilder:
                                         "does not run")
 
     def exclude(self, statement, why):
-        self.dropped.add(statement.lineno)
+        """Names the statement binds are unavailable from here on, even if kept before:
+        the file would use this statement's value, the rebuild could not."""
         for name in _bound_names(statement):
             self.scope.excluded.setdefault(name, why)
+            self.scope.constants.pop(name, None)
+            self.values.pop(name, None)
 
     def imports(self, statement):
         if isinstance(statement, ast.Import):
@@ -279,8 +283,6 @@ class _Rebuilder:
                         f"`import {alias.name}` (line {statement.lineno}), which the grader drops"
             if all(alias.name in ROOT_MODULES for alias in statement.names):
                 self.keep(statement)
-            else:
-                self.dropped.add(statement.lineno)
             return
         module = statement.module or ""
         allowed = module in ROOT_MODULES and statement.level == 0
@@ -300,8 +302,6 @@ class _Rebuilder:
                 self.scope.excluded[local] = f"{detail}, which a kernel may not use"
         if allowed:
             self.keep(statement)
-        else:
-            self.dropped.add(statement.lineno)
 
     def constant(self, statement):
         targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
@@ -318,13 +318,15 @@ class _Rebuilder:
             return
         if self.environment.reads_environment(value):
             decided = self.environment.evaluate(value)
+            # Numbers only: a string could reach a Symbol, whose text NineToothed runs as code.
             if decided is _UNKNOWN or len(names) != 1 or not isinstance(
-                    decided, (int, float, str, bool, type(None))):
+                    decided, (int, float, bool, type(None))):
                 self.exclude(statement, f"a value read from the environment (line "
                                         f"{statement.lineno}) the grader cannot decide")
                 return
             self.values[names[0]] = decided
-            self.segments.setdefault(statement.lineno, []).append(f"{names[0]} = {decided!r}")
+            self.pieces.setdefault(statement.lineno, []).append(
+                (statement.col_offset, f"{names[0]} = {decided!r}"))
             self.scope.constants[names[0]] = statement.lineno
             for name in names:
                 self.scope.excluded.pop(name, None)
@@ -347,17 +349,18 @@ class _Rebuilder:
         self.keep(statement)
 
     def keep(self, statement, indent=None):
-        """Copy the statement: a one-line statement alone (its line may hold others the
-        grader leaves out), a longer one as whole lines, less its block's indentation."""
-        if statement.lineno == statement.end_lineno:
-            line = self.lines[statement.lineno - 1].encode("utf-8")  # offsets count bytes
-            segment = line[statement.col_offset:statement.end_col_offset].decode("utf-8")
-            self.segments.setdefault(statement.lineno, []).append(segment)
-            return
+        """Copy exactly the statement's own source, the parser's span, onto its own lines,
+        less its block's indentation: whatever shares a line with it stays behind."""
         indent = self.indent if indent is None else indent
-        for number in range(statement.lineno, statement.end_lineno + 1):
-            text = self.lines[number - 1]
-            self.kept[number] = text[min(indent, len(text) - len(text.lstrip(" "))):]
+        first, last = statement.lineno, statement.end_lineno
+        for number in range(first, last + 1):
+            raw = self.lines[number - 1].encode("utf-8")  # the parser's offsets count bytes
+            start = statement.col_offset if number == first else 0
+            end = statement.end_col_offset if number == last else len(raw)
+            text = raw[start:end].decode("utf-8")
+            if number != first:
+                text = text[min(indent, len(text) - len(text.lstrip(" "))):]
+            self.pieces.setdefault(number, []).append((start, text))
 
     # -- functions
 
@@ -372,21 +375,18 @@ class _Rebuilder:
             node = self.scope.functions.get(name)
             if node is None:
                 continue
+            if name in self.scope.excluded:
+                self.violations.append(Violation(node.lineno, f"{name}() is redefined by "
+                                                 f"{self.scope.excluded[name]}"))
+                continue
             checker = _Checker(self.scope, _local_names(node), where=f"{name}()")
             checker.function(node)
             self.violations += checker.violations
             wanted += sorted(checker.called_functions)
             self.keep(node, indent=node.col_offset)
 
-    def shared_lines(self):
-        """A kept statement must not share a line with one left out: the line runs whole."""
-        for number in sorted((self.dropped | set(self.segments)) & set(self.kept)):
-            self.violations.append(Violation(number, "a kept statement shares this line with "
-                                                     "code the grader leaves out; put each "
-                                                     "statement on a line of its own"))
-
     def text(self):
-        return "\n".join(self.kept.get(number) or "; ".join(self.segments.get(number, ()))
+        return "\n".join("; ".join(text for _, text in sorted(self.pieces.get(number, ())))
                          for number in range(1, len(self.lines) + 1)) + "\n"
 
 
@@ -408,7 +408,7 @@ _STATEMENTS = (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.
                ast.Return, ast.Pass, ast.Break, ast.Continue, ast.Assert, ast.Raise)
 _EXPRESSIONS = (ast.Name, ast.Constant, ast.Attribute, ast.Subscript, ast.Slice, ast.Tuple,
                 ast.List, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Call, ast.IfExp,
-                ast.ListComp, ast.GeneratorExp, ast.Starred, ast.NamedExpr)
+                ast.ListComp, ast.GeneratorExp, ast.Starred)
 _PARTS = (ast.keyword, ast.comprehension, ast.operator, ast.unaryop, ast.boolop, ast.cmpop,
           ast.expr_context, ast.arguments, ast.arg)
 
@@ -445,7 +445,12 @@ class _Checker:
         if not isinstance(node, _STATEMENTS):
             self.flag(node, f"`{type(node).__name__}` statements are not allowed")
             return
-        strings = isinstance(node, STRING_CONTEXTS) or (
+        if isinstance(node, ast.Assert):  # a string may be its message, never its test
+            self.expression(node.test)
+            if node.msg is not None:
+                self.expression(node.msg, strings=True)
+            return
+        strings = isinstance(node, ast.Raise) or (
             isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.stmt):
@@ -517,6 +522,5 @@ def extract(source):
     rebuilder = _Rebuilder(source)
     rebuilder.statements(tree.body)
     rebuilder.functions()
-    rebuilder.shared_lines()
     violations = sorted(set(rebuilder.violations), key=lambda v: (v.line, v.what))
     return KernelSource(rebuilder.text(), tuple(violations))

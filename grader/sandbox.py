@@ -28,6 +28,7 @@ Where bubblewrap cannot start, grading stops unless the instructor passes
 same environment allowlist and private folders, and environment.json says so.
 """
 
+import collections
 import dataclasses
 import functools
 import os
@@ -70,6 +71,17 @@ class SandboxUnavailable(Exception):
 class Limits:
     timeout_s: float
     memory_bytes: int
+    cores: float = float("inf")  # CPU cores its processes may keep busy, over CPU_WINDOW_S
+
+
+CPU_WINDOW_S = 3.0  # a worker over its cores for this long is stopped
+CORES = {"interpreter": 1.5, "gpu": 4.0}  # an interpreter worker is one thread; see cores_for
+
+
+def cores_for(backend_name):
+    """How many cores a worker may keep busy: a worker that starts processes of its own to
+    take the machine's cores would slow its neighbours past their timeouts."""
+    return CORES[backend_name]
 
 
 @dataclasses.dataclass
@@ -81,6 +93,7 @@ class Ending:
     wall_time_s: float
     stderr: str
     peak_rss: int = 0
+    peak_cores: float = 0.0
 
 
 def bwrap_path():
@@ -351,6 +364,8 @@ class Worker:
         self.accept = None
         self.ending = None
         self.peak = 0
+        self.peak_cores = 0.0
+        self.cpu_samples = collections.deque()
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
         threading.Thread(target=self._write, daemon=True).start()
@@ -408,17 +423,42 @@ class Worker:
             except psutil.Error:
                 pass
         self.peak = max(self.peak, rss)
+        cores = self._cores(members)
         if rss > self.limits.memory_bytes:
             self.stop("memory_limit", f"used more than {self.limits.memory_bytes / 2**30:.2f} "
                                        "GiB of host memory; its processes were killed")
         elif time.monotonic() - self.started > self.limits.timeout_s:
             self.stop("timeout", f"still running after the {self.limits.timeout_s:g} s wall "
                                   "timeout; its processes were killed")
+        elif cores > self.limits.cores:
+            self.stop("timeout", f"kept {cores:.1f} CPU cores busy for {CPU_WINDOW_S:g} s, over "
+                                 f"the {self.limits.cores:g} a submission may use; its "
+                                 "processes were killed")
         elif self.process.poll() is not None:
             self._kill()  # its pipes close once nothing of it is left
             self.reader.join(timeout=10)  # the messages it wrote before it ended still count
             if self.reader.is_alive():
                 self.stop("crashed", None)
+
+    def _cores(self, members):
+        """Cores its living processes kept busy, on average over the last CPU_WINDOW_S."""
+        used = 0.0
+        for member in members:
+            try:
+                times = member.cpu_times()
+                used += times.user + times.system + times.children_user + times.children_system
+            except psutil.Error:
+                pass
+        now = time.monotonic()
+        self.cpu_samples.append((now, used))
+        while len(self.cpu_samples) > 2 and self.cpu_samples[1][0] <= now - CPU_WINDOW_S:
+            self.cpu_samples.popleft()
+        then, before = self.cpu_samples[0]
+        if now - then < CPU_WINDOW_S:
+            return 0.0
+        cores = max(0.0, used - before) / (now - then)
+        self.peak_cores = max(self.peak_cores, cores)
+        return cores
 
     def _members(self):
         try:
@@ -434,7 +474,8 @@ class Worker:
         code = self.process.wait()
         if detail is None:
             detail = f"the process ended ({describe_returncode(code)}) before grading finished"
-        self.ending = Ending(kind, detail, time.monotonic() - self.started, "", self.peak)
+        self.ending = Ending(kind, detail, time.monotonic() - self.started, "", self.peak,
+                             round(self.peak_cores, 2))
 
     def _kill(self):
         members = self._members()
@@ -465,7 +506,7 @@ class Worker:
                 self._kill()
                 self.process.wait()
                 self.ending = Ending("finished", "", time.monotonic() - self.started, "",
-                                     self.peak)
+                                     self.peak, round(self.peak_cores, 2))
         self._kill()  # whatever it left running
         self.ending.stderr = self.stderr.text()
         for stream in (self.process.stdout, self.process.stderr):

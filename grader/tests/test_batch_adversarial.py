@@ -26,7 +26,7 @@ EXPECTED = {
     "cheat_einsum": "flagged", "cheat_overwrite": "flagged", "cheat_elementwise": "flagged",
     "raises_in_call": "failed", "missing_name": "import_error",
 }
-OPTIONS = ["-j", "2", "--timeout", "12", "--memory-limit", "1", "--cases", small_cases(),
+OPTIONS = ["-j", "2", "--timeout", "20", "--memory-limit", "1", "--cases", small_cases(),
            "--no-progress"]
 
 
