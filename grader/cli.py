@@ -1,7 +1,8 @@
 """``python -m grader``: grade a class, merge shards, build the student handout.
 
     python -m grader grade SUBMISSIONS_DIR --out OUT_DIR [-j N] [--timeout S]
-                           [--memory-limit GiB] [--seed N] [--force] [--shard i/N] [--gpus LIST]
+                           [--memory-limit GiB] [--seed N | --seed-file PATH] [--force]
+                           [--shard i/N] [--gpus LIST] [--unsafe-no-sandbox]
     python -m grader merge OUT_DIR... --out DIR
     python -m grader handout --out DIR
 
@@ -105,10 +106,11 @@ def build_parser():
                        help="submissions graded at once (default: one per GPU, or one per CPU "
                             "core on the interpreter)")
     grade.add_argument("--timeout", type=_positive_float("--timeout"), default=120.0,
-                       metavar="S", help="wall-clock seconds per submission, import included (default: 120)")
+                       metavar="S", help="wall-clock seconds for each of a submission's two "
+                                         "sandboxed runs, import included (default: 120)")
     grade.add_argument("--memory-limit", type=_positive_float("--memory-limit"), default=8.0,
                        metavar="GiB",
-                       help="host memory per submission, its whole process tree (default: 8)")
+                       help="host memory for each run, its whole process tree (default: 8)")
     seeds = grade.add_mutually_exclusive_group()
     seeds.add_argument("--seed", type=int, default=None,
                        help="seed of the hidden cases; keep your own secret "

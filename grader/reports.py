@@ -39,10 +39,11 @@ STATUS_TEXT = {
     "timeout": ("Grading stopped at the wall timeout.", "评测超过了时间限制，已被终止。"),
     "crashed": ("The process running your code ended abnormally.", "运行你代码的进程异常退出。"),
     "memory_limit": ("Your code used more host memory than allowed.", "你的代码使用的内存超过了限制。"),
-    "flagged": ("Anti-cheat evidence was found: flagged cases score 0. nt_gemm must return the "
-                "output its own NineToothed kernel wrote, with no other matrix product.",
-                "检测到违规证据：被标记的用例记 0 分。nt_gemm 必须返回由你自己的 NineToothed "
-                "kernel 写出的结果，且不得调用其他矩阵乘法。"),
+    "flagged": ("Flagged for review, score 0: arrangement() or application() uses what a kernel "
+                "may not, or nt_gemm did not return exactly what its own kernel wrote (see the "
+                "evidence below).",
+                "已被标记待复核，得 0 分：arrangement() 或 application() 用到了 kernel 不允许使用的"
+                "内容，或者 nt_gemm 返回的不是它自己的 kernel 写出的结果（见下方证据）。"),
 }
 LOG_LIMIT = 64 * 1024
 
