@@ -75,6 +75,9 @@ def _converse(worker, accept, phases, report, diagnosis):
     if loaded is None:
         return
     report.load_status = str(loaded.fields.get("status"))
+    if report.load_status not in protocol.LOADED_STATUSES:
+        worker.stop("crashed", f"its report was malformed (load status {report.load_status!r})")
+        return
     report.load_message = protocol.text(loaded.fields.get("message", ""))
     if report.load_status != "ok":
         report.stage = "done"

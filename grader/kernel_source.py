@@ -34,7 +34,8 @@ import dataclasses
 import functools
 import inspect
 
-STUDENT_FUNCTIONS = ("arrangement", "application")
+from grader.loading import STUDENT_FUNCTIONS
+
 BUILTINS = frozenset({
     "range", "len", "min", "max", "abs", "int", "float", "bool", "tuple", "list", "dict",
     "enumerate", "zip", "reversed", "sum", "all", "any", "divmod", "round", "pow", "print",
