@@ -76,11 +76,15 @@ def _error_text(error, path):
     return protocol.text(text + "\n" + _student_traceback(error, path))
 
 
-def _tensor(data, rows, columns, device):
+def _operands(job, lhs_bytes, rhs_bytes, device):
+    """The job's lhs and rhs, float16 on ``device``, from the bytes the parent sent."""
     import torch
 
-    return torch.frombuffer(bytearray(data), dtype=torch.float16).reshape(rows, columns) \
-        .to(device)
+    def tensor(data, rows, columns):
+        return torch.frombuffer(bytearray(data), dtype=torch.float16).reshape(rows, columns) \
+            .to(device)
+
+    return tensor(lhs_bytes, job.m, job.k), tensor(rhs_bytes, job.k, job.n)
 
 
 def _launch(kernel, job, lhs, rhs, device):
@@ -125,8 +129,7 @@ def kernel_run(channel, path, active):
                 channel.send("case", index=job.index, error=problem, exited=False, seconds=0.0)
                 continue
             try:
-                lhs = _tensor(lhs_bytes, job.m, job.k, active.device)
-                rhs = _tensor(rhs_bytes, job.k, job.n, active.device)
+                lhs, rhs = _operands(job, lhs_bytes, rhs_bytes, active.device)
                 payload = _launch(kernel, job, lhs, rhs, active.device)
             except Exception as error:  # noqa: BLE001 - whatever the kernel raises
                 channel.send("case", index=job.index, error=_error_text(error, path),
@@ -159,8 +162,7 @@ def wrapper_run(channel, path, active):
         for job, lhs_bytes, rhs_bytes in work:
             started = time.perf_counter()
             try:
-                lhs = _tensor(lhs_bytes, job.m, job.k, active.device)
-                rhs = _tensor(rhs_bytes, job.k, job.n, active.device)
+                lhs, rhs = _operands(job, lhs_bytes, rhs_bytes, active.device)
                 result = module.nt_gemm(lhs, rhs)
                 payload, error = b"", ""
                 if not isinstance(result, torch.Tensor):
