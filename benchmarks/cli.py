@@ -94,6 +94,12 @@ def gpu_available():
     return torch.cuda.is_available()
 
 
+def _sha256(path):
+    import hashlib
+
+    return hashlib.sha256(pathlib.Path(path).read_bytes()).hexdigest()
+
+
 def _submission_name(path):
     """The path as it should appear in a CSV: relative to the kit, never a machine path."""
     path = pathlib.Path(path).resolve()
@@ -220,7 +226,8 @@ def main(argv=None, prog=None, default_submission=DEFAULT_SUBMISSION):
 
     run_id = report.new_run_id()
     frame = report.build_frame(results, env, submission=_submission_name(args.submission),
-                               autotune=autotune, backend_name=backend.name, run_id=run_id)
+                               autotune=autotune, backend_name=backend.name, run_id=run_id,
+                               submission_sha256=_sha256(args.submission))
     if baseline is not None:
         from benchmarks import compare
 

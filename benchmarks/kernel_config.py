@@ -76,7 +76,7 @@ def _generated_module(handle):
     return sys.modules.get(str(source)) if source is not None else None
 
 
-def _launch_options(handle):
+def launch_options(handle):
     """(num_warps, num_stages) written into a generated launcher with a single config."""
     source = getattr(handle, "_source", None)
     if source is None:
@@ -109,7 +109,7 @@ def autotuner(handle):
 
 
 def fixed_config(module, handle):
-    warps, stages = _launch_options(handle) if handle is not None else (UNKNOWN, UNKNOWN)
+    warps, stages = launch_options(handle) if handle is not None else (UNKNOWN, UNKNOWN)
     return KernelConfig(
         module.BLOCK_SIZE_M, module.BLOCK_SIZE_N, module.BLOCK_SIZE_K, warps, stages, "fixed"
     )

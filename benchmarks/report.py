@@ -31,7 +31,8 @@ CONTRACT_COLUMNS = (
 )
 
 COLUMNS = (
-    "run_id", "size", "m", "n", "k", "implementation", "submission", "verdict",
+    "run_id", "size", "m", "n", "k", "implementation", "submission", "submission_sha256",
+    "verdict",
     # NineToothed as called (nt_gemm, output allocation included)
     "median_ms", "p20_ms", "p80_ms", "tflops",
     # torch.mm in the same run, on the same operands
@@ -101,8 +102,12 @@ def roofline_columns(m, n, k, median_ms, config, machine):
     return row
 
 
-def build_frame(results, env, *, submission, autotune, backend_name, run_id=None):
-    """The run as a DataFrame with COLUMNS, one row per size."""
+def build_frame(results, env, *, submission, autotune, backend_name, run_id=None,
+                submission_sha256=""):
+    """The run as a DataFrame with COLUMNS, one row per size.
+
+    ``submission_sha256`` is the file's hash: the batch grader matches a handed-in
+    CSV to the file it was measured on by it."""
     machine = formulas.machine_for_gpu_name(env.get("gpu_name") or "")
     run_id = run_id or new_run_id()
     rows = []
@@ -114,6 +119,7 @@ def build_frame(results, env, *, submission, autotune, backend_name, run_id=None
         row = {
             "run_id": run_id, "size": size_label(m, n, k), "m": m, "n": n, "k": k,
             "implementation": IMPLEMENTATION, "submission": submission,
+            "submission_sha256": submission_sha256,
             "verdict": result.verdict,
             "median_ms": nt.median_ms if nt else "", "p20_ms": nt.p20_ms if nt else "",
             "p80_ms": nt.p80_ms if nt else "",

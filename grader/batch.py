@@ -34,9 +34,10 @@ import pathlib
 import re
 
 from benchmarks.environment import package_version
-from grader import __version__, checks, conversation, kernel_source, loading, protocol
+from grader import __version__, checks, conversation, kernel_source, loading, protocol, speed
 from grader import cases as catalogue
 from grader.sandbox import Limits, cores_for
+from grader.speed import SpeedSettings
 
 STATUSES = ("passed", "failed", "not_implemented", "import_error", "missing_file", "timeout",
             "crashed", "memory_limit", "flagged")
@@ -57,6 +58,12 @@ class Settings:
     memory_limit_bytes: int
     case_filter: tuple = ()  # test-only subset of case ids; empty means the whole catalogue
     sandboxed: bool = True  # False only with --unsafe-no-sandbox
+    speed: SpeedSettings = SpeedSettings(sizes=())  # grader.speed; off unless given
+
+    @property
+    def timed(self):
+        """Whether passing submissions are timed: on a GPU, with speed sizes."""
+        return self.backend == "gpu" and bool(self.speed.sizes)
 
     def cases(self):
         selected = catalogue.catalogue(self.seed, self.backend)
@@ -73,13 +80,11 @@ class Settings:
 
 def grader_version():
     """The version plus a digest of the grading code: any change to it means regrading."""
-    from grader.handout import module_closure
+    from grader.handout import file_closure
 
     digest = hashlib.sha256()
-    for name in module_closure(["batch", "worker"]):
-        path = GRADER_DIR / f"{name}.py"
-        if path.exists():
-            digest.update(name.encode() + b"\0" + path.read_bytes())
+    for relative in file_closure(["batch", "worker", "speed"]):
+        digest.update(relative.encode() + b"\0" + (GRADER_DIR.parent / relative).read_bytes())
     return f"{__version__}+{digest.hexdigest()[:12]}"
 
 
@@ -87,6 +92,7 @@ def grading_key(submission, settings):
     """What a stored result depends on; a different key means grading again."""
     material = {
         "file": submission.sha256 or submission.problem,
+        "handin": hashlib.sha256(submission.handin).hexdigest() if submission.handin else "",
         "grader": grader_version(),
         "seed": settings.seed,
         "backend": settings.backend,
@@ -94,6 +100,7 @@ def grading_key(submission, settings):
         "memory_limit_bytes": settings.memory_limit_bytes,
         "cases": list(settings.case_filter),
         "isolation": settings.isolation,
+        "speed": settings.speed.describe() if settings.timed else None,
         # The stack the kernels are compiled and run with: a new one may judge differently.
         "stack": [package_version(name) for name in ("torch", "triton", "ninetoothed")],
     }
@@ -153,15 +160,27 @@ def base_record(submission, settings, folder):
         "status": "",
         "message": "",
         "score": 0,
-        "max_score": sum(case.points for case in cases_list),
+        "max_score": sum(case.points for case in cases_list)
+        + (settings.speed.max_points if settings.timed else 0),
         "flags": [],
         "cases": case_entries_for(cases_list, "not run"),
         "findings": [],
         "tiles": None,
+        "speed": _speed_placeholder(settings),
+        "handin": None,
         "wall_time_s": 0.0,
         "stdout": "",
         "stderr": "",
     }
+
+
+def _speed_placeholder(settings):
+    """What the record says of speed until the speed phase (grader.speed) times it."""
+    if settings.backend != "gpu":
+        return speed.not_measured("interpreter")
+    if not settings.speed.sizes:
+        return speed.not_measured("off")
+    return {"status": "not_timed", "message": speed.NOT_TIMED[0], "message_zh": speed.NOT_TIMED[1]}
 
 
 def _static_verdict(source):
@@ -251,7 +270,23 @@ def grade(submission, settings, folder, device=None, on_start=None):
     record["cases"] = _judge_cases(cases_list, kernel_run, settings.seed)
     _decide(record, kernel_run, wrapper_run, wrapper_phases[0][0][0], cases_list)
     record["score"] = sum(entry["points"] for entry in record["cases"])
+    if record["status"] == "passed" and settings.timed:
+        record["speed"] = None  # to be timed (grader.speed.needs_timing)
+    check_handin(submission, record)
     return record
+
+
+def check_handin(submission, record):
+    """Check the hand-in CSV (grader.handin) against what is known now; its flags replace
+    those of an earlier check, so the speed phase can check again with its timings."""
+    if not submission.handin:
+        return
+    from grader import handin
+
+    previous = (record.get("handin") or {}).get("flags") or []
+    record["flags"] = [flag for flag in record["flags"] if flag not in previous]
+    record["handin"] = handin.check(submission.handin, submission.handin_origin, record)
+    record["flags"] += record["handin"]["flags"]
 
 
 def _judge_cases(cases_list, run, seed):

@@ -3,6 +3,7 @@
     python -m grader grade SUBMISSIONS_DIR --out OUT_DIR [-j N] [--timeout S]
                            [--memory-limit GiB] [--seed N | --seed-file PATH] [--force]
                            [--shard i/N] [--gpus LIST] [--unsafe-no-sandbox]
+                           [--speed-sizes LIST | --no-speed] [--speed-points TIERS]
     python -m grader merge OUT_DIR... --out DIR
     python -m grader handout --out DIR
 
@@ -81,6 +82,24 @@ def _shard(text):
     return index, count
 
 
+def _speed_sizes(text):
+    from grader import speed
+
+    try:
+        return speed.parse_sizes(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"--speed-sizes: {error}") from None
+
+
+def _speed_points(text):
+    from grader import speed
+
+    try:
+        return speed.parse_points(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"--speed-points: {error}") from None
+
+
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="python -m grader",
@@ -94,8 +113,11 @@ def build_parser():
         description="Grade every submission in SUBMISSIONS_DIR: each runs in its own process "
                     "(timeout, memory limit, private copy), the parent judges the outputs, and "
                     "OUT_DIR receives gradebook.csv, summary.csv, environment.json and one "
-                    "folder per student (results.json, feedback.md, logs). Interrupted batches "
-                    "resume: run the same command again.",
+                    "folder per student (results.json, feedback.md, logs). On a GPU, each "
+                    "submission that passed every case is then timed against torch.mm, one at "
+                    "a time per GPU (speed columns, leaderboard.csv/.png, a card per student), "
+                    "and a benchmark CSV handed in beside the file is checked against that "
+                    "measurement. Interrupted batches resume: run the same command again.",
     )
     grade.add_argument("submissions", metavar="SUBMISSIONS_DIR",
                        help="folder of submissions: <id>/ninetoothed_gemm.py, <id>.py, "
@@ -132,6 +154,20 @@ def build_parser():
                        help="grade even where bubblewrap cannot start: submissions then run as "
                             "plain child processes that can read your files and each other's "
                             "(recorded in the gradebook and environment.json)")
+    timing = grade.add_mutually_exclusive_group()
+    timing.add_argument("--speed-sizes", type=_speed_sizes, default=None, metavar="LIST",
+                        help="on a GPU, after correctness, time every submission that passed "
+                             "every case at these sizes against torch.mm, one at a time per "
+                             "GPU (default: 4096,4095, i.e. 4096^3 and a ragged 4095^3); "
+                             "sizes are N or MxNxK")
+    timing.add_argument("--no-speed", action="store_true",
+                        help="time nothing (on the interpreter nothing is ever timed)")
+    grade.add_argument("--speed-points", type=_speed_points, default=(), metavar="TIERS",
+                       help="extra points for speed, off by default: RATIO:POINTS,... where "
+                            "RATIO is the speed against torch.mm at the first speed size; "
+                            "a submission gets the highest tier it reaches, e.g. "
+                            "0.5:1,0.8:2,1.0:3 (max_score grows by the top tier; the case "
+                            "points do not change)")
     grade.add_argument("--cases", default="", help=argparse.SUPPRESS)  # tests only: id,id,...
 
     merge = commands.add_parser(
@@ -196,7 +232,7 @@ def _say(message):
 # --------------------------------------------------------------------------- grade
 
 def command_grade(args):
-    from grader import batch, intake, reports, sandbox
+    from grader import batch, intake, reports, sandbox, speed
 
     submissions_dir = pathlib.Path(args.submissions)
     out_dir = pathlib.Path(args.out)
@@ -214,7 +250,8 @@ def command_grade(args):
         catalogue.DEFAULT_SEED if args.seed is None else args.seed)
     settings = batch.Settings(seed=seed, backend=backend_name, timeout_s=args.timeout,
                               memory_limit_bytes=int(args.memory_limit * 2**30),
-                              case_filter=case_filter, sandboxed=not args.unsafe_no_sandbox)
+                              case_filter=case_filter, sandboxed=not args.unsafe_no_sandbox,
+                              speed=_speed_settings(args, backend_name))
     cases_list = settings.cases()
     if case_filter and len(cases_list) != len(set(case_filter)):
         known = {case.id for case in catalogue.catalogue(seed, backend_name)}
@@ -251,6 +288,7 @@ def command_grade(args):
                 "backend": backend_name, "timeout_s": settings.timeout_s,
                 "memory_limit_bytes": settings.memory_limit_bytes,
                 "isolation": settings.isolation,
+                "speed": settings.speed.describe() if settings.timed else None,
                 "cases": [case.id for case in cases_list], "case_filter": list(case_filter),
                 "shard": list(args.shard) if args.shard else None,
                 "students": {s.student: folders[s.student] for s in chosen}}
@@ -265,7 +303,8 @@ def command_grade(args):
             records[submission.student] = stored
         else:
             todo.append(submission)
-    if todo and settings.sandboxed:
+    untimed = settings.timed and any(speed.needs_timing(record) for record in records.values())
+    if (todo or untimed) and settings.sandboxed:
         problem = sandbox.check(backend_name == "gpu")
         if problem:
             raise GraderError(f"the sandbox (bubblewrap) cannot start here: {problem}\nFix that, "
@@ -277,6 +316,7 @@ def command_grade(args):
 
     started = time.monotonic()
     _run_pool(todo, settings, folders, slots, out_dir, cases_list, records, args)
+    speed_record = _run_speed(chosen, settings, slots, out_dir, cases_list, records, args)
 
     ordered = [records[s.student] for s in chosen]
     reports.write_class(out_dir, ordered, cases_list)
@@ -290,6 +330,7 @@ def command_grade(args):
         "graded_now": len(todo), "elapsed_s": round(time.monotonic() - started, 1),
         "submissions_unchanged": before == after,
         "isolation": settings.isolation,
+        "speed": speed_record,
     }))
     _say("statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())))
     _say(f"gradebook: {out_dir / 'gradebook.csv'}")
@@ -297,6 +338,25 @@ def command_grade(args):
         raise GraderError(f"the submissions folder {args.submissions!r} changed during the "
                           "batch; the grades used the copies read at the start, but check it")
     return EXIT_OK
+
+
+class _Processes:
+    """The workers a phase started, so that an interrupt can stop every one of them."""
+
+    def __init__(self):
+        self.running, self.lock, self.stop = set(), threading.Lock(), threading.Event()
+
+    def track(self, process):
+        with self.lock:
+            self.running.add(process)
+        if self.stop.is_set():
+            _kill(process)
+
+    def stop_all(self):
+        self.stop.set()
+        with self.lock:
+            for process in self.running:
+                _kill(process)
 
 
 def _run_pool(todo, settings, folders, slots, out_dir, cases_list, records, args):
@@ -307,24 +367,18 @@ def _run_pool(todo, settings, folders, slots, out_dir, cases_list, records, args
     free = queue.Queue()
     for device in slots:
         free.put(device)
-    running, lock, stop = set(), threading.Lock(), threading.Event()
-
-    def track(process):
-        with lock:
-            running.add(process)
-        if stop.is_set():
-            _kill(process)
+    processes = _Processes()
 
     def work(submission):
-        if stop.is_set():
+        if processes.stop.is_set():
             return None
         device = free.get()
         try:
             record = batch.grade(submission, settings, folders[submission.student], device,
-                                 on_start=track)
+                                 on_start=processes.track)
         finally:
             free.put(device)
-        if stop.is_set():
+        if processes.stop.is_set():
             return None
         reports.write_student(out_dir, record, cases_list)
         return record
@@ -342,15 +396,78 @@ def _run_pool(todo, settings, folders, slots, out_dir, cases_list, records, args
             progress.write(f"  {record['student']}: {record['status']} "
                            f"{record['score']}/{record['max_score']} ({record['wall_time_s']:.1f} s)")
     except BaseException:
-        stop.set()
-        with lock:
-            for process in running:
-                _kill(process)
+        processes.stop_all()
         executor.shutdown(wait=False, cancel_futures=True)
         progress.close()
         raise
     executor.shutdown(wait=True)
     progress.close()
+
+
+def _speed_settings(args, backend_name):
+    from grader import speed
+
+    if args.no_speed:
+        if args.speed_points:
+            raise GraderError("--speed-points needs speed: drop --no-speed")
+        return speed.SpeedSettings(sizes=())
+    if backend_name != "gpu":
+        if args.speed_points:
+            raise GraderError("--speed-points needs a GPU: the interpreter times nothing, so "
+                              "no submission could earn them")
+        return speed.SpeedSettings(sizes=())
+    return speed.SpeedSettings(sizes=args.speed_sizes or speed.DEFAULT_SIZES,
+                               points=args.speed_points)
+
+
+def _run_speed(chosen, settings, slots, out_dir, cases_list, records, args):
+    """The speed phase (grader.speed), after every correctness verdict; what
+    environment.json records of it, or None when the batch times nothing."""
+    from benchmarks import environment
+    from grader import reports, speed
+
+    if not settings.timed:
+        return None
+    items = [(s, records[s.student]) for s in chosen if speed.needs_timing(records[s.student])]
+    environments = {}
+    for device in sorted(set(slots), key=str):
+        environments[device] = _gpu_environment(environment, device)
+    started = time.monotonic()
+    progress = _progress(len(items), args.no_progress, "timing")
+    processes = _Processes()
+    # Drawing a card takes about a second: a thread of its own does the writing, so that
+    # the GPU goes on to the next timing meanwhile.
+    writer, written = concurrent.futures.ThreadPoolExecutor(max_workers=1), []
+
+    def write(record):
+        reports.write_student(out_dir, record, cases_list)
+        progress.update(1)
+        progress.write(f"  {record['student']}: {record['speed']['message']}")
+
+    try:
+        speed.time_class(items, settings, slots,
+                         on_timed=lambda record: written.append(writer.submit(write, record)),
+                         on_start=processes.track, stop=processes.stop, environments=environments)
+        for future in written:
+            future.result()
+    except BaseException:
+        processes.stop_all()
+        writer.shutdown(wait=True)
+        progress.close()
+        raise
+    writer.shutdown(wait=True)
+    progress.close()
+    return {**settings.speed.describe(), "timed_now": len(items),
+            "elapsed_s": round(time.monotonic() - started, 1),
+            "gpus_at_start": {str(device): env for device, env in environments.items()}}
+
+
+def _gpu_environment(environment, device):
+    """benchmarks.environment's record of one GPU, before any timing heats it."""
+    import torch
+
+    with torch.cuda.device(int(device)):
+        return environment.capture(with_gpu=True)
 
 
 def _kill(process):
@@ -362,17 +479,17 @@ def _kill(process):
         pass
 
 
-def _progress(total, disabled):
+def _progress(total, disabled, what="grading"):
     from tqdm import tqdm
 
-    return tqdm(total=total, unit="student", desc="grading", file=sys.stderr,
+    return tqdm(total=total, unit="student", desc=what, file=sys.stderr,
                 disable=disabled, dynamic_ncols=True, smoothing=0.1)
 
 
 # --------------------------------------------------------------------------- merge
 
 def command_merge(args):
-    from grader import batch, reports, sandbox
+    from grader import batch, reports, sandbox, speed
 
     out_dir = pathlib.Path(args.out)
     manifests = []
@@ -387,7 +504,7 @@ def command_merge(args):
     first = manifests[0][1]
     for shard, manifest in manifests[1:]:
         for field in ("grader_version", "seed", "backend", "cases", "timeout_s",
-                      "memory_limit_bytes", "isolation"):
+                      "memory_limit_bytes", "isolation", "speed"):
             if manifest.get(field) != first.get(field):
                 raise GraderError(f"cannot merge: {shard} was graded with a different {field} "
                                   f"({manifest.get(field)!r} against {first.get(field)!r})")
@@ -407,7 +524,8 @@ def command_merge(args):
                               timeout_s=first["timeout_s"],
                               memory_limit_bytes=first["memory_limit_bytes"],
                               case_filter=tuple(first.get("case_filter") or ()),
-                              sandboxed=first.get("isolation") != sandbox.UNSAFE)
+                              sandboxed=first.get("isolation") != sandbox.UNSAFE,
+                              speed=speed.from_description(first.get("speed")))
     cases_list = settings.cases()
     if [case.id for case in cases_list] != first["cases"]:
         raise GraderError("cannot merge: this grader's case catalogue differs from the shards'")

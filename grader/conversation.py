@@ -5,6 +5,7 @@ Nothing here judges; grader.batch does, from the RunReport.
 """
 
 import dataclasses
+import time
 
 from grader import protocol, sandbox
 
@@ -124,3 +125,122 @@ def _case_report(job, message):
     return CaseReport(error=protocol.text(message.fields.get("error") or ""),
                       exited=bool(message.fields.get("exited")), outputs=outputs,
                       seconds=float(seconds) if isinstance(seconds, (int, float)) else 0.0)
+
+
+@dataclasses.dataclass
+class SizeTiming:
+    """What a timing run reported for one size: its verdict and both [median, p20, p80] ms."""
+
+    m: int
+    n: int
+    k: int
+    verdict: str  # PASS, FAIL (wrong output there) or ERROR (the kernel raised)
+    wrong: int = 0
+    kernel: tuple = None
+    torch: tuple = None
+    error: str = ""
+
+
+class TimingRun:
+    """The parent's half of a timing run: start it, let it compile, then let it time.
+
+    ``prepare`` returns once the worker has built and compiled the kernel (or
+    ended); nothing has touched the GPU yet. ``measure`` says go and collects one
+    SizeTiming per size. The caller decides when ``measure`` may run: never while
+    anything else runs on that GPU.
+    """
+
+    KINDS = ("hello", "loaded", "ready", "timing", "timing_done")
+
+    def __init__(self, source, sizes, *, backend_name, limits, device=None, sandboxed=True,
+                 on_start=None):
+        self.sizes = [tuple(size) for size in sizes]
+        self.worker = sandbox.Worker("timing", source, backend_name=backend_name, limits=limits,
+                                     device=device, sandboxed=sandboxed, on_start=on_start)
+        self.ready = False
+        self.note = ""
+        self.launch = {}
+        self.results = []
+        self.ending = None
+        self.prepare_s = self.measure_s = 0.0  # wall seconds of each step, for the record
+
+    def _accept(self, kind, fields):
+        if kind not in self.KINDS:
+            raise protocol.ProtocolError(f"an unknown message kind {kind!r}")
+        return 0
+
+    def _next(self, kind):
+        message = self.worker.receive(self._accept)
+        if message is not None and message.kind != kind:
+            self.worker.stop("crashed", f"its report was out of order ({message.kind} before "
+                                        f"{kind})")
+            return None
+        return message
+
+    def prepare(self):
+        started = time.monotonic()
+        try:
+            self._prepare()
+        finally:
+            self.prepare_s = time.monotonic() - started
+        return self
+
+    def _prepare(self):
+        if self._next("hello") is None:
+            return
+        loaded = self._next("loaded")
+        if loaded is None:
+            return
+        if loaded.fields.get("status") != "ok":
+            self.note = protocol.text(loaded.fields.get("message", ""))
+            self.worker.stop("crashed", "the kernel did not load")
+            return
+        self.worker.send("sizes", sizes=[list(size) for size in self.sizes])
+        ready = self._next("ready")
+        if ready is None:
+            return
+        self.note = protocol.text(ready.fields.get("note") or "", 2000)
+        self.launch = {name: protocol.small_int(ready.fields.get(name))
+                       for name in ("num_warps", "num_stages")}
+        self.ready = True
+
+    def measure(self):
+        """Let the worker time every size; returns the SizeTimings it reported."""
+        started = time.monotonic()
+        if self.ready:
+            self.worker.restart_clock()
+            self.worker.send("go")
+            while len(self.results) < len(self.sizes):
+                message = self.worker.receive(self._accept)
+                if message is None:
+                    break
+                size = self.sizes[len(self.results)]
+                if message.kind != "timing" or tuple(message.fields.get(key) for key in "mnk") \
+                        != size:
+                    self.worker.stop("crashed", f"its report was out of order ({message.kind})")
+                    break
+                self.results.append(_size_timing(size, message.fields))
+            else:
+                self._next("timing_done")
+        self.ending = self.worker.finish()
+        self.measure_s = time.monotonic() - started
+        return self.results
+
+    def abandon(self):
+        """End a prepared run that will not be timed (the batch is stopping)."""
+        self.worker.stop("crashed", "not timed: the batch stopped")
+        self.ending = self.worker.finish()
+
+
+def _size_timing(size, fields):
+    verdict = fields.get("verdict") if fields.get("verdict") in ("PASS", "FAIL", "ERROR") \
+        else "ERROR"
+    kernel, torch_mm = protocol.timing(fields.get("kernel")), protocol.timing(fields.get("torch"))
+    if verdict == "PASS" and (kernel is None or torch_mm is None):
+        verdict = "ERROR"
+    wrong = fields.get("wrong")
+    return SizeTiming(*size, verdict=verdict,
+                      wrong=wrong if isinstance(wrong, int) and wrong >= 0 else 0,
+                      kernel=kernel if verdict == "PASS" else None,
+                      torch=torch_mm if verdict == "PASS" else None,
+                      error=protocol.text(fields.get("error") or "", 3000))

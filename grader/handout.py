@@ -133,6 +133,22 @@ def module_closure(names, excluded=()):
     return sorted(needed)
 
 
+def file_closure(names):
+    """Paths, relative to the repository, of the grader modules ``names`` and of every
+    grader or benchmarks module they import, directly or not, with each package's
+    __init__: what a process that imports ``names`` needs of this kit."""
+    needed, todo = set(), {("grader", name) for name in names}
+    while todo:
+        package, name = todo.pop()
+        path = ROOT / package / f"{name}.py"
+        if (package, name) in needed or not path.is_file():
+            continue
+        needed |= {(package, name), (package, "__init__")}
+        for other in ("grader", "benchmarks"):
+            todo |= {(other, imported) for imported in imported_modules(path, other)}
+    return sorted(f"{package}/{name}.py" for package, name in needed)
+
+
 def _handout_files():
     """(source path, path inside the handout) for every file the handout holds."""
     files = []

@@ -3,15 +3,17 @@
 Accepted layouts, mixed freely in one folder:
 
 * a folder per student: ``<id>/ninetoothed_gemm.py`` (the shallowest file of that
-  name inside the folder counts; other files, such as the benchmark CSV and
-  picture, are ignored). A folder without it is a ``missing_file`` student;
+  name inside the folder counts). A folder without it is a ``missing_file``
+  student. The shallowest ``*.csv`` beside it, if any, is kept as the student's
+  hand-in benchmark CSV (grader.handin checks it); other files are ignored;
 * flat files: ``<id>.py``, or the LMS style ``<id>_<anything>_ninetoothed_gemm.py``
   (Canvas/Moodle downloads), where the id is the text before the first ``_``;
 * ``.zip`` archives, ``<id>.zip`` (or LMS style), holding ``ninetoothed_gemm.py``
   somewhere inside. Archives are never extracted: the one member is read into
   memory, after guards on member count, total uncompressed size, member size,
   symlinks and paths that would escape the archive. A rejected archive is a
-  ``missing_file`` student, with the reason.
+  ``missing_file`` student, with the reason. The shallowest ``*.csv`` member is
+  kept as the hand-in CSV, read the same way.
 
 Everything is read once, here, into memory (``Submission.data``): the batch
 grader then works on private copies and never opens the submissions folder again.
@@ -113,12 +115,15 @@ class Submission:
     origin: str  # where it came from, relative to the submissions folder
     data: bytes = b""
     problem: str = ""  # non-empty: the student has no usable file (missing_file)
+    handin: bytes = b""  # the benchmark CSV handed in beside the file, if any
+    handin_origin: str = ""
 
     def __post_init__(self):
         # Everything here came from the students' folder: safe to print and to write.
         self.student = printable(self.student)
         self.origin = printable(self.origin)
         self.problem = printable(self.problem)
+        self.handin_origin = printable(self.handin_origin)
 
     @property
     def sha256(self):
@@ -264,8 +269,16 @@ def _from_file(root, path, student):
     return Submission(student, _relative(root, path), data or b"", problem)
 
 
-def _find_in_folder(folder):
-    """(path, problem): the shallowest entry named FILE_NAME that is not a link or folder.
+def _is_submission(name):
+    return name == FILE_NAME
+
+
+def _is_handin(name):
+    return name.lower().endswith(".csv")
+
+
+def _find_in_folder(folder, wanted=_is_submission):
+    """(path, problem): the shallowest entry whose name is ``wanted``, not a link or folder.
 
     Breadth first, ties broken by relative path; hidden folders, ``__pycache__``
     and ``__MACOSX`` are skipped; links are never followed; nothing is opened.
@@ -291,11 +304,11 @@ def _find_in_folder(folder):
                     continue
                 inside = f"{relative}/{entry.name}" if relative else entry.name
                 if stat.S_ISLNK(mode):
-                    if entry.name == FILE_NAME:
+                    if wanted(entry.name):
                         links.append(inside)
                 elif stat.S_ISDIR(mode):
                     deeper.append((entry.path, inside))
-                elif entry.name == FILE_NAME:
+                elif wanted(entry.name):
                     candidates.append((inside, entry.path))
         if candidates:
             return min(candidates)[1], ""
@@ -314,7 +327,14 @@ def _from_folder(root, folder):
         return Submission(student, origin, problem=f"no {FILE_NAME} in the folder {name}/"
                           + (f" ({note})" if note else ""))
     data, problem = _read_limited(path)
-    return Submission(student, _relative(root, path), data or b"", problem)
+    submission = Submission(student, _relative(root, path), data or b"", problem)
+    handin, _ = _find_in_folder(folder, _is_handin)
+    if handin is not None:
+        handin_data, handin_problem = _read_limited(handin)
+        if not handin_problem:
+            submission.handin = handin_data
+            submission.handin_origin = _relative(folder, handin)
+    return submission
 
 
 def _from_zip(root, path, student):
@@ -343,7 +363,13 @@ def _from_zip(root, path, student):
                 if len(data) > MAX_FILE_BYTES:
                     return Submission(student, origin,
                                       problem=f"archive rejected: {member.filename} is too large")
-                return Submission(student, f"{origin}:{member.filename}", data)
+                submission = Submission(student, f"{origin}:{member.filename}", data)
+                handin = _member(archive, _is_handin)
+                if handin is not None and handin.file_size <= MAX_FILE_BYTES:
+                    with archive.open(handin) as handle:
+                        submission.handin = handle.read(MAX_FILE_BYTES + 1)[:MAX_FILE_BYTES]
+                    submission.handin_origin = printable(decode_name(handin.filename))
+                return submission
         except (zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError, ValueError,
                 EOFError) as error:
             return Submission(student, origin, problem=f"archive unreadable: {error}")
@@ -357,7 +383,6 @@ def _check_archive(archive):
     total = sum(info.file_size for info in members)
     if total > MAX_ZIP_TOTAL_BYTES:
         return f"{total} bytes uncompressed, over the limit of {MAX_ZIP_TOTAL_BYTES}", None
-    candidates = []
     for info in members:
         name = info.filename
         parts = pathlib.PurePosixPath(name.replace("\\", "/")).parts
@@ -365,11 +390,19 @@ def _check_archive(archive):
             return f"member {name!r} would land outside the archive's folder", None
         if stat.S_ISLNK(info.external_attr >> 16):
             return f"member {name!r} is a symbolic link", None
+    return "", _member(archive, _is_submission)
+
+
+def _member(archive, wanted):
+    """The shallowest regular member whose name is ``wanted`` (ties by name), or None."""
+    candidates = []
+    for info in archive.infolist():
+        parts = pathlib.PurePosixPath(info.filename.replace("\\", "/")).parts
         if info.is_dir() or not parts or parts[0] == "__MACOSX":
             continue
-        if parts[-1] == FILE_NAME and not any(part.startswith(".") for part in parts):
-            candidates.append((len(parts), name, info))
-    return "", (min(candidates, key=lambda c: c[:2])[2] if candidates else None)
+        if wanted(parts[-1]) and not any(part.startswith(".") for part in parts):
+            candidates.append((len(parts), info.filename, info))
+    return min(candidates, key=lambda c: c[:2])[2] if candidates else None
 
 
 def safe_folder_name(student):

@@ -24,6 +24,16 @@ Messages, in the order a run sends them:
 | parent | phase       | cases: [Job], last: bool                 | every job's lhs then rhs |
 | worker | case        | index, error, exited, seconds            | the job's outputs, role by role |
 | worker | phase_done  |                                          | |
+
+A timing run (grader.speed) instead sends, after ``loaded``:
+
+| from   | kind        | fields                                   |
+| ------ | ----------- | ---------------------------------------- |
+| parent | sizes       | sizes: [[m, n, k], ...]                  |
+| worker | ready       | note, num_warps, num_stages (compiled, nothing launched) |
+| parent | go          | (the GPU is this run's alone now)        |
+| worker | timing      | m, n, k, verdict, wrong, kernel, torch, error (one per size) |
+| worker | timing_done |                                          |
 """
 
 import dataclasses
@@ -149,8 +159,30 @@ def findings(value):
     return kept[:20]
 
 
-def tiles(value):
-    if isinstance(value, list) and len(value) == 3 and all(
-            isinstance(size, int) and 0 < size <= 1 << 16 for size in value):
+def timing(value):
+    """A [median, p20, p80] in milliseconds, kept only when it is three ordered positive
+    finite numbers (as a tuple), else None."""
+    if not (isinstance(value, list) and len(value) == 3
+            and all(isinstance(item, (int, float)) and not isinstance(item, bool)
+                    for item in value)):
+        return None
+    median, p20, p80 = (float(item) for item in value)
+    if not (0 < p20 <= median <= p80 < 1e6):  # also false for NaN
+        return None
+    return (median, p20, p80)
+
+
+def small_int(value, limit=1 << 16):
+    """A positive int up to ``limit`` as sent, else "unknown"."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= limit:
         return value
+    return "unknown"
+
+
+def tiles(value):
+    """(BM, BN, BK) as a list of three positive ints, else None."""
+    if isinstance(value, (list, tuple)) and len(value) == 3 and all(
+            isinstance(size, int) and not isinstance(size, bool) and 0 < size <= 1 << 16
+            for size in value):
+        return list(value)
     return None

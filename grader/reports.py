@@ -10,7 +10,13 @@ see grader.intake.safe_folder_name and ``OUT/students.csv``):
 * ``record.json``: everything the grade was computed from, and its resume key;
 * ``results.json``: the Gradescope autograder results shape;
 * ``feedback.md``: status, score, each case, the likely mistakes, in English and Chinese;
-* ``stdout.log`` and ``stderr.log``: the submission's output, truncated.
+* ``stdout.log`` and ``stderr.log``: the submission's output, truncated;
+* on a GPU, for a timed submission (grader.speed): ``speed.csv``, the grader's
+  measurement in the benchmark's CSV columns, and ``card.png``, the benchmark's
+  report card drawn from it.
+
+Beside the gradebook, a batch that timed anyone writes ``leaderboard.csv`` and
+``leaderboard.png`` (grader.leaderboard).
 
 Hidden cases are named ``hidden_<i> (hidden)`` in everything a student sees,
 with a pass/fail line and no shape, sizes or element positions.
@@ -103,8 +109,51 @@ def results_json(record):
     output = f"status: {record['status']}"
     if record.get("message"):
         output += f"\n{record['message']}"
-    return {"score": record["score"], "max_score": record["max_score"], "output": output,
-            "tests": tests, "visibility": "visible", "stdout_visibility": "hidden"}
+    results = {"score": record["score"], "max_score": record["max_score"], "output": output,
+               "tests": tests, "visibility": "visible", "stdout_visibility": "hidden"}
+    from grader import speed
+
+    row = speed.headline(record)
+    if row is not None:
+        results["leaderboard"] = [
+            {"name": f"vs torch.mm at {row['size']}", "value": round(row["ratio_vs_torch_mm"], 4),
+             "order": "desc"},
+            {"name": f"TFLOPS at {row['size']}", "value": round(row["tflops"], 2),
+             "order": "desc"}]
+    return results
+
+
+def speed_markdown(record):
+    """The feedback's speed section: one line when nothing was timed, else a table."""
+    entry = record.get("speed")
+    if not entry:
+        return []
+    lines = ["", "## Speed / 速度", "", f"- {entry['message']}", f"- {entry.get('message_zh', '')}"]
+    rows = entry.get("rows") or []
+    if rows:
+        tiles = entry.get("tiles")
+        lines += ["", "Timed by the grader: its own launch of your kernel into a preallocated "
+                  "output, in alternating rounds with torch.mm on the same operands (L2 flushed, "
+                  "medians). / 由评测程序计时：评测程序自行启动你的 kernel（输出预先分配），与 "
+                  "torch.mm 在相同输入上交替计时（清空 L2，取中位数）。", "",
+                  f"Tiles / 分块: {'x'.join(map(str, tiles)) if tiles else 'unknown'}, "
+                  f"{entry.get('num_warps')} warps, {entry.get('num_stages')} stages", "",
+                  "| size | yours (TFLOPS) | torch.mm (TFLOPS) | vs torch.mm | roofline | spread |",
+                  "| --- | --- | --- | --- | --- | --- |"]
+        from grader import speed
+
+        for row in rows:
+            if row["verdict"] != "PASS":
+                lines.append(f"| {row['size']} | FAIL: {row['note']} | | | | |")
+                continue
+            roofline = row["roofline_fraction"]
+            lines.append(f"| {row['size']} | {row['tflops']:.1f} | {row['torch_mm_tflops']:.1f} "
+                         f"| {row['ratio_vs_torch_mm']:.2f}x | "
+                         f"{'' if roofline in (None, '') else f'{roofline:.0%}'} | "
+                         f"±{speed.spread(row):.1%} |")
+    if entry.get("points") is not None:
+        lines += ["", f"Speed points / 速度加分: {entry['points']}"]
+    return lines
 
 
 def hints_for(record, cases_list):
@@ -139,8 +188,13 @@ def feedback_markdown(record, hints):
     ]
     if record.get("message"):
         lines += ["", "```text", record["message"].strip(), "```"]
-    if record.get("flags"):
+    if record.get("flags") and record["status"] == "flagged":
         lines += ["", "## Anti-cheat evidence / 违规证据", ""]
+        lines += [f"- {flag}" for flag in record["flags"]]
+    elif record.get("flags"):
+        lines += ["", "## For review, grade unchanged / 待复核（成绩不变）", "",
+                  "These do not change your score; your instructor will look at them. / "
+                  "以下标记不影响你的得分，老师会人工复核。", ""]
         lines += [f"- {flag}" for flag in record["flags"]]
     if hints:
         lines += ["", "## Likely mistakes / 可能的错误", ""]
@@ -149,6 +203,7 @@ def feedback_markdown(record, hints):
             for evidence in hint.get("evidence") or []:
                 lines.append(f"- evidence / 依据: {evidence}")
             lines.append("")
+    lines += speed_markdown(record)
     lines += ["", "## Cases / 测试用例", "", "| case | points | result |", "| --- | --- | --- |"]
     details = []
     for entry in record["cases"]:
@@ -185,7 +240,23 @@ def write_student(out_dir, record, cases_list):
     atomic_write(folder / "feedback.md", feedback_markdown(record, hints))
     atomic_write(folder / "stdout.log", _truncate(record.get("stdout", "")))
     atomic_write(folder / "stderr.log", _truncate(record.get("stderr", "")))
+    if (record.get("speed") or {}).get("rows"):
+        write_speed(folder, record)
     store_record(out_dir, record)
+
+
+def write_speed(folder, record):
+    """speed.csv (the benchmark's columns) and card.png (the benchmark's card) of a timed record."""
+    from benchmarks import card
+    from grader import speed
+
+    table = speed.frame(record)
+    atomic_write(folder / "speed.csv", table.to_csv(index=False))
+    with tempfile.TemporaryDirectory(dir=folder) as scratch:
+        drawn = card.render(table, pathlib.Path(scratch) / "card.png",
+                            title="NineToothed GEMM speed, measured by the grader",
+                            ours=speed.CARD_LABEL)
+        atomic_write(folder / "card.png", drawn.read_bytes())
 
 
 def store_record(out_dir, record):
@@ -240,6 +311,7 @@ def read_record(out_dir, folder):
 def gradebook_frame(records, cases_list):
     import pandas
 
+    speed_sizes = timed_sizes(records)
     rows = []
     for record in sorted(records, key=lambda r: r["student"]):
         points = {entry["id"]: entry["points"] for entry in record["cases"]}
@@ -248,12 +320,48 @@ def gradebook_frame(records, cases_list):
                "flags": " | ".join(record.get("flags") or [])}
         for case in cases_list:
             row[case.id] = points.get(case.id, 0)
+        speed_columns = _speed_columns(record, speed_sizes)
+        row.update(speed_columns)
         row["wall_time_s"] = record.get("wall_time_s", 0.0)
         row["isolation"] = record.get("isolation", "")
         rows.append(row)
     columns = ["student", "score", "max_score", "status", "flags"] + \
-        [case.id for case in cases_list] + ["wall_time_s", "isolation"]
+        [case.id for case in cases_list] + list(_speed_columns(None, speed_sizes)) + \
+        ["wall_time_s", "isolation"]
     return pandas.DataFrame(rows, columns=columns)
+
+
+def timed_sizes(records):
+    """The size labels any record was timed at, in order; empty when nobody was timed."""
+    sizes = []
+    for record in records:
+        for row in (record.get("speed") or {}).get("rows") or []:
+            if row["size"] not in sizes:
+                sizes.append(row["size"])
+    return sizes
+
+
+def _speed_columns(record, sizes):
+    """The gradebook's speed columns of one record (all blank for None); none when
+    the batch measured no speed."""
+    if not sizes:
+        return {}
+    from grader import speed
+
+    entry = (record or {}).get("speed") or {}
+    rows = {row["size"]: row for row in entry.get("rows") or [] if row["verdict"] == "PASS"}
+    tiles = entry.get("tiles")
+    columns = {"speed": entry.get("status", ""),
+               "tiles": "x".join(map(str, tiles)) if tiles and rows else "",
+               "speed_points": "" if entry.get("points") is None else entry["points"]}
+    for size in sizes:
+        row = rows.get(size)
+        columns[f"ratio_{size}"] = round(row["ratio_vs_torch_mm"], 4) if row else ""
+        columns[f"tflops_{size}"] = round(row["tflops"], 2) if row else ""
+        columns[f"roofline_{size}"] = ("" if not row or row["roofline_fraction"] in (None, "")
+                                       else round(row["roofline_fraction"], 4))
+        columns[f"spread_{size}"] = round(speed.spread(row), 4) if row else ""
+    return columns
 
 
 def summary_frame(records, cases_list):
@@ -288,6 +396,12 @@ def write_class(out_dir, records, cases_list):
         from grader import class_chart
 
         atomic_write(out_dir / "summary.png", class_chart.render(summary, gradebook))
+    from grader import leaderboard
+
+    board = leaderboard.frame(records)
+    if len(board):
+        atomic_write(out_dir / "leaderboard.csv", board.to_csv(index=False))
+        atomic_write(out_dir / "leaderboard.png", leaderboard.render(board))
     mapping = pandas.DataFrame(
         [{"student": r["student"], "folder": r["folder"], "origin": r.get("origin", ""),
           "status": r["status"]} for r in sorted(records, key=lambda r: r["student"])],

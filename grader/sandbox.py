@@ -206,11 +206,11 @@ def child_environment(backend_name, home, tmp, library, device=None):
 
 
 @functools.cache
-def child_modules():
-    """What a job folder's ``lib/grader`` holds: the worker's import closure."""
-    from grader.handout import module_closure
+def child_files():
+    """What a job folder's ``lib/`` holds: the worker's import closure, as relative paths."""
+    from grader.handout import file_closure
 
-    return tuple(module_closure(["worker"]))
+    return tuple(file_closure(["worker"]))
 
 
 @functools.cache
@@ -264,8 +264,9 @@ def _prepare_job(source):
     """A job folder: ``ninetoothed_gemm.py`` and ``lib/grader/`` (the worker's modules)."""
     job = pathlib.Path(tempfile.mkdtemp(prefix="run-", dir=batch_root()))
     (job / "lib" / "grader").mkdir(parents=True)
-    for name in child_modules():
-        shutil.copyfile(GRADER_DIR / f"{name}.py", job / "lib" / "grader" / f"{name}.py")
+    for relative in child_files():
+        (job / "lib" / relative).parent.mkdir(exist_ok=True)
+        shutil.copyfile(GRADER_DIR.parent / relative, job / "lib" / relative)
     (job / "ninetoothed_gemm.py").write_bytes(source)
     for path in [job, *job.rglob("*")]:
         path.chmod(0o555 if path.is_dir() else 0o444)
@@ -351,7 +352,7 @@ class Worker:
             command = [sys.executable, "-m", "grader.worker", mode,
                        str(self.job / "ninetoothed_gemm.py")]
             cwd = self.scratch / "home"
-        self.started = time.monotonic()
+        self.started = self.clock = time.monotonic()  # the wall limit counts from ``clock``
         self.process = subprocess.Popen(
             command, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, start_new_session=True, close_fds=True)
@@ -427,7 +428,7 @@ class Worker:
         if rss > self.limits.memory_bytes:
             self.stop("memory_limit", f"used more than {self.limits.memory_bytes / 2**30:.2f} "
                                        "GiB of host memory; its processes were killed")
-        elif time.monotonic() - self.started > self.limits.timeout_s:
+        elif time.monotonic() - self.clock > self.limits.timeout_s:
             self.stop("timeout", f"still running after the {self.limits.timeout_s:g} s wall "
                                   "timeout; its processes were killed")
         elif cores > self.limits.cores:
@@ -489,6 +490,11 @@ class Worker:
             except psutil.Error:
                 pass
 
+    def restart_clock(self):
+        """Let the wall limit count from now: a run that waited for its turn (a timing run
+        waits while others are timed) gets the whole limit for its own work."""
+        self.clock = time.monotonic()
+
     def finish(self):
         """End the conversation (stdin closes) and return how the worker ended."""
         self.outbox.put(None)
@@ -497,7 +503,7 @@ class Worker:
                 self.process.stdin.close()
             except OSError:
                 pass
-            deadline = min(self.started + self.limits.timeout_s, time.monotonic() + 10)
+            deadline = min(self.clock + self.limits.timeout_s, time.monotonic() + 10)
             while self.ending is None and self.process.poll() is None \
                     and time.monotonic() < deadline:
                 self._watch()

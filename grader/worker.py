@@ -2,6 +2,7 @@
 
     python -m grader.worker kernel FILE    # FILE: the rebuilt kernel source (grader.kernel_source)
     python -m grader.worker wrapper FILE   # FILE: the student's whole file
+    python -m grader.worker timing FILE    # FILE: the rebuilt kernel source, to be timed
 
 A *kernel* run imports the rebuilt file (the two functions and their constants,
 nothing else), reports the symbolic diagnosis, builds the kernel with
@@ -9,6 +10,10 @@ nothing else), reports the symbolic diagnosis, builds the kernel with
 launches it on the inputs the parent sent, into fresh NaN-filled outputs.
 A *wrapper* run imports the whole file and calls its ``nt_gemm`` on the one
 job it gets, so that the parent can check that the file as handed in works.
+A *timing* run builds the rebuilt kernel like a kernel run, compiles it for the
+sizes the parent names without launching anything, says it is ready, and
+times it (grader.speed_probe) only when the parent says go: the parent lets
+one timing run at a time touch a GPU, after every other run there has ended.
 
 The worker never sees a seed, a case id, a path outside the sandbox or the
 inputs of a phase before that phase starts (public cases come first, in a
@@ -38,6 +43,18 @@ class Channel:
 
     def send(self, kind, payload=b"", **fields):
         protocol.send(self.outgoing, kind, payload, **fields)
+
+    def expect(self, kind):
+        """The next message from the parent, which must be a ``kind`` without a payload."""
+        def accept(got, fields):
+            if got != kind:
+                raise protocol.ProtocolError(f"expected {kind}, got {got}")
+            return 0
+
+        message = protocol.receive(self.incoming, accept)
+        if message is None:
+            raise protocol.ProtocolError(f"the parent closed the channel before {kind}")
+        return message
 
     def phases(self):
         """Each phase the parent sends, as [(Job, lhs bytes, rhs bytes)], until the last."""
@@ -101,27 +118,40 @@ def _launch(kernel, job, lhs, rhs, device):
     return b"".join(out.cpu().numpy().tobytes() for out in outputs)
 
 
-def kernel_run(channel, path, active):
-    import ninetoothed
-    from ninetoothed import Tensor
-
-    from grader import diagnosis
+def _import_kernel(channel, path):
+    """The rebuilt kernel file as a module, once the parent knows it loaded; else None."""
     from grader.loading import SubmissionError, import_file
 
     try:
         module = import_file(path)
     except SubmissionError as error:
         channel.send("loaded", status=error.status, message=protocol.text(str(error)))
-        return
+        return None
     channel.send("loaded", status="ok", message="")
+    return module
+
+
+def _make(module, path):
+    """(kernel, None) built as the skeleton builds it, or (None, the error as text)."""
+    import ninetoothed
+    from ninetoothed import Tensor
+
+    try:
+        return ninetoothed.make(module.arrangement, module.application,
+                                (Tensor(2), Tensor(2), Tensor(2))), None
+    except Exception as error:  # noqa: BLE001 - the student's kernel may fail to build
+        return None, _error_text(error, path)
+
+
+def kernel_run(channel, path, active):
+    from grader import diagnosis
+
+    module = _import_kernel(channel, path)
+    if module is None:
+        return
     channel.send("diagnosis", findings=protocol.findings(diagnosis.inspect_arrangement(module)),
                  tiles=protocol.tiles(diagnosis.tile_sizes(module)))
-    try:
-        kernel = ninetoothed.make(module.arrangement, module.application,
-                                  (Tensor(2), Tensor(2), Tensor(2)))
-        problem = None
-    except Exception as error:  # noqa: BLE001 - the student's kernel may fail to build
-        kernel, problem = None, _error_text(error, path)
+    kernel, problem = _make(module, path)
     for work in channel.phases():
         for job, lhs_bytes, rhs_bytes in work:
             started = time.perf_counter()
@@ -184,10 +214,38 @@ def wrapper_run(channel, path, active):
         channel.send("phase_done")
 
 
+def timing_run(channel, path, active):
+    from grader import speed_probe
+
+    module = _import_kernel(channel, path)
+    if module is None:
+        return
+    kernel, problem = _make(module, path)
+    request = channel.expect("sizes")
+    sizes = [tuple(int(value) for value in size) for size in request.fields["sizes"]]
+    if problem:
+        channel.send("ready", note=problem, num_warps="unknown", num_stages="unknown")
+        return
+    note = speed_probe.precompile(kernel, sizes, active.device)
+    channel.send("ready", note=note, **speed_probe.launch_settings(kernel))
+    channel.expect("go")
+    for m, n, k in sizes:
+        try:
+            fields = speed_probe.measure(kernel, m, n, k, active.device)
+        except Exception as error:  # noqa: BLE001 - whatever the kernel raises at this size
+            fields = {"verdict": "ERROR", "wrong": 0, "kernel": None, "torch": None,
+                      "error": _error_text(error, path)}
+        channel.send("timing", m=m, n=n, k=k, **fields)
+    channel.send("timing_done")
+
+
+RUNS = {"kernel": kernel_run, "wrapper": wrapper_run, "timing": timing_run}
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 2 or argv[0] not in ("kernel", "wrapper"):
-        print("usage: python -m grader.worker kernel|wrapper FILE", file=sys.stderr)
+    if len(argv) != 2 or argv[0] not in RUNS:
+        print(f"usage: python -m grader.worker {'|'.join(RUNS)} FILE", file=sys.stderr)
         return 2
     mode, path = argv
     channel = Channel()
@@ -195,7 +253,7 @@ def main(argv=None):
     from grader import backend as backends
 
     active = backends.activate()
-    (kernel_run if mode == "kernel" else wrapper_run)(channel, path, active)
+    RUNS[mode](channel, path, active)
     return 0
 
 

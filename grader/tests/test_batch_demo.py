@@ -23,7 +23,7 @@ from grader.tests.batch_helpers import (DEMO, ROOT, SEED, batch_backend, copy_cl
 EXPECTED = {
     "ada": "passed", "ben": "not_implemented", "chen": "failed", "dana": "failed",
     "eli": "failed", "fay": "flagged", "gus": "timeout", "hana": "import_error",
-    "ivan": "missing_file", "kai": "crashed", "李华": "passed",
+    "ivan": "missing_file", "kai": "crashed", "mia": "passed", "李华": "passed",
 }
 OPTIONS = ["-j", "2", "--timeout", "20", "--cases", small_cases(), "--no-progress"]
 
@@ -68,6 +68,20 @@ def test_gradebook_columns_and_flags(graded):
     assert {row["isolation"] for row in book.values()} == {"bubblewrap"}
     assert book["ada"]["score"] == book["ada"]["max_score"]
     assert float(book["gus"]["wall_time_s"]) >= 20
+
+
+def test_hand_in_csvs_are_read_and_checked_as_far_as_a_cpu_can(graded):
+    """ada's CSV is her own file's genuine H200 run, mia's has made-up speeds: without a
+    GPU neither can be compared by numbers, so neither is flagged, and both say why."""
+    out = graded[0] / "out"
+    students = json.loads((out / "batch.json").read_text())["students"]
+    for student in ("ada", "mia"):
+        record = json.loads((out / students[student] / "record.json").read_text())
+        assert record["handin"]["verdict"] == ("not compared" if batch_backend() == "interpreter"
+                                               else {"ada": "consistent", "mia": "mismatch"}[student])
+        assert record["handin"]["file"].endswith(".csv")
+    record = json.loads((out / students["mia"] / "record.json").read_text())
+    assert record["tiles"] == [128, 64, 32]
 
 
 def test_per_student_files_and_hidden_cases_stay_hidden(graded):
@@ -132,7 +146,7 @@ def test_regrading_gives_the_same_gradebook(graded):
     assert again.returncode == 0, again.stderr
     assert gradebook(base / "again") == gradebook(base / "out")
     reuse = run_grader(base, "grade", str(submissions), "--out", str(base / "again"), *OPTIONS)
-    assert "11 already graded, 0 to grade" in reuse.stderr
+    assert f"{len(EXPECTED)} already graded, 0 to grade" in reuse.stderr
     assert gradebook(base / "again") == gradebook(base / "out")
 
 
