@@ -6,6 +6,8 @@
                            [--speed-sizes LIST | --no-speed] [--speed-points TIERS]
     python -m grader merge OUT_DIR... --out DIR
     python -m grader handout --out DIR
+    python -m grader share OUT_DIR --to DIR
+    python -m grader gradescope --out DIR [--seed N | --seed-file PATH]
 
 Exit status: 0 when every submission got a verdict, whatever the scores; 1 when
 the grader could not do its job (unreadable folder, a worker that cannot start,
@@ -183,6 +185,27 @@ def build_parser():
                     "conftest.py, the grader modules the public tests need, the student docs; "
                     "never solutions/ or a grading seed.")
     handout.add_argument("--out", required=True, metavar="DIR", help="folder to write into")
+
+    gradescope = commands.add_parser(
+        "gradescope", help="build the autograder zip to upload to Gradescope",
+        description="Write DIR/autograder.zip: setup.sh (installs the kit with CPU torch), "
+                    "run_autograder (grades /autograder/submission through this batch grader "
+                    "and writes results.json in Gradescope's format) and the kit. The seed is "
+                    "stored in the zip, so keep the zip private.")
+    gradescope.add_argument("--out", required=True, metavar="DIR", help="folder to write into")
+    seeds = gradescope.add_mutually_exclusive_group()
+    seeds.add_argument("--seed", type=int, default=None,
+                       help=f"seed of the hidden cases (default: the public {catalogue.DEFAULT_SEED})")
+    seeds.add_argument("--seed-file", type=_seed_file, default=None, metavar="PATH",
+                       dest="seed_from_file", help="read the seed from a file instead")
+    gradescope.add_argument("--hidden-visibility", default="after_due_date",
+                            choices=("hidden", "after_due_date", "after_published", "visible"),
+                            help="when students see the hidden cases' results (default: "
+                                 "after_due_date)")
+    gradescope.add_argument("--timeout", type=_positive_float("--timeout"), default=300.0,
+                            metavar="S", help="wall-clock seconds for each of the two sandboxed "
+                                              "runs (default: 300, for Gradescope's CPUs)")
+    gradescope.add_argument("--cases", default="", help=argparse.SUPPRESS)  # tests only
 
     share = commands.add_parser(
         "share", help="copy each student's feedback out of a gradebook folder, to hand back",
@@ -579,6 +602,19 @@ def command_share(args):
     return EXIT_OK
 
 
+def command_gradescope(args):
+    from grader import gradescope
+
+    seed = args.seed_from_file if args.seed_from_file is not None else (
+        catalogue.DEFAULT_SEED if args.seed is None else args.seed)
+    path = gradescope.build(pathlib.Path(args.out), seed=seed,
+                            hidden_visibility=args.hidden_visibility, timeout_s=args.timeout,
+                            cases=tuple(item for item in args.cases.split(",") if item))
+    _say(f"autograder zip: {path}\nUpload it as the assignment's autograder; it holds the "
+         "seed, so share it with nobody else.")
+    return EXIT_OK
+
+
 def batch_failure():
     from grader.batch import WorkerFailure
 
@@ -589,7 +625,7 @@ def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
     handlers = {"grade": command_grade, "merge": command_merge, "handout": command_handout,
-                "share": command_share}
+                "share": command_share, "gradescope": command_gradescope}
     try:
         return handlers[args.command](args)
     except GraderError as error:

@@ -94,23 +94,45 @@ def _public_message(entry):
     return "failed: the output does not match the reference on this hidden case"
 
 
-def results_json(record):
+HIDDEN_VISIBILITY = "after_due_date"  # Gradescope shows hidden cases' results after the deadline
+
+
+def results_json(record, hidden_visibility=HIDDEN_VISIBILITY, output=None):
+    """The record in Gradescope's autograder results format (``specs.md`` of
+    gradescope/autograder_samples): one test per case, numbered, tagged public or
+    hidden, the hidden ones with ``hidden_visibility``; ``output`` (Markdown, the
+    feedback) for the whole submission; the maximum in ``extra_data``, since the
+    spec has no top-level ``max_score``."""
     tests = []
-    for entry in record["cases"]:
+    for number, entry in enumerate(record["cases"], start=1):
         public = entry["visibility"] == "public"
         tests.append({
             "name": entry["id"] if public else entry["name"],
+            "number": str(number),
             "score": entry["points"],
             "max_score": entry["max_points"],
             "status": "passed" if entry["status"] == "passed" else "failed",
             "output": _public_message(entry),
-            "visibility": "visible",
+            "tags": [entry["visibility"]],
+            "visibility": "visible" if public else hidden_visibility,
         })
-    output = f"status: {record['status']}"
+    case_points = sum(entry["max_points"] for entry in record["cases"])
+    points = (record.get("speed") or {}).get("points")
+    if record["max_score"] > case_points:
+        tests.append({"name": "speed points", "number": str(len(tests) + 1),
+                      "score": points or 0, "max_score": record["max_score"] - case_points,
+                      "status": "passed" if points else "failed",
+                      "output": (record.get("speed") or {}).get("message", ""),
+                      "tags": ["speed"], "visibility": "visible"})
+    summary = f"status: {record['status']}"
     if record.get("message"):
-        output += f"\n{record['message']}"
-    results = {"score": record["score"], "max_score": record["max_score"], "output": output,
-               "tests": tests, "visibility": "visible", "stdout_visibility": "hidden"}
+        summary += f"\n{record['message']}"
+    results = {"score": record["score"], "execution_time": int(round(record.get("wall_time_s")
+                                                                      or 0)),
+               "output": output or summary, "output_format": "md" if output else "text",
+               "visibility": "visible", "stdout_visibility": "hidden",
+               "extra_data": {"status": record["status"], "max_score": record["max_score"]},
+               "tests": tests}
     from grader import speed
 
     row = speed.headline(record)
@@ -236,8 +258,9 @@ def write_student(out_dir, record, cases_list):
     folder.mkdir(parents=True, exist_ok=True)
     hints = hints_for(record, cases_list)
     record["hints"] = hints
-    atomic_write(folder / "results.json", _json(results_json(record)))
-    atomic_write(folder / "feedback.md", feedback_markdown(record, hints))
+    feedback = feedback_markdown(record, hints)
+    atomic_write(folder / "results.json", _json(results_json(record, output=feedback)))
+    atomic_write(folder / "feedback.md", feedback)
     atomic_write(folder / "stdout.log", _truncate(record.get("stdout", "")))
     atomic_write(folder / "stderr.log", _truncate(record.get("stderr", "")))
     if (record.get("speed") or {}).get("rows"):
