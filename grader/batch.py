@@ -151,6 +151,8 @@ def base_record(submission, settings, folder):
         "student": submission.student,
         "folder": folder,
         "origin": submission.origin,
+        "lms_id": submission.lms_id,
+        "late": submission.late,
         "sha256": submission.sha256,
         "key": grading_key(submission, settings),
         "grader_version": grader_version(),

@@ -8,6 +8,7 @@
     python -m grader handout --out DIR
     python -m grader share OUT_DIR --to DIR
     python -m grader gradescope --out DIR [--seed N | --seed-file PATH]
+    python -m grader export OUT_DIR --format canvas|moodle|csv --to FILE
 
 Exit status: 0 when every submission got a verdict, whatever the scores; 1 when
 the grader could not do its job (unreadable folder, a worker that cannot start,
@@ -206,6 +207,22 @@ def build_parser():
                             metavar="S", help="wall-clock seconds for each of the two sandboxed "
                                               "runs (default: 300, for Gradescope's CPUs)")
     gradescope.add_argument("--cases", default="", help=argparse.SUPPRESS)  # tests only
+
+    export = commands.add_parser(
+        "export", help="write a gradebook for Canvas, Moodle or a spreadsheet",
+        description="Write OUT_DIR's gradebook as FILE in the format an LMS imports: canvas "
+                    "(Canvas's gradebook import columns, matched by the Canvas user id from "
+                    "its download names), moodle (the offline grading worksheet, matched by "
+                    "participant id) or csv (the gradebook itself). UTF-8 with a byte-order "
+                    "mark, so spreadsheets open non-ASCII names as written.")
+    export.add_argument("out_dir", metavar="OUT_DIR", help="the OUT_DIR of 'grade' or 'merge'")
+    export.add_argument("--format", required=True, choices=("canvas", "moodle", "csv"),
+                        dest="kind", help="which tool the file is for")
+    export.add_argument("--to", required=True, metavar="FILE", help="the file to write")
+    export.add_argument("--assignment", default="NineToothed GEMM", metavar="NAME",
+                        help="the assignment's column, as the LMS names it; for Canvas "
+                             "'Name (id)', e.g. 'NineToothed GEMM (1234)' (default: "
+                             "'NineToothed GEMM')")
 
     share = commands.add_parser(
         "share", help="copy each student's feedback out of a gradebook folder, to hand back",
@@ -615,6 +632,20 @@ def command_gradescope(args):
     return EXIT_OK
 
 
+def command_export(args):
+    from grader import export
+
+    try:
+        unmatched = export.export(args.out_dir, args.kind, args.to, args.assignment)
+    except ValueError as error:
+        raise GraderError(str(error)) from None
+    _say(f"{args.kind} gradebook: {args.to}")
+    if unmatched:
+        _say(f"note: {len(unmatched)} student(s) have no LMS id, so the LMS cannot match "
+             f"their rows: {', '.join(unmatched)} (their entries were not LMS download names)")
+    return EXIT_OK
+
+
 def batch_failure():
     from grader.batch import WorkerFailure
 
@@ -625,7 +656,8 @@ def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
     handlers = {"grade": command_grade, "merge": command_merge, "handout": command_handout,
-                "share": command_share, "gradescope": command_gradescope}
+                "share": command_share, "gradescope": command_gradescope,
+                "export": command_export}
     try:
         return handlers[args.command](args)
     except GraderError as error:

@@ -6,8 +6,12 @@ Accepted layouts, mixed freely in one folder:
   name inside the folder counts). A folder without it is a ``missing_file``
   student. The shallowest ``*.csv`` beside it, if any, is kept as the student's
   hand-in benchmark CSV (grader.handin checks it); other files are ignored;
-* flat files: ``<id>.py``, or the LMS style ``<id>_<anything>_ninetoothed_gemm.py``
-  (Canvas/Moodle downloads), where the id is the text before the first ``_``;
+* flat files: ``<id>.py``, or an LMS download name (``identity``): Canvas's
+  ``<name>[_LATE]_<user id>_<file id>_<file>``, Moodle's
+  ``<full name>_<participant id>_assignsubmission_file_<file>``, or the generic
+  ``<id>_<anything>_ninetoothed_gemm.py``. The LMS's id and Canvas's late mark are
+  kept (``Submission.lms_id``, ``Submission.late``); Moodle's and Gradescope's
+  (``submission_<id>``) folder names are read the same way;
 * ``.zip`` archives, ``<id>.zip`` (or LMS style), holding ``ninetoothed_gemm.py``
   somewhere inside. Archives are never extracted: the one member is read into
   memory, after guards on member count, total uncompressed size, member size,
@@ -51,6 +55,12 @@ MAX_ZIP_BYTES = MAX_ZIP_TOTAL_BYTES + (4 << 20)  # the archive file itself, befo
 MAX_FOLDER_ENTRIES = 100_000  # entries looked at in one student's folder
 DIGEST_CHUNK_BYTES = 1 << 20
 DIGEST_STREAM_LIMIT = 64 << 20  # folder_digest: larger files are hashed by their metadata
+# LMS download names (see ``identity``): Canvas's <name>[_LATE]_<user id>_<file id>_<file>,
+# Moodle's <full name>_<participant id>_assignsubmission_file_[<file>], Gradescope's
+# submission_<id>, and the generic <id>_<anything>_ninetoothed_gemm.
+_CANVAS_NAME = re.compile(r"^(?P<id>[^_]+)_(?P<late>LATE_)?(?P<lms>\d+)_\d+_.+$")
+_MOODLE_NAME = re.compile(r"^(?P<id>.+?)_(?P<lms>\d+)_assignsubmission_[a-z]+_.*$")
+_GRADESCOPE_NAME = re.compile(r"^submission_(?P<lms>\d+)$")
 _LMS_NAME = re.compile(r"^(?P<id>[^_]+)_.*ninetoothed_gemm(-\d+)?$")
 _OPEN_FLAGS = (os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW
                | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
@@ -117,6 +127,8 @@ class Submission:
     problem: str = ""  # non-empty: the student has no usable file (missing_file)
     handin: bytes = b""  # the benchmark CSV handed in beside the file, if any
     handin_origin: str = ""
+    lms_id: str = ""  # the LMS's own id for the student, from its download names
+    late: bool = False  # the LMS marked the submission late
 
     def __post_init__(self):
         # Everything here came from the students' folder: safe to print and to write.
@@ -139,17 +151,40 @@ def _display(name):
     return printable(decode_name(name))
 
 
-def student_id(stem):
-    """The student id for a flat file or archive named ``stem`` (no extension).
+@dataclasses.dataclass(frozen=True)
+class Identity:
+    """Who an entry belongs to: the student id, the LMS's own id, and whether the LMS
+    marked it late (Canvas puts ``LATE`` in the name of a late submission)."""
 
-    ``stem`` may be raw bytes or a str from the file system; the id is decoded as
-    ``decode_name`` says, NFC-normalised and made ``printable``.
+    student: str
+    lms_id: str = ""
+    late: bool = False
+
+
+def identity(stem, folder=False):
+    """The Identity of a file or archive named ``stem`` (no extension), or of a folder.
+
+    Recognised, in order: Canvas (``smithjohn_12345_67890_ninetoothed_gemm``, late as
+    ``smithjohn_LATE_12345_...``), Moodle (``Li Hua_4711_assignsubmission_file_``, a
+    folder or a file), Gradescope's export (``submission_123456``), then the generic
+    LMS style ``<id>_<anything>_ninetoothed_gemm`` (a file's id is the text before the
+    first ``_``). Any other folder or file name is the id as it is. ``stem`` may be raw
+    bytes or a str from the file system; the id is decoded as ``decode_name`` says,
+    NFC-normalised and made ``printable``.
     """
     stem = unicodedata.normalize("NFC", decode_name(stem))
+    for pattern in (_CANVAS_NAME, _MOODLE_NAME):
+        match = pattern.match(stem)
+        if match and not (folder and pattern is _CANVAS_NAME):
+            return Identity(printable(match.group("id")), match.group("lms"),
+                            bool(match.groupdict().get("late")))
+    match = _GRADESCOPE_NAME.match(stem)
+    if match:
+        return Identity(printable(stem), match.group("lms"))
     match = _LMS_NAME.match(stem)
-    if match and stem != "ninetoothed_gemm":
-        return printable(match.group("id"))
-    return printable(stem)
+    if match and not folder and stem != "ninetoothed_gemm":
+        return Identity(printable(match.group("id")))
+    return Identity(printable(stem))
 
 
 def _kind(mode):
@@ -247,13 +282,17 @@ def discover(root):
         suffix = pathlib.PurePath(entry.name).suffix.lower()
         stem = entry.name[:-len(suffix)] if suffix else entry.name
         if stat.S_ISDIR(mode):
-            submission = _from_folder(root, entry.path)
+            who = identity(entry.name, folder=True)
+            submission = _from_folder(root, entry.path, who.student)
         elif suffix == ".py":
-            submission = _from_file(root, entry.path, student_id(stem))
+            who = identity(stem)
+            submission = _from_file(root, entry.path, who.student)
         elif suffix == ".zip":
-            submission = _from_zip(root, entry.path, student_id(stem))
+            who = identity(stem)
+            submission = _from_zip(root, entry.path, who.student)
         else:
             continue  # a CSV, a picture, an LMS index, a stray FIFO: not a submission
+        submission.lms_id, submission.late = who.lms_id, who.late
         if submission.student in found:
             raise IntakeError(
                 f"two entries for student {submission.student!r}: "
@@ -318,9 +357,8 @@ def _find_in_folder(folder, wanted=_is_submission):
     return None, ""
 
 
-def _from_folder(root, folder):
+def _from_folder(root, folder, student):
     name = _display(os.path.basename(folder))
-    student = printable(unicodedata.normalize("NFC", decode_name(os.path.basename(folder))))
     origin = _relative(root, folder) + "/"
     path, note = _find_in_folder(folder)
     if path is None:

@@ -340,7 +340,8 @@ def gradebook_frame(records, cases_list):
         points = {entry["id"]: entry["points"] for entry in record["cases"]}
         row = {"student": record["student"], "score": record["score"],
                "max_score": record["max_score"], "status": record["status"],
-               "flags": " | ".join(record.get("flags") or [])}
+               "flags": " | ".join(record.get("flags") or []),
+               "lms_id": record.get("lms_id", ""), "late": bool(record.get("late"))}
         for case in cases_list:
             row[case.id] = points.get(case.id, 0)
         speed_columns = _speed_columns(record, speed_sizes)
@@ -348,7 +349,7 @@ def gradebook_frame(records, cases_list):
         row["wall_time_s"] = record.get("wall_time_s", 0.0)
         row["isolation"] = record.get("isolation", "")
         rows.append(row)
-    columns = ["student", "score", "max_score", "status", "flags"] + \
+    columns = ["student", "score", "max_score", "status", "flags", "lms_id", "late"] + \
         [case.id for case in cases_list] + list(_speed_columns(None, speed_sizes)) + \
         ["wall_time_s", "isolation"]
     return pandas.DataFrame(rows, columns=columns)
@@ -413,7 +414,9 @@ def write_class(out_dir, records, cases_list):
     out_dir = pathlib.Path(out_dir)
     gradebook = gradebook_frame(records, cases_list)
     summary = summary_frame(records, cases_list)
-    atomic_write(out_dir / "gradebook.csv", gradebook.to_csv(index=False))
+    # With a byte-order mark: Excel then reads it as UTF-8 (ids such as 李华), whatever
+    # the locale; pandas and csv with "utf-8-sig" skip the mark.
+    atomic_write(out_dir / "gradebook.csv", "\ufeff" + gradebook.to_csv(index=False))
     atomic_write(out_dir / "summary.csv", summary.to_csv(index=False))
     if records:
         from grader import class_chart
@@ -423,7 +426,7 @@ def write_class(out_dir, records, cases_list):
 
     board = leaderboard.frame(records)
     if len(board):
-        atomic_write(out_dir / "leaderboard.csv", board.to_csv(index=False))
+        atomic_write(out_dir / "leaderboard.csv", "\ufeff" + board.to_csv(index=False))
         atomic_write(out_dir / "leaderboard.png", leaderboard.render(board))
     mapping = pandas.DataFrame(
         [{"student": r["student"], "folder": r["folder"], "origin": r.get("origin", ""),

@@ -60,7 +60,7 @@ def tree_digest(root):
 
 
 def gradebook(out_dir, drop_times=True):
-    with open(pathlib.Path(out_dir) / "gradebook.csv", encoding="utf-8", newline="") as stream:
+    with open(pathlib.Path(out_dir) / "gradebook.csv", encoding="utf-8-sig", newline="") as stream:
         rows = list(csv.DictReader(stream))
     if drop_times:
         for row in rows:

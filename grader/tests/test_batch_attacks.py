@@ -241,7 +241,7 @@ def batch(tmp_path_factory):
 
 
 def _book(out):
-    with open(out / "gradebook.csv", encoding="utf-8", newline="") as stream:
+    with open(out / "gradebook.csv", encoding="utf-8-sig", newline="") as stream:
         rows = list(csv.DictReader(stream))
     for row in rows:
         row.pop("wall_time_s", None)

@@ -61,9 +61,11 @@ def test_gradebook_columns_and_flags(graded):
     base = graded[0]
     book = gradebook(base / "out", drop_times=False)
     columns = list(next(iter(book.values())))
-    assert columns[:5] == ["student", "score", "max_score", "status", "flags"]
+    assert columns[:7] == ["student", "score", "max_score", "status", "flags", "lms_id", "late"]
     assert columns[-2:] == ["wall_time_s", "isolation"]
-    assert columns[5:-2] == small_cases().split(",")
+    assert columns[7:-2] == small_cases().split(",")
+    assert (book["eli"]["lms_id"], book["eli"]["late"]) == ("4711", "True")
+    assert (book["ada"]["lms_id"], book["ada"]["late"]) == ("", "False")
     assert "did not return its kernel's output" in book["fay"]["flags"]
     assert {row["isolation"] for row in book.values()} == {"bubblewrap"}
     assert book["ada"]["score"] == book["ada"]["max_score"]

@@ -1,4 +1,4 @@
-"""Demo student eli (an LMS-style file name): the partial K tile is dropped.
+"""Demo student eli (a Canvas download name, marked late): the partial K tile is dropped.
 
 floor_mode=True on the K tiling rounds the number of K tiles down, so only
 shapes whose K is not a multiple of BLOCK_SIZE_K fail (expected status: failed).

@@ -1,0 +1,107 @@
+"""LMS round trips: download names in (ids and lateness kept), gradebooks out (read back
+with each format's rules, in a spreadsheet-compatible reader)."""
+
+import csv
+import io
+import json
+
+import pytest
+
+from grader import export, intake
+from grader.tests.batch_helpers import run_grader
+
+
+@pytest.mark.parametrize("name, folder, expected", [
+    # Canvas: <sortable name>[_LATE]_<user id>_<attachment id>_<file>
+    ("smithjohn_12345_67890_ninetoothed_gemm", False, ("smithjohn", "12345", False)),
+    ("smithjohn_LATE_12345_67890_ninetoothed_gemm", False, ("smithjohn", "12345", True)),
+    ("smithjohn_12345_67890_ninetoothed_gemm-1", False, ("smithjohn", "12345", False)),
+    ("lihua_LATE_555_1_archive", False, ("lihua", "555", True)),
+    # Moodle: <full name>_<participant id>_assignsubmission_file_[<file>]
+    ("Li Hua_2231_assignsubmission_file_", True, ("Li Hua", "2231", False)),
+    ("李华_2232_assignsubmission_file_ninetoothed_gemm", False, ("李华", "2232", False)),
+    ("Anne_Marie Roe_77_assignsubmission_file_", True, ("Anne_Marie Roe", "77", False)),
+    # Gradescope's export
+    ("submission_183321", True, ("submission_183321", "183321", False)),
+    # the generic rule and plain names
+    ("amy_hw3_ninetoothed_gemm", False, ("amy", "", False)),
+    ("ada", True, ("ada", "", False)),
+    ("2024_01_ab", True, ("2024_01_ab", "", False)),  # a folder is never read as Canvas
+    ("ninetoothed_gemm", False, ("ninetoothed_gemm", "", False)),
+])
+def test_download_names_keep_the_lms_id_and_lateness(name, folder, expected):
+    who = intake.identity(name, folder=folder)
+    assert (who.student, who.lms_id, who.late) == expected
+
+
+def test_a_class_downloaded_from_canvas_and_moodle_is_read_with_ids(tmp_path):
+    (tmp_path / "smithjohn_LATE_12345_67890_ninetoothed_gemm.py").write_text("x = 1\n")
+    moodle = tmp_path / "Li Hua_2231_assignsubmission_file_"
+    moodle.mkdir()
+    (moodle / "ninetoothed_gemm.py").write_text("x = 2\n")
+    found = {s.student: s for s in intake.discover(tmp_path)}
+    assert (found["smithjohn"].lms_id, found["smithjohn"].late) == ("12345", True)
+    assert (found["Li Hua"].lms_id, found["Li Hua"].late) == ("2231", False)
+
+
+def fake_out(tmp_path):
+    """An OUT_DIR as grade writes it: a gradebook with a non-ASCII id and no flags at all."""
+    out = tmp_path / "out"
+    out.mkdir()
+    rows = [["student", "score", "max_score", "status", "flags", "lms_id", "late", "case-a",
+             "wall_time_s", "isolation"],
+            ["eli", "12", "32", "failed", "", "4711", "True", "0", "3.2", "bubblewrap"],
+            ["李华", "32", "32", "passed", "", "", "False", "1", "2.9", "bubblewrap"],
+            ["0042", "0", "32", "crashed", "", "0042", "False", "0", "1.0", "bubblewrap"]]
+    buffer = io.StringIO()
+    csv.writer(buffer).writerows(rows)
+    (out / "gradebook.csv").write_text("\ufeff" + buffer.getvalue(), encoding="utf-8")
+    return out
+
+
+def read_back(path):
+    """As a spreadsheet reads it: the BOM says UTF-8, every cell is text."""
+    data = path.read_bytes()
+    assert data.startswith(b"\xef\xbb\xbf")
+    return list(csv.DictReader(io.StringIO(data.decode("utf-8-sig"))))
+
+
+def test_canvas_export_reads_back_with_canvas_columns_and_names_as_written(tmp_path):
+    out = fake_out(tmp_path)
+    unmatched = export.export(out, "canvas", tmp_path / "canvas.csv", "NineToothed GEMM (1234)")
+    rows = read_back(tmp_path / "canvas.csv")
+    assert list(rows[0]) == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section",
+                             "NineToothed GEMM (1234)"]
+    assert [(r["Student"], r["ID"], r["NineToothed GEMM (1234)"]) for r in rows] == \
+        [("eli", "4711", "12"), ("李华", "", "32"), ("0042", "0042", "0")]
+    assert unmatched == ["李华"]
+
+
+def test_moodle_export_has_the_worksheet_columns(tmp_path):
+    out = fake_out(tmp_path)
+    export.export(out, "moodle", tmp_path / "moodle.csv")
+    rows = read_back(tmp_path / "moodle.csv")
+    assert list(rows[0])[:5] == ["Identifier", "Full name", "Status", "Grade", "Maximum Grade"]
+    assert rows[0]["Identifier"] == "Participant 4711" and rows[1]["Identifier"] == ""
+    assert rows[2]["Identifier"] == "Participant 0042"  # leading zeros kept: text, not a number
+
+
+def test_text_columns_stay_text_when_nobody_is_flagged(tmp_path):
+    book = export.read_gradebook(fake_out(tmp_path))
+    assert book["flags"].tolist() == ["", "", ""] and book["flags"].str.len().sum() == 0
+    assert book["lms_id"].tolist() == ["4711", "", "0042"]
+
+
+def test_export_names_the_missing_gradebook_and_the_bad_format(tmp_path):
+    result = run_grader(tmp_path, "export", str(tmp_path), "--format", "canvas",
+                        "--to", str(tmp_path / "x.csv"), timeout=60)
+    assert result.returncode == 1 and "has no gradebook.csv" in result.stderr
+    result = run_grader(tmp_path, "export", str(tmp_path), "--format", "blackboard",
+                        "--to", str(tmp_path / "x.csv"), timeout=60)
+    assert result.returncode == 2 and "canvas" in result.stderr
+    out = fake_out(tmp_path)
+    result = run_grader(tmp_path, "export", str(out), "--format", "csv",
+                        "--to", str(tmp_path / "plain.csv"), timeout=60)
+    assert result.returncode == 0
+    assert [row["student"] for row in read_back(tmp_path / "plain.csv")] == ["eli", "李华", "0042"]
+    assert json.dumps(read_back(tmp_path / "plain.csv")[1], ensure_ascii=False).count("李华") == 1
