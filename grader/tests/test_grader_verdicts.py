@@ -282,6 +282,19 @@ def test_pytest_grader_gives_the_reference_full_marks(tmp_path, backend):
         gpu_only = [case for case in cases.all_fixed_cases() if not case.runs_on(backend.name)]
         assert len(skipped) == len(gpu_only)
         assert all("GPU-only" in testcase.find("skipped").get("message") for testcase in skipped)
+        assert all(_properties(testcase)["points"] == "0" for testcase in skipped)
+
+    # What a JUnit consumer adds up, read with junitparser's xunit2 API (docs/instructor-guide.md)
+    from junitparser.xunit2 import JUnitXml
+
+    points = scores = 0
+    for suite_ in JUnitXml.fromfile(str(tmp_path / "grader.xml")):
+        for testcase in suite_:
+            found = {prop.name: prop.value for prop in testcase.properties()}
+            if testcase.name.startswith("test_case["):
+                points += int(found["points"])
+                scores += int(found.get("score", 0))
+    assert points == scores == total
 
 
 def test_pytest_grader_names_the_placeholder_without_tracebacks(tmp_path):
