@@ -237,7 +237,7 @@ def _draw(frame, path, title, ours, xs, labels, log2):
     ax.set_ylabel("TFLOPS (log scale)")
     ax.grid(True, which="major", alpha=0.3)
     ax.grid(True, which="minor", axis="y", alpha=0.1)
-    ax.legend(loc="upper left", fontsize=8, framealpha=0.92)
+    ax.legend(loc="best", fontsize=8, framealpha=0.92)  # where it hides the fewest points
     ax.tick_params(labelbottom=False)
 
     ratios = _series(frame, "ratio_vs_torch_mm")
@@ -248,9 +248,14 @@ def _draw(frame, path, title, ours, xs, labels, log2):
     ax_ratio.bar(bar_x, bar_h, width=width, color=colors, alpha=0.8)
     ax_ratio.axhline(1.0, color=PEAK_COLOR, linewidth=1, linestyle="--")
     for x, r in zip(xs, ratios):
-        if r:
+        if r and r >= 0.3:  # inside the bar, halfway up: never on the dashed 1.0 line
+            ax_ratio.annotate(f"{r:.2f}", (x, r / 2), ha="center", va="center", fontsize=7,
+                              color="white", weight="bold")
+        elif r:
             ax_ratio.annotate(f"{r:.2f}", (x, r), textcoords="offset points", xytext=(0, 2),
                               ha="center", fontsize=7)
+    ax_ratio.text(0.005, 0.97, "bars: red, slower than torch.mm; teal, faster; dashed: equal",
+                  transform=ax_ratio.transAxes, fontsize=7, va="top", color=ROOF_COLOR)
     top = max([r for r in ratios if r] + [1.0])
     ax_ratio.set_ylim(0, top * 1.3)
     ax_ratio.set_ylabel("speed vs\ntorch.mm")
@@ -278,16 +283,19 @@ def _draw(frame, path, title, ours, xs, labels, log2):
         y -= 0.047 + 0.03 * str(value).count("\n")
     timed = [i for i, v in enumerate(nt) if v]
     if timed:
-        largest = sorted(sorted(timed, key=lambda i: float(frame.iloc[i]["flops"]))[-3:])
+        largest = sorted(timed, key=lambda i: float(frame.iloc[i]["flops"]))[::-1][:3]
         y -= 0.01
         ax_meta.text(0.04, y, "Largest sizes", transform=ax_meta.transAxes, fontsize=8.3,
                      weight="bold", va="top", color=PEAK_COLOR)
         y -= 0.04
-        for i in largest:
+        for i in largest:  # the largest first: if the panel fills up, the smallest goes
+            lines = textwrap.wrap(_highlight(frame.iloc[i]), 44)
+            if y - 0.03 * (1 + len(lines)) < 0.01:
+                break
             ax_meta.text(0.04, y, labels[i], transform=ax_meta.transAxes, fontsize=8, va="top")
-            ax_meta.text(0.09, y - 0.028, _highlight(frame.iloc[i]), transform=ax_meta.transAxes,
+            ax_meta.text(0.09, y - 0.028, "\n".join(lines), transform=ax_meta.transAxes,
                          fontsize=8, va="top", color=NT_COLOR)
-            y -= 0.068
+            y -= 0.04 + 0.028 * len(lines)
     ax_meta.add_patch(plt.Rectangle((0, 0), 1, 1, transform=ax_meta.transAxes, fill=False,
                                     ec="#CED4DA", lw=0.8))
 

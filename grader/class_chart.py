@@ -1,13 +1,21 @@
 """The class at a glance: one PNG beside gradebook.csv and summary.csv.
 
 Left, the pass rate of every case, so the case most of the class fails (and the
-mistake it targets) stands out; right, how many students ended in each status.
+mistake it targets) stands out. Right, above: how many students ended in each
+status, coloured by what the status means; below: how the scores are spread.
 """
 
 import io
 
 STATUS_ORDER = ("passed", "failed", "flagged", "not_implemented", "import_error", "missing_file",
                 "timeout", "crashed", "memory_limit")
+# What a status asks of the staff: nothing (green), a look at the work (amber), a look at
+# the evidence (purple), or a look at why nothing could be graded (red, grey when absent).
+STATUS_COLOURS = {"passed": "#2a9d8f", "failed": "#e9c46a", "flagged": "#8a63a8",
+                  "not_implemented": "#adb5bd", "missing_file": "#adb5bd",
+                  "import_error": "#e76f51", "timeout": "#d62828", "crashed": "#d62828",
+                  "memory_limit": "#d62828"}
+PUBLIC, HIDDEN = "#2a7f9e", "#8a63a8"
 
 
 def render(summary, gradebook):
@@ -18,29 +26,48 @@ def render(summary, gradebook):
     import matplotlib.pyplot as plt
 
     cases = summary.iloc[::-1]  # the catalogue's first case at the top
-    height = max(4.0, 0.28 * len(cases) + 1.5)
-    figure, (rates, statuses) = plt.subplots(
-        1, 2, figsize=(12, height), gridspec_kw={"width_ratios": [3, 1.4]})
+    height = max(5.0, 0.28 * len(cases) + 1.5)
+    figure = plt.figure(figsize=(13, height))
+    grid = figure.add_gridspec(2, 2, width_ratios=[3, 1.5], height_ratios=[1, 1])
+    rates = figure.add_subplot(grid[:, 0])
+    statuses = figure.add_subplot(grid[0, 1])
+    scores = figure.add_subplot(grid[1, 1])
 
-    colours = ["#2a7f9e" if visibility == "public" else "#8a63a8"
-               for visibility in cases["visibility"]]
+    colours = [PUBLIC if visibility == "public" else HIDDEN for visibility in cases["visibility"]]
     rates.barh(cases["case"], cases["pass_rate"] * 100, color=colours)
-    rates.set_xlim(0, 100)
+    rates.set_xlim(0, 145)  # room on the right for the labels, which never touch a bar
+    rates.set_xticks(range(0, 101, 20))
     rates.set_xlabel("students passing (%)")
     rates.set_title("Pass rate per case (teal: public, purple: hidden)", loc="left")
     rates.tick_params(axis="y", labelsize=8)
     for y, (rate, target) in enumerate(zip(cases["pass_rate"], cases["targets"])):
-        rates.text(min(rate * 100 + 1, 80), y, f"{rate:.0%}  {target}", va="center", fontsize=7)
+        rates.text(rate * 100 + 2, y, f"{rate:.0%}  {target}", va="center", fontsize=7)
     rates.grid(axis="x", alpha=0.3)
 
     counts = gradebook["status"].value_counts()
     present = [status for status in STATUS_ORDER if status in counts] + \
         [status for status in counts.index if status not in STATUS_ORDER]
-    statuses.barh(present[::-1], [counts[status] for status in present[::-1]], color="#c8553d")
+    shown = present[::-1]
+    bars = statuses.barh(shown, [counts[status] for status in shown],
+                         color=[STATUS_COLOURS.get(status, "#adb5bd") for status in shown])
+    statuses.bar_label(bars, padding=3, fontsize=8)
+    statuses.set_xlim(0, counts.max() * 1.25)
     statuses.set_xlabel("students")
-    statuses.set_title(f"Status ({len(gradebook)} students)", loc="left")
+    statuses.set_title(f"Status ({len(gradebook)} students)\ngreen: passed, amber: failed,\n"
+                       "purple: flagged, grey: nothing to run,\norange: did not import, red: the run ended early",
+                       loc="left", fontsize=9)
     statuses.xaxis.get_major_locator().set_params(integer=True)
     statuses.grid(axis="x", alpha=0.3)
+
+    maximum = int(gradebook["max_score"].max()) if len(gradebook) else 0
+    scores.hist(gradebook["score"], bins=range(0, maximum + 2), color=PUBLIC,
+                edgecolor="white", align="left")
+    scores.set_xlim(-0.8, maximum + 0.8)
+    scores.set_xlabel(f"score (out of {maximum})")
+    scores.set_ylabel("students")
+    scores.set_title("Scores", loc="left", fontsize=9)
+    scores.yaxis.get_major_locator().set_params(integer=True)
+    scores.grid(axis="y", alpha=0.3)
 
     figure.tight_layout()
     buffer = io.BytesIO()
