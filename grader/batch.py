@@ -59,6 +59,7 @@ class Settings:
     case_filter: tuple = ()  # test-only subset of case ids; empty means the whole catalogue
     sandboxed: bool = True  # False only with --unsafe-no-sandbox
     speed: SpeedSettings = SpeedSettings(sizes=())  # grader.speed; off unless given
+    late_penalty: float = 0.0  # share of the case points a late submission loses (--late-penalty)
 
     @property
     def timed(self):
@@ -99,6 +100,7 @@ def grading_key(submission, settings):
         "timeout_s": settings.timeout_s,
         "memory_limit_bytes": settings.memory_limit_bytes,
         "cases": list(settings.case_filter),
+        "late_penalty": settings.late_penalty,
         "isolation": settings.isolation,
         "speed": settings.speed.describe() if settings.timed else None,
         # The stack the kernels are compiled and run with: a new one may judge differently.
@@ -272,10 +274,21 @@ def grade(submission, settings, folder, device=None, on_start=None):
     record["cases"] = _judge_cases(cases_list, kernel_run, settings.seed)
     _decide(record, kernel_run, wrapper_run, wrapper_phases[0][0][0], cases_list)
     record["score"] = sum(entry["points"] for entry in record["cases"])
+    apply_late_penalty(record, settings.late_penalty)
     if record["status"] == "passed" and settings.timed:
         record["speed"] = None  # to be timed (grader.speed.needs_timing)
     check_handin(submission, record)
     return record
+
+
+def apply_late_penalty(record, penalty):
+    """A late submission (the LMS marked it, grader.intake) keeps (1 - penalty) of its case
+    points, rounded to two decimals: score = round(points * (1 - penalty), 2)."""
+    if not (penalty and record.get("late")):
+        return
+    kept = round(record["score"] * (1 - penalty), 2)
+    record["late_deduction"] = round(record["score"] - kept, 2)
+    record["score"] = kept
 
 
 def check_handin(submission, record):

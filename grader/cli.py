@@ -51,6 +51,16 @@ def _positive_float(name):
     return parse
 
 
+def _fraction(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--late-penalty must be a number, got {text!r}") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"--late-penalty must be between 0 and 1, got {text!r}")
+    return value
+
+
 def _jobs(text):
     try:
         value = int(text)
@@ -171,6 +181,10 @@ def build_parser():
                             "a submission gets the highest tier it reaches, e.g. "
                             "0.5:1,0.8:2,1.0:3 (max_score grows by the top tier; the case "
                             "points do not change)")
+    grade.add_argument("--late-penalty", type=_fraction, default=0.0, metavar="FRACTION",
+                       help="off by default: a submission the LMS marked late (Canvas's LATE in "
+                            "its download name) keeps (1 - FRACTION) of its case points, "
+                            "rounded to two decimals; e.g. 0.1")
     grade.add_argument("--cases", default="", help=argparse.SUPPRESS)  # tests only: id,id,...
 
     merge = commands.add_parser(
@@ -291,7 +305,8 @@ def command_grade(args):
     settings = batch.Settings(seed=seed, backend=backend_name, timeout_s=args.timeout,
                               memory_limit_bytes=int(args.memory_limit * 2**30),
                               case_filter=case_filter, sandboxed=not args.unsafe_no_sandbox,
-                              speed=_speed_settings(args, backend_name))
+                              speed=_speed_settings(args, backend_name),
+                              late_penalty=args.late_penalty)
     cases_list = settings.cases()
     if case_filter and len(cases_list) != len(set(case_filter)):
         known = {case.id for case in catalogue.catalogue(seed, backend_name)}
@@ -329,6 +344,7 @@ def command_grade(args):
                 "memory_limit_bytes": settings.memory_limit_bytes,
                 "isolation": settings.isolation,
                 "speed": settings.speed.describe() if settings.timed else None,
+                "late_penalty": settings.late_penalty,
                 "cases": [case.id for case in cases_list], "case_filter": list(case_filter),
                 "shard": list(args.shard) if args.shard else None,
                 "students": {s.student: folders[s.student] for s in chosen}}
@@ -544,7 +560,7 @@ def command_merge(args):
     first = manifests[0][1]
     for shard, manifest in manifests[1:]:
         for field in ("grader_version", "seed", "backend", "cases", "timeout_s",
-                      "memory_limit_bytes", "isolation", "speed"):
+                      "memory_limit_bytes", "isolation", "speed", "late_penalty"):
             if manifest.get(field) != first.get(field):
                 raise GraderError(f"cannot merge: {shard} was graded with a different {field} "
                                   f"({manifest.get(field)!r} against {first.get(field)!r})")
@@ -565,7 +581,8 @@ def command_merge(args):
                               memory_limit_bytes=first["memory_limit_bytes"],
                               case_filter=tuple(first.get("case_filter") or ()),
                               sandboxed=first.get("isolation") != sandbox.UNSAFE,
-                              speed=speed.from_description(first.get("speed")))
+                              speed=speed.from_description(first.get("speed")),
+                              late_penalty=first.get("late_penalty", 0.0))
     cases_list = settings.cases()
     if [case.id for case in cases_list] != first["cases"]:
         raise GraderError("cannot merge: this grader's case catalogue differs from the shards'")

@@ -210,6 +210,10 @@ def feedback_markdown(record, hints):
     ]
     if record.get("message"):
         lines += ["", "```text", record["message"].strip(), "```"]
+    if record.get("late_deduction"):
+        lines += ["", f"- Late: {record['late_deduction']} points deducted by the course's late "
+                  "policy. / 迟交：按课程的迟交规定扣除 "
+                  f"{record['late_deduction']} 分。"]
     if record.get("flags") and record["status"] == "flagged":
         lines += ["", "## Anti-cheat evidence / 违规证据", ""]
         lines += [f"- {flag}" for flag in record["flags"]]

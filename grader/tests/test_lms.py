@@ -105,3 +105,29 @@ def test_export_names_the_missing_gradebook_and_the_bad_format(tmp_path):
     assert result.returncode == 0
     assert [row["student"] for row in read_back(tmp_path / "plain.csv")] == ["eli", "李华", "0042"]
     assert json.dumps(read_back(tmp_path / "plain.csv")[1], ensure_ascii=False).count("李华") == 1
+
+
+def test_a_late_penalty_applies_only_to_late_submissions_and_says_so():
+    from grader.batch import apply_late_penalty
+    from grader.reports import feedback_markdown
+
+    late = {"student": "eli", "score": 12, "max_score": 32, "status": "failed", "late": True,
+            "message": "", "cases": [], "flags": []}
+    on_time = {**late, "student": "ada", "late": False}
+    for record in (late, on_time):
+        apply_late_penalty(record, 0.1)
+    assert (late["score"], late["late_deduction"]) == (10.8, 1.2)
+    assert on_time["score"] == 12 and "late_deduction" not in on_time
+    assert "1.2 points deducted" in feedback_markdown(late, [])
+    untouched = {**late, "score": 12}
+    apply_late_penalty(untouched, 0.0)
+    assert untouched["score"] == 12
+
+
+@pytest.mark.parametrize("value", ["-0.1", "1.5", "tenth"])
+def test_a_bad_late_penalty_is_refused_with_the_option_named(tmp_path, value):
+    from grader.tests.batch_helpers import DEMO
+
+    result = run_grader(tmp_path, "grade", str(DEMO), "--out", str(tmp_path / "out"),
+                        "--late-penalty", value, timeout=60)
+    assert result.returncode == 2 and "--late-penalty must be" in result.stderr
