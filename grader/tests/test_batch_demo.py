@@ -5,6 +5,8 @@ A three-case subset (``--cases``, a test-only option) keeps this file to a few
 minutes on two cores; the README's command grades the demo class on the full catalogue.
 """
 
+import csv
+import io
 import json
 import os
 import re
@@ -193,3 +195,19 @@ def test_shards_merge_into_the_single_run(graded):
     incomplete = run_grader(base, "merge", str(base / "shard1"), str(base / "shard2-broken"),
                             "--out", str(base / "bad"))
     assert incomplete.returncode == 1 and "no finished result" in incomplete.stderr
+
+
+def test_the_demo_gradebook_exports_to_canvas_with_its_names_as_written(graded):
+    """Read back as a spreadsheet reads it: the BOM says UTF-8, every cell is text."""
+    base = graded[0]
+    target = base / "canvas.csv"
+    result = run_grader(base, "export", str(base / "out"), "--format", "canvas", "--to",
+                        str(target), "--assignment", "NineToothed GEMM (1234)")
+    assert result.returncode == 0, result.stderr
+    data = target.read_bytes()
+    assert data.startswith(b"\xef\xbb\xbf")
+    rows = {row["Student"]: row for row in csv.DictReader(io.StringIO(data.decode("utf-8-sig")))}
+    assert set(rows) == set(EXPECTED)
+    assert rows["李华"]["NineToothed GEMM (1234)"] == gradebook(base / "out")["李华"]["score"]
+    assert rows["eli"]["ID"] == "4711" and rows["ada"]["ID"] == ""
+    assert "have no LMS id" in result.stderr and "李华" in result.stderr

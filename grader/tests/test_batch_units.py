@@ -260,7 +260,7 @@ def test_a_new_torch_triton_or_ninetoothed_means_grading_again(monkeypatch):
 
     from grader import batch
 
-    submission = types.SimpleNamespace(sha256="abc", problem="")
+    submission = types.SimpleNamespace(sha256="abc", problem="", handin=b"")
     settings = batch.Settings(seed=1, backend="interpreter", timeout_s=10, memory_limit_bytes=1)
     before = batch.grading_key(submission, settings)
     monkeypatch.setattr(batch, "package_version", lambda name: "9.9.9")
