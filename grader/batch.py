@@ -94,6 +94,7 @@ def grading_key(submission, settings):
     material = {
         "file": submission.sha256 or submission.problem,
         "handin": hashlib.sha256(submission.handin).hexdigest() if submission.handin else "",
+        "lms": [getattr(submission, "lms_id", ""), getattr(submission, "late", False)],
         "grader": grader_version(),
         "seed": settings.seed,
         "backend": settings.backend,
@@ -300,7 +301,12 @@ def check_handin(submission, record):
 
     previous = (record.get("handin") or {}).get("flags") or []
     record["flags"] = [flag for flag in record["flags"] if flag not in previous]
-    record["handin"] = handin.check(submission.handin, submission.handin_origin, record)
+    try:
+        record["handin"] = handin.check(submission.handin, submission.handin_origin, record)
+    except Exception as error:  # noqa: BLE001 - a hostile CSV must never stop the batch
+        record["handin"] = {"file": submission.handin_origin, "verdict": "not compared",
+                            "flags": [], "notes": [f"the CSV could not be checked "
+                                                   f"({type(error).__name__})"]}
     record["flags"] += record["handin"]["flags"]
 
 

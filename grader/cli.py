@@ -220,6 +220,10 @@ def build_parser():
     gradescope.add_argument("--timeout", type=_positive_float("--timeout"), default=300.0,
                             metavar="S", help="wall-clock seconds for each of the two sandboxed "
                                               "runs (default: 300, for Gradescope's CPUs)")
+    gradescope.add_argument("--allow-unsandboxed", action="store_true",
+                            help="grade even where bubblewrap cannot start in Gradescope's "
+                                 "container; student code then runs as root beside the "
+                                 "grader and could read the seed and rewrite its own grade")
     gradescope.add_argument("--cases", default="", help=argparse.SUPPRESS)  # tests only
 
     export = commands.add_parser(
@@ -519,10 +523,19 @@ def _run_speed(chosen, settings, slots, out_dir, cases_list, records, args):
 
 
 def _gpu_environment(environment, device):
-    """benchmarks.environment's record of one GPU, before any timing heats it."""
+    """benchmarks.environment's record of one GPU, before any timing heats it.
+
+    ``device`` is what a worker gets as CUDA_VISIBLE_DEVICES; this process sees the GPUs
+    of its own CUDA_VISIBLE_DEVICES, so the device is found by its place in that list."""
     import torch
 
-    with torch.cuda.device(int(device)):
+    visible = [entry.strip() for entry in
+               os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if entry.strip()]
+    position = visible.index(str(device)) if str(device) in visible else device
+    try:
+        with torch.cuda.device(int(position)):
+            return environment.capture(with_gpu=True)
+    except (ValueError, RuntimeError):  # a UUID, or a GPU this process cannot select
         return environment.capture(with_gpu=True)
 
 
@@ -571,6 +584,10 @@ def command_merge(args):
             if record is None or record.get("student") != student:
                 raise GraderError(f"cannot merge: {student!r} has no finished result in {shard}; "
                                   "run that shard's grade command again to finish it")
+            if record.get("status") == "passed" and first.get("speed") \
+                    and speed.needs_timing(record):
+                raise GraderError(f"cannot merge: {student!r} passed but was never timed in "
+                                  f"{shard}; run that shard's grade command again to time it")
             if student in records and records[student]["key"] != record["key"]:
                 raise GraderError(f"cannot merge: {student!r} was graded differently in "
                                   f"{sources[student]} and {shard}")
@@ -643,7 +660,8 @@ def command_gradescope(args):
         catalogue.DEFAULT_SEED if args.seed is None else args.seed)
     path = gradescope.build(pathlib.Path(args.out), seed=seed,
                             hidden_visibility=args.hidden_visibility, timeout_s=args.timeout,
-                            cases=tuple(item for item in args.cases.split(",") if item))
+                            cases=tuple(item for item in args.cases.split(",") if item),
+                            allow_unsandboxed=args.allow_unsandboxed)
     _say(f"autograder zip: {path}\nUpload it as the assignment's autograder; it holds the "
          "seed, so share it with nobody else.")
     return EXIT_OK

@@ -60,6 +60,12 @@ def export(out_dir, kind, target, assignment="NineToothed GEMM"):
     if kind not in FORMATS:
         raise ValueError(f"--format must be one of {', '.join(FORMATS)}, got {kind!r}")
     book = read_gradebook(out_dir)
+    ids = [lms for lms in book["lms_id"] if lms]
+    repeated = sorted({lms for lms in ids if ids.count(lms) > 1})
+    if repeated and kind != "csv":
+        raise ValueError(f"LMS id(s) {', '.join(repeated)} belong to more than one student in "
+                         "the gradebook; an LMS would give one of them the other's grade. "
+                         "Check those entries' names in the submissions folder")
     table = {"canvas": canvas, "moodle": moodle, "csv": lambda frame, _: frame}[kind](
         book, assignment)
     target = pathlib.Path(target)

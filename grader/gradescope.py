@@ -13,11 +13,13 @@ writes ``DIR/autograder.zip``, which Gradescope takes as it is. At its root:
 
 The grading goes through the batch grader itself (``python -m grader grade``, on a class of
 one) and so through the same sandboxed runs. Where bubblewrap cannot start (a container
-without user namespaces), it falls back to ``--unsafe-no-sandbox`` and says so in
-``extra_data``. Gradescope already gives every submission a container of its own. What
-the fallback loses is the wall between the student's code and the grader in that
-container, so every module the grader needs is imported before any student code runs,
-and every process that student code left behind is killed before results.json is written.
+without user namespaces), it refuses to grade and says why in results.json, unless the
+zip was built with ``--allow-unsandboxed``. Without the sandbox, student code runs as the
+grader's own user (root, on Gradescope) beside the grader: it could read the seed and
+rewrite the stored grade. Gradescope's container per submission keeps students apart,
+not the student from the grader. With the option, every module the grader needs is
+imported before any student code runs, every process student code left behind is
+killed before results.json is written, and ``extra_data.isolation`` says what ran.
 """
 
 import argparse
@@ -66,13 +68,15 @@ def _kit_files():
     return files
 
 
-def build(out_dir, *, seed, hidden_visibility="after_due_date", timeout_s=300.0, cases=()):
+def build(out_dir, *, seed, hidden_visibility="after_due_date", timeout_s=300.0, cases=(),
+          allow_unsandboxed=False):
     """Write ``out_dir/autograder.zip``; returns its path."""
     if hidden_visibility not in VISIBILITIES:
         raise ValueError(f"hidden visibility must be one of {', '.join(VISIBILITIES)}, "
                          f"got {hidden_visibility!r}")
     config = {"seed": int(seed), "hidden_visibility": hidden_visibility,
-              "timeout_s": float(timeout_s), "cases": list(cases)}
+              "timeout_s": float(timeout_s), "cases": list(cases),
+              "allow_unsandboxed": bool(allow_unsandboxed)}
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "autograder.zip"
@@ -120,6 +124,19 @@ def _failure(message):
             "extra_data": {"status": "grader_error"}}
 
 
+def _student_output(record, config):
+    """The feedback Gradescope shows at once: all of it when hidden cases are visible,
+    else only what the public cases say (grader.reports.public_view), hints included."""
+    from grader import cases, reports
+
+    if config["hidden_visibility"] != "visible":
+        record = reports.public_view(record)
+    shown = {entry["id"] for entry in record["cases"]}
+    cases_list = [case for case in cases.catalogue(config["seed"], record["backend"])
+                  if case.id in shown]
+    return reports.feedback_markdown(record, reports.hints_for(record, cases_list))
+
+
 def run(root):
     """Grade ``root/submission`` and write ``root/results/results.json``; returns 0."""
     from grader import cli, reports, sandbox
@@ -128,7 +145,17 @@ def run(root):
     root = pathlib.Path(root)
     config = json.loads((root / "source" / CONFIG).read_text(encoding="utf-8"))
     _preload()
-    unsafe = sandbox.check(False) is not None
+    problem = sandbox.check(False)
+    unsafe = problem is not None
+    if unsafe and not config.get("allow_unsandboxed"):
+        results = _failure("The autograder grades only inside its sandbox, and bubblewrap "
+                           f"cannot start in this container ({problem}). Please tell the "
+                           "course staff; they can rebuild the autograder with "
+                           "--allow-unsandboxed.")
+        results["execution_time"] = int(round(time.monotonic() - started))
+        reports.atomic_write(root / "results" / "results.json",
+                             json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+        return 0
     with tempfile.TemporaryDirectory(prefix="ntgemm-gradescope-") as scratch:
         scratch = pathlib.Path(scratch)
         shutil.copytree(root / "submission", scratch / "class" / STUDENT, symlinks=True)
@@ -150,8 +177,8 @@ def run(root):
             results = _failure("The autograder could not grade this submission; please tell "
                                "the course staff.")
         else:
-            feedback = (scratch / "out" / STUDENT / "feedback.md").read_text(encoding="utf-8")
-            results = reports.results_json(record, config["hidden_visibility"], output=feedback)
+            results = reports.results_json(record, config["hidden_visibility"],
+                                           output=_student_output(record, config))
             results["extra_data"]["isolation"] = record["isolation"]
     results["execution_time"] = int(round(time.monotonic() - started))
     reports.atomic_write(root / "results" / "results.json",

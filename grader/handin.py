@@ -10,11 +10,13 @@ check is checked:
   model: at each size both measured, the self-reported ratio to torch.mm and
   TFLOPS must lie within the noise band around the grader's own.
 
-The noise band is ±max(TOLERANCE_FLOOR, SPREADS x the combined relative
-spread of the four timings involved): two runs on two machines of one GPU
-model differ by a few percent (clocks, power, temperature); a made-up number
-is usually off by far more. A claim outside it is *flagged*, with both
-numbers side by side, and the grade is never changed: a person decides.
+The noise band is ±max(TOLERANCE_FLOOR, SPREADS x sqrt(2) x the combined
+relative spread of the grader's two timings): the student's run is taken to be
+as noisy as the grader's, and its own claimed spread is never used, since a
+CSV may claim any. Two runs on two machines of one GPU model differ by a few
+percent (clocks, power, temperature); a made-up number is usually off by far
+more. A claim outside it is *flagged*, with both numbers side by side, and the
+grade is never changed: a person decides.
 What cannot be compared (another GPU, another size, a CSV without a hash,
 nothing timed) is a *note*, not a flag.
 """
@@ -42,13 +44,34 @@ def _spread(median, p20, p80):
     return abs(p80 - p20) / (2 * median)
 
 
+MAX_BYTES = 256 * 1024  # a benchmark CSV of every default size is about 20 KiB
+MAX_COLUMNS = 200
+MAX_ROWS = 1000
+
+
 def read(data):
-    """The CSV as a DataFrame of strings, or (None, why it is not a benchmark CSV)."""
+    """The CSV as a DataFrame of strings, or (None, why it is not a benchmark CSV).
+
+    The shape is checked with the csv module before pandas sees the file: pandas
+    takes minutes over a header of thousands of repeated names.
+    """
+    import csv
+
     import pandas
 
+    if len(data) > MAX_BYTES:
+        return None, f"it is {len(data)} bytes, over the {MAX_BYTES} a benchmark CSV needs"
+    try:
+        rows = list(csv.reader(io.StringIO(data.decode("utf-8-sig"))))
+    except (UnicodeDecodeError, csv.Error) as error:
+        return None, f"it cannot be read as a CSV ({type(error).__name__})"
+    if not rows or len(rows) > MAX_ROWS + 1 or max(len(row) for row in rows) > MAX_COLUMNS \
+            or len(set(rows[0])) != len(rows[0]):
+        return None, ("it is not a benchmark CSV (no header, repeated column names, or over "
+                      f"{MAX_ROWS} rows or {MAX_COLUMNS} columns)")
     try:
         table = pandas.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False,
-                                nrows=10_000)
+                                encoding="utf-8-sig")
     except Exception as error:  # noqa: BLE001 - any malformed file
         return None, f"it cannot be read as a CSV ({type(error).__name__})"
     missing = [column for column in NEEDED if column not in table.columns]
@@ -57,13 +80,16 @@ def read(data):
     return table, ""
 
 
-def band(claimed_row, measured_row):
-    """The relative tolerance for comparing one claimed row with one measured row."""
-    spreads = [_spread(row.get("median_ms"), row.get("p20_ms"), row.get("p80_ms"))
-               for row in (claimed_row, measured_row)]
-    spreads += [_spread(row.get("torch_mm_median_ms"), row.get("torch_mm_p20_ms"),
-                        row.get("torch_mm_p80_ms")) for row in (claimed_row, measured_row)]
-    return max(TOLERANCE_FLOOR, SPREADS * math.sqrt(sum(s * s for s in spreads)))
+def band(measured_row):
+    """The relative tolerance around one of the grader's rows: its own spreads, never the
+    CSV's (a claimed p20..p80 as wide as one likes would widen the band at will)."""
+    spreads = [_spread(measured_row.get("median_ms"), measured_row.get("p20_ms"),
+                       measured_row.get("p80_ms")),
+               _spread(measured_row.get("torch_mm_median_ms"), measured_row.get("torch_mm_p20_ms"),
+                       measured_row.get("torch_mm_p80_ms"))]
+    # The student's run is taken to be as noisy as the grader's: hence the sqrt(2).
+    return max(TOLERANCE_FLOOR,
+               SPREADS * math.sqrt(2 * sum(spread * spread for spread in spreads)))
 
 
 def check(data, origin, record):
@@ -86,8 +112,9 @@ def check(data, origin, record):
         flags.append(f"the CSV was measured on another file (sha256 {sorted(hashes)[0][:12]}, "
                      f"the file handed in is {record['sha256'][:12]})")
     tiles = record.get("tiles")
-    claimed_tiles = {tuple(_int(row.get(name)) for name in ("block_m", "block_n", "block_k"))
-                     for _, row in table.iterrows()} - {(None, None, None)}
+    claimed_tiles = {tiles for tiles in (
+        tuple(_int(row.get(name)) for name in ("block_m", "block_n", "block_k"))
+        for _, row in table.iterrows()) if None not in tiles}
     if tiles and claimed_tiles:
         other = sorted(t for t in claimed_tiles if t != tuple(tiles))
         if other:
@@ -128,10 +155,10 @@ def _check_numbers(table, record, flags, notes):
             continue
         for claim in same:
             compared += 1
-            tolerance = band(claim, row)
+            tolerance = band(row)
             for column, unit in (("ratio_vs_torch_mm", "x torch.mm"), ("tflops", " TFLOPS")):
                 said, got = _number(claim[column]), row[column]
-                if said is None or abs(said / got - 1) > tolerance:
+                if said is None or said <= 0 or abs(said / got - 1) > tolerance:
                     low, high = got * (1 - tolerance), got * (1 + tolerance)
                     flags.append(f"at {row['size']}: self-reported "
                                  f"{'nothing' if said is None else f'{said:.2f}{unit}'}, "

@@ -58,8 +58,11 @@ DIGEST_STREAM_LIMIT = 64 << 20  # folder_digest: larger files are hashed by thei
 # LMS download names (see ``identity``): Canvas's <name>[_LATE]_<user id>_<file id>_<file>,
 # Moodle's <full name>_<participant id>_assignsubmission_file_[<file>], Gradescope's
 # submission_<id>, and the generic <id>_<anything>_ninetoothed_gemm.
-_CANVAS_NAME = re.compile(r"^(?P<id>[^_]+)_(?P<late>LATE_)?(?P<lms>\d+)_\d+_.+$")
-_MOODLE_NAME = re.compile(r"^(?P<id>.+?)_(?P<lms>\d+)_assignsubmission_[a-z]+_.*$")
+_CANVAS_NAME = re.compile(r"^(?P<id>[^_]+)_(?P<late>LATE_)?(?P<lms>\d+)_\d+_(?P<file>.+)$")
+_MOODLE_NAME = re.compile(r"^(?P<id>.+?)_(?P<lms>\d+)_assignsubmission_[a-z]+_(?P<file>.*)$")
+# A Moodle folder name ends with the marker: the id is all before the last "_<id>_..._".
+_MOODLE_FOLDER = re.compile(r"^(?P<id>.+)_(?P<lms>\d+)_assignsubmission_[a-z]+_(?P<file>)$")
+_SUBMISSION_STEM = re.compile(r"^ninetoothed_gemm(-(?P<version>\d+))?$")
 _GRADESCOPE_NAME = re.compile(r"^submission_(?P<lms>\d+)$")
 _LMS_NAME = re.compile(r"^(?P<id>[^_]+)_.*ninetoothed_gemm(-\d+)?$")
 _OPEN_FLAGS = (os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW
@@ -159,6 +162,7 @@ class Identity:
     student: str
     lms_id: str = ""
     late: bool = False
+    uploaded: str = ""  # the name the student uploaded, when the LMS name carries it
 
 
 def identity(stem, folder=False):
@@ -173,11 +177,11 @@ def identity(stem, folder=False):
     NFC-normalised and made ``printable``.
     """
     stem = unicodedata.normalize("NFC", decode_name(stem))
-    for pattern in (_CANVAS_NAME, _MOODLE_NAME):
+    for pattern in ((_MOODLE_FOLDER,) if folder else (_CANVAS_NAME, _MOODLE_NAME)):
         match = pattern.match(stem)
-        if match and not (folder and pattern is _CANVAS_NAME):
+        if match:
             return Identity(printable(match.group("id")), match.group("lms"),
-                            bool(match.groupdict().get("late")))
+                            bool(match.groupdict().get("late")), match.group("file"))
     match = _GRADESCOPE_NAME.match(stem)
     if match:
         return Identity(printable(stem), match.group("lms"))
@@ -286,6 +290,8 @@ def discover(root):
             submission = _from_folder(root, entry.path, who.student)
         elif suffix == ".py":
             who = identity(stem)
+            if who.uploaded and not _SUBMISSION_STEM.match(who.uploaded):
+                continue  # another file the student uploaded beside the submission
             submission = _from_file(root, entry.path, who.student)
         elif suffix == ".zip":
             who = identity(stem)
@@ -293,6 +299,10 @@ def discover(root):
         else:
             continue  # a CSV, a picture, an LMS index, a stray FIFO: not a submission
         submission.lms_id, submission.late = who.lms_id, who.late
+        if submission.student in found and _same_upload(found[submission.student], submission):
+            found[submission.student] = max(found[submission.student], submission,
+                                            key=_upload_version)
+            continue
         if submission.student in found:
             raise IntakeError(
                 f"two entries for student {submission.student!r}: "
@@ -301,6 +311,18 @@ def discover(root):
             )
         found[submission.student] = submission
     return [found[key] for key in sorted(found)]
+
+
+def _upload_version(submission):
+    """The LMS's number for a re-upload (``ninetoothed_gemm-2.py`` is 2), 0 for the first."""
+    stem = pathlib.PurePath(submission.origin).stem
+    match = re.search(r"-(\d+)$", stem)
+    return int(match.group(1)) if match else 0
+
+
+def _same_upload(first, second):
+    """Two versions of one student's file in one LMS download (same LMS id)."""
+    return bool(first.lms_id) and first.lms_id == second.lms_id
 
 
 def _from_file(root, path, student):

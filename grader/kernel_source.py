@@ -383,6 +383,8 @@ class _Rebuilder:
             checker = _Checker(self.scope, _local_names(node), where=f"{name}()")
             checker.function(node)
             self.violations += checker.violations
+            if name == "application":
+                self.violations += _output_reads(node)
             wanted += sorted(checker.called_functions)
             self.keep(node, indent=node.col_offset)
 
@@ -412,6 +414,38 @@ _EXPRESSIONS = (ast.Name, ast.Constant, ast.Attribute, ast.Subscript, ast.Slice,
                 ast.ListComp, ast.GeneratorExp, ast.Starred)
 _PARTS = (ast.keyword, ast.comprehension, ast.operator, ast.unaryop, ast.boolop, ast.cmpop,
           ast.expr_context, ast.arguments, ast.arg)
+
+
+OUTPUT_METADATA = ("shape", "dtype", "ndim")
+
+
+def _output_reads(function):
+    """Where application() reads the values of its output (its third parameter).
+
+    C = A @ B never needs them: ``output`` is only assigned, or asked for its
+    shape or dtype. A kernel that looked at what C already holds could skip
+    work done by an earlier launch, and then no timing of it would be fair.
+    """
+    parameters = [argument.arg for argument in function.args.posonlyargs + function.args.args]
+    if len(parameters) < 3:
+        return []
+    output = parameters[2]
+    parent_of = {id(child): parent for parent in ast.walk(function)
+                 for child in ast.iter_child_nodes(parent)}
+    found = []
+    for node in ast.walk(function):
+        if not (isinstance(node, ast.Name) and node.id == output
+                and isinstance(node.ctx, ast.Load)):
+            continue
+        parent = parent_of.get(id(node))
+        if isinstance(parent, ast.Attribute) and parent.attr in OUTPUT_METADATA:
+            continue
+        if isinstance(parent, ast.Subscript) and isinstance(parent.ctx, ast.Store):
+            continue
+        found.append(Violation(node.lineno, f"application(): reads the values of `{output}`, "
+                                            "which C = A @ B never needs (only assign it, or "
+                                            "use its .shape or .dtype)"))
+    return found
 
 
 class _Checker:

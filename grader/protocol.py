@@ -166,7 +166,10 @@ def timing(value):
             and all(isinstance(item, (int, float)) and not isinstance(item, bool)
                     for item in value)):
         return None
-    median, p20, p80 = (float(item) for item in value)
+    try:
+        median, p20, p80 = (float(item) for item in value)
+    except OverflowError:  # an int too large for a float
+        return None
     if not (0 < p20 <= median <= p80 < 1e6):  # also false for NaN
         return None
     return (median, p20, p80)

@@ -97,7 +97,21 @@ def _public_message(entry):
 HIDDEN_VISIBILITY = "after_due_date"  # Gradescope shows hidden cases' results after the deadline
 
 
-def results_json(record, hidden_visibility=HIDDEN_VISIBILITY, output=None):
+def public_view(record):
+    """The record as a student may see it before the hidden cases are shown: the public
+    cases only, their points, and a status and message that say nothing of the hidden
+    ones (for Gradescope's always-visible output while hidden tests are not)."""
+    public = [entry for entry in record["cases"] if entry["visibility"] == "public"]
+    view = {**record, "cases": public, "score": sum(entry["points"] for entry in public),
+            "max_score": sum(entry["max_points"] for entry in public)}
+    if record["status"] in ("passed", "failed"):
+        failing = sum(entry["status"] != "passed" for entry in public)
+        view["status"] = "failed" if failing else "passed"
+        view["message"] = f"{failing} of {len(public)} public cases failed" if failing else ""
+    return view
+
+
+def results_json(record, hidden_visibility=HIDDEN_VISIBILITY, output=None, total=None):
     """The record in Gradescope's autograder results format (``specs.md`` of
     gradescope/autograder_samples): one test per case, numbered, tagged public or
     hidden, the hidden ones with ``hidden_visibility``; ``output`` (Markdown, the
@@ -124,15 +138,25 @@ def results_json(record, hidden_visibility=HIDDEN_VISIBILITY, output=None):
                       "status": "passed" if points else "failed",
                       "output": (record.get("speed") or {}).get("message", ""),
                       "tags": ["speed"], "visibility": "visible"})
+    if record.get("late_deduction"):
+        tests.append({"name": "late penalty", "number": str(len(tests) + 1),
+                      "score": -record["late_deduction"], "max_score": 0, "status": "failed",
+                      "output": "points deducted by the course's late policy",
+                      "tags": ["late"], "visibility": "visible"})
     summary = f"status: {record['status']}"
     if record.get("message"):
         summary += f"\n{record['message']}"
-    results = {"score": record["score"], "execution_time": int(round(record.get("wall_time_s")
-                                                                      or 0)),
+    results = {"execution_time": int(round(record.get("wall_time_s") or 0)),
                "output": output or summary, "output_format": "md" if output else "text",
                "visibility": "visible", "stdout_visibility": "hidden",
                "extra_data": {"status": record["status"], "max_score": record["max_score"]},
                "tests": tests}
+    show_total = hidden_visibility == "visible" if total is None else total
+    if show_total:
+        # A top-level score shows the total, hidden cases included, at once; without it
+        # Gradescope adds up the tests, each shown when its visibility allows. The batch's
+        # own results.json keeps it: its feedback.md shows every case anyway.
+        results = {"score": record["score"], **results}
     from grader import speed
 
     row = speed.headline(record)
@@ -263,7 +287,7 @@ def write_student(out_dir, record, cases_list):
     hints = hints_for(record, cases_list)
     record["hints"] = hints
     feedback = feedback_markdown(record, hints)
-    atomic_write(folder / "results.json", _json(results_json(record, output=feedback)))
+    atomic_write(folder / "results.json", _json(results_json(record, output=feedback, total=True)))
     atomic_write(folder / "feedback.md", feedback)
     atomic_write(folder / "stdout.log", _truncate(record.get("stdout", "")))
     atomic_write(folder / "stderr.log", _truncate(record.get("stderr", "")))

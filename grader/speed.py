@@ -24,6 +24,7 @@ import collections
 import concurrent.futures
 import dataclasses
 import queue
+import threading
 
 from benchmarks.harness import PASS, FAIL, SizeResult, parse_size, size_label
 from benchmarks.kernel_config import KernelConfig, UNKNOWN
@@ -135,10 +136,11 @@ def time_class(items, settings, slots, *, on_timed, stop, environments, on_start
     for item in items:
         work.put(item)
     devices = sorted(set(slots), key=str)
+    retried = _Once()
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=len(devices))
     try:
         futures = [pool.submit(_time_on, device, work, settings, on_timed, on_start, stop,
-                               environments[device]) for device in devices]
+                               environments[device], retried) for device in devices]
         for future in futures:
             future.result()
     except BaseException:
@@ -156,7 +158,21 @@ def _kernel_text(submission):
     return kernel_source.extract(source).text.encode("utf-8")
 
 
-def _time_on(device, work, settings, on_timed, on_start, stop, env):
+class _Once:
+    """The students given their one retry, shared by every GPU's thread."""
+
+    def __init__(self):
+        self.done, self.lock = set(), threading.Lock()
+
+    def first(self, student):
+        with self.lock:
+            if student in self.done:
+                return False
+            self.done.add(student)
+            return True
+
+
+def _time_on(device, work, settings, on_timed, on_start, stop, env, retried):
     from grader.batch import check_handin
     from grader.conversation import TimingRun
     from grader.sandbox import Limits, cores_for
@@ -182,7 +198,6 @@ def _time_on(device, work, settings, on_timed, on_start, stop, env):
                 upcoming.append((item, preparer.submit(start, item)))
 
         refill()
-        retried = set()
         while upcoming:
             (submission, record), prepared = upcoming.popleft()
             run = prepared.result()
@@ -191,11 +206,12 @@ def _time_on(device, work, settings, on_timed, on_start, stop, env):
                 return
             refill()
             run.measure()
+            if stop.is_set():
+                return  # killed by the interrupt: not a verdict; resume times it again
             if len(run.results) < len(run.sizes) and run.note == "" \
-                    and record["student"] not in retried:
+                    and retried.first(record["student"]):
                 # A run that ended without a word from the kernel (a stuck start, a killed
                 # process) gets one more try, at the back of the line.
-                retried.add(record["student"])
                 work.put((submission, record))
                 refill()
                 continue
@@ -269,6 +285,14 @@ def entry(run, record, env):
         record["flags"].append("speed: " + "; ".join(
             f"at {row['size']} the grader's launch of your kernel failed ({row['note']})"
             for row in wrong) + ", although every case passed: for the instructor to review")
+    impossible = [row for row in rows if row["verdict"] == PASS
+                  and isinstance(row["roofline_fraction"], (int, float))
+                  and row["roofline_fraction"] > 1]
+    if impossible:
+        record["flags"].append("speed: " + "; ".join(
+            f"at {row['size']} the kernel ran at {row['roofline_fraction']:.0%} of the roofline "
+            "bound, which no correct kernel can" for row in impossible)
+            + ": for the instructor to review")
     first = rows[0]
     if first["verdict"] == PASS:
         message = (f"Speed: {first['ratio_vs_torch_mm']:.2f}x torch.mm at {first['size']} "

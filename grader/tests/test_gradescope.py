@@ -7,6 +7,7 @@ documented result fields (status, output_format, number, tags, leaderboard):
 """
 
 import json
+import re
 import os
 import shutil
 import stat
@@ -111,11 +112,20 @@ def test_run_autograder_writes_spec_valid_results(autograder, name, path, status
     assert results["output_format"] == "md" and "ntgemm feedback" in results["output"]
     total = sum(test["max_score"] for test in results["tests"])
     assert len(results["tests"]) == 3 and results["extra_data"]["max_score"] == total
+    # No top-level score while hidden cases are hidden: Gradescope adds up the tests,
+    # each shown when its visibility allows, and the always-visible output tells only
+    # what the public cases say.
+    assert "score" not in results
+    score = sum(test["score"] for test in results["tests"])
     expected = {"passed": total, "flagged": 0, "crashed": 0}
     if status in expected:
-        assert results["score"] == expected[status]
+        assert score == expected[status]
     else:
-        assert 0 < results["score"] < total
+        assert 0 < score < total
+    public = [test for test in results["tests"] if "public" in test["tags"]]
+    shown = re.search(r"Score / 得分: (\S+) / (\S+)\*\*", results["output"])
+    assert float(shown.group(2)) == sum(test["max_score"] for test in public) < total
+    assert "hidden" not in results["output"]
     hidden = [test for test in results["tests"] if "hidden" in test["tags"]]
     assert hidden and all(test["visibility"] == "after_due_date" for test in hidden)
     assert all(str(SEED) not in json.dumps(test) for test in results["tests"])
@@ -125,3 +135,20 @@ def test_bad_visibility_is_refused_with_the_choices(tmp_path):
     result = run_grader(tmp_path, "gradescope", "--out", str(tmp_path),
                         "--hidden-visibility", "never", timeout=60)
     assert result.returncode == 2 and "after_due_date" in result.stderr
+
+
+def test_without_its_sandbox_it_refuses_to_grade_and_says_why(autograder, monkeypatch, tmp_path):
+    """Where bubblewrap cannot start, grading as root beside the grader could be forged:
+    the zip refuses unless built with --allow-unsandboxed."""
+    from grader import gradescope, sandbox
+
+    root = tmp_path / "autograder"
+    shutil.copytree(autograder / "autograder" / "source", root / "source")
+    (root / "submission").mkdir()
+    shutil.copyfile(DEMO / "ada" / "ninetoothed_gemm.py", root / "submission" / "ninetoothed_gemm.py")
+    monkeypatch.setattr(sandbox, "check", lambda gpu: "no user namespaces here")
+    assert gradescope.run(root) == 0
+    results = json.loads((root / "results" / "results.json").read_text())
+    check_results(results)
+    assert results["score"] == 0 and results["extra_data"]["status"] == "grader_error"
+    assert "no user namespaces here" in results["output"] and "--allow-unsandboxed" in results["output"]

@@ -131,3 +131,43 @@ def test_defined_names_see_every_binding():
     names = defined_names("import os\nif 1:\n    A = 2\nelse:\n    from x import B\n"
                           "def nt_gemm():\n    pass\n")
     assert {"os", "A", "B", "nt_gemm"} <= names
+
+
+SKIPS_DONE_WORK = '''
+import ninetoothed.language as ntl
+
+
+def arrangement(lhs, rhs, output):
+    return lhs, rhs, output
+
+
+def application(lhs, rhs, output):
+    accumulator = ntl.zeros(output.shape, dtype=ntl.float32)
+    for k in range(lhs.shape[0]):
+        accumulator += ntl.dot(lhs[k], rhs[k])
+    output = ntl.where(output != output, accumulator.to(output.dtype), {read})
+'''
+
+
+@pytest.mark.parametrize("read", ["output", "output + 0", "ntl.maximum(output, output)"])
+def test_an_application_that_reads_what_c_already_holds_is_a_violation(read):
+    """A kernel could skip tiles an earlier launch already wrote (NaN-check on C): every
+    case passes on fresh NaN outputs, and the grader's timing would be a lie."""
+    rebuilt = extract(SKIPS_DONE_WORK.replace("{read}", read))
+    assert not rebuilt.ok
+    assert any("reads the values of `output`" in v.what for v in rebuilt.violations)
+
+
+def test_passing_the_output_to_a_helper_reads_it_too():
+    source = SKIPS_DONE_WORK.replace(
+        "    output = ntl.where(output != output, accumulator.to(output.dtype), {read})\n",
+        "    output = finish(accumulator, output)\n\n\ndef finish(accumulator, c):\n"
+        "    return accumulator.to(c.dtype)\n")
+    rebuilt = extract(source)
+    assert [v.line for v in rebuilt.violations if "reads the values" in v.what] == [13]
+
+
+def test_the_output_s_shape_and_dtype_and_assigning_it_are_fine():
+    source = SKIPS_DONE_WORK.replace("output = ntl.where(output != output, accumulator.to("
+                                     "output.dtype), {read})", "output = accumulator")
+    assert extract(source).ok

@@ -21,6 +21,9 @@ from grader.tests.batch_helpers import run_grader
     ("Li Hua_2231_assignsubmission_file_", True, ("Li Hua", "2231", False)),
     ("李华_2232_assignsubmission_file_ninetoothed_gemm", False, ("李华", "2232", False)),
     ("Anne_Marie Roe_77_assignsubmission_file_", True, ("Anne_Marie Roe", "77", False)),
+    # a full name that imitates the marker cannot borrow another participant's id
+    ("Bobby_4712_assignsubmission_file_ x_88_assignsubmission_file_", True,
+     ("Bobby_4712_assignsubmission_file_ x", "88", False)),
     # Gradescope's export
     ("submission_183321", True, ("submission_183321", "183321", False)),
     # the generic rule and plain names
@@ -42,6 +45,27 @@ def test_a_class_downloaded_from_canvas_and_moodle_is_read_with_ids(tmp_path):
     found = {s.student: s for s in intake.discover(tmp_path)}
     assert (found["smithjohn"].lms_id, found["smithjohn"].late) == ("12345", True)
     assert (found["Li Hua"].lms_id, found["Li Hua"].late) == ("2231", False)
+
+
+def test_extra_uploads_and_re_uploads_do_not_stop_intake(tmp_path):
+    """Canvas names every uploaded file: a helper beside the submission is not a second
+    submission, and of two versions of the file the later one counts."""
+    for name in ("smithjohn_12345_1_ninetoothed_gemm.py", "smithjohn_12345_2_helper.py",
+                 "smithjohn_12345_3_ninetoothed_gemm-1.py", "doejane_LATE_777_4_notes.py",
+                 "doejane_LATE_777_5_ninetoothed_gemm.py"):
+        (tmp_path / name).write_text(f"# {name}\n")
+    found = {s.student: s for s in intake.discover(tmp_path)}
+    assert sorted(found) == ["doejane", "smithjohn"]
+    assert found["smithjohn"].data == b"# smithjohn_12345_3_ninetoothed_gemm-1.py\n"
+    assert found["doejane"].late and found["doejane"].origin.endswith("ninetoothed_gemm.py")
+
+
+def test_an_export_refuses_one_lms_id_for_two_students(tmp_path):
+    out = fake_out(tmp_path)
+    text = (out / "gradebook.csv").read_text(encoding="utf-8").replace(",,False,", ",4711,False,")
+    (out / "gradebook.csv").write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match="4711 belong to more than one student"):
+        export.export(out, "canvas", tmp_path / "canvas.csv")
 
 
 def fake_out(tmp_path):
@@ -119,7 +143,7 @@ def test_a_late_penalty_applies_only_to_late_submissions_and_says_so():
     assert (late["score"], late["late_deduction"]) == (10.8, 1.2)
     assert on_time["score"] == 12 and "late_deduction" not in on_time
     assert "1.2 points deducted" in feedback_markdown(late, [])
-    untouched = {**late, "score": 12}
+    untouched = {"score": 12, "late": True}
     apply_late_penalty(untouched, 0.0)
     assert untouched["score"] == 12
 

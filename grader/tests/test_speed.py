@@ -27,27 +27,37 @@ SIZES = ((4096, 4096, 4096), (4095, 4095, 4095))
 
 
 class FakeRun:
-    """A TimingRun that times nothing: fixed milliseconds, or a run that ends early."""
+    """A TimingRun that times nothing: fixed milliseconds, or a run that ends early.
 
-    active = []  # runs measuring right now, across threads
-    overlaps = 0
+    It records, per GPU, how many runs measure at once and whether another run of
+    that GPU was being prepared meanwhile."""
+
+    measuring = {}  # device -> runs measuring right now
+    overlaps = 0  # two measures on one GPU at once: never allowed
+    prepared_meanwhile = 0  # a prepare while a measure ran on the same GPU: the point
+    lock = threading.Lock()
 
     def __init__(self, source, sizes, *, kernel_ms=0.5, torch_ms=0.2, ends_early=False,
-                 **_options):
+                 device=0, pause=0.0, **_options):
         self.sizes, self.kernel_ms, self.torch_ms = list(sizes), kernel_ms, torch_ms
-        self.ends_early = ends_early
+        self.ends_early, self.device, self.pause = ends_early, device, pause
         self.launch = {"num_warps": 8, "num_stages": 3}
         self.note, self.results, self.ending = "", [], None
         self.prepare_s = self.measure_s = 0.0
 
     def prepare(self):
+        time.sleep(self.pause)
+        with FakeRun.lock:
+            FakeRun.prepared_meanwhile += bool(FakeRun.measuring.get(self.device))
         return self
 
     def measure(self):
-        FakeRun.active.append(self)
-        FakeRun.overlaps += len(FakeRun.active) > 1
-        time.sleep(0.01)
-        FakeRun.active.remove(self)
+        with FakeRun.lock:
+            FakeRun.measuring[self.device] = FakeRun.measuring.get(self.device, 0) + 1
+            FakeRun.overlaps += FakeRun.measuring[self.device] > 1
+        time.sleep(self.pause)
+        with FakeRun.lock:
+            FakeRun.measuring[self.device] -= 1
         if self.ends_early:
             self.ending = type("Ending", (), {"kind": "timeout", "detail": "stuck"})()
             return []
@@ -123,45 +133,52 @@ def test_timing_values_from_a_worker_are_kept_only_when_they_make_sense():
 # --------------------------------------------------------------------------- the phase
 
 def test_one_timing_at_a_time_per_gpu_and_one_retry_for_a_run_that_ends_early(monkeypatch):
-    stuck_once = {"bob"}
+    starts = {}
 
-    def fake(source, sizes, **options):
+    def fake(source, sizes, *, device, **options):
         student = source.decode()
-        ends_early = student in stuck_once
-        stuck_once.discard(student)
-        return FakeRun(source, sizes, ends_early=ends_early)
+        starts[student] = starts.get(student, 0) + 1
+        return FakeRun(source, sizes, device=device, pause=0.03,
+                       ends_early=student == "bob")  # bob is stuck every time
 
     monkeypatch.setattr(conversation, "TimingRun", fake)
     monkeypatch.setattr(speed, "_kernel_text", lambda submission: submission.data)
-    FakeRun.overlaps = 0
-    records = {name: passed_record(name) for name in ("ada", "bob", "cai", "dee", "eve")}
+    FakeRun.overlaps = FakeRun.prepared_meanwhile = 0
+    names = ("ada", "bob", "cai", "dee", "eve", "fay", "gus", "hal")
+    records = {name: passed_record(name) for name in names}
     items = [(intake.Submission(name, f"{name}.py", name.encode()), record)
              for name, record in records.items()]
     settings = Settings(seed=0, backend="gpu", timeout_s=5, memory_limit_bytes=1 << 30,
                         speed=speed.SpeedSettings(SIZES, ((0.5, 1), (0.8, 2))))
     done = []
-    speed.time_class(items, settings, [0, 0, 0], on_timed=done.append,
-                     stop=threading.Event(), environments={0: H200_ENV})
+    speed.time_class(items, settings, [0, 1, 0, 1], on_timed=done.append,
+                     stop=threading.Event(), environments={0: H200_ENV, 1: H200_ENV})
     assert FakeRun.overlaps == 0
+    assert FakeRun.prepared_meanwhile > 0  # the next runs compile while one is timed
     assert sorted(r["student"] for r in done) == sorted(records)
-    assert records["bob"]["speed"]["status"] == "timed"  # its second try
-    for record in done:
-        assert record["speed"]["points"] == 0 and record["score"] == 29  # 0.4x: no tier
+    assert starts["bob"] == 2 and records["bob"]["speed"]["status"] == "not_timed"
+    for name in names:
+        if name != "bob":
+            assert records[name]["speed"]["status"] == "timed" and starts[name] == 1
+            assert records[name]["speed"]["points"] == 0 and records[name]["score"] == 29
 
 
-def test_a_run_that_ends_early_twice_is_recorded_as_not_timed(monkeypatch):
-    monkeypatch.setattr(conversation, "TimingRun",
-                        lambda source, sizes, **options: FakeRun(source, sizes, ends_early=True))
+def test_an_interrupted_timing_is_left_for_the_resume(monkeypatch):
+    stop = threading.Event()
+
+    def fake(source, sizes, **options):
+        run = FakeRun(source, sizes, ends_early=True)
+        run.measure = lambda: (stop.set(), [])[1]  # Ctrl-C kills the run mid-measure
+        return run
+
+    monkeypatch.setattr(conversation, "TimingRun", fake)
     monkeypatch.setattr(speed, "_kernel_text", lambda submission: submission.data)
     record = passed_record()
     settings = Settings(seed=0, backend="gpu", timeout_s=5, memory_limit_bytes=1 << 30,
                         speed=speed.SpeedSettings(SIZES))
     speed.time_class([(intake.Submission("ada", "ada.py", b"ada"), record)], settings, [0],
-                     on_timed=lambda r: None, stop=threading.Event(),
-                     environments={0: H200_ENV})
-    assert record["speed"]["status"] == "not_timed"
-    assert "timeout" in record["speed"]["message"]
-    assert speed.headline(record) is None and leaderboard.frame([record]).empty
+                     on_timed=lambda r: None, stop=stop, environments={0: H200_ENV})
+    assert record["speed"] is None and speed.needs_timing(record)
 
 
 # --------------------------------------------------------------------------- the record
@@ -178,6 +195,13 @@ def test_a_timed_record_holds_benchmark_rows_and_earns_its_tier():
     assert "0.80x torch.mm at 4096" in record["speed"]["message"]
     speed.apply_points(record, speed.parse_points("0.5:1,0.8:2,1.0:3"))
     assert record["speed"]["points"] == 2 and record["score"] == 31
+
+
+def test_a_speed_beyond_the_roofline_is_flagged():
+    record = timed_record(kernel_ms=0.05, torch_ms=0.2)  # 2750 TFLOPS on a 989 TFLOPS GPU
+    assert any("of the roofline bound, which no correct kernel can" in flag
+               for flag in record["flags"])
+    assert not timed_record(kernel_ms=0.5)["flags"]
 
 
 def test_a_kernel_wrong_at_a_speed_size_is_flagged_but_keeps_its_grade():
@@ -276,6 +300,25 @@ def test_what_cannot_be_compared_is_a_note_not_a_flag():
     other_size = handin.check(handin_csv(record).replace(b"4095,4095,4095", b"2048,2048,2048"),
                               "x.csv", record)
     assert any("no row at 4095" in note for note in other_size["notes"])
+
+
+def test_hostile_csvs_neither_stop_nor_stall_the_grader_nor_widen_the_band():
+    record = timed_record(kernel_ms=0.5, torch_ms=0.2)
+    genuine = handin_csv(record)
+    mixed_tiles = genuine.replace(b",64,64,64,", b",64,,64,", 1)  # one row's tiles blank
+    assert handin.check(mixed_tiles, "x.csv", record)["verdict"] == "consistent"
+    started = time.monotonic()
+    for data in (b"x," * 300_000 + b"\n", b"m,m,n,k,ratio_vs_torch_mm,tflops\n" * 20,
+                 b"a\n" + b"1\n" * 5000, b"\xff\xfe" * 100):
+        checked = handin.check(data, "x.csv", record)
+        assert checked["verdict"] == "not compared" and not checked["flags"]
+    assert time.monotonic() - started < 5
+    wide = handin_csv(record, scale=5.0, p20_ms=1e-4, p80_ms=1e4, torch_mm_p20_ms=1e-4,
+                      torch_mm_p80_ms=1e4)
+    assert handin.check(wide, "x.csv", record)["verdict"] == "mismatch"
+    negative = handin_csv(record, ratio_vs_torch_mm=-0.4)
+    assert any("self-reported -0.40x" in flag
+               for flag in handin.check(negative, "x.csv", record)["flags"])
 
 
 def test_intake_keeps_the_csv_beside_the_file_in_a_folder_and_in_a_zip(tmp_path):
