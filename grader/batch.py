@@ -84,7 +84,7 @@ def grader_version():
     from grader.handout import file_closure
 
     digest = hashlib.sha256()
-    for relative in file_closure(["batch", "worker", "speed"]):
+    for relative in file_closure(["batch", "worker"]):
         digest.update(relative.encode() + b"\0" + (GRADER_DIR.parent / relative).read_bytes())
     return f"{__version__}+{digest.hexdigest()[:12]}"
 
@@ -293,21 +293,19 @@ def apply_late_penalty(record, penalty):
 
 
 def check_handin(submission, record):
-    """Check the hand-in CSV (grader.handin) against what is known now; its flags replace
-    those of an earlier check, so the speed phase can check again with its timings."""
+    """Check the hand-in CSV (grader.handin) against what is known now; the speed phase
+    checks again with its timings, replacing this. Its flags stay in record["handin"]
+    (grader.reports.flags shows them with the rest)."""
     if not submission.handin:
         return
     from grader import handin
 
-    previous = (record.get("handin") or {}).get("flags") or []
-    record["flags"] = [flag for flag in record["flags"] if flag not in previous]
     try:
         record["handin"] = handin.check(submission.handin, submission.handin_origin, record)
     except Exception as error:  # noqa: BLE001 - a hostile CSV must never stop the batch
         record["handin"] = {"file": submission.handin_origin, "verdict": "not compared",
                             "flags": [], "notes": [f"the CSV could not be checked "
                                                    f"({type(error).__name__})"]}
-    record["flags"] += record["handin"]["flags"]
 
 
 def _judge_cases(cases_list, run, seed):

@@ -197,11 +197,17 @@ def _name_partial_sum(verdict, out, lhs, rhs):
                     return
 
 
+def outside_tolerance(out, expected):
+    """Where ``out`` misses the guide's tolerance around ``expected`` (NaN misses), as a
+    bool tensor on their device."""
+    want = expected.float()
+    return ~((out.float() - want).abs() <= ATOL + RTOL * want.abs())
+
+
 def _close(out, expected):
     if not isinstance(out, torch.Tensor) or tuple(out.shape) != tuple(expected.shape):
         return False
-    got, want = out.detach().float().cpu(), expected.float().cpu()
-    return bool((got - want).abs().le(ATOL + RTOL * want.abs()).all())
+    return not bool(outside_tolerance(out.detach().cpu(), expected.cpu()).any())
 
 
 _LOOP_LOCAL = re.compile(r"NameError\('(\w+) is not defined'\)")

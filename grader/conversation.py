@@ -170,12 +170,7 @@ class TimingRun:
         return 0
 
     def _next(self, kind):
-        message = self.worker.receive(self._accept)
-        if message is not None and message.kind != kind:
-            self.worker.stop("crashed", f"its report was out of order ({message.kind} before "
-                                        f"{kind})")
-            return None
-        return message
+        return _expect(self.worker, self._accept, kind)
 
     def prepare(self):
         started = time.monotonic()

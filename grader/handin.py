@@ -24,6 +24,8 @@ nothing timed) is a *note*, not a flag.
 import io
 import math
 
+from grader.speed import spread
+
 TOLERANCE_FLOOR = 0.10
 SPREADS = 3
 NEEDED = ("m", "n", "k", "ratio_vs_torch_mm", "tflops")
@@ -35,13 +37,6 @@ def _number(value):
     except (TypeError, ValueError):
         return None
     return value if math.isfinite(value) else None
-
-
-def _spread(median, p20, p80):
-    median, p20, p80 = _number(median), _number(p20), _number(p80)
-    if not median or p20 is None or p80 is None:
-        return 0.0
-    return abs(p80 - p20) / (2 * median)
 
 
 MAX_BYTES = 256 * 1024  # a benchmark CSV of every default size is about 20 KiB
@@ -83,13 +78,10 @@ def read(data):
 def band(measured_row):
     """The relative tolerance around one of the grader's rows: its own spreads, never the
     CSV's (a claimed p20..p80 as wide as one likes would widen the band at will)."""
-    spreads = [_spread(measured_row.get("median_ms"), measured_row.get("p20_ms"),
-                       measured_row.get("p80_ms")),
-               _spread(measured_row.get("torch_mm_median_ms"), measured_row.get("torch_mm_p20_ms"),
-                       measured_row.get("torch_mm_p80_ms"))]
+    spreads = [spread(measured_row), spread(measured_row, "torch_mm_")]
     # The student's run is taken to be as noisy as the grader's: hence the sqrt(2).
     return max(TOLERANCE_FLOOR,
-               SPREADS * math.sqrt(2 * sum(spread * spread for spread in spreads)))
+               SPREADS * math.sqrt(2 * sum(value * value for value in spreads)))
 
 
 def check(data, origin, record):

@@ -116,35 +116,24 @@ def grader_modules_needed(entry_points):
     names = set()
     for path in entry_points:
         names |= imported_modules(path, "grader")
-    return module_closure(names, excluded=BATCH_ONLY)
+    modules = file_closure(names, excluded=BATCH_ONLY, packages=("grader",))
+    return sorted({"__init__"} | {pathlib.PurePath(path).stem for path in modules})
 
 
-def module_closure(names, excluded=()):
-    """``names`` and every grader module they import, directly or not, plus __init__;
-    a module in ``excluded`` is left out with what only it imports."""
-    needed, todo = {"__init__"}, set(names)
-    while todo:
-        name = todo.pop()
-        path = ROOT / "grader" / f"{name}.py"
-        if name in needed or name in excluded or not path.is_file():
-            continue
-        needed.add(name)
-        todo |= imported_modules(path, "grader")
-    return sorted(needed)
-
-
-def file_closure(names):
+def file_closure(names, excluded=(), packages=("grader", "benchmarks")):
     """Paths, relative to the repository, of the grader modules ``names`` and of every
-    grader or benchmarks module they import, directly or not, with each package's
-    __init__: what a process that imports ``names`` needs of this kit."""
+    module of ``packages`` they import, directly or not, with each package's __init__:
+    what a process that imports ``names`` needs of this kit. A grader module in
+    ``excluded`` is left out with what only it imports."""
     needed, todo = set(), {("grader", name) for name in names}
     while todo:
         package, name = todo.pop()
         path = ROOT / package / f"{name}.py"
-        if (package, name) in needed or not path.is_file():
+        if (package, name) in needed or (package == "grader" and name in excluded) \
+                or not path.is_file():
             continue
         needed |= {(package, name), (package, "__init__")}
-        for other in ("grader", "benchmarks"):
+        for other in packages:
             todo |= {(other, imported) for imported in imported_modules(path, other)}
     return sorted(f"{package}/{name}.py" for package, name in needed)
 

@@ -221,6 +221,11 @@ def hints_for(record, cases_list):
         return []
 
 
+def flags(record):
+    """Every flag of a record: the grading's own, then the hand-in check's (grader.handin)."""
+    return list(record.get("flags") or []) + list((record.get("handin") or {}).get("flags") or [])
+
+
 def feedback_markdown(record, hints):
     en, zh = STATUS_TEXT.get(record["status"], ("", ""))
     lines = [
@@ -238,14 +243,14 @@ def feedback_markdown(record, hints):
         lines += ["", f"- Late: {record['late_deduction']} points deducted by the course's late "
                   "policy. / 迟交：按课程的迟交规定扣除 "
                   f"{record['late_deduction']} 分。"]
-    if record.get("flags") and record["status"] == "flagged":
+    if flags(record) and record["status"] == "flagged":
         lines += ["", "## Anti-cheat evidence / 违规证据", ""]
-        lines += [f"- {flag}" for flag in record["flags"]]
-    elif record.get("flags"):
+        lines += [f"- {flag}" for flag in flags(record)]
+    elif flags(record):
         lines += ["", "## For review, grade unchanged / 待复核（成绩不变）", "",
                   "These do not change your score; your instructor will look at them. / "
                   "以下标记不影响你的得分，老师会人工复核。", ""]
-        lines += [f"- {flag}" for flag in record["flags"]]
+        lines += [f"- {flag}" for flag in flags(record)]
     if hints:
         lines += ["", "## Likely mistakes / 可能的错误", ""]
         for hint in hints:
@@ -368,7 +373,7 @@ def gradebook_frame(records, cases_list):
         points = {entry["id"]: entry["points"] for entry in record["cases"]}
         row = {"student": record["student"], "score": record["score"],
                "max_score": record["max_score"], "status": record["status"],
-               "flags": " | ".join(record.get("flags") or []),
+               "flags": " | ".join(flags(record)),
                "lms_id": record.get("lms_id", ""), "late": bool(record.get("late"))}
         for case in cases_list:
             row[case.id] = points.get(case.id, 0)

@@ -253,9 +253,11 @@ def frame(record):
     return pandas.DataFrame(record["speed"]["rows"], columns=list(report.COLUMNS))
 
 
-def spread(row):
-    """Half the kernel's p20..p80 width as a share of its median (benchmarks.timing)."""
-    return Timing(row["median_ms"], row["p20_ms"], row["p80_ms"]).relative_spread
+def spread(row, prefix=""):
+    """Half the p20..p80 width as a share of the median (benchmarks.timing) of a timed
+    benchmark row: the kernel's, or torch.mm's with ``prefix="torch_mm_"``."""
+    return Timing(*(row[f"{prefix}{name}_ms"] for name in ("median", "p20", "p80"))) \
+        .relative_spread
 
 
 def entry(run, record, env):

@@ -10,6 +10,7 @@ Both write into preallocated outputs, so neither pays for an allocation.
 
 import contextlib
 
+from benchmarks.harness import make_operands
 from benchmarks.kernel_config import launch_options
 from benchmarks.timing import bench_pair
 from grader import checks
@@ -75,23 +76,6 @@ def launch_settings(kernel):
     return {"num_warps": warps, "num_stages": stages}
 
 
-def operands(m, n, k, device, seed):
-    """Reproducible float16 operands for one timed size (nothing secret: timing is public)."""
-    import torch
-
-    generator = torch.Generator(device=device).manual_seed(seed * 1_000_003 + m * 7919 + n * 31 + k)
-    lhs = torch.randn((m, k), device=device, dtype=torch.float16, generator=generator)
-    rhs = torch.randn((k, n), device=device, dtype=torch.float16, generator=generator)
-    return lhs, rhs
-
-
-def mismatches(out, lhs, rhs):
-    """How many elements of ``out`` miss the guide's tolerance (NaN counts as a miss)."""
-    expected = checks.reference(lhs, rhs)
-    error = (out.float() - expected).abs()
-    return int((~(error <= checks.ATOL + checks.RTOL * expected.abs())).sum())
-
-
 def measure(kernel, m, n, k, device, seed=0):
     """One size: check the kernel's output there, then time it against torch.mm.
 
@@ -101,11 +85,11 @@ def measure(kernel, m, n, k, device, seed=0):
     """
     import torch
 
-    lhs, rhs = operands(m, n, k, device, seed)
+    lhs, rhs = make_operands(m, n, k, device, seed)  # the benchmark's own inputs
     out = torch.full((m, n), float("nan"), dtype=torch.float16, device=device)
     kernel(lhs, rhs, out)
     torch.cuda.synchronize()
-    wrong = mismatches(out, lhs, rhs)
+    wrong = int(checks.outside_tolerance(out, checks.reference(lhs, rhs)).sum())
     if wrong:
         return {"verdict": "FAIL", "wrong": wrong, "kernel": None, "torch": None}
     theirs = torch.empty_like(out)
