@@ -164,11 +164,13 @@ def test_one_timing_at_a_time_per_gpu_and_one_retry_for_a_run_that_ends_early(mo
 
 
 def test_an_interrupted_timing_is_left_for_the_resume(monkeypatch):
-    stop = threading.Event()
+    stop, tries = threading.Event(), []
 
     def fake(source, sizes, **options):
         run = FakeRun(source, sizes, ends_early=True)
-        run.measure = lambda: (stop.set(), [])[1]  # Ctrl-C kills the run mid-measure
+        tries.append(run)
+        if len(tries) == 2:  # its retry: Ctrl-C kills the run mid-measure
+            run.measure = lambda: (stop.set(), [])[1]
         return run
 
     monkeypatch.setattr(conversation, "TimingRun", fake)
@@ -178,7 +180,7 @@ def test_an_interrupted_timing_is_left_for_the_resume(monkeypatch):
                         speed=speed.SpeedSettings(SIZES))
     speed.time_class([(intake.Submission("ada", "ada.py", b"ada"), record)], settings, [0],
                      on_timed=lambda r: None, stop=stop, environments={0: H200_ENV})
-    assert record["speed"] is None and speed.needs_timing(record)
+    assert len(tries) == 2 and record["speed"] is None and speed.needs_timing(record)
 
 
 # --------------------------------------------------------------------------- the record
