@@ -10,13 +10,14 @@
   suites alone.
 """
 
+import argparse
 import os
 import pathlib
 
 import pytest
 
 from grader import backend as backends
-from grader import cases
+from grader import cases, gpu_compile
 from grader.loading import SubmissionError, load_submission
 
 ROOT = pathlib.Path(__file__).resolve().parent
@@ -37,6 +38,22 @@ def pytest_addoption(parser):
         default=cases.DEFAULT_SEED,
         help=f"seed of the hidden random cases (default: the public {cases.DEFAULT_SEED})",
     )
+    group.addoption(
+        "--gpu-target",
+        type=_gpu_target,
+        default=None,
+        metavar="sm_XY",
+        help="the GPU every kernel is compiled for before its cases run, on any backend "
+             f"(default: ${gpu_compile.ENV_VAR} or {gpu_compile.DEFAULT_TARGET}; one of "
+             f"{', '.join(gpu_compile.TARGETS)})",
+    )
+
+
+def _gpu_target(text):
+    try:
+        return gpu_compile.parse_target(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def pytest_configure(config):

@@ -211,6 +211,8 @@ def _close(out, expected):
 
 
 _LOOP_LOCAL = re.compile(r"NameError\('(\w+) is not defined'\)")
+_LOOP_TYPE = re.compile(r"Loop-carried variable (\w+) has initial type [^>]*fp16")
+_RESOURCES = re.compile(r"out of resources|OutOfResources", re.IGNORECASE)
 
 
 def error_verdict(case, error, limit=12):
@@ -218,8 +220,13 @@ def error_verdict(case, error, limit=12):
 
     ``error`` is the exception (or its text, when it was caught in another
     process). Triton's compile errors run long, so the message leads with the
-    error's last line and keeps only the last ``limit`` lines below it.
+    error's last line and keeps only the last ``limit`` lines below it; the
+    mistake is read from the whole text.
     """
+    from grader.diagnosis import NOT_LAUNCHED
+
+    if str(error).startswith(NOT_LAUNCHED):  # a grid known to be wrong before any launch
+        return Verdict(case.id, False, f"the kernel was {error}", "grid_mismatch")
     if isinstance(error, BaseException):
         mistake = "not_implemented" if isinstance(error, NotImplementedError) else "build_error"
         name, text = type(error).__name__, str(error).strip()
@@ -231,12 +238,43 @@ def error_verdict(case, error, limit=12):
     body = lines[-limit:] if len(lines) > 1 else []
     if len(lines) > limit:
         body = ["..."] + body
-    undefined = _LOOP_LOCAL.search(text)
-    if undefined and mistake == "build_error":
-        # Triton only lets a value assigned inside a loop outlive it when it was
-        # defined before the loop: the accumulator created inside the loop.
-        mistake = "accumulator"
-        body.append(f"`{undefined.group(1)}` is first assigned inside the loop but used after "
-                    "it: create it before the loop and add to it inside")
+    if mistake == "build_error":
+        mistake, why = _named_build_error(text)
+        if why:
+            body.append(why)
     return Verdict(case.id, False, "\n".join([head] + body), mistake,
                    details={"error": (f"{name}: " if name else "") + text[-4000:]})
+
+
+def _named_build_error(text):
+    """(mistake, one line of why) for the build errors a message names outright."""
+    undefined = _LOOP_LOCAL.search(text)
+    if undefined:
+        # Triton only lets a value assigned inside a loop outlive it when it was
+        # defined before the loop: the accumulator created inside the loop.
+        return "accumulator", (f"`{undefined.group(1)}` is first assigned inside the loop but "
+                               "used after it: create it before the loop and add to it inside")
+    retyped = _LOOP_TYPE.search(text)
+    if retyped:
+        return "accumulator_dtype", (f"`{retyped.group(1)}` starts as float16 and the loop makes "
+                                     "it float32: create it as float32")
+    if _RESOURCES.search(text):
+        return "gpu_resources", ""
+    return "build_error", ""
+
+
+def build_verdict(case, build, source=""):
+    """The failed Verdict of every case of a kernel that does not build for the course's GPU
+    (grader.gpu_compile.Build), whatever the interpreter would make of it."""
+    from grader import gpu_compile
+
+    text = f"does not build for {build.target} (the course's GPU): {build.message}"
+    where = gpu_compile.student_line(source, build.line) if source else None
+    if where:
+        text += f"\nyour line {where[0]}: {where[1]}"
+    elif build.line:
+        text += f"\nin the generated kernel: {build.line[:160]}"
+    text += "\nno case runs: the interpreter would accept it, the GPU would not"
+    mistake, why = _named_build_error(build.message)
+    return Verdict(case.id, False, text + (f"\n{why}" if why else ""), mistake,
+                   details={"error": build.message})

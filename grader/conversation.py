@@ -7,7 +7,7 @@ Nothing here judges; grader.batch does, from the RunReport.
 import dataclasses
 import time
 
-from grader import protocol, sandbox
+from grader import gpu_compile, protocol, sandbox
 
 KINDS = ("hello", "loaded", "diagnosis", "case", "phase_done")
 
@@ -31,6 +31,7 @@ class RunReport:
     load_message: str = ""
     findings: list = dataclasses.field(default_factory=list)
     tiles: list = None
+    build: object = None  # grader.gpu_compile.Build, as the kernel run claimed it
     cases: dict = dataclasses.field(default_factory=dict)  # job index -> CaseReport
 
 
@@ -90,6 +91,7 @@ def _converse(worker, accept, phases, report, diagnosis):
             return
         report.findings = protocol.findings(found.fields.get("findings"))
         report.tiles = protocol.tiles(found.fields.get("tiles"))
+        report.build = gpu_compile.Build.from_fields(found.fields.get("build"))
     for number, phase in enumerate(phases):
         jobs = {job.index: job for job, _, _ in phase}
         payload = b"".join(lhs.numpy().tobytes() + rhs.numpy().tobytes() for _, lhs, rhs in phase)

@@ -31,9 +31,6 @@ DEFAULT_SHAPES = (
     (96, 160, 8),
 )
 
-# Mistakes a kernel check names by itself (grader.checks sets Verdict.mistake).
-_NAMED_BY_CHECKS = ("not_implemented", "import_error", "wrong_dtype", "unwritten_output",
-                    "nondeterministic")
 
 # Block sizes tried when the failure pattern is read without the tiles at hand.
 _CANDIDATE_BLOCKS = (16, 32, 64, 128, 256)
@@ -149,6 +146,31 @@ def inspect_arrangement(module, shapes=DEFAULT_SHAPES):
         return [{"mistake": "grid_mismatch",
                  "message": f"the arranged shapes could not be compared ({type(error).__name__}: "
                             f"{_one_line(error)}); levels seen: {_compact(levels)}"}]
+
+
+NOT_LAUNCHED = "not launched: "
+
+
+def launch_mismatch(module, shape):
+    """Why a launch at ``shape`` (M, N, K) cannot be right, known before it runs; else None.
+
+    NineToothed starts one program per element of the first arranged tensor's outer
+    shape and finds each tensor's tile from its own outer shape, so the three outer
+    shapes must be equal. When they differ the case fails at once, with the shapes,
+    instead of running a grid of the wrong size (which on the interpreter can take
+    minutes). Never raises: an arrangement it cannot evaluate is left to the launch.
+    """
+    try:
+        at = arranged_levels(module, (tuple(shape),))[tuple(shape)]
+    except Exception:
+        return None
+    outers = {role: tuple(at[role][0]) for role in ("lhs", "rhs", "output")}
+    if len(set(outers.values())) == 1:
+        return None
+    return (f"{NOT_LAUNCHED}at {_where(shape)} the arranged tensors' outer shapes differ "
+            f"(lhs {outers['lhs']}, rhs {outers['rhs']}, output {outers['output']}): NineToothed "
+            "starts one program per element of lhs's outer shape and pairs the tiles by each "
+            "tensor's own, so all three must be the output's block grid")
 
 
 def is_standard_layout(levels_at_shape):
@@ -448,7 +470,8 @@ def explain(findings, verdicts, cases, tiles=None, reveal=False):
 
     # 2. What the symbolic inspection saw, when the kernel indeed computes
     #    wrong values or does not build (a wrong dtype, say, it cannot explain).
-    unexplained = any(not mistake or mistake == "build_error" for _, mistake, _ in failed)
+    unexplained = any(not mistake or mistake in ("build_error", "grid_mismatch")
+                      for _, mistake, _ in failed)
     for finding in (findings or ()) if unexplained else ():
         key = finding.get("mistake") if isinstance(finding, dict) else None
         if key == "build_error" and "build_error" not in named:
@@ -456,8 +479,9 @@ def explain(findings, verdicts, cases, tiles=None, reveal=False):
         add(key, [finding.get("message", "")])
 
     # 3. Mistakes the checks named themselves, and kernels that would not build.
-    for key in ("accumulator", "k_tail", "wrong_dtype", "unwritten_output", "nondeterministic",
-                "build_error"):
+    for key in NAMED_BY_CHECKS:
+        if key == "grid_mismatch" and _explained_by_findings(hints):
+            continue  # the arrangement's findings already say which level is off
         if key in named:
             cases_named = [case for case, _ in named[key]]
             # Only a case the student may see is quoted: a hidden case's message holds its shape.
@@ -481,6 +505,11 @@ def explain(findings, verdicts, cases, tiles=None, reveal=False):
 
 
 PARTIAL_SUMS = ("accumulator", "k_tail")  # named by grader.checks from the output alone
+# Mistakes a case's verdict names by itself (grader.checks sets Verdict.mistake), in the
+# order the summary gives them.
+NAMED_BY_CHECKS = ("accumulator", "accumulator_dtype", "dot_order", "output_tile", "k_tail",
+                   "wrong_dtype", "unwritten_output", "nondeterministic", "gpu_resources",
+                   "grid_mismatch", "build_error")
 
 
 def _explained_by_findings(hints):

@@ -10,6 +10,7 @@ from ninetoothed import Tensor
 
 from grader import cases as catalogue
 from grader.checks import make_inputs
+from grader.diagnosis import launch_mismatch
 
 _own_kernels = {}
 
@@ -28,8 +29,15 @@ def own_kernel(module):
     return _own_kernels[key]
 
 
+class NotLaunched(Exception):
+    """A case failed before its launch: the arranged tensors cannot line up at its shape."""
+
+
 def produce(case, module, seed, device):
     """Call the submission as the case asks; return its outputs keyed by role."""
+    mismatch = launch_mismatch(module, case.shape)
+    if mismatch:
+        raise NotLaunched(mismatch)
     lhs, rhs = make_inputs(case, seed, device)
     if case.check == catalogue.DETERMINISM:
         return {"first": module.nt_gemm(lhs, rhs), "second": module.nt_gemm(lhs, rhs)}

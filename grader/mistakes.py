@@ -131,6 +131,46 @@ MISTAKES = {
             "相同输入两次运行结果不同。每个输出块应只由一个程序计算，两次调用之间不应共享状态。",
         ),
         Mistake(
+            "accumulator_dtype",
+            "the accumulator is not float32",
+            "Create the accumulator as float32 (`ntl.zeros(..., dtype=ntl.float32)`) and keep "
+            "it float32 inside the loop: Triton's compiler rejects a float16 accumulator that "
+            "ntl.dot's float32 products re-type, and a sum kept in float16 loses the small terms "
+            "of a long K. Convert to float16 only when the tile is written.",
+            "累加器要用 float32 创建（`ntl.zeros(..., dtype=ntl.float32)`），循环内也保持 "
+            "float32：ntl.dot 的结果是 float32，若累加器是 float16，Triton 编译器会拒绝；若在 "
+            "float16 中求和，长 K 上的小项会被舍掉。只在写回时再转成 float16。",
+        ),
+        Mistake(
+            "dot_order",
+            "ntl.dot's operands are swapped",
+            "Each program computes its output tile as the sum over k of lhs[k] @ rhs[k]: "
+            "`ntl.dot(lhs[k], rhs[k])`, lhs first. The other order only compiles when all three "
+            "block sizes are equal, and then multiplies the wrong tiles.",
+            "每个程序的输出块是对 k 求和的 lhs[k] @ rhs[k]：应写 `ntl.dot(lhs[k], rhs[k])`，"
+            "lhs 在前。顺序反了只有在三个分块大小都相等时才能编译，而且乘的是错误的块。",
+        ),
+        Mistake(
+            "output_tile",
+            "the result lands in the wrong output tile",
+            "Each output tile holds a correct product, but of another tile, or transposed. "
+            "Program (i, j) must write the product of lhs row block i and rhs column block j "
+            "into output tile (i, j), as it is: keep lhs repeated along N, rhs along M, and "
+            "assign `output = accumulator` without transposing.",
+            "每个输出块里的乘积本身是对的，但属于别的块，或者被转置了。程序 (i, j) 必须把 lhs 第 i "
+            "行块与 rhs 第 j 列块的乘积原样写入输出块 (i, j)：lhs 沿 N 方向 expand，rhs 沿 M 方向"
+            " expand，直接 `output = accumulator`，不要转置。",
+        ),
+        Mistake(
+            "gpu_resources",
+            "the kernel needs more than the GPU has",
+            "The kernel compiles but cannot launch on the course's GPU: its tiles need more "
+            "shared memory (or registers) per block than the GPU offers. Use smaller block "
+            "sizes; the guide's 64 x 64 x 64 fits.",
+            "kernel 可以编译，但在课程的 GPU 上无法启动：每个块需要的共享内存（或寄存器）超过了 GPU "
+            "的上限。请减小分块大小；指南中的 64 x 64 x 64 可以放下。",
+        ),
+        Mistake(
             "build_error",
             "the kernel does not build or launch",
             "NineToothed could not build or launch the kernel; the error below says where. "

@@ -20,7 +20,7 @@ Messages, in the order a run sends them:
 | ------ | ----------- | ---------------------------------------- | ------- |
 | worker | hello       | (the worker is up; no student code ran)  | |
 | worker | loaded      | status (LOADED_STATUSES), message        | |
-| worker | diagnosis   | findings, tiles (kernel runs only)       | |
+| worker | diagnosis   | findings, tiles, build (kernel runs only; build: grader.gpu_compile.Build) | |
 | parent | phase       | cases: [Job], last: bool                 | every job's lhs then rhs |
 | worker | case        | index, error, exited, seconds            | the job's outputs, role by role |
 | worker | phase_done  |                                          | |

@@ -226,6 +226,17 @@ def flags(record):
     return list(record.get("flags") or []) + list((record.get("handin") or {}).get("flags") or [])
 
 
+def build_markdown(record):
+    """What the kernel uses on the course's GPU (grader.gpu_compile), checked without one."""
+    from grader import gpu_compile
+
+    build = gpu_compile.Build.from_fields(record.get("gpu_build"))
+    if build is None:
+        return []
+    return ["", "## GPU build / GPU 编译", "", f"- {gpu_compile.summary(build)}",
+            f"- {gpu_compile.summary_zh(build)}"]
+
+
 def feedback_markdown(record, hints):
     en, zh = STATUS_TEXT.get(record["status"], ("", ""))
     lines = [
@@ -258,6 +269,7 @@ def feedback_markdown(record, hints):
             for evidence in hint.get("evidence") or []:
                 lines.append(f"- evidence / 依据: {evidence}")
             lines.append("")
+    lines += build_markdown(record)
     lines += speed_markdown(record)
     lines += ["", "## Cases / 测试用例", "", "| case | points | result |", "| --- | --- | --- |"]
     details = []

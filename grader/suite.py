@@ -7,7 +7,7 @@ verdict, then the likely mistake behind it, in English and Chinese.
 
 import pytest
 
-from grader import cases, checks, diagnosis, execution
+from grader import cases, checks, diagnosis, execution, gpu_compile
 from grader.checks import Verdict
 from grader.mistakes import MISTAKES
 
@@ -19,6 +19,12 @@ def check_case(case, submission, backend, seed, request):
         config._ntgemm_gpu_only_skipped = getattr(config, "_ntgemm_gpu_only_skipped", 0) + 1
         pytest.skip(cases.interpreter_skip_reason(case))
     module = load(submission, config, case)
+    build = built(config)
+    if backend.is_interpreter and build is not None and build.checked and not build.ok:
+        # What the course's GPU would say decides, not what the interpreter accepts.
+        verdict = checks.build_verdict(case, build, _source(submission))
+        record(config, case, verdict)
+        pytest.fail(failure_text(case, verdict, config), pytrace=False)
     try:
         outputs = execution.produce(case, module, seed, backend.device)
     except Exception as error:  # the student's kernel failed to build or launch
@@ -50,6 +56,29 @@ def load(submission, config, case=None):
     return module
 
 
+def built(config):
+    """The submission's kernel compiled for the course's GPU (grader.gpu_compile), once per
+    session; None when the kernel cannot even be made (the cases then say why)."""
+    if not hasattr(config, "_ntgemm_build"):
+        config._ntgemm_build = None
+        module = getattr(config, "_ntgemm_module", None)
+        if module is not None:
+            try:
+                kernel = execution.own_kernel(module)
+            except Exception:  # the cases report the error itself
+                return None
+            config._ntgemm_build = gpu_compile.check(kernel, config.getoption("--gpu-target"))
+    return config._ntgemm_build
+
+
+def _source(submission):
+    try:
+        with open(submission.path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+    except OSError:
+        return ""
+
+
 def record(config, case, verdict):
     results = getattr(config, "_ntgemm_results", None)
     if results is None:
@@ -68,7 +97,7 @@ def findings(config):
 def failure_text(case, verdict, config):
     """The verdict, then the likely cause: the check's own, the arrangement's, or the case's."""
     key = verdict.mistake
-    if not key or key == "build_error":  # the arrangement may say why it did not build
+    if not key or key in ("build_error", "grid_mismatch"):  # the arrangement may say why
         for finding in findings(config):
             if finding["mistake"] != "build_error":
                 key = finding["mistake"]
@@ -115,6 +144,9 @@ def summary(terminalreporter, config):
         findings(config), [verdict for _, verdict in results.values()],
         [case for case, _ in results.values()],
         tiles=diagnosis.tile_sizes(module) if module is not None else None, reveal=True)
+    build = built(config)
+    if build is not None:
+        write(f"GPU build: {gpu_compile.summary(build)}")
     if hints:
         write("")
         write("likely causes (most likely first):")

@@ -89,7 +89,13 @@ def _student_traceback(error, path, limit=8):
 
 
 def _error_text(error, path):
-    text = f"{type(error).__name__}: {error}"
+    if hasattr(error, "error_message") and hasattr(error, "src"):  # Triton's compile error
+        from grader import gpu_compile
+
+        message, line = gpu_compile.describe_error(error)
+        text = message + (f"\nat the generated line: {line}" if line else "")
+    else:
+        text = f"{type(error).__name__}: {error}"
     return protocol.text(text + "\n" + _student_traceback(error, path))
 
 
@@ -144,19 +150,24 @@ def _make(module, path):
 
 
 def kernel_run(channel, path, active):
-    from grader import diagnosis
+    from grader import diagnosis, gpu_compile
 
     module = _import_kernel(channel, path)
     if module is None:
         return
-    channel.send("diagnosis", findings=protocol.findings(diagnosis.inspect_arrangement(module)),
-                 tiles=protocol.tiles(diagnosis.tile_sizes(module)))
+    findings = protocol.findings(diagnosis.inspect_arrangement(module))
     kernel, problem = _make(module, path)
+    build = gpu_compile.check(kernel) if kernel is not None else None
+    channel.send("diagnosis", findings=findings, tiles=protocol.tiles(diagnosis.tile_sizes(module)),
+                 build=build.to_fields() if build else None)
+    if build is not None and build.checked and not build.ok and active.is_interpreter:
+        problem = build.message  # the parent fails every case with the build's verdict
     for work in channel.phases():
         for job, lhs_bytes, rhs_bytes in work:
             started = time.perf_counter()
-            if problem:
-                channel.send("case", index=job.index, error=problem, exited=False, seconds=0.0)
+            mismatch = problem or diagnosis.launch_mismatch(module, (job.m, job.n, job.k))
+            if mismatch:
+                channel.send("case", index=job.index, error=mismatch, exited=False, seconds=0.0)
                 continue
             try:
                 lhs, rhs = _operands(job, lhs_bytes, rhs_bytes, active.device)
