@@ -60,6 +60,7 @@ class Settings:
     sandboxed: bool = True  # False only with --unsafe-no-sandbox
     speed: SpeedSettings = SpeedSettings(sizes=())  # grader.speed; off unless given
     late_penalty: float = 0.0  # share of the case points a late submission loses (--late-penalty)
+    gpu_target: str = "sm_90"  # what every kernel is compiled for first (grader.gpu_compile)
 
     @property
     def timed(self):
@@ -102,6 +103,7 @@ def grading_key(submission, settings):
         "memory_limit_bytes": settings.memory_limit_bytes,
         "cases": list(settings.case_filter),
         "late_penalty": settings.late_penalty,
+        "gpu_target": settings.gpu_target,
         "isolation": settings.isolation,
         "speed": settings.speed.describe() if settings.timed else None,
         # The stack the kernels are compiled and run with: a new one may judge differently.
@@ -249,14 +251,19 @@ def grade(submission, settings, folder, device=None, on_start=None):
                                  cores_for(settings.backend)),
                    on_start=on_start)
     # Side by side on a GPU, where they overlap; one after the other on the interpreter,
-    # whose -j already keeps every core busy.
-    with concurrent.futures.ThreadPoolExecutor(
-            max_workers=2 if settings.backend == "gpu" else 1) as pool:
-        kernel_future = pool.submit(conversation.run, "kernel", kernel.text.encode("utf-8"),
-                                    phases, **options)
-        wrapper_future = pool.submit(conversation.run, "wrapper", submission.data,
-                                     wrapper_phases, **options)
-        kernel_run, wrapper_run = kernel_future.result(), wrapper_future.result()
+    # whose -j already keeps every core busy, and where the wrapper's time limit grows
+    # with the tiles the kernel run showed (grader.time_budget).
+    if settings.backend == "gpu":
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+            kernel_future = pool.submit(conversation.run, "kernel", kernel.text.encode("utf-8"),
+                                        phases, **options)
+            wrapper_future = pool.submit(conversation.run, "wrapper", submission.data,
+                                         wrapper_phases, **options)
+            kernel_run, wrapper_run = kernel_future.result(), wrapper_future.result()
+    else:
+        kernel_run = conversation.run("kernel", kernel.text.encode("utf-8"), phases, **options)
+        wrapper_run = conversation.run("wrapper", submission.data, wrapper_phases,
+                                       tiles=kernel_run.tiles, **options)
     for run in (kernel_run, wrapper_run):
         if run.stage == "starting" and run.ending.kind == "crashed":
             raise WorkerFailure(f"the grading worker failed before loading {submission.student}'s "

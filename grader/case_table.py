@@ -17,14 +17,27 @@ _CHECK_WORDS = {
     cases.COVERAGE: " Fills the output with NaN first.",
 }
 
+_INPUT_WORDS = {
+    cases.RANDOM: "",
+    cases.CANCELLATION: " Inputs: +64, then 320 terms of 0.025, then -64 along K (scaled per row "
+                        "and column).",
+}
+
 
 def _row(case, shape=None, name=None):
     shape = shape or f"{case.m} x {case.n} x {case.k}"
     name = name or case.id
     backends = _BACKEND_WORDS.get(tuple(case.backends), ", ".join(case.backends))
-    catches = f"{MISTAKES[case.targets].title}: {case.why}.{_CHECK_WORDS.get(case.check, '')}"
+    catches = (f"{MISTAKES[case.targets].title}: {case.why}.{_CHECK_WORDS.get(case.check, '')}"
+               f"{_INPUT_WORDS.get(case.inputs, '')}")
     return (f"| `{name}` | {shape} | {case.group} | {case.points} | {case.visibility} "
             f"| {backends} | {catches} |")
+
+_INPUT_WORDS = {
+    cases.RANDOM: "",
+    cases.CANCELLATION: " Inputs: +64, then 320 terms of 0.025, then -64 along K (scaled per row "
+                        "and column).",
+}
 
 
 def render_markdown(seed=cases.DEFAULT_SEED):

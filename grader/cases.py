@@ -23,6 +23,10 @@ GEMM = "gemm"  # one call of nt_gemm, compared with a float32-accumulated refere
 DETERMINISM = "determinism"  # two calls on the same inputs give identical bits
 COVERAGE = "coverage"  # the kernel writes every element of a NaN-filled output
 
+# Inputs a case can ask for (see grader.checks.make_inputs):
+RANDOM = "random"  # standard normal entries
+CANCELLATION = "cancellation"  # a long sum whose large terms cancel (see make_inputs)
+
 
 @dataclasses.dataclass(frozen=True)
 class Case:
@@ -37,6 +41,7 @@ class Case:
     backends: tuple = BOTH
     check: str = GEMM
     why: str = ""
+    inputs: str = RANDOM
 
     @property
     def id(self):
@@ -102,6 +107,9 @@ def _fixed_cases():
         Case("long_k", 64, 64, 1024, "long_k", "accumulator", why="16 K tiles into one tile"),
         Case("long_k", 128, 128, 8192, "long_k", "accumulator", backends=GPU_ONLY,
              why="128 K tiles"),
+        Case("cancellation", 64, 64, 384, "long_k", "accumulator_dtype", inputs=CANCELLATION,
+             why="large terms that cancel around many small ones: a float16 sum drops the "
+                 "small ones"),
         # Properties of the kernel rather than of one product.
         Case("determinism", 96, 80, 144, "property", "nondeterministic", check=DETERMINISM,
              why="the same inputs twice give identical bits"),

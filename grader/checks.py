@@ -28,9 +28,25 @@ def case_seed(case, seed):
 
 def make_inputs(case, seed, device):
     generator = torch.Generator().manual_seed(case_seed(case, seed))
-    lhs = torch.randn((case.m, case.k), generator=generator, dtype=torch.float32)
-    rhs = torch.randn((case.k, case.n), generator=generator, dtype=torch.float32)
+    if case.inputs == catalogue.CANCELLATION:
+        lhs, rhs = _cancellation(case, generator)
+    else:
+        lhs = torch.randn((case.m, case.k), generator=generator, dtype=torch.float32)
+        rhs = torch.randn((case.k, case.n), generator=generator, dtype=torch.float32)
     return lhs.half().to(device), rhs.half().to(device)
+
+
+def _cancellation(case, generator, big=64.0, small=0.025, edge=32):
+    """Inputs whose every product is +big over the first ``edge`` K columns, -big over the
+    last ``edge`` and ``small`` in between (each row times a random sign, each column times
+    a random scale in [0.5, 1]). In float32 the big terms cancel and the small ones add up
+    to about 8; a float16 running sum of about 2048 cannot hold steps of a tile's small
+    terms, so a float16 accumulator ends far from it with any block size from 16 to 128."""
+    signs = torch.randint(0, 2, (case.m, 1), generator=generator).float() * 2 - 1
+    scales = 0.5 + 0.5 * torch.rand((1, case.n), generator=generator)
+    profile = torch.full((case.k, 1), small)
+    profile[:edge], profile[-edge:] = big, -big
+    return signs.expand(case.m, case.k).clone(), profile * scales
 
 
 def reference(lhs, rhs):
@@ -151,8 +167,10 @@ def judge(case, outputs, seed, device):
                            "unwritten_output")
         return compare(out, ref, case, seed)
     verdict = compare(outputs["out"], ref, case, seed)
-    if not verdict.passed and not verdict.mistake:
-        _name_partial_sum(verdict, outputs["out"], lhs, rhs)
+    for namer in (_name_partial_sum, _name_swapped_dot, _name_misplaced_tiles):
+        if verdict.passed or verdict.mistake:
+            break
+        namer(verdict, outputs["out"], lhs, rhs)
     return verdict
 
 
@@ -195,6 +213,77 @@ def _name_partial_sum(verdict, out, lhs, rhs):
                                         "(a partial last K tile dropped, or a K loop that stops "
                                         "early)")
                     return
+
+
+# Square tiles tried when recognising a tile-level mix-up (no student code is asked).
+_TILES = (16, 32, 64, 128)
+
+
+def _block_view(matrix, rows, columns):
+    """``matrix`` zero-padded to whole tiles, as (row blocks, column blocks, rows, columns)."""
+    height, width = -(-matrix.shape[0] // rows), -(-matrix.shape[1] // columns)
+    padded = torch.zeros(height * rows, width * columns)
+    padded[:matrix.shape[0], :matrix.shape[1]] = matrix.float()
+    return padded.reshape(height, rows, width, columns).permute(0, 2, 1, 3)
+
+
+def _name_swapped_dot(verdict, out, lhs, rhs):
+    """Name ``ntl.dot(rhs[k], lhs[k])``: with square b x b tiles it compiles, and output
+    tile (i, j) becomes the sum over k of rhs tile (k, j) @ lhs tile (i, k)."""
+    m, k = lhs.shape
+    n = rhs.shape[1]
+    for size in _TILES:
+        if size >= max(m, n, k) * 2:
+            break
+        left, right = _block_view(lhs.cpu(), size, size), _block_view(rhs.cpu(), size, size)
+        tiles = torch.einsum("kjab,ikbc->ijac", right, left)
+        swapped = tiles.permute(0, 2, 1, 3).reshape(left.shape[0] * size, right.shape[1] * size)
+        if _close(out, swapped[:m, :n]):
+            verdict.mistake = "dot_order"
+            verdict.message += (f"\nthe output equals, tile by tile ({size} x {size} tiles), the "
+                                "sum over k of rhs tile (k, j) @ lhs tile (i, k): ntl.dot's "
+                                "operands are swapped")
+            return
+
+
+def _name_misplaced_tiles(verdict, out, lhs, rhs):
+    """Name an output whose tiles each hold a right product, but of another tile or
+    transposed: the result written to the wrong place."""
+    expected = reference(lhs, rhs).cpu()
+    got = out.detach().float().cpu()
+    m, n = expected.shape
+    for rows in _TILES:
+        for columns in _TILES:
+            if m % rows or n % columns or (m // rows) * (n // columns) < 2 \
+                    or (m // rows) * (n // columns) > 256:
+                continue
+            mine, right = _block_view(got, rows, columns), _block_view(expected, rows, columns)
+            found = _tile_sources(mine, right)
+            if found:
+                verdict.mistake = "output_tile"
+                verdict.message += f"\nat {rows} x {columns} tiles, {found}"
+                return
+
+
+def _tile_sources(mine, right):
+    """How the output's tiles relate to the right ones, when every tile is some right tile
+    (or one transposed) and not all in place; else ''."""
+    grid = [(i, j) for i in range(mine.shape[0]) for j in range(mine.shape[1])]
+    if all(_close(mine[i, j], right[i, j].T) for i, j in grid) and mine.shape[2] == mine.shape[3]:
+        return "every output tile holds its own product transposed"
+    moved = []
+    for i, j in grid:
+        if _close(mine[i, j], right[i, j]):
+            continue
+        source = next(((p, q) for p, q in grid if _close(mine[i, j], right[p, q])), None)
+        if source is None:
+            return ""
+        moved.append(((i, j), source))
+    if not moved:
+        return ""
+    (i, j), (p, q) = moved[0]
+    return (f"{len(moved)} of {len(grid)} output tiles hold another tile's product: tile "
+            f"({i}, {j}) holds the product meant for tile ({p}, {q})")
 
 
 def outside_tolerance(out, expected):

@@ -28,6 +28,7 @@ import threading
 import time
 
 from grader import cases as catalogue
+from grader import gpu_compile
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 MANIFEST = "batch.json"
@@ -175,6 +176,12 @@ def build_parser():
                              "sizes are N or MxNxK")
     timing.add_argument("--no-speed", action="store_true",
                         help="time nothing (on the interpreter nothing is ever timed)")
+    grade.add_argument("--gpu-target", type=_gpu_target, default=gpu_compile.DEFAULT_TARGET,
+                       metavar="sm_XY",
+                       help="the GPU every kernel is compiled for before its cases run "
+                            f"(default {gpu_compile.DEFAULT_TARGET}, the course's H200; one of "
+                            f"{', '.join(gpu_compile.TARGETS)}). On the interpreter a kernel "
+                            "that does not build for it fails every case")
     grade.add_argument("--speed-points", type=_speed_points, default=(), metavar="TIERS",
                        help="extra points for speed, off by default: RATIO:POINTS,... where "
                             "RATIO is the speed against torch.mm at the first speed size; "
@@ -289,6 +296,13 @@ def _say(message):
 
 # --------------------------------------------------------------------------- grade
 
+def _gpu_target(text):
+    try:
+        return gpu_compile.parse_target(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def command_grade(args):
     from grader import batch, intake, reports, sandbox, speed
 
@@ -310,7 +324,8 @@ def command_grade(args):
                               memory_limit_bytes=int(args.memory_limit * 2**30),
                               case_filter=case_filter, sandboxed=not args.unsafe_no_sandbox,
                               speed=_speed_settings(args, backend_name),
-                              late_penalty=args.late_penalty)
+                              late_penalty=args.late_penalty, gpu_target=args.gpu_target)
+    os.environ[gpu_compile.ENV_VAR] = args.gpu_target  # the workers' compile check reads it
     cases_list = settings.cases()
     if case_filter and len(cases_list) != len(set(case_filter)):
         known = {case.id for case in catalogue.catalogue(seed, backend_name)}

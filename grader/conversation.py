@@ -7,7 +7,7 @@ Nothing here judges; grader.batch does, from the RunReport.
 import dataclasses
 import time
 
-from grader import gpu_compile, protocol, sandbox
+from grader import gpu_compile, protocol, sandbox, time_budget
 
 KINDS = ("hello", "loaded", "diagnosis", "case", "phase_done")
 
@@ -36,9 +36,13 @@ class RunReport:
 
 
 def run(mode, source, phases, *, backend_name, limits, device=None, sandboxed=True,
-        on_start=None):
+        on_start=None, tiles=None):
     """Run a worker through ``phases`` (lists of (Job, lhs, rhs) with CPU float16
-    tensors); always returns a RunReport, whatever the submission does."""
+    tensors); always returns a RunReport, whatever the submission does.
+
+    On the interpreter the wall limit grows by grader.time_budget for the kernel's tiles:
+    a kernel run's own (from its diagnosis), or ``tiles`` for a wrapper run.
+    """
     sizes = {job.index: job.output_bytes for phase in phases for job, _, _ in phase}
 
     def accept(kind, fields):
@@ -54,8 +58,13 @@ def run(mode, source, phases, *, backend_name, limits, device=None, sandboxed=Tr
     worker = sandbox.Worker(mode, source, backend_name=backend_name, limits=limits,
                             device=device, sandboxed=sandboxed, on_start=on_start)
     report = RunReport(ending=None, stage="starting")
+    jobs = [job for phase in phases for job, _, _ in phase]
+    extend = (lambda found: worker.extend_limit(time_budget.interpreter_extra(jobs, found))) \
+        if backend_name == "interpreter" else (lambda found: None)
+    if mode != "kernel":
+        extend(tiles)
     try:
-        _converse(worker, accept, phases, report, diagnosis=mode == "kernel")
+        _converse(worker, accept, phases, report, diagnosis=mode == "kernel", extend=extend)
     finally:
         report.ending = worker.finish()
     return report
@@ -69,7 +78,7 @@ def _expect(worker, accept, kind):
     return message
 
 
-def _converse(worker, accept, phases, report, diagnosis):
+def _converse(worker, accept, phases, report, diagnosis, extend):
     if _expect(worker, accept, "hello") is None:
         return
     report.stage = "importing"
@@ -92,6 +101,7 @@ def _converse(worker, accept, phases, report, diagnosis):
         report.findings = protocol.findings(found.fields.get("findings"))
         report.tiles = protocol.tiles(found.fields.get("tiles"))
         report.build = gpu_compile.Build.from_fields(found.fields.get("build"))
+        extend(report.tiles)
     for number, phase in enumerate(phases):
         jobs = {job.index: job for job, _, _ in phase}
         payload = b"".join(lhs.numpy().tobytes() + rhs.numpy().tobytes() for _, lhs, rhs in phase)

@@ -105,11 +105,27 @@ def failure_text(case, verdict, config):
     if key:
         likely = MISTAKES[key]
         cause = f"likely cause, {likely.title}: {likely.en}\n{likely.zh}"
+    elif ruled_out(case.targets, verdict):
+        cause = ("the summary at the end weighs all failures together.\n"
+                 "结尾的汇总会综合所有失败给出可能的原因。")
     else:
         target = MISTAKES[case.targets]
         cause = (f"this case is there to catch: {target.title}; the summary at the end weighs "
                  f"all failures together.\n本用例针对的常见错误：{target.zh}")
     return f"{case.describe()} ({case.why}) failed:\n{verdict.message}\n{cause}"
+
+
+def ruled_out(key, verdict):
+    """Whether this failure's own evidence excludes mistake ``key``: a wrong value is not
+    a nondeterminism, a right dtype and shape, and NaN-free samples no unwritten output."""
+    if key == "nondeterministic":
+        return verdict.mistake != "nondeterministic"
+    if key == "wrong_dtype":
+        return "mismatches" in verdict.details
+    if key == "unwritten_output":
+        samples = verdict.details.get("samples")
+        return samples is not None and not any(s["got"] != s["got"] for s in samples)
+    return False
 
 
 def summary(terminalreporter, config):

@@ -1,0 +1,233 @@
+"""Issue: a CPU verdict a student can trust on the GPU.
+
+The compile gate (grader.gpu_compile), the grids that fail before launch, the
+application-level mistakes named from the output, and the interpreter's time budget.
+Variants are the reference with named edits (grader/tests/build_variants.py).
+"""
+
+import pathlib
+import subprocess
+import sys
+import time
+
+import pytest
+
+from grader import cases, checks, diagnosis, execution, gpu_compile, protocol, time_budget
+from grader.loading import load_submission
+from grader.suite import ruled_out
+from grader.tests import build_variants
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SEED = cases.DEFAULT_SEED
+
+
+@pytest.fixture(scope="module")
+def variant(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("variants")
+    made = {}
+
+    def make(name):
+        if name not in made:
+            edits = build_variants.VARIANTS[name][0] if name in build_variants.VARIANTS \
+                else build_variants.CORRECT.get(name, [])
+            path = build_variants.write(folder / f"{name}.py", edits)
+            made[name] = (path, load_submission(path))
+        return made[name]
+    return make
+
+
+def _build(module):
+    return gpu_compile.check(execution.own_kernel(module), "sm_90")
+
+
+def _case(case_id):
+    return next(case for case in cases.all_fixed_cases() if case.id == case_id)
+
+
+# --------------------------------------------------------------------------- the gate
+
+def test_the_reference_builds_and_reports_what_it_uses(variant):
+    build = _build(variant("reference")[1])
+    assert build.ok and build.checked, build
+    assert build.registers > 0 and build.shared_bytes > 0 and build.spilled_bytes == 0
+    assert (build.num_warps, build.num_stages) == (8, 7)  # ninetoothed's defaults for an H200
+    line = gpu_compile.summary(build)
+    assert "registers per thread" in line and "fit on an H200 SM" in line, line
+    assert "寄存器" in gpu_compile.summary_zh(build)
+
+
+@pytest.mark.parametrize("name, mistake, line", [
+    ("fp16_accumulator", "accumulator_dtype", "for k in range(lhs.shape[0]):"),
+    ("accumulator_in_loop", "accumulator", "output = accumulator"),
+    ("dot_swapped_rect_tiles", "build_error", "accumulator += ntl.dot(rhs[k], lhs[k])"),
+])
+def test_a_kernel_the_gpu_rejects_fails_every_case_with_its_line(variant, name, mistake, line):
+    path, module = variant(name)
+    build = _build(module)
+    assert build.checked and not build.ok, build
+    verdict = checks.build_verdict(_case("nonsquare-128x256x192"), build, path.read_text())
+    assert not verdict.passed and verdict.mistake == mistake, verdict
+    assert "does not build for sm_90" in verdict.message.splitlines()[0]
+    assert line in verdict.message, verdict.message
+    assert "ninetoothed_tensor" not in verdict.message  # the compiler's words, not its code
+
+
+def test_shared_memory_over_the_target_fails(variant):
+    build = gpu_compile.check(execution.own_kernel(variant("tiles_128x128x128")[1]), "sm_86")
+    assert build.shared_bytes is not None
+    assert build.ok == (build.shared_bytes <= gpu_compile.TARGETS["sm_86"][1]), build
+    forged = gpu_compile.Build("sm_90", False, "out of resources: shared memory")
+    assert checks.build_verdict(_case("square-64x64x64"), forged).mistake == "gpu_resources"
+
+
+def test_a_check_that_cannot_run_judges_nothing():
+    class NoSource:
+        pass
+
+    build = gpu_compile.check(NoSource(), "sm_90")
+    assert not build.checked and "not checked" in gpu_compile.summary(build)
+
+
+def test_build_fields_from_a_worker_are_type_checked():
+    build = gpu_compile.Build.from_fields({"target": "sm_90", "ok": "yes", "registers": 2**40,
+                                           "shared_bytes": True, "message": "x" * 10**5})
+    assert build.ok is False and build.registers is None and build.shared_bytes is None
+    assert len(build.message) <= gpu_compile.MESSAGE_LIMIT
+    assert gpu_compile.Build.from_fields("nonsense") is None
+
+
+@pytest.mark.parametrize("text, expected", [("sm_90", "sm_90"), ("90", "sm_90"),
+                                            ("SM_80", "sm_80")])
+def test_targets_parse(text, expected):
+    assert gpu_compile.parse_target(text) == expected
+
+
+def test_an_unknown_target_is_refused_by_name():
+    with pytest.raises(ValueError, match="sm_75"):
+        gpu_compile.parse_target("sm_75")
+
+
+def test_pytest_grader_fails_a_float16_accumulator_at_once_and_names_it(variant):
+    path, _ = variant("fp16_accumulator")
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "grader", "--submission", str(path)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600)
+    assert time.monotonic() - started < 120  # no case ran on the interpreter
+    assert "[accumulator_dtype]" in done.stdout and "累加器要用 float32" in done.stdout
+    assert "GPU build: does not build for sm_90" in done.stdout
+    assert " passed" not in done.stdout.splitlines()[-1] or "failed" in done.stdout.splitlines()[-1]
+
+
+# --------------------------------------------------------------------------- fail fast
+
+def test_a_grid_that_cannot_line_up_fails_before_launch(variant):
+    _, module = variant("expand_by_size")
+    case = _case("nonsquare-128x256x192")
+    started = time.monotonic()
+    with pytest.raises(execution.NotLaunched) as raised:
+        execution.produce(case, module, SEED, "cpu")
+    assert time.monotonic() - started < 5
+    verdict = checks.error_verdict(case, raised.value)
+    assert verdict.mistake == "grid_mismatch" and "(2, 256)" in verdict.message, verdict.message
+    hints = diagnosis.explain(diagnosis.inspect_arrangement(module), [verdict], [case])
+    assert hints[0]["key"] == "grid_mismatch"
+
+
+def test_a_correct_grid_is_never_stopped(variant):
+    for name in ("reference", "tiles_16x128x64", "tiles_32x32x32"):
+        module = variant(name)[1]
+        for case in cases.catalogue(SEED, "gpu"):
+            assert diagnosis.launch_mismatch(module, case.shape) is None, (name, case.id)
+
+
+# --------------------------------------------------------------------------- application
+
+@pytest.mark.parametrize("name, case_ids, mistake", [
+    ("dot_swapped", ["nonsquare-128x256x192", "tail_mnk-65x97x130", "long_k-64x64x1024"],
+     "dot_order"),
+    ("output_transposed", ["nonsquare-128x256x192", "square-256x256x256"], "output_tile"),
+])
+def test_application_mistakes_are_named_from_the_output(variant, name, case_ids, mistake):
+    _, module = variant(name)
+    selected = [_case(case_id) for case_id in case_ids]
+    verdicts = []
+    for case in selected:
+        outputs = execution.produce(case, module, SEED, "cpu")
+        verdicts.append(checks.judge(case, outputs, SEED, "cpu"))
+    assert all(not verdict.passed for verdict in verdicts)
+    assert all(verdict.mistake == mistake for verdict in verdicts), [v.mistake for v in verdicts]
+    hints = diagnosis.explain([], verdicts, selected)
+    assert [hint["key"] for hint in hints] == [mistake]
+    assert not any(ruled_out(mistake, verdict) for verdict in verdicts)
+
+
+def test_a_float16_running_sum_fails_only_the_cancellation_case(variant):
+    _, module = variant("fp16_running_sum")
+    cancellation = _case("cancellation-64x64x384")
+    others = [_case("nonsquare-128x256x192"), _case("long_k-64x64x1024")]
+    verdicts = [checks.judge(case, execution.produce(case, module, SEED, "cpu"), SEED, "cpu")
+                for case in [cancellation] + others]
+    assert not verdicts[0].passed and all(verdict.passed for verdict in verdicts[1:])
+    hints = diagnosis.explain([], verdicts, [cancellation] + others)
+    assert hints[0]["key"] == "accumulator_dtype", hints
+
+
+def test_the_reference_passes_the_cancellation_case(variant):
+    case = _case("cancellation-64x64x384")
+    outputs = execution.produce(case, variant("reference")[1], SEED, "cpu")
+    assert checks.judge(case, outputs, SEED, "cpu").passed
+
+
+def test_a_wrong_value_rules_out_causes_it_cannot_be():
+    wrong = checks.Verdict("x", False, "", details={"mismatches": 3, "samples": [
+        {"index": [0, 0], "got": 1.0, "expected": 2.0}]})
+    assert ruled_out("nondeterministic", wrong) and ruled_out("wrong_dtype", wrong)
+    assert ruled_out("unwritten_output", wrong) and not ruled_out("accumulator", wrong)
+    nan = checks.Verdict("x", False, "", details={"mismatches": 1, "samples": [
+        {"index": [0, 0], "got": float("nan"), "expected": 2.0}]})
+    assert not ruled_out("unwritten_output", nan)
+
+
+# --------------------------------------------------------------------------- time budget
+
+def test_the_budget_grows_with_the_tiles_steps():
+    jobs = [protocol.Job(0, 256, 256, 256, ("out",)), protocol.Job(1, 96, 80, 144,
+                                                                   ("first", "second"))]
+    reference = time_budget.interpreter_extra(jobs, (64, 64, 64))
+    assert reference == time_budget.STEP_S * (64 + 2 * 2 * 2 * 3)
+    assert time_budget.interpreter_extra(jobs, (16, 16, 16)) > 40 * reference
+    assert time_budget.interpreter_extra(jobs, (1, 1, 1)) == \
+        time_budget.interpreter_extra(jobs, (16, 16, 16))  # no more time below the guide's 16
+    assert time_budget.interpreter_extra(jobs, None) == reference
+
+
+def test_every_declared_mistake_can_be_reported():
+    from grader.mistakes import MISTAKES
+
+    reachable = set(diagnosis.NAMED_BY_CHECKS) | {"not_implemented", "import_error"} | {
+        case.targets for case in cases.all_fixed_cases()} | {
+        "expand_axis", "hard_coded", "missing_squeeze", "tile_shape", "tail_mask"}
+    assert set(MISTAKES) <= reachable, set(MISTAKES) - reachable
+
+
+def test_a_cpu_batch_passes_32_cubed_tiles_with_default_limits_and_reports_builds(tmp_path):
+    """The default limits on the interpreter (the issue: 32x32x32 used to time out)."""
+    import csv
+    import json
+
+    build_variants.write_class(tmp_path / "class", ["tiles_32x32x32", "fp16_accumulator"])
+    done = subprocess.run([sys.executable, "-m", "grader", "grade", str(tmp_path / "class"),
+                           "--out", str(tmp_path / "out"), "-j", "2", "--no-progress"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=1500,
+                          env={**__import__("os").environ, "NTGEMM_BACKEND": "interpreter"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = {row["student"]: row for row in
+            csv.DictReader(open(tmp_path / "out" / "gradebook.csv", encoding="utf-8-sig"))}
+    assert rows["tiles_32x32x32"]["status"] == "passed", rows["tiles_32x32x32"]
+    assert rows["fp16_accumulator"]["status"] == "failed"
+    record = json.loads((tmp_path / "out" / "fp16_accumulator" / "record.json").read_text())
+    assert [hint["key"] for hint in record["hints"]][:1] == ["accumulator_dtype"]
+    assert record["wall_time_s"] < 60
+    passed = (tmp_path / "out" / "tiles_32x32x32" / "feedback.md").read_text(encoding="utf-8")
+    assert "## GPU build / GPU 编译" in passed and "registers per thread" in passed
