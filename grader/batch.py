@@ -281,9 +281,9 @@ def grade(submission, settings, folder, device=None, on_start=None):
     record["tiles"] = kernel_run.tiles
     build = kernel_run.build
     record["gpu_build"] = build.to_fields() if build else None
-    unbuilt = build if (settings.backend == "interpreter" and build is not None
-                        and build.checked and not build.ok) else None
-    record["cases"] = _judge_cases(cases_list, kernel_run, settings.seed, unbuilt, source)
+    unbuilt = build if (build is not None and build.checked and not build.ok) else None
+    record["cases"] = _judge_cases(cases_list, kernel_run, settings.seed, unbuilt, source,
+                                   every=settings.backend == "interpreter")
     _decide(record, kernel_run, wrapper_run, wrapper_phases[0][0][0], cases_list)
     record["score"] = sum(entry["points"] for entry in record["cases"])
     apply_late_penalty(record, settings.late_penalty)
@@ -319,15 +319,16 @@ def check_handin(submission, record):
                                                    f"({type(error).__name__})"]}
 
 
-def _judge_cases(cases_list, run, seed, unbuilt=None, source=""):
+def _judge_cases(cases_list, run, seed, unbuilt=None, source="", every=True):
     """Each case's entry. ``unbuilt``: the Build of a kernel that does not build for the
-    course's GPU, which fails every case on the interpreter whatever the worker sent."""
+    course's GPU. It fails every case on the interpreter (``every``), whatever the worker
+    sent; on a GPU it explains the cases whose launch raised."""
     names, entries = display_names(cases_list), []
     for index, case in enumerate(cases_list):
         base = {"id": case.id, "name": names[case.id], "visibility": case.visibility,
                 "points": 0, "max_points": case.points, "mistake": "", "flags": []}
         got = run.cases.get(index)
-        if unbuilt is not None:
+        if unbuilt is not None and (every or (got is not None and got.error)):
             verdict = checks.build_verdict(case, unbuilt, source)
             entries.append({**base, "status": "error", "passed": False,
                             "message": verdict.message, "mistake": verdict.mistake,

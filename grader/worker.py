@@ -93,7 +93,7 @@ def _error_text(error, path):
         from grader import gpu_compile
 
         message, line = gpu_compile.describe_error(error)
-        text = message + (f"\nat the generated line: {line}" if line else "")
+        text = (f"at the generated line: {line}\n" if line else "") + message
     else:
         text = f"{type(error).__name__}: {error}"
     return protocol.text(text + "\n" + _student_traceback(error, path))
