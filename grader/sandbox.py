@@ -45,7 +45,7 @@ import time
 
 import psutil
 
-from grader import protocol
+from grader import gpu_compile, protocol
 
 GRADER_DIR = pathlib.Path(__file__).resolve().parent
 JOB = "/job"  # where the run's read-only folder appears inside the sandbox
@@ -195,7 +195,7 @@ def child_environment(backend_name, home, tmp, library, device=None):
         "PYTHONUNBUFFERED": "1",
         "PYTHONHASHSEED": "0",
         "NTGEMM_BACKEND": backend_name,
-        "NTGEMM_GPU_TARGET": os.environ.get("NTGEMM_GPU_TARGET", "sm_90"),
+        gpu_compile.ENV_VAR: gpu_compile.requested_target(),
     })
     env.setdefault("LANG", "C.UTF-8")
     if backend_name == "interpreter":
