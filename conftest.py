@@ -16,9 +16,9 @@ import pathlib
 
 import pytest
 
-from grader import backend as backends
-from grader import cases, gpu_compile
-from grader.loading import SubmissionError, load_submission
+from grader.core import backend as backends
+from grader.core import cases, gpu_compile
+from grader.core.loading import SubmissionError, load_submission
 
 ROOT = pathlib.Path(__file__).resolve().parent
 DEFAULT_SUBMISSION = ROOT / "assignment" / "ninetoothed_gemm.py"
@@ -82,7 +82,7 @@ def pytest_report_header(config):
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    from grader import suite  # imports triton: only once the backend is chosen
+    from grader.core import suite  # imports triton: only once the backend is chosen
 
     suite.summary(terminalreporter, config)
 

@@ -7,7 +7,7 @@ skipped (it would take minutes there), and the reason is shown.
 
 import pytest
 
-from grader import cases, suite
+from grader.core import cases, suite
 
 
 @pytest.mark.parametrize("case", cases.public_cases(), ids=lambda case: case.id)

@@ -1,7 +1,7 @@
 """The benchmark command: argument parsing, the no-GPU refusal, the table, CSV and card.
 
 ``assignment/benchmark_ninetoothed_gemm.py`` (students) and
-``benchmarks/run_baselines.py`` (staff) both call ``main`` here.
+``benchmarks/lab/run_baselines.py`` (staff) both call ``main`` here.
 
 Exit status: 0 when every size checked passed, 1 when any size FAILed, 2 when
 the submission cannot be used or the arguments are wrong, 3 when there is no GPU
@@ -85,7 +85,7 @@ def _parser(prog, default_submission):
 
 def gpu_available():
     """A CUDA device that the run may use (NTGEMM_BACKEND=interpreter says no)."""
-    from grader import backend
+    from grader.core import backend
 
     if backend.requested() == "interpreter":
         return False
@@ -164,14 +164,14 @@ def main(argv=None, prog=None, default_submission=DEFAULT_SUBMISSION):
             print(f"error: cannot use {args.compare} as a baseline: {error}", file=sys.stderr)
             return UNUSABLE
 
-    from grader import backend as backends
+    from grader.core import backend as backends
 
     try:
         backend = backends.activate()  # before anything imports triton
     except RuntimeError as error:  # an interpreter that cannot run here
         print(f"error: {error}", file=sys.stderr)
         return UNUSABLE
-    from grader.loading import SubmissionError, load_submission
+    from grader.core.loading import SubmissionError, load_submission
 
     try:
         module = load_submission(args.submission)

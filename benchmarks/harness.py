@@ -1,7 +1,7 @@
 """The benchmark's one implementation: check each size against torch.mm, then time it.
 
 The student script (``assignment/benchmark_ninetoothed_gemm.py``) and the staff
-scripts (``benchmarks/run_baselines.py``) both go through ``run_sizes`` here, so
+scripts (``benchmarks/lab/run_baselines.py``) both go through ``run_sizes`` here, so
 a student's numbers and the course's baselines are measured the same way.
 
 For every size, in order:
@@ -9,7 +9,7 @@ For every size, in order:
 1. Random float16 operands are made on the device from a fixed seed.
 2. **Correctness**: the first ``nt_gemm`` call is compared with torch.mm
    (float32 accumulation, TF32 off) under the guide's tolerance,
-   ``|out - ref| <= 0.025 + 0.025 * |ref|`` (``grader.checks``). That first call
+   ``|out - ref| <= 0.025 + 0.025 * |ref|`` (``grader.core.checks``). That first call
    also compiles the kernel and, with ``NINETOOTHED_AUTOTUNE=1``, runs the
    autotune search; its wall time is kept apart (``first_call_s``,
    ``autotune_search_s``) so that it never leaks into the timings.
@@ -116,7 +116,7 @@ def make_operands(m, n, k, device, seed=DEFAULT_SEED):
 
 def _verdict(out, lhs, rhs, m, n, k):
     """(passed, note) of ``out`` against the float32-accumulated torch.mm."""
-    from grader import cases, checks
+    from grader.core import cases, checks
 
     case = cases.Case("benchmark", m, n, k, "benchmark", "benchmark")
     verdict = checks.compare(out, checks.reference(lhs, rhs), case, seed=DEFAULT_SEED)

@@ -1,7 +1,7 @@
-"""``python -m grader``: see grader.cli."""
+"""``python -m grader``: see grader.batch.cli."""
 
 import sys
 
-from grader.cli import main
+from grader.batch.cli import main
 
 sys.exit(main())

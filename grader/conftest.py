@@ -4,10 +4,10 @@
   this run's backend and ``--seed``. GPU-only cases stay in the list and are
   skipped on the interpreter, so the skip and its reason are visible.
 
-The grade printed at the end comes from grader.suite, through the root conftest.
+The grade printed at the end comes from grader.core.suite, through the root conftest.
 """
 
-from grader import cases
+from grader.core import cases
 
 CASE_FIXTURE = "grader_case"
 

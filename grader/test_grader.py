@@ -1,6 +1,6 @@
 """The full grader for one submission: ``pytest grader --submission PATH``.
 
-Every case of the catalogue (grader.cases) runs in this process: produce (run
+Every case of the catalogue (grader.core.cases) runs in this process: produce (run
 the student's kernel) then judge (compare with a float32-accumulated reference).
 Cases too large for the Triton interpreter are skipped on a CPU, with the reason.
 A kernel that raises fails its case with the error and a hint, not a traceback.
@@ -18,8 +18,8 @@ import warnings
 
 import pytest
 
-from grader import diagnosis, kernel_source, suite
-from grader.mistakes import MISTAKES
+from grader.core import diagnosis, kernel_source, suite
+from grader.core.mistakes import MISTAKES
 
 # The catalogue is expanded into test ids in grader/conftest.py
 # (pytest_generate_tests), from the backend and --seed of this run.
@@ -59,7 +59,7 @@ def test_kernel_is_what_the_batch_grader_runs(submission, record_property):
     """The batch grader builds the kernel from arrangement() and application() alone.
 
     Worth no points here: in the batch, anything those two functions (or the
-    helpers and constants they use) reach outside grader.kernel_source's
+    helpers and constants they use) reach outside grader.core.kernel_source's
     whitelist flags the file, and nothing of it runs. This says which line first.
     """
     record_property("points", 0)

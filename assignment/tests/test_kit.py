@@ -7,7 +7,7 @@ import sys
 import pytest
 import torch
 
-from grader.loading import SubmissionError, load_submission
+from grader.core.loading import SubmissionError, load_submission
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "solutions" / "ninetoothed_gemm.py"

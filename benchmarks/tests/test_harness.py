@@ -306,7 +306,7 @@ def test_card_spaces_sizes_evenly_unless_they_double(sizes, log2):
 
 
 def test_fixed_config_of_the_reference_is_read_from_the_module(backend):
-    from grader.loading import load_submission
+    from grader.core.loading import load_submission
 
     module = load_submission(REFERENCE)
     assert not kernel_config.is_autotuned(module)
@@ -407,7 +407,7 @@ def test_help_documents_the_options():
 
 
 def test_baseline_steps_run_the_students_command_on_the_reference(tmp_path):
-    from benchmarks import run_baselines
+    from benchmarks.lab import run_baselines
 
     labels = [label for label, _, _ in run_baselines.STEPS]
     assert labels[:2] == ["reference-64x64x64", "reference-autotune"]
@@ -420,7 +420,7 @@ def test_baseline_steps_run_the_students_command_on_the_reference(tmp_path):
 
 
 def test_baselines_stop_at_once_without_a_gpu(tmp_path, monkeypatch):
-    from benchmarks import run_baselines
+    from benchmarks.lab import run_baselines
 
     monkeypatch.setenv("NTGEMM_BACKEND", "interpreter")
     monkeypatch.setattr(run_baselines, "step_env",
@@ -433,8 +433,8 @@ def test_baselines_stop_at_once_without_a_gpu(tmp_path, monkeypatch):
 
 def test_timed_path_wiring_with_a_stub_timer(backend, monkeypatch):
     """The GPU path end to end on the CPU: only do_bench (which needs a GPU) is stubbed."""
-    from grader.backend import Backend
-    from grader.loading import load_submission
+    from grader.core.backend import Backend
+    from grader.core.loading import load_submission
 
     calls = []
 

@@ -14,8 +14,8 @@ import pytest
 import torch
 
 from benchmarks import formulas as f
-from benchmarks.ledger import binary_bytes, decimal
-from benchmarks.occupancy import parse_bytes
+from benchmarks.lessons.ledger import binary_bytes, decimal
+from benchmarks.lessons.occupancy import parse_bytes
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 KIB = 1024
@@ -71,22 +71,22 @@ def table_rows(text, first_cell):
 
 @pytest.fixture(scope="module")
 def ledger_default():
-    return run_cli("benchmarks.ledger")
+    return run_cli("benchmarks.lessons.ledger")
 
 
 @pytest.fixture(scope="module")
 def ledger_sweep():
-    return run_cli("benchmarks.ledger", "--sweep")
+    return run_cli("benchmarks.lessons.ledger", "--sweep")
 
 
 @pytest.fixture(scope="module")
 def tiling_output():
-    return run_cli("benchmarks.tiling")
+    return run_cli("benchmarks.lessons.tiling")
 
 
 @pytest.fixture(scope="module")
 def occupancy_output():
-    return run_cli("benchmarks.occupancy")
+    return run_cli("benchmarks.lessons.occupancy")
 
 
 # --- machines ---------------------------------------------------------------------------------
@@ -167,7 +167,7 @@ def test_ledger_sweep_output(ledger_sweep, shape):
 
 
 def test_ledger_flags_oversized_tile():
-    out = run_cli("benchmarks.ledger", "--block-m", "256", "--block-n", "128", "--block-k", "64", "--stages", "2")
+    out = run_cli("benchmarks.lessons.ledger", "--block-m", "256", "--block-n", "128", "--block-k", "64", "--stages", "2")
     assert field(out, "shared memory, 2 stages") == "96 KiB"
     assert field(out, "accumulator registers per thread") == "256"
     assert "warning: the accumulator alone exceeds 255 registers" in out
@@ -239,7 +239,7 @@ def test_occupancy_output(occupancy_output):
 
 
 def test_occupancy_one_config():
-    out = run_cli("benchmarks.occupancy", "--threads", "256", "--regs", "64")
+    out = run_cli("benchmarks.lessons.occupancy", "--threads", "256", "--regs", "64")
     assert table_rows(out, "your config")[0][-2:] == ["50.0%", "registers"]
 
 

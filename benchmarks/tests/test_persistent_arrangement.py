@@ -1,4 +1,4 @@
-"""The persistent arrangement (benchmarks/persistent_arrangement.py) covers every C tile once.
+"""The persistent arrangement (benchmarks/lab/persistent_arrangement.py) covers every C tile once.
 
 The shapes below give whole rows of P tiles, a last row only part full (with a
 group padded past the last tile row), and programs with no tile at all. The
@@ -7,7 +7,7 @@ output starts as NaN: a tile no program computes shows up as wrong elements.
 
 import pytest
 
-from benchmarks import persistent_arrangement
+from benchmarks.lab import persistent_arrangement
 from benchmarks.tests.test_reference_configs import assert_product, operands
 
 # (m, n, k), (block_m, block_n, block_k, group, programs)

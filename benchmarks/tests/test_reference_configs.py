@@ -12,7 +12,7 @@ import pathlib
 import pytest
 import torch
 
-from grader.loading import load_submission
+from grader.core.loading import load_submission
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "solutions" / "ninetoothed_gemm.py"

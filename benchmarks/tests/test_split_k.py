@@ -1,4 +1,4 @@
-"""Split-K (benchmarks/split_k.py) computes C = A @ B, alone and after a wave split.
+"""Split-K (benchmarks/lab/split_k.py) computes C = A @ B, alone and after a wave split.
 
 The chunks are cut from each row of K tiles, so a K that ends inside a chunk, or
 a chunk count that leaves the last chunk short, must still sum to the product.
@@ -6,7 +6,7 @@ a chunk count that leaves the last chunk short, must still sum to the product.
 
 import pytest
 
-from benchmarks import reference_solution, split_k
+from benchmarks.lab import reference_solution, split_k
 from benchmarks.tests.test_reference_configs import assert_product, operands
 
 # (m, n, k), (block_m, block_n, block_k, chunk): K tiles 13, 9 and 2 in chunks of 2, 3 and 5.

@@ -1,6 +1,6 @@
 """The TMA kernels of the exploration script compute C = A @ B, or refuse to run.
 
-benchmarks/tma_kernels.py (NineToothed) and benchmarks/triton_ceiling.py (plain
+benchmarks/lab/tma_kernels.py (NineToothed) and benchmarks/lab/triton_ceiling.py (plain
 Triton) need tensor-memory-accelerator loads, so a GPU of compute capability 9.0
 or later. The Triton interpreter cannot stand in: it passes the block sizes of a
 NineToothed kernel to ``make_tensor_descriptor`` as tensors, which it refuses.
@@ -12,7 +12,7 @@ but float16, before they launch anything.
 import pytest
 import torch
 
-from benchmarks import tma_kernels, triton_ceiling
+from benchmarks.lab import tma_kernels, triton_ceiling
 from benchmarks.tests.test_reference_configs import assert_product, operands
 
 # Rows of whole 16-byte units (multiples of 8 halves); all but 64^3 ragged against the tiles.

@@ -30,7 +30,7 @@ import tempfile
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from grader import backend as backends  # noqa: E402
+from grader.core import backend as backends  # noqa: E402
 
 BACKEND = backends.activate()  # before anything imports triton
 
@@ -39,8 +39,8 @@ import ninetoothed.language as ntl  # noqa: E402
 import torch  # noqa: E402
 from ninetoothed import Tensor  # noqa: E402
 
-from grader.checks import ATOL, RTOL  # noqa: E402
-from grader.loading import SubmissionError, load_submission  # noqa: E402
+from grader.core.checks import ATOL, RTOL  # noqa: E402
+from grader.core.loading import SubmissionError, load_submission  # noqa: E402
 
 # The course file sets BLOCK_SIZE_K = 64 in its non-autotune branch.
 BLOCK_SIZE_K_LINE = re.compile(r"^(\s*)BLOCK_SIZE_K\s*=\s*\d+\s*$", re.MULTILINE)

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from ninetoothed import Tensor  # noqa: E402
 
-from grader.loading import (  # noqa: E402
+from grader.core.loading import (  # noqa: E402
     SubmissionError,
     load_submission,
     module_name_for,

@@ -22,7 +22,7 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from grader import backend as backends  # noqa: E402
+from grader.core import backend as backends  # noqa: E402
 
 BACKEND = backends.activate()  # before anything imports triton
 
@@ -30,9 +30,9 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from ninetoothed import Tensor  # noqa: E402
 
-from grader.checks import ATOL, RTOL  # noqa: E402
-from grader.execution import own_kernel  # noqa: E402
-from grader.loading import SubmissionError, load_submission  # noqa: E402
+from grader.core.checks import ATOL, RTOL  # noqa: E402
+from grader.core.execution import own_kernel  # noqa: E402
+from grader.core.loading import SubmissionError, load_submission  # noqa: E402
 
 np.set_printoptions(linewidth=120)
 

@@ -8,7 +8,7 @@ import shutil
 import subprocess
 import sys
 
-from grader import cases
+from grader.core import cases
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DEMO = ROOT / "grader" / "demo_class"
@@ -18,7 +18,7 @@ SEED = cases.DEFAULT_SEED
 
 def batch_backend():
     """The backend a batch run by these tests grades on, decided as the grader decides it."""
-    from grader.cli import decide_backend
+    from grader.batch.cli import decide_backend
 
     return decide_backend()
 

@@ -7,7 +7,8 @@ The kit names that clash instead of grading every student as crashed.
 
 import pytest
 
-from grader import backend, cli
+from grader.batch import cli
+from grader.core import backend
 
 OLD_INTERPRETER = 'scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data))\n'
 FIXED_INTERPRETER = 'scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.squeeze()))\n'

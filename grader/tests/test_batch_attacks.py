@@ -41,9 +41,9 @@ import uuid
 import psutil
 import pytest
 
-from grader import cases as catalogue
-from grader import protocol, reports
-from grader.kernel_source import extract
+from grader.core import cases as catalogue
+from grader.batch import protocol, reports
+from grader.core.kernel_source import extract
 from grader.tests import attack_sources as sources
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -228,7 +228,7 @@ def batch(tmp_path_factory):
         result = grade(base, classdir, base / "out")
     finally:
         # What the batch left behind, looked at (and cleaned up) at once, whatever happened.
-        left_processes = survivors([token, "grader.worker"], token, base / "tmp")
+        left_processes = survivors([token, "grader.batch.worker"], token, base / "tmp")
         left_files = host_leftovers(token, base / "tmp", caches)
         changed = tampered_sources(before_sources, token)
     alone = base / "alone"

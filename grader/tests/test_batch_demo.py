@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from grader import cases
+from grader.core import cases
 from grader.tests.batch_helpers import (DEMO, ROOT, SEED, batch_backend, copy_class, environment,
                                         grader_command, gradebook, run_grader, small_cases,
                                         tree_digest)

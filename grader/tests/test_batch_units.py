@@ -10,7 +10,7 @@ import zipfile
 
 import pytest
 
-from grader import intake, sandbox
+from grader.batch import intake, sandbox
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "grader" / "demo_class" / "ada" / "ninetoothed_gemm.py"
@@ -132,30 +132,34 @@ def test_help_lists_the_options():
 
 
 def test_handout_leaves_out_staff_tools_and_the_modules_that_import_them():
-    from grader import handout
+    from grader.batch import handout
 
     shipped = {str(relative) for _, relative in handout._handout_files()}
-    assert {"benchmarks/harness.py", "benchmarks/cli.py", "benchmarks/ledger.py"} <= shipped
-    # tma_kernels reads solutions/; triton_ceiling only imports tma_kernels.
+    assert {"benchmarks/harness.py", "benchmarks/cli.py", "benchmarks/lessons/ledger.py"} <= shipped
     for staff in ("explore_variants", "run_baselines", "tma_kernels", "triton_ceiling",
                   "persistent_arrangement", "split_k"):
-        assert f"benchmarks/{staff}.py" not in shipped
+        assert f"benchmarks/lab/{staff}.py" not in shipped
+    assert not any(name.startswith(("grader/batch/", "solutions/")) for name in shipped)
 
 
-def test_staff_only_follows_absolute_relative_and_circular_imports(tmp_path, monkeypatch):
-    from grader import handout
+def test_import_closure_follows_absolute_relative_and_circular_imports(tmp_path):
+    from grader.batch import import_graph
 
-    modules = {"staff": 'REFERENCE = "solutions"', "absolute": "from benchmarks.staff import X",
-               "relative": "from .staff import X", "package": "from benchmarks import staff",
+    modules = {"staff": "REFERENCE = 1", "absolute": "from benchmarks.lab.staff import X",
+               "relative": "from .staff import X", "package": "from benchmarks.lab import staff",
                "chain": "from . import relative", "plain": "import math",
-               "loop_a": "from benchmarks import loop_b", "loop_b": "from .loop_a import Y"}
-    (tmp_path / "benchmarks").mkdir()
+               "loop_a": "from benchmarks.lab import loop_b", "loop_b": "from .loop_a import Y"}
+    (tmp_path / "benchmarks" / "lab").mkdir(parents=True)
+    for init in ("benchmarks", "benchmarks/lab"):
+        (tmp_path / init / "__init__.py").write_text("")
     for name, source in modules.items():
-        (tmp_path / "benchmarks" / f"{name}.py").write_text(source + "\n")
-    monkeypatch.setattr(handout, "ROOT", tmp_path)
-    staff_only = {name for name in modules
-                  if handout._staff_only(tmp_path / "benchmarks" / f"{name}.py")}
-    assert staff_only == {"staff", "absolute", "relative", "package", "chain"}
+        (tmp_path / "benchmarks" / "lab" / f"{name}.py").write_text(source + "\n")
+    reaches_staff = {name for name in modules
+                     if "benchmarks.lab.staff" in import_graph.closure((f"benchmarks.lab.{name}",),
+                                                                       tmp_path)}
+    assert reaches_staff == {"staff", "absolute", "relative", "package", "chain"}
+    assert import_graph.closure(("benchmarks.lab.loop_a",), tmp_path) == (
+        "benchmarks", "benchmarks.lab", "benchmarks.lab.loop_a", "benchmarks.lab.loop_b")
 
 
 def test_handout_holds_no_solution_and_its_public_tests_run(tmp_path):
@@ -168,7 +172,7 @@ def test_handout_holds_no_solution_and_its_public_tests_run(tmp_path):
     reference = (ROOT / "solutions" / "ninetoothed_gemm.py").read_bytes()
     assert not any("solutions" in name or "/tests/" in name or "demo_class" in name
                    for name in names)
-    assert not any(name.endswith(("grader/batch.py", "grader/cli.py"))
+    assert not any(name.endswith(("grader/batch/grading.py", "grader/batch/cli.py"))
                    for name in names)
     with zipfile.ZipFile(archive) as bundle:
         assert all(bundle.read(name) != reference for name in names)
@@ -197,7 +201,7 @@ def test_handout_holds_no_solution_and_its_public_tests_run(tmp_path):
 
 
 def test_handout_holds_what_the_student_docs_point_to(tmp_path):
-    from grader import handout
+    from grader.batch import handout
 
     folder, _ = handout.build(tmp_path)
     docs = sorted((folder / "docs").glob("*.md"))
@@ -215,7 +219,7 @@ def test_handout_holds_what_the_student_docs_point_to(tmp_path):
 
 
 def test_a_refused_handout_is_an_error_message_not_a_traceback(tmp_path, monkeypatch, capsys):
-    from grader import cli, handout
+    from grader.batch import cli, handout
 
     def refuse(out_dir):
         raise ValueError("assignment/ninetoothed_gemm.py is a copy of the reference solution")
@@ -227,7 +231,7 @@ def test_a_refused_handout_is_an_error_message_not_a_traceback(tmp_path, monkeyp
 
 
 def test_flagged_public_case_says_why_in_results_json():
-    from grader.reports import results_json
+    from grader.batch.reports import results_json
 
     record = {"status": "flagged", "score": 0, "max_score": 1, "message": "", "cases": [
         {"id": "tail_m-65x128x128", "name": "tail_m", "visibility": "public", "status": "flagged",
@@ -238,7 +242,7 @@ def test_flagged_public_case_says_why_in_results_json():
 
 
 def test_child_environment_is_an_allowlist(monkeypatch):
-    from grader.sandbox import child_environment
+    from grader.batch.sandbox import child_environment
 
     monkeypatch.setenv("PWD", "/somewhere/with/the/outputs")
     monkeypatch.setenv("GITHUB_TOKEN", "instructor-secret")
@@ -258,17 +262,17 @@ def test_upper_case_py_extension_is_a_submission(tmp_path):
 def test_a_new_torch_triton_or_ninetoothed_means_grading_again(monkeypatch):
     import types
 
-    from grader import batch
+    from grader.batch import grading
 
     submission = types.SimpleNamespace(sha256="abc", problem="", handin=b"")
-    settings = batch.Settings(seed=1, backend="interpreter", timeout_s=10, memory_limit_bytes=1)
-    before = batch.grading_key(submission, settings)
-    monkeypatch.setattr(batch, "package_version", lambda name: "9.9.9")
-    assert batch.grading_key(submission, settings) != before
+    settings = grading.Settings(seed=1, backend="interpreter", timeout_s=10, memory_limit_bytes=1)
+    before = grading.grading_key(submission, settings)
+    monkeypatch.setattr(grading, "package_version", lambda name: "9.9.9")
+    assert grading.grading_key(submission, settings) != before
 
 
 def test_share_refuses_what_is_not_a_fresh_place_or_not_a_gradebook(tmp_path):
-    from grader import share
+    from grader.batch import share
 
     out = tmp_path / "out"
     (out / "ada").mkdir(parents=True)

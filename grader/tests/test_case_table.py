@@ -2,14 +2,14 @@
 
 import pathlib
 
-from grader import case_table, cases
+from grader.core import case_table, cases
 
 DOC = pathlib.Path(__file__).resolve().parents[2] / "docs" / "cases.md"
 
 
 def test_docs_case_table_is_up_to_date():
     assert DOC.read_text(encoding="utf-8") == case_table.render_markdown(), (
-        "docs/cases.md is stale: run `python -m grader.case_table > docs/cases.md`"
+        "docs/cases.md is stale: run `python -m grader.core.case_table > docs/cases.md`"
     )
 
 

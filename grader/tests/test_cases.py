@@ -1,7 +1,7 @@
 """The catalogue's promises: stable ids, the guide's public shapes, seeded hidden shapes."""
 
-from grader import cases
-from grader.mistakes import MISTAKES
+from grader.core import cases
+from grader.core.mistakes import MISTAKES
 
 
 def test_ids_read_like_the_case_and_are_unique():

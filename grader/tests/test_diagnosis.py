@@ -1,10 +1,10 @@
-"""grader.diagnosis alone: the symbolic inspection's edge cases; explain() as a pure function."""
+"""grader.core.diagnosis alone: the symbolic inspection's edge cases; explain() as a pure function."""
 
 import types
 
-from grader import cases, diagnosis
-from grader.checks import Verdict
-from grader.mistakes import MISTAKES
+from grader.core import cases, diagnosis
+from grader.core.checks import Verdict
+from grader.core.mistakes import MISTAKES
 
 
 def _arrangement_module(arrangement):

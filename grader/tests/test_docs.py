@@ -50,7 +50,7 @@ import sys
 
 import pytest
 
-from grader import backend as backends
+from grader.core import backend as backends
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 REFERENCE = pathlib.PurePosixPath("solutions/ninetoothed_gemm.py")
@@ -320,7 +320,7 @@ def test_the_convention_is_read_as_documented(tmp_path):
     assert entry_point(found[1].text) == ("pytest", "")
     assert entry_point("NTGEMM_BACKEND=interpreter python docs/examples/x.py --k 3") == (
         "script", "docs/examples/x.py")
-    assert entry_point("python -m benchmarks.ledger --sweep") == ("module", "benchmarks.ledger")
+    assert entry_point("python -m benchmarks.lessons.ledger --sweep") == ("module", "benchmarks.lessons.ledger")
 
 
 @pytest.mark.parametrize("command", ALL_COMMANDS, ids=lambda command: command.id)

@@ -1,6 +1,6 @@
 """Issue: a CPU verdict a student can trust on the GPU.
 
-The compile gate (grader.gpu_compile), the grids that fail before launch, the
+The compile gate (grader.core.gpu_compile), the grids that fail before launch, the
 application-level mistakes named from the output, and the interpreter's time budget.
 Variants are the reference with named edits (grader/tests/build_variants.py).
 """
@@ -12,9 +12,10 @@ import time
 
 import pytest
 
-from grader import cases, checks, diagnosis, execution, gpu_compile, protocol, time_budget
-from grader.loading import load_submission
-from grader.suite import ruled_out
+from grader.batch import protocol, time_budget
+from grader.core import cases, checks, diagnosis, execution, gpu_compile
+from grader.core.loading import load_submission
+from grader.core.suite import ruled_out
 from grader.tests import build_variants
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -205,7 +206,7 @@ def test_the_budget_grows_with_the_tiles_steps():
 
 
 def test_every_declared_mistake_can_be_reported():
-    from grader.mistakes import MISTAKES
+    from grader.core.mistakes import MISTAKES
 
     reachable = set(diagnosis.NAMED_BY_CHECKS) | {"not_implemented", "import_error"} | {
         case.targets for case in cases.all_fixed_cases()} | {

@@ -38,9 +38,9 @@ import xml.etree.ElementTree as ElementTree
 
 import pytest
 
-from grader import cases, checks, diagnosis, execution
-from grader.checks import Verdict
-from grader.loading import SubmissionError, load_submission
+from grader.core import cases, checks, diagnosis, execution
+from grader.core.checks import Verdict
+from grader.core.loading import SubmissionError, load_submission
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 VARIANTS = pathlib.Path(__file__).resolve().parent / "variants"

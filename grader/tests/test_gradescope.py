@@ -17,7 +17,7 @@ import zipfile
 
 import pytest
 
-from grader import cases
+from grader.core import cases
 from grader.tests.batch_helpers import DEMO, ROOT, batch_backend, run_grader
 
 SEED = 4242
@@ -140,7 +140,7 @@ def test_bad_visibility_is_refused_with_the_choices(tmp_path):
 def test_without_its_sandbox_it_refuses_to_grade_and_says_why(autograder, monkeypatch, tmp_path):
     """Where bubblewrap cannot start, grading as root beside the grader could be forged:
     the zip refuses unless built with --allow-unsandboxed."""
-    from grader import gradescope, sandbox
+    from grader.batch import gradescope, sandbox
 
     root = tmp_path / "autograder"
     shutil.copytree(autograder / "autograder" / "source", root / "source")

@@ -10,7 +10,7 @@ import pathlib
 
 import pytest
 
-from grader import cli, handout
+from grader.batch import cli, handout
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SKELETON = ROOT / "assignment" / "ninetoothed_gemm.py"

@@ -1,13 +1,13 @@
 """The rebuild of a submission's kernel: every correct style passes, every way out is named.
 
-No kernel runs here: grader.kernel_source reads source text only.
+No kernel runs here: grader.core.kernel_source reads source text only.
 """
 
 import pathlib
 
 import pytest
 
-from grader.kernel_source import defined_names, extract
+from grader.core.kernel_source import defined_names, extract
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 STYLES = sorted((ROOT / "grader" / "tests" / "variants").glob("*.py")) + [

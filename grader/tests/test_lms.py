@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from grader import export, intake
+from grader.batch import export, intake
 from grader.tests.batch_helpers import run_grader
 
 
@@ -132,8 +132,8 @@ def test_export_names_the_missing_gradebook_and_the_bad_format(tmp_path):
 
 
 def test_a_late_penalty_applies_only_to_late_submissions_and_says_so():
-    from grader.batch import apply_late_penalty
-    from grader.reports import feedback_markdown
+    from grader.batch.grading import apply_late_penalty
+    from grader.batch.reports import feedback_markdown
 
     late = {"student": "eli", "score": 12, "max_score": 32, "status": "failed", "late": True,
             "message": "", "cases": [], "flags": []}

@@ -1,14 +1,14 @@
 """The grading seed never reaches a student through a check's message.
 
 Batch feedback (feedback.md, results.json) shows the messages of public cases,
-and the handout ships grader/cases.py, which turns a seed into every hidden
+and the handout ships grader/core/cases.py, which turns a seed into every hidden
 shape. So the seed and the per-case seed stay in Verdict.details (the
 instructor's record) and out of every message text.
 """
 
 import torch
 
-from grader import cases, checks
+from grader.core import cases, checks
 
 SEED = 918273645  # distinctive, so a leak cannot hide among other numbers
 

@@ -1,4 +1,4 @@
-"""Speed grading (grader.speed, grader.handin, grader.leaderboard) without a GPU.
+"""Speed grading (grader.batch.speed, grader.batch.handin, grader.batch.leaderboard) without a GPU.
 
 The timing itself needs a GPU (the last test, skipped elsewhere); everything
 around it is checked here with timing runs made up in the test: the one-at-a-
@@ -17,8 +17,8 @@ import pandas
 import pytest
 
 from benchmarks import report
-from grader import conversation, handin, intake, leaderboard, protocol, reports, speed
-from grader.batch import Settings
+from grader.batch import conversation, handin, intake, leaderboard, protocol, reports, speed
+from grader.batch.grading import Settings
 from grader.tests.batch_helpers import DEMO, ROOT, run_grader
 
 H200_ENV = {"gpu_name": "NVIDIA H200", "driver": "580", "cuda": "13.0", "timestamp":
@@ -109,7 +109,7 @@ def test_nothing_is_timed_on_the_interpreter_and_the_record_says_why_in_one_line
     settings = Settings(seed=0, backend="interpreter", timeout_s=5, memory_limit_bytes=1 << 30,
                         speed=speed.SpeedSettings(SIZES, ((0.5, 2),)))
     assert not settings.timed
-    from grader.batch import base_record
+    from grader.batch.grading import base_record
 
     record = base_record(intake.Submission("ada", "ada.py", b"x"), settings, "ada")
     assert record["speed"]["status"] == "not_measured"
@@ -219,7 +219,7 @@ def test_a_kernel_wrong_at_a_speed_size_is_flagged_but_keeps_its_grade():
 
 
 def test_gradebook_results_and_feedback_carry_the_speed(tmp_path):
-    from grader import cases
+    from grader.core import cases
 
     fast, slow = timed_record("ada", 0.2, 0.2), timed_record("李华", 1.0, 0.2)
     failing = {**passed_record("ben"), "status": "failed",
@@ -380,8 +380,8 @@ def test_the_reference_is_timed_against_torch_mm_on_a_gpu():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("timing needs a GPU: the Triton interpreter gives no speeds")
-    from grader import kernel_source
-    from grader.sandbox import Limits
+    from grader.core import kernel_source
+    from grader.batch.sandbox import Limits
 
     source = kernel_source.extract((ROOT / "solutions" / "ninetoothed_gemm.py").read_text()).text
     run = conversation.TimingRun(source.encode(), [(512, 512, 512), (511, 513, 515)],

@@ -1,0 +1,720 @@
+"""``python -m grader``: grade a class, merge shards, build the student handout.
+
+    python -m grader grade SUBMISSIONS_DIR --out OUT_DIR [-j N] [--timeout S]
+                           [--memory-limit GiB] [--seed N | --seed-file PATH] [--force]
+                           [--shard i/N] [--gpus LIST] [--unsafe-no-sandbox]
+                           [--speed-sizes LIST | --no-speed] [--speed-points TIERS]
+    python -m grader merge OUT_DIR... --out DIR
+    python -m grader handout --out DIR
+    python -m grader share OUT_DIR --to DIR
+    python -m grader gradescope --out DIR [--seed N | --seed-file PATH]
+    python -m grader export OUT_DIR --format canvas|moodle|csv --to FILE
+
+Exit status: 0 when every submission got a verdict, whatever the scores; 1 when
+the grader could not do its job (unreadable folder, a worker that cannot start,
+an incomplete shard, a submissions folder changed under it); 2 for a bad
+command line; 130 when interrupted (run the same command again to resume).
+"""
+
+import argparse
+import concurrent.futures
+import json
+import os
+import pathlib
+import queue
+import sys
+import threading
+import time
+
+from grader.core import cases as catalogue
+from grader.core import gpu_compile
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+MANIFEST = "batch.json"
+
+
+class GraderError(Exception):
+    """The grader cannot do its job; the message says what to fix."""
+
+
+# --------------------------------------------------------------------------- arguments
+
+def _positive_float(name):
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"{name} must be greater than 0, got {text!r}")
+        return value
+    return parse
+
+
+def _fraction(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--late-penalty must be a number, got {text!r}") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"--late-penalty must be between 0 and 1, got {text!r}")
+    return value
+
+
+def _jobs(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"-j/--jobs must be a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"-j/--jobs must be at least 1, got {value}")
+    return value
+
+
+def _seed_file(text):
+    try:
+        content = pathlib.Path(text).read_text(encoding="utf-8").strip()
+    except OSError as error:
+        raise argparse.ArgumentTypeError(f"--seed-file {text!r}: {error.strerror}") from None
+    try:
+        return int(content)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--seed-file {text!r} must hold one whole number, the seed") from None
+
+
+def _shard(text):
+    try:
+        index, count = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--shard must look like i/N (e.g. 1/4), got {text!r}") from None
+    if count < 1 or not 1 <= index <= count:
+        raise argparse.ArgumentTypeError(
+            f"--shard {text}: i must be between 1 and N (shards are numbered from 1)")
+    return index, count
+
+
+def _speed_sizes(text):
+    from grader.batch import speed
+
+    try:
+        return speed.parse_sizes(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"--speed-sizes: {error}") from None
+
+
+def _speed_points(text):
+    from grader.batch import speed
+
+    try:
+        return speed.parse_points(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"--speed-points: {error}") from None
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="python -m grader",
+        description="Grade NineToothed GEMM submissions in batch, merge shards, build the "
+                    "handout, share the feedback.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    grade = commands.add_parser(
+        "grade", help="grade a folder of submissions into a gradebook",
+        description="Grade every submission in SUBMISSIONS_DIR: each runs in its own process "
+                    "(timeout, memory limit, private copy), the parent judges the outputs, and "
+                    "OUT_DIR receives gradebook.csv, summary.csv, environment.json and one "
+                    "folder per student (results.json, feedback.md, logs). On a GPU, each "
+                    "submission that passed every case is then timed against torch.mm, one at "
+                    "a time per GPU (speed columns, leaderboard.csv/.png, a card per student), "
+                    "and a benchmark CSV handed in beside the file is checked against that "
+                    "measurement. Interrupted batches resume: run the same command again.",
+    )
+    grade.add_argument("submissions", metavar="SUBMISSIONS_DIR",
+                       help="folder of submissions: <id>/ninetoothed_gemm.py, <id>.py, "
+                            "<id>_..._ninetoothed_gemm.py or <id>.zip; never modified")
+    grade.add_argument("--out", required=True, metavar="OUT_DIR",
+                       help="where the gradebook and the per-student folders go")
+    grade.add_argument("-j", "--jobs", type=_jobs, default=None,
+                       help="submissions graded at once (default: one per GPU, or one per CPU "
+                            "core on the interpreter)")
+    grade.add_argument("--timeout", type=_positive_float("--timeout"), default=120.0,
+                       metavar="S", help="wall-clock seconds for each of a submission's two "
+                                         "sandboxed runs, import included (default: 120)")
+    grade.add_argument("--memory-limit", type=_positive_float("--memory-limit"), default=8.0,
+                       metavar="GiB",
+                       help="host memory for each run, its whole process tree (default: 8)")
+    seeds = grade.add_mutually_exclusive_group()
+    seeds.add_argument("--seed", type=int, default=None,
+                       help="seed of the hidden cases; keep your own secret "
+                            f"(default: the public {catalogue.DEFAULT_SEED})")
+    seeds.add_argument("--seed-file", type=_seed_file, default=None, metavar="PATH",
+                       dest="seed_from_file",
+                       help="read the seed from a file instead, so that it never shows in "
+                            "the process list")
+    grade.add_argument("--force", action="store_true",
+                       help="grade again even submissions whose stored result is up to date")
+    grade.add_argument("--shard", type=_shard, default=None, metavar="i/N",
+                       help="grade only the i-th of N deterministic slices (1-based; for job "
+                            "arrays), then join the outputs with 'merge'")
+    grade.add_argument("--gpus", default=None, metavar="LIST",
+                       help="GPUs to use: 'all', 'none' or a list like 0,1 (default: those in "
+                            "CUDA_VISIBLE_DEVICES, else all); one worker per GPU")
+    grade.add_argument("--no-progress", action="store_true", help="no progress bar")
+    grade.add_argument("--unsafe-no-sandbox", action="store_true",
+                       help="grade even where bubblewrap cannot start: submissions then run as "
+                            "plain child processes that can read your files and each other's "
+                            "(recorded in the gradebook and environment.json)")
+    timing = grade.add_mutually_exclusive_group()
+    timing.add_argument("--speed-sizes", type=_speed_sizes, default=None, metavar="LIST",
+                        help="on a GPU, after correctness, time every submission that passed "
+                             "every case at these sizes against torch.mm, one at a time per "
+                             "GPU (default: 4096,4095, i.e. 4096^3 and a ragged 4095^3); "
+                             "sizes are N or MxNxK")
+    timing.add_argument("--no-speed", action="store_true",
+                        help="time nothing (on the interpreter nothing is ever timed)")
+    grade.add_argument("--gpu-target", type=_gpu_target, default=gpu_compile.DEFAULT_TARGET,
+                       metavar="sm_XY",
+                       help="the GPU every kernel is compiled for before its cases run "
+                            f"(default {gpu_compile.DEFAULT_TARGET}, the course's H200; one of "
+                            f"{', '.join(gpu_compile.TARGETS)}). On the interpreter a kernel "
+                            "that does not build for it fails every case")
+    grade.add_argument("--speed-points", type=_speed_points, default=(), metavar="TIERS",
+                       help="extra points for speed, off by default: RATIO:POINTS,... where "
+                            "RATIO is the speed against torch.mm at the first speed size; "
+                            "a submission gets the highest tier it reaches, e.g. "
+                            "0.5:1,0.8:2,1.0:3 (max_score grows by the top tier; the case "
+                            "points do not change)")
+    grade.add_argument("--late-penalty", type=_fraction, default=0.0, metavar="FRACTION",
+                       help="off by default: a submission the LMS marked late (Canvas's LATE in "
+                            "its download name) keeps (1 - FRACTION) of its case points, "
+                            "rounded to two decimals; e.g. 0.1")
+    grade.add_argument("--cases", default="", help=argparse.SUPPRESS)  # tests only: id,id,...
+
+    merge = commands.add_parser(
+        "merge", help="join the outputs of several --shard runs into one gradebook",
+        description="Join the OUT_DIRs of 'grade --shard i/N' runs into one OUT_DIR whose "
+                    "gradebook is the one a single run would have written.")
+    merge.add_argument("shards", nargs="+", metavar="OUT_DIR", help="outputs of the shard runs")
+    merge.add_argument("--out", required=True, metavar="DIR", help="where the merged output goes")
+
+    handout = commands.add_parser(
+        "handout", help="build the student handout folder and zip",
+        description="Write DIR/ntgemm-handout/ and DIR/ntgemm-handout.zip: assignment/, "
+                    "conftest.py, the grader modules the public tests need, the student docs; "
+                    "never solutions/ or a grading seed.")
+    handout.add_argument("--out", required=True, metavar="DIR", help="folder to write into")
+
+    gradescope = commands.add_parser(
+        "gradescope", help="build the autograder zip to upload to Gradescope",
+        description="Write DIR/autograder.zip: setup.sh (installs the kit with CPU torch), "
+                    "run_autograder (grades /autograder/submission through this batch grader "
+                    "and writes results.json in Gradescope's format) and the kit. The seed is "
+                    "stored in the zip, so keep the zip private.")
+    gradescope.add_argument("--out", required=True, metavar="DIR", help="folder to write into")
+    seeds = gradescope.add_mutually_exclusive_group()
+    seeds.add_argument("--seed", type=int, default=None,
+                       help=f"seed of the hidden cases (default: the public {catalogue.DEFAULT_SEED})")
+    seeds.add_argument("--seed-file", type=_seed_file, default=None, metavar="PATH",
+                       dest="seed_from_file", help="read the seed from a file instead")
+    gradescope.add_argument("--hidden-visibility", default="after_due_date",
+                            choices=("hidden", "after_due_date", "after_published", "visible"),
+                            help="when students see the hidden cases' results (default: "
+                                 "after_due_date)")
+    gradescope.add_argument("--timeout", type=_positive_float("--timeout"), default=300.0,
+                            metavar="S", help="wall-clock seconds for each of the two sandboxed "
+                                              "runs (default: 300, for Gradescope's CPUs)")
+    gradescope.add_argument("--allow-unsandboxed", action="store_true",
+                            help="grade even where bubblewrap cannot start in Gradescope's "
+                                 "container; student code then runs as root beside the "
+                                 "grader and could read the seed and rewrite its own grade")
+    gradescope.add_argument("--cases", default="", help=argparse.SUPPRESS)  # tests only
+
+    export = commands.add_parser(
+        "export", help="write a gradebook for Canvas, Moodle or a spreadsheet",
+        description="Write OUT_DIR's gradebook as FILE in the format an LMS imports: canvas "
+                    "(Canvas's gradebook import columns, matched by the Canvas user id from "
+                    "its download names), moodle (the offline grading worksheet, matched by "
+                    "participant id) or csv (the gradebook itself). UTF-8 with a byte-order "
+                    "mark, so spreadsheets open non-ASCII names as written.")
+    export.add_argument("out_dir", metavar="OUT_DIR", help="the OUT_DIR of 'grade' or 'merge'")
+    export.add_argument("--format", required=True, choices=("canvas", "moodle", "csv"),
+                        dest="kind", help="which tool the file is for")
+    export.add_argument("--to", required=True, metavar="FILE", help="the file to write")
+    export.add_argument("--assignment", default="NineToothed GEMM", metavar="NAME",
+                        help="the assignment's column, as the LMS names it; for Canvas "
+                             "'Name (id)', e.g. 'NineToothed GEMM (1234)' (default: "
+                             "'NineToothed GEMM')")
+
+    share = commands.add_parser(
+        "share", help="copy each student's feedback out of a gradebook folder, to hand back",
+        description="Write DIR/<folder>/feedback.md and results.json for every student of "
+                    "OUT_DIR, and DIR/index.csv (which folder is whose, for the staff). The "
+                    "gradebook, the summaries, record.json, environment.json and the logs "
+                    "stay behind: they name the hidden cases or the seed, or may show them.")
+    share.add_argument("out_dir", metavar="OUT_DIR", help="the OUT_DIR of 'grade' or 'merge'")
+    share.add_argument("--to", required=True, metavar="DIR",
+                       help="a new (or empty) folder outside OUT_DIR")
+    return parser
+
+
+# --------------------------------------------------------------------------- helpers
+
+def decide_backend():
+    """The backend the workers will use, decided without importing triton here.
+
+    An interpreter that cannot run here stops the batch before anyone is graded:
+    otherwise every student would get the same crash as a verdict.
+    """
+    from grader.core import backend as backends
+
+    choice = backends.requested()
+    if choice != "interpreter":
+        import torch
+
+        if torch.cuda.is_available():
+            return "gpu"
+        if choice == "gpu":
+            raise GraderError(f"{backends.ENV_VAR}=gpu, but torch sees no CUDA device")
+    problem = backends.interpreter_problem()
+    if problem:
+        raise GraderError(problem)
+    return "interpreter"
+
+
+def _inside(child, parent):
+    child, parent = pathlib.Path(child).resolve(), pathlib.Path(parent).resolve()
+    return child == parent or parent in child.parents
+
+
+def _say(message):
+    print(message, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------- grade
+
+def _gpu_target(text):
+    try:
+        return gpu_compile.parse_target(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def command_grade(args):
+    from grader.batch import grading, intake, reports, sandbox, speed
+
+    submissions_dir = pathlib.Path(args.submissions)
+    out_dir = pathlib.Path(args.out)
+    if not submissions_dir.is_dir():
+        raise GraderError(f"SUBMISSIONS_DIR {args.submissions!r} is not a folder")
+    if _inside(out_dir, submissions_dir) or _inside(submissions_dir, out_dir):
+        raise GraderError(f"--out {args.out!r} must not be inside SUBMISSIONS_DIR "
+                          f"{args.submissions!r} (or hold it): the submissions stay untouched")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise GraderError(f"--out {args.out!r} exists and is not a folder")
+
+    backend_name = decide_backend()
+    case_filter = tuple(item for item in args.cases.split(",") if item)
+    seed = args.seed_from_file if args.seed_from_file is not None else (
+        catalogue.DEFAULT_SEED if args.seed is None else args.seed)
+    settings = grading.Settings(seed=seed, backend=backend_name, timeout_s=args.timeout,
+                              memory_limit_bytes=int(args.memory_limit * 2**30),
+                              case_filter=case_filter, sandboxed=not args.unsafe_no_sandbox,
+                              speed=_speed_settings(args, backend_name),
+                              late_penalty=args.late_penalty, gpu_target=args.gpu_target)
+    os.environ[gpu_compile.ENV_VAR] = args.gpu_target  # the workers' compile check reads it
+    cases_list = settings.cases()
+    if case_filter and len(cases_list) != len(set(case_filter)):
+        known = {case.id for case in catalogue.catalogue(seed, backend_name)}
+        raise GraderError(f"--cases: unknown case ids {sorted(set(case_filter) - known)}")
+
+    devices = []
+    if backend_name == "gpu":
+        import torch
+
+        try:
+            devices = sandbox.parse_gpus(args.gpus, count=torch.cuda.device_count())
+        except ValueError as error:
+            raise GraderError(str(error)) from None
+    jobs = args.jobs or (len(devices) if devices else len(os.sched_getaffinity(0)))
+    if devices and jobs > len(devices):
+        _say(f"note: -j {jobs} with {len(devices)} GPU(s): several workers share a GPU")
+    slots = sandbox.assign_devices(jobs, devices)
+
+    try:
+        everyone = intake.discover(submissions_dir)
+    except intake.IntakeError as error:
+        raise GraderError(str(error)) from None
+    chosen = intake.shard(everyone, *args.shard) if args.shard else everyone
+    folders = {}
+    for submission in chosen:
+        folder = intake.safe_folder_name(submission.student)
+        if folder in folders.values():
+            raise GraderError(f"two student ids map to the folder {folder!r}; rename one")
+        folders[submission.student] = folder
+    before = intake.folder_digest(submissions_dir)
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    manifest = {"grader_version": grading.grader_version(), "seed": settings.seed,
+                "backend": backend_name, "timeout_s": settings.timeout_s,
+                "memory_limit_bytes": settings.memory_limit_bytes,
+                "isolation": settings.isolation,
+                "speed": settings.speed.describe() if settings.timed else None,
+                "late_penalty": settings.late_penalty,
+                "cases": [case.id for case in cases_list], "case_filter": list(case_filter),
+                "shard": list(args.shard) if args.shard else None,
+                "students": {s.student: folders[s.student] for s in chosen}}
+    reports.atomic_write(out_dir / MANIFEST, json.dumps(manifest, indent=2, ensure_ascii=False))
+
+    records, todo = {}, []
+    for submission in chosen:
+        stored = reports.read_record(out_dir, folders[submission.student])
+        key = grading.grading_key(submission, settings)
+        if stored and stored.get("key") == key and stored.get("student") == submission.student \
+                and not args.force:
+            records[submission.student] = stored
+        else:
+            todo.append(submission)
+    untimed = settings.timed and any(speed.needs_timing(record) for record in records.values())
+    if (todo or untimed) and settings.sandboxed:
+        problem = sandbox.check(backend_name == "gpu")
+        if problem:
+            raise GraderError(f"the sandbox (bubblewrap) cannot start here: {problem}\nFix that, "
+                              "or pass --unsafe-no-sandbox to grade without isolation (each "
+                              "submission could then read your files and harm the others)")
+    _say(f"ntgemm grader: {len(chosen)} submission(s), {len(records)} already graded, "
+         f"{len(todo)} to grade; backend {backend_name}, {len(cases_list)} cases, -j {jobs}, "
+         f"timeout {settings.timeout_s:g} s, memory {args.memory_limit:g} GiB")
+
+    started = time.monotonic()
+    _run_pool(todo, settings, folders, slots, out_dir, cases_list, records, args)
+    speed_record = _run_speed(chosen, settings, slots, out_dir, cases_list, records, args)
+
+    ordered = [records[s.student] for s in chosen]
+    reports.write_class(out_dir, ordered, cases_list)
+    statuses = {}
+    for record in ordered:
+        statuses[record["status"]] = statuses.get(record["status"], 0) + 1
+    after = intake.folder_digest(submissions_dir)
+    reports.write_environment(out_dir, reports.environment(settings, {
+        "jobs": jobs, "devices": [d for d in slots if d is not None],
+        "shard": manifest["shard"], "students": len(ordered), "statuses": statuses,
+        "graded_now": len(todo), "elapsed_s": round(time.monotonic() - started, 1),
+        "submissions_unchanged": before == after,
+        "isolation": settings.isolation,
+        "speed": speed_record,
+    }))
+    _say("statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())))
+    _say(f"gradebook: {out_dir / 'gradebook.csv'}")
+    if before != after:
+        raise GraderError(f"the submissions folder {args.submissions!r} changed during the "
+                          "batch; the grades used the copies read at the start, but check it")
+    return EXIT_OK
+
+
+class _Processes:
+    """The workers a phase started, so that an interrupt can stop every one of them."""
+
+    def __init__(self):
+        self.running, self.lock, self.stop = set(), threading.Lock(), threading.Event()
+
+    def track(self, process):
+        with self.lock:
+            self.running.add(process)
+        if self.stop.is_set():
+            _kill(process)
+
+    def stop_all(self):
+        self.stop.set()
+        with self.lock:
+            for process in self.running:
+                _kill(process)
+
+
+def _run_pool(todo, settings, folders, slots, out_dir, cases_list, records, args):
+    from grader.batch import grading, reports
+
+    if not todo:
+        return
+    free = queue.Queue()
+    for device in slots:
+        free.put(device)
+    processes = _Processes()
+
+    def work(submission):
+        if processes.stop.is_set():
+            return None
+        device = free.get()
+        try:
+            record = grading.grade(submission, settings, folders[submission.student], device,
+                                 on_start=processes.track)
+        finally:
+            free.put(device)
+        if processes.stop.is_set():
+            return None
+        reports.write_student(out_dir, record, cases_list)
+        return record
+
+    progress = _progress(len(todo), args.no_progress)
+    executor = concurrent.futures.ThreadPoolExecutor(max_workers=len(slots))
+    try:
+        futures = {executor.submit(work, s): s for s in todo}
+        for future in concurrent.futures.as_completed(futures):
+            record = future.result()
+            if record is None:
+                continue
+            records[record["student"]] = record
+            progress.update(1)
+            progress.write(f"  {record['student']}: {record['status']} "
+                           f"{record['score']}/{record['max_score']} ({record['wall_time_s']:.1f} s)")
+    except BaseException:
+        processes.stop_all()
+        executor.shutdown(wait=False, cancel_futures=True)
+        progress.close()
+        raise
+    executor.shutdown(wait=True)
+    progress.close()
+
+
+def _speed_settings(args, backend_name):
+    from grader.batch import speed
+
+    if args.no_speed:
+        if args.speed_points:
+            raise GraderError("--speed-points needs speed: drop --no-speed")
+        return speed.SpeedSettings(sizes=())
+    if backend_name != "gpu":
+        if args.speed_points:
+            raise GraderError("--speed-points needs a GPU: the interpreter times nothing, so "
+                              "no submission could earn them")
+        return speed.SpeedSettings(sizes=())
+    return speed.SpeedSettings(sizes=args.speed_sizes or speed.DEFAULT_SIZES,
+                               points=args.speed_points)
+
+
+def _run_speed(chosen, settings, slots, out_dir, cases_list, records, args):
+    """The speed phase (grader.batch.speed), after every correctness verdict; what
+    environment.json records of it, or None when the batch times nothing."""
+    from benchmarks import environment
+    from grader.batch import reports, speed
+
+    if not settings.timed:
+        return None
+    items = [(s, records[s.student]) for s in chosen if speed.needs_timing(records[s.student])]
+    environments = {}
+    for device in sorted(set(slots), key=str):
+        environments[device] = _gpu_environment(environment, device)
+    started = time.monotonic()
+    progress = _progress(len(items), args.no_progress, "timing")
+    processes = _Processes()
+    # Drawing a card takes about a second: a thread of its own does the writing, so that
+    # the GPU goes on to the next timing meanwhile.
+    writer, written = concurrent.futures.ThreadPoolExecutor(max_workers=1), []
+
+    def write(record):
+        reports.write_student(out_dir, record, cases_list)
+        progress.update(1)
+        progress.write(f"  {record['student']}: {record['speed']['message']}")
+
+    try:
+        speed.time_class(items, settings, slots,
+                         on_timed=lambda record: written.append(writer.submit(write, record)),
+                         on_start=processes.track, stop=processes.stop, environments=environments)
+        for future in written:
+            future.result()
+    except BaseException:
+        processes.stop_all()
+        writer.shutdown(wait=True)
+        progress.close()
+        raise
+    writer.shutdown(wait=True)
+    progress.close()
+    return {**settings.speed.describe(), "timed_now": len(items),
+            "elapsed_s": round(time.monotonic() - started, 1),
+            "gpus_at_start": {str(device): env for device, env in environments.items()}}
+
+
+def _gpu_environment(environment, device):
+    """benchmarks.environment's record of one GPU, before any timing heats it.
+
+    ``device`` is what a worker gets as CUDA_VISIBLE_DEVICES; this process sees the GPUs
+    of its own CUDA_VISIBLE_DEVICES, so the device is found by its place in that list."""
+    import torch
+
+    visible = [entry.strip() for entry in
+               os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if entry.strip()]
+    position = visible.index(str(device)) if str(device) in visible else device
+    try:
+        with torch.cuda.device(int(position)):
+            return environment.capture(with_gpu=True)
+    except (ValueError, RuntimeError):  # a UUID, or a GPU this process cannot select
+        return environment.capture(with_gpu=True)
+
+
+def _kill(process):
+    import signal
+
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _progress(total, disabled, what="grading"):
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="student", desc=what, file=sys.stderr,
+                disable=disabled, dynamic_ncols=True, smoothing=0.1)
+
+
+# --------------------------------------------------------------------------- merge
+
+def command_merge(args):
+    from grader.batch import grading, reports, sandbox, speed
+
+    out_dir = pathlib.Path(args.out)
+    manifests = []
+    for shard in args.shards:
+        path = pathlib.Path(shard) / MANIFEST
+        if not path.is_file():
+            raise GraderError(f"{shard!r} is not the output of 'python -m grader grade' "
+                              f"(no {MANIFEST})")
+        manifests.append((pathlib.Path(shard), json.loads(path.read_text(encoding="utf-8"))))
+        if _inside(out_dir, shard):
+            raise GraderError(f"--out {args.out!r} must not be inside the shard {shard!r}")
+    first = manifests[0][1]
+    for shard, manifest in manifests[1:]:
+        for field in ("grader_version", "seed", "backend", "cases", "timeout_s",
+                      "memory_limit_bytes", "isolation", "speed", "late_penalty"):
+            if manifest.get(field) != first.get(field):
+                raise GraderError(f"cannot merge: {shard} was graded with a different {field} "
+                                  f"({manifest.get(field)!r} against {first.get(field)!r})")
+    records, sources = {}, {}
+    for shard, manifest in manifests:
+        for student, folder in manifest["students"].items():
+            record = reports.read_record(shard, folder)
+            if record is None or record.get("student") != student:
+                raise GraderError(f"cannot merge: {student!r} has no finished result in {shard}; "
+                                  "run that shard's grade command again to finish it")
+            if record.get("status") == "passed" and first.get("speed") \
+                    and speed.needs_timing(record):
+                raise GraderError(f"cannot merge: {student!r} passed but was never timed in "
+                                  f"{shard}; run that shard's grade command again to time it")
+            if student in records and records[student]["key"] != record["key"]:
+                raise GraderError(f"cannot merge: {student!r} was graded differently in "
+                                  f"{sources[student]} and {shard}")
+            records[student] = record
+            sources[student] = shard
+    settings = grading.Settings(seed=first["seed"], backend=first["backend"],
+                              timeout_s=first["timeout_s"],
+                              memory_limit_bytes=first["memory_limit_bytes"],
+                              case_filter=tuple(first.get("case_filter") or ()),
+                              sandboxed=first.get("isolation") != sandbox.UNSAFE,
+                              speed=speed.from_description(first.get("speed")),
+                              late_penalty=first.get("late_penalty", 0.0))
+    cases_list = settings.cases()
+    if [case.id for case in cases_list] != first["cases"]:
+        raise GraderError("cannot merge: this grader's case catalogue differs from the shards'")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for student, record in sorted(records.items()):
+        reports.copy_student_folder(sources[student] / record["folder"], out_dir / record["folder"])
+        reports.store_record(out_dir, record)
+    ordered = [records[student] for student in sorted(records)]
+    reports.write_class(out_dir, ordered, cases_list)
+    merged = dict(first, shard=None,
+                  students={student: records[student]["folder"] for student in sorted(records)})
+    reports.atomic_write(out_dir / MANIFEST, json.dumps(merged, indent=2, ensure_ascii=False))
+    environments = []
+    for shard, _ in manifests:
+        try:
+            environments.append(json.loads((shard / "environment.json").read_text()))
+        except (OSError, ValueError):
+            environments.append(None)
+    statuses = {}
+    for record in ordered:
+        statuses[record["status"]] = statuses.get(record["status"], 0) + 1
+    reports.write_environment(out_dir, reports.environment(settings, {
+        "merged_shards": len(manifests), "shard_environments": environments,
+        "students": len(ordered), "statuses": statuses}))
+    _say(f"merged {len(manifests)} shard(s), {len(ordered)} students: {out_dir / 'gradebook.csv'}")
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- main
+
+def command_handout(args):
+    from grader.batch import handout
+
+    try:
+        folder, archive = handout.build(pathlib.Path(args.out))
+    except ValueError as error:  # the handout would give something away: say what, no traceback
+        raise GraderError(f"cannot build the handout: {error}") from None
+    _say(f"handout folder: {folder}\nhandout zip:    {archive}")
+    return EXIT_OK
+
+
+def command_share(args):
+    from grader.batch import share
+
+    try:
+        count = share.build(args.out_dir, args.to)
+    except ValueError as error:
+        raise GraderError(str(error)) from None
+    _say(f"shared the feedback of {count} student(s) into {args.to}: "
+         f"{' and '.join(share.SHARED_FILES)} each, and {share.INDEX} for the staff")
+    return EXIT_OK
+
+
+def command_gradescope(args):
+    from grader.batch import gradescope
+
+    seed = args.seed_from_file if args.seed_from_file is not None else (
+        catalogue.DEFAULT_SEED if args.seed is None else args.seed)
+    path = gradescope.build(pathlib.Path(args.out), seed=seed,
+                            hidden_visibility=args.hidden_visibility, timeout_s=args.timeout,
+                            cases=tuple(item for item in args.cases.split(",") if item),
+                            allow_unsandboxed=args.allow_unsandboxed)
+    _say(f"autograder zip: {path}\nUpload it as the assignment's autograder; it holds the "
+         "seed, so share it with nobody else.")
+    return EXIT_OK
+
+
+def command_export(args):
+    from grader.batch import export
+
+    try:
+        unmatched = export.export(args.out_dir, args.kind, args.to, args.assignment)
+    except ValueError as error:
+        raise GraderError(str(error)) from None
+    _say(f"{args.kind} gradebook: {args.to}")
+    if unmatched:
+        _say(f"note: {len(unmatched)} student(s) have no LMS id, so the LMS cannot match "
+             f"their rows: {', '.join(unmatched)} (their entries were not LMS download names)")
+    return EXIT_OK
+
+
+def batch_failure():
+    from grader.batch.grading import WorkerFailure
+
+    return WorkerFailure
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handlers = {"grade": command_grade, "merge": command_merge, "handout": command_handout,
+                "share": command_share, "gradescope": command_gradescope,
+                "export": command_export}
+    try:
+        return handlers[args.command](args)
+    except GraderError as error:
+        _say(f"error: {error}")
+        return EXIT_FAILURE
+    except batch_failure() as error:
+        _say(f"error: {error}")
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        _say("interrupted: finished grades are kept; run the same command again to resume")
+        return EXIT_INTERRUPTED

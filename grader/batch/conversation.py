@@ -1,0 +1,254 @@
+"""The parent's half of a worker run: send each phase's inputs, collect the outputs.
+
+grader.batch.worker speaks the other half (see grader.batch.protocol for the messages).
+Nothing here judges; grader.batch.grading does, from the RunReport.
+"""
+
+import dataclasses
+import time
+
+from grader.batch import protocol, sandbox, time_budget
+from grader.core import gpu_compile
+
+KINDS = ("hello", "loaded", "diagnosis", "case", "phase_done")
+
+
+@dataclasses.dataclass
+class CaseReport:
+    """What a worker sent back for one job: outputs by role, or the error it met."""
+
+    error: str = ""
+    exited: bool = False  # the submission asked the process to exit (a wrapper run)
+    outputs: dict = dataclasses.field(default_factory=dict)
+    seconds: float = 0.0
+
+
+@dataclasses.dataclass
+class RunReport:
+    ending: sandbox.Ending
+    stage: str  # how far it got: "starting", "importing", "running" or "done"
+    phase: int = -1  # the phase it was sent last (0: the public cases)
+    load_status: str = ""
+    load_message: str = ""
+    findings: list = dataclasses.field(default_factory=list)
+    tiles: list = None
+    build: object = None  # grader.core.gpu_compile.Build, as the kernel run claimed it
+    cases: dict = dataclasses.field(default_factory=dict)  # job index -> CaseReport
+
+
+def run(mode, source, phases, *, backend_name, limits, device=None, sandboxed=True,
+        on_start=None, tiles=None):
+    """Run a worker through ``phases`` (lists of (Job, lhs, rhs) with CPU float16
+    tensors); always returns a RunReport, whatever the submission does.
+
+    On the interpreter the wall limit grows by grader.batch.time_budget for the kernel's tiles:
+    a kernel run's own (from its diagnosis), or ``tiles`` for a wrapper run.
+    """
+    sizes = {job.index: job.output_bytes for phase in phases for job, _, _ in phase}
+
+    def accept(kind, fields):
+        if kind not in KINDS:
+            raise protocol.ProtocolError(f"an unknown message kind {kind!r}")
+        if kind != "case":
+            return 0
+        index = fields.get("index")
+        if index not in sizes:
+            raise protocol.ProtocolError(f"a report for a case that was never sent ({index!r})")
+        return sizes[index]
+
+    worker = sandbox.Worker(mode, source, backend_name=backend_name, limits=limits,
+                            device=device, sandboxed=sandboxed, on_start=on_start)
+    report = RunReport(ending=None, stage="starting")
+    jobs = [job for phase in phases for job, _, _ in phase]
+    extend = (lambda found: worker.extend_limit(time_budget.interpreter_extra(jobs, found))) \
+        if backend_name == "interpreter" else (lambda found: None)
+    if mode != "kernel":
+        extend(tiles)
+    try:
+        _converse(worker, accept, phases, report, diagnosis=mode == "kernel", extend=extend)
+    finally:
+        report.ending = worker.finish()
+    return report
+
+
+def _expect(worker, accept, kind):
+    message = worker.receive(accept)
+    if message is not None and message.kind != kind:
+        worker.stop("crashed", f"its report was out of order ({message.kind} before {kind})")
+        return None
+    return message
+
+
+def _converse(worker, accept, phases, report, diagnosis, extend):
+    if _expect(worker, accept, "hello") is None:
+        return
+    report.stage = "importing"
+    loaded = _expect(worker, accept, "loaded")
+    if loaded is None:
+        return
+    report.load_status = str(loaded.fields.get("status"))
+    if report.load_status not in protocol.LOADED_STATUSES:
+        worker.stop("crashed", f"its report was malformed (load status {report.load_status!r})")
+        return
+    report.load_message = protocol.text(loaded.fields.get("message", ""))
+    if report.load_status != "ok":
+        report.stage = "done"
+        return
+    report.stage = "running"
+    if diagnosis:
+        found = _expect(worker, accept, "diagnosis")
+        if found is None:
+            return
+        report.findings = protocol.findings(found.fields.get("findings"))
+        report.tiles = protocol.tiles(found.fields.get("tiles"))
+        report.build = gpu_compile.Build.from_fields(found.fields.get("build"))
+        extend(report.tiles)
+    for number, phase in enumerate(phases):
+        jobs = {job.index: job for job, _, _ in phase}
+        payload = b"".join(lhs.numpy().tobytes() + rhs.numpy().tobytes() for _, lhs, rhs in phase)
+        worker.send("phase", payload, cases=[job.to_fields() for job in jobs.values()],
+                    last=number == len(phases) - 1)
+        report.phase = number
+        while True:
+            message = worker.receive(accept)
+            if message is None:
+                return
+            if message.kind == "phase_done":
+                break
+            if message.kind != "case" or message.fields.get("index") not in jobs:
+                worker.stop("crashed", f"its report was out of order ({message.kind})")
+                return
+            job = jobs.pop(message.fields["index"])
+            report.cases[job.index] = _case_report(job, message)
+            if report.cases[job.index].exited:
+                return
+    report.stage = "done"
+
+
+def _case_report(job, message):
+    import torch
+
+    outputs = {}
+    if message.payload:
+        size = 2 * job.m * job.n
+        for position, role in enumerate(job.roles):
+            data = bytearray(message.payload[position * size:(position + 1) * size])
+            outputs[role] = torch.frombuffer(data, dtype=torch.float16).reshape(job.m, job.n)
+    seconds = message.fields.get("seconds")
+    return CaseReport(error=protocol.text(message.fields.get("error") or ""),
+                      exited=bool(message.fields.get("exited")), outputs=outputs,
+                      seconds=float(seconds) if isinstance(seconds, (int, float)) else 0.0)
+
+
+@dataclasses.dataclass
+class SizeTiming:
+    """What a timing run reported for one size: its verdict and both [median, p20, p80] ms."""
+
+    m: int
+    n: int
+    k: int
+    verdict: str  # PASS, FAIL (wrong output there) or ERROR (the kernel raised)
+    wrong: int = 0
+    kernel: tuple = None
+    torch: tuple = None
+    error: str = ""
+
+
+class TimingRun:
+    """The parent's half of a timing run: start it, let it compile, then let it time.
+
+    ``prepare`` returns once the worker has built and compiled the kernel (or
+    ended); nothing has touched the GPU yet. ``measure`` says go and collects one
+    SizeTiming per size. The caller decides when ``measure`` may run: never while
+    anything else runs on that GPU.
+    """
+
+    KINDS = ("hello", "loaded", "ready", "timing", "timing_done")
+
+    def __init__(self, source, sizes, *, backend_name, limits, device=None, sandboxed=True,
+                 on_start=None):
+        self.sizes = [tuple(size) for size in sizes]
+        self.worker = sandbox.Worker("timing", source, backend_name=backend_name, limits=limits,
+                                     device=device, sandboxed=sandboxed, on_start=on_start)
+        self.ready = False
+        self.note = ""
+        self.launch = {}
+        self.results = []
+        self.ending = None
+        self.prepare_s = self.measure_s = 0.0  # wall seconds of each step, for the record
+
+    def _accept(self, kind, fields):
+        if kind not in self.KINDS:
+            raise protocol.ProtocolError(f"an unknown message kind {kind!r}")
+        return 0
+
+    def _next(self, kind):
+        return _expect(self.worker, self._accept, kind)
+
+    def prepare(self):
+        started = time.monotonic()
+        try:
+            self._prepare()
+        finally:
+            self.prepare_s = time.monotonic() - started
+        return self
+
+    def _prepare(self):
+        if self._next("hello") is None:
+            return
+        loaded = self._next("loaded")
+        if loaded is None:
+            return
+        if loaded.fields.get("status") != "ok":
+            self.note = protocol.text(loaded.fields.get("message", ""))
+            self.worker.stop("crashed", "the kernel did not load")
+            return
+        self.worker.send("sizes", sizes=[list(size) for size in self.sizes])
+        ready = self._next("ready")
+        if ready is None:
+            return
+        self.note = protocol.text(ready.fields.get("note") or "", 2000)
+        self.launch = {name: protocol.small_int(ready.fields.get(name))
+                       for name in ("num_warps", "num_stages")}
+        self.ready = True
+
+    def measure(self):
+        """Let the worker time every size; returns the SizeTimings it reported."""
+        started = time.monotonic()
+        if self.ready:
+            self.worker.restart_clock()
+            self.worker.send("go")
+            while len(self.results) < len(self.sizes):
+                message = self.worker.receive(self._accept)
+                if message is None:
+                    break
+                size = self.sizes[len(self.results)]
+                if message.kind != "timing" or tuple(message.fields.get(key) for key in "mnk") \
+                        != size:
+                    self.worker.stop("crashed", f"its report was out of order ({message.kind})")
+                    break
+                self.results.append(_size_timing(size, message.fields))
+            else:
+                self._next("timing_done")
+        self.ending = self.worker.finish()
+        self.measure_s = time.monotonic() - started
+        return self.results
+
+    def abandon(self):
+        """End a prepared run that will not be timed (the batch is stopping)."""
+        self.worker.stop("crashed", "not timed: the batch stopped")
+        self.ending = self.worker.finish()
+
+
+def _size_timing(size, fields):
+    verdict = fields.get("verdict") if fields.get("verdict") in ("PASS", "FAIL", "ERROR") \
+        else "ERROR"
+    kernel, torch_mm = protocol.timing(fields.get("kernel")), protocol.timing(fields.get("torch"))
+    if verdict == "PASS" and (kernel is None or torch_mm is None):
+        verdict = "ERROR"
+    wrong = fields.get("wrong")
+    return SizeTiming(*size, verdict=verdict,
+                      wrong=wrong if isinstance(wrong, int) and wrong >= 0 else 0,
+                      kernel=kernel if verdict == "PASS" else None,
+                      torch=torch_mm if verdict == "PASS" else None,
+                      error=protocol.text(fields.get("error") or "", 3000))

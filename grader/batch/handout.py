@@ -1,0 +1,160 @@
+"""Build the student handout: ``python -m grader handout --out DIR``.
+
+Writes ``DIR/ntgemm-handout/`` and ``DIR/ntgemm-handout.zip`` holding what a
+student needs to fill in the skeleton and run the public tests, on a GPU or on
+the CPU through the Triton interpreter:
+
+* ``assignment/`` without ``assignment/tests/`` (the kit's own tests);
+* ``conftest.py`` and ``pyproject.toml``;
+* ``benchmarks/`` (the timing harness the benchmark script runs), without its
+  tests and without the staff tools that read ``solutions/``;
+* the full grader suite a student runs on their own file, ``pytest grader
+  --submission PATH`` (``grader/test_grader.py`` and ``grader/conftest.py``);
+* the grader modules that ``conftest.py``, ``assignment/``, ``benchmarks/``,
+  the grader suite and the docs' example scripts import, followed import by
+  import (the case catalogue, whose hidden-case generator is useless without
+  the instructor's ``--seed``, the checks, the backend, loading, execution, the
+  mistakes with their hints, ...), never the batch grader's own modules;
+* the student docs (``docs/student*``, ``docs/explainer*``), the case table
+  they link to (``docs/cases.md``) and the example scripts they run
+  (``docs/examples/``), when present;
+* a short README.md.
+
+Never ``solutions/``, the batch grader, the kit's own tests, the demo class or a grading seed,
+and the skeleton only as the pristine placeholder (``arrangement()`` and ``application()``
+still raising NotImplementedError); ``build`` checks that before it writes the zip.
+"""
+
+import pathlib
+import shutil
+import zipfile
+
+from grader.batch import import_graph
+from grader.core.loading import STUDENT_FUNCTIONS, unfinished_functions
+
+ROOT = import_graph.ROOT
+NAME = "ntgemm-handout"
+SKELETON = pathlib.Path("assignment") / "ninetoothed_gemm.py"  # inside the handout
+# The grader suite a student runs on their own file (``pytest grader --submission PATH``).
+STUDENT_SUITE = ("grader/test_grader.py", "grader/conftest.py")
+# Under docs/: the guides, the case table they link to, the example scripts they run.
+STUDENT_DOCS = ("student*", "explainer*", "cases.md", "examples")
+_ZIP_TIME = (2026, 1, 1, 0, 0, 0)  # fixed, so the same sources give the same zip
+
+README = """# ntgemm: matrix multiplication in NineToothed
+
+Fill in `arrangement()` and `application()` in `assignment/ninetoothed_gemm.py`.
+
+| step | command |
+| --- | --- |
+| install the dependencies | `python -m pip install -e .` |
+| run the public tests (CPU or GPU) | `python -m pytest assignment` |
+| the same tests on another file | `python -m pytest assignment --submission PATH` |
+| the full grader on your file | `python -m pytest grader --submission assignment/ninetoothed_gemm.py` |
+| benchmark (GPU) | `python assignment/benchmark_ninetoothed_gemm.py` |
+
+Without a GPU the tests run through the Triton interpreter on the CPU: they say
+whether your kernel is right, never how fast it is. Hand in
+`assignment/ninetoothed_gemm.py` (and, on a GPU, the benchmark's CSV and picture).
+The grader also runs hidden shapes, so make sure the kernel handles any M, N, K.
+Start with `docs/student-guide.en.md` (中文：`docs/student-guide.zh.md`).
+"""
+
+
+def _handout_files():
+    """(source path, path inside the handout) for every file the handout holds."""
+    files = []
+    for path in sorted((ROOT / "assignment").rglob("*")):
+        relative = path.relative_to(ROOT)
+        if path.is_file() and "tests" not in relative.parts[1:] \
+                and "__pycache__" not in relative.parts and path.suffix != ".pyc":
+            files.append((path, relative))
+    for path in sorted((ROOT / "benchmarks").rglob("*.py")):
+        if import_graph.for_students(import_graph.module_name(path, ROOT)):
+            files.append((path, path.relative_to(ROOT)))
+    for name in ("conftest.py", "pyproject.toml") + STUDENT_SUITE:
+        files.append((ROOT / name, pathlib.Path(name)))
+    docs = ROOT / "docs"
+    if docs.is_dir():
+        for pattern in STUDENT_DOCS:
+            for path in sorted(docs.glob(pattern)):
+                targets = [path] if path.is_file() else sorted(p for p in path.rglob("*")
+                                                                if p.is_file())
+                for target in targets:
+                    if "__pycache__" not in target.parts and target.suffix != ".pyc":
+                        files.append((target, target.relative_to(ROOT)))
+    shipped = {relative.as_posix() for _, relative in files}
+    for relative in modules_needed([path for path, _ in files if path.suffix == ".py"]):
+        if relative not in shipped:
+            files.append((ROOT / relative, pathlib.Path(relative)))
+    return files
+
+
+def modules_needed(entry_points):
+    """The kit's files (relative paths) that the entry points import, directly or not."""
+    names = set()
+    for path in entry_points:
+        names |= import_graph.imports(path, ROOT)
+    return import_graph.closure_files(names, ROOT)
+
+
+def check(files):
+    """Refuse a handout that would give away the reference, an answer or the batch grader."""
+    reference = (ROOT / "solutions" / "ninetoothed_gemm.py").read_bytes() \
+        if (ROOT / "solutions" / "ninetoothed_gemm.py").exists() else None
+    for source, relative in files:
+        parts = relative.parts
+        if parts[0] == "solutions" or "demo_class" in parts or "tests" in parts[1:-1] \
+                or (source.suffix == ".py" and parts[0] in ("grader", "benchmarks")
+                    and not import_graph.for_students(import_graph.module_name(source, ROOT))):
+            raise ValueError(f"{relative} must not be in the student handout")
+        if reference is not None and source.read_bytes() == reference:
+            raise ValueError(f"{relative} is a copy of the reference solution")
+    check_skeleton(files)
+
+
+def check_skeleton(files):
+    """Refuse a skeleton whose arrangement() or application() is no longer a placeholder.
+
+    An instructor who tried an answer in the skeleton would otherwise hand it out
+    whenever it is not a byte-for-byte copy of solutions/.
+    """
+    sources = [source for source, relative in files if relative == SKELETON]
+    if not sources:
+        raise ValueError(f"{SKELETON.as_posix()} is missing: the handout ships the skeleton")
+    try:
+        unfinished = unfinished_functions(sources[0].read_text(encoding="utf-8"))
+    except (SyntaxError, ValueError) as error:
+        raise ValueError(f"{SKELETON.as_posix()} cannot be parsed ({error}): the handout ships "
+                         "the pristine skeleton only") from None
+    filled = [name for name in STUDENT_FUNCTIONS if name not in unfinished]
+    if filled:
+        listed = " and ".join(f"{name}()" for name in filled)
+        raise ValueError(f"{SKELETON.as_posix()} has {listed} filled in (no `raise "
+                         "NotImplementedError` placeholder left): the handout ships the "
+                         "pristine skeleton only")
+
+
+def build(out_dir):
+    """Write the handout folder and zip under ``out_dir``; return both paths."""
+    out_dir = pathlib.Path(out_dir)
+    files = _handout_files()
+    check(files)
+    folder = out_dir / NAME
+    if folder.exists():
+        shutil.rmtree(folder)
+    for source, relative in files:
+        target = folder / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+    (folder / "README.md").write_text(README, encoding="utf-8")
+    archive = out_dir / f"{NAME}.zip"
+    temporary = archive.with_suffix(".zip.tmp")
+    with zipfile.ZipFile(temporary, "w", zipfile.ZIP_DEFLATED) as bundle:
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            info = zipfile.ZipInfo(f"{NAME}/{path.relative_to(folder).as_posix()}", _ZIP_TIME)
+            info.external_attr = 0o644 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            bundle.writestr(info, path.read_bytes())
+    temporary.replace(archive)
+    return folder, archive

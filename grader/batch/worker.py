@@ -1,0 +1,274 @@
+"""The batch grader's worker: runs inside the sandbox, speaks grader.batch.protocol, judges nothing.
+
+    python -m grader.batch.worker kernel FILE    # FILE: the rebuilt kernel source (grader.core.kernel_source)
+    python -m grader.batch.worker wrapper FILE   # FILE: the student's whole file
+    python -m grader.batch.worker timing FILE    # FILE: the rebuilt kernel source, to be timed
+
+A *kernel* run imports the rebuilt file (the two functions and their constants,
+nothing else), reports the symbolic diagnosis, builds the kernel with
+``ninetoothed.make`` as the skeleton does, and for every job of every phase
+launches it on the inputs the parent sent, into fresh NaN-filled outputs.
+A *wrapper* run imports the whole file and calls its ``nt_gemm`` on the one
+job it gets, so that the parent can check that the file as handed in works.
+A *timing* run builds the rebuilt kernel like a kernel run, compiles it for the
+sizes the parent names without launching anything, says it is ready, and
+times it (grader.batch.speed_probe) only when the parent says go: the parent lets
+one timing run at a time touch a GPU, after every other run there has ended.
+
+The worker never sees a seed, a case id, a path outside the sandbox or the
+inputs of a phase before that phase starts (public cases come first, in a
+phase of their own). What it reports is only ever a claim: the parent judges
+the bytes it sent back, and takes nothing else from it that could raise a grade.
+"""
+
+import os
+import sys
+import time
+import traceback
+
+from grader.batch import protocol
+
+
+class Channel:
+    """The protocol's pipes, moved off fds 0 and 1 so that prints cannot reach them."""
+
+    def __init__(self):
+        self.incoming = os.fdopen(os.dup(0), "rb", buffering=0)
+        self.outgoing = os.fdopen(os.dup(1), "wb")
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
+
+    def send(self, kind, payload=b"", **fields):
+        protocol.send(self.outgoing, kind, payload, **fields)
+
+    def expect(self, kind):
+        """The next message from the parent, which must be a ``kind`` without a payload."""
+        def accept(got, fields):
+            if got != kind:
+                raise protocol.ProtocolError(f"expected {kind}, got {got}")
+            return 0
+
+        message = protocol.receive(self.incoming, accept)
+        if message is None:
+            raise protocol.ProtocolError(f"the parent closed the channel before {kind}")
+        return message
+
+    def phases(self):
+        """Each phase the parent sends, as [(Job, lhs bytes, rhs bytes)], until the last."""
+        while True:
+            message = protocol.receive(self.incoming, _phase_size)
+            if message is None:
+                return
+            jobs = [protocol.Job.from_fields(fields) for fields in message.fields["cases"]]
+            offset, work = 0, []
+            for job in jobs:
+                split = offset + 2 * job.m * job.k
+                end = offset + job.input_bytes
+                work.append((job, message.payload[offset:split], message.payload[split:end]))
+                offset = end
+            yield work
+            if message.fields.get("last"):
+                return
+
+
+def _phase_size(kind, fields):
+    if kind != "phase":
+        raise protocol.ProtocolError(f"expected a phase, got {kind}")
+    return sum(protocol.Job.from_fields(job).input_bytes for job in fields["cases"])
+
+
+def _student_traceback(error, path, limit=8):
+    """The error and the frames in the student's own file, bounded."""
+    frames = [frame for frame in traceback.extract_tb(error.__traceback__)
+              if frame.filename == str(path)]
+    lines = traceback.format_list(frames[-limit:])
+    return "".join(lines)
+
+
+def _error_text(error, path):
+    if hasattr(error, "error_message") and hasattr(error, "src"):  # Triton's compile error
+        from grader.core import gpu_compile
+
+        message, line = gpu_compile.describe_error(error)
+        text = (f"at the generated line: {line}\n" if line else "") + message
+    else:
+        text = f"{type(error).__name__}: {error}"
+    return protocol.text(text + "\n" + _student_traceback(error, path))
+
+
+def _operands(job, lhs_bytes, rhs_bytes, device):
+    """The job's lhs and rhs, float16 on ``device``, from the bytes the parent sent."""
+    import torch
+
+    def tensor(data, rows, columns):
+        return torch.frombuffer(bytearray(data), dtype=torch.float16).reshape(rows, columns) \
+            .to(device)
+
+    return tensor(lhs_bytes, job.m, job.k), tensor(rhs_bytes, job.k, job.n)
+
+
+def _launch(kernel, job, lhs, rhs, device):
+    """Each wanted output made by one launch into a NaN-filled tensor, as bytes."""
+    import torch
+
+    outputs = []
+    for _ in job.roles:
+        out = torch.full((job.m, job.n), float("nan"), dtype=torch.float16, device=device)
+        kernel(lhs, rhs, out)
+        outputs.append(out)
+    if device != "cpu":
+        torch.cuda.synchronize()
+    return b"".join(out.cpu().numpy().tobytes() for out in outputs)
+
+
+def _import_kernel(channel, path):
+    """The rebuilt kernel file as a module, once the parent knows it loaded; else None."""
+    from grader.core.loading import SubmissionError, import_file
+
+    try:
+        module = import_file(path)
+    except SubmissionError as error:
+        channel.send("loaded", status=error.status, message=protocol.text(str(error)))
+        return None
+    channel.send("loaded", status="ok", message="")
+    return module
+
+
+def _make(module, path):
+    """(kernel, None) built as the skeleton builds it, or (None, the error as text)."""
+    import ninetoothed
+    from ninetoothed import Tensor
+
+    try:
+        return ninetoothed.make(module.arrangement, module.application,
+                                (Tensor(2), Tensor(2), Tensor(2))), None
+    except Exception as error:  # noqa: BLE001 - the student's kernel may fail to build
+        return None, _error_text(error, path)
+
+
+def kernel_run(channel, path, active):
+    from grader.core import diagnosis, gpu_compile
+
+    module = _import_kernel(channel, path)
+    if module is None:
+        return
+    findings = protocol.findings(diagnosis.inspect_arrangement(module))
+    kernel, problem = _make(module, path)
+    build = gpu_compile.check(kernel) if kernel is not None else None
+    channel.send("diagnosis", findings=findings, tiles=protocol.tiles(diagnosis.tile_sizes(module)),
+                 build=build.to_fields() if build else None)
+    if build is not None and build.checked and not build.ok and active.is_interpreter:
+        problem = build.message  # the parent fails every case with the build's verdict
+    for work in channel.phases():
+        for job, lhs_bytes, rhs_bytes in work:
+            started = time.perf_counter()
+            mismatch = problem or diagnosis.launch_mismatch(module, (job.m, job.n, job.k))
+            if mismatch:
+                channel.send("case", index=job.index, error=mismatch, exited=False, seconds=0.0)
+                continue
+            try:
+                lhs, rhs = _operands(job, lhs_bytes, rhs_bytes, active.device)
+                payload = _launch(kernel, job, lhs, rhs, active.device)
+            except Exception as error:  # noqa: BLE001 - whatever the kernel raises
+                channel.send("case", index=job.index, error=_error_text(error, path),
+                             exited=False, seconds=round(time.perf_counter() - started, 3))
+                continue
+            channel.send("case", payload, index=job.index, error="", exited=False,
+                         seconds=round(time.perf_counter() - started, 3))
+        channel.send("phase_done")
+
+
+def wrapper_run(channel, path, active):
+    from grader.core.loading import SubmissionError, load_submission
+
+    try:
+        module = load_submission(path)
+    except SubmissionError as error:
+        channel.send("loaded", status=error.status, message=protocol.text(str(error)))
+        return
+    except (SystemExit, KeyboardInterrupt) as error:
+        channel.send("loaded", status="exited",
+                     message=f"the file called exit while being imported ({error!r})")
+        return
+    except BaseException as error:  # noqa: BLE001 - anything at import time
+        channel.send("loaded", status="import_error", message=_error_text(error, path))
+        return
+    channel.send("loaded", status="ok", message="")
+    import torch
+
+    for work in channel.phases():
+        for job, lhs_bytes, rhs_bytes in work:
+            started = time.perf_counter()
+            try:
+                lhs, rhs = _operands(job, lhs_bytes, rhs_bytes, active.device)
+                result = module.nt_gemm(lhs, rhs)
+                payload, error = b"", ""
+                if not isinstance(result, torch.Tensor):
+                    error = f"nt_gemm returned {type(result).__name__}, not a tensor"
+                elif tuple(result.shape) != (job.m, job.n) or result.dtype != torch.float16:
+                    error = (f"nt_gemm returned a {result.dtype} tensor of shape "
+                             f"{tuple(result.shape)}, not float16 ({job.m}, {job.n})")
+                else:
+                    payload = result.detach().contiguous().cpu().numpy().tobytes()
+                channel.send("case", payload, index=job.index, error=error, exited=False,
+                             seconds=round(time.perf_counter() - started, 3))
+            except (SystemExit, KeyboardInterrupt) as error:
+                channel.send("case", index=job.index, exited=True, seconds=0.0,
+                             error=f"nt_gemm asked the process to exit ({error!r})")
+                return
+            except BaseException as error:  # noqa: BLE001 - student code may raise anything
+                channel.send("case", index=job.index, error=_error_text(error, path),
+                             exited=False, seconds=round(time.perf_counter() - started, 3))
+        channel.send("phase_done")
+
+
+def timing_run(channel, path, active):
+    from grader.batch import speed_probe
+
+    module = _import_kernel(channel, path)
+    if module is None:
+        return
+    kernel, problem = _make(module, path)
+    request = channel.expect("sizes")
+    sizes = [tuple(int(value) for value in size) for size in request.fields["sizes"]]
+    if problem:
+        channel.send("ready", note=problem, num_warps="unknown", num_stages="unknown")
+        return
+    note = speed_probe.precompile(kernel, sizes, active.device)
+    channel.send("ready", note=note, **speed_probe.launch_settings(kernel))
+    channel.expect("go")
+    for m, n, k in sizes:
+        try:
+            fields = speed_probe.measure(kernel, m, n, k, active.device)
+        except Exception as error:  # noqa: BLE001 - whatever the kernel raises at this size
+            fields = {"verdict": "ERROR", "wrong": 0, "kernel": None, "torch": None,
+                      "error": _error_text(error, path)}
+        channel.send("timing", m=m, n=n, k=k, **fields)
+    channel.send("timing_done")
+
+
+RUNS = {"kernel": kernel_run, "wrapper": wrapper_run, "timing": timing_run}
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2 or argv[0] not in RUNS:
+        print(f"usage: python -m grader.batch.worker {'|'.join(RUNS)} FILE", file=sys.stderr)
+        return 2
+    mode, path = argv
+    channel = Channel()
+    channel.send("hello")
+    from grader.core import backend as backends
+
+    active = backends.activate()
+    RUNS[mode](channel, path, active)
+    return 0
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.stderr.flush()
+    os._exit(code)  # skip interpreter teardown: a submission's atexit hooks do not run

@@ -1,0 +1,157 @@
+"""The case catalogue: the one list of shapes every part of the kit grades with.
+
+The public tests, the pytest grader, the batch grader and the docs' case table
+all read this module. Each case names the mistake it is there to catch (a key of
+``grader.core.mistakes.MISTAKES``), so a failure can be explained, not just reported.
+
+Interpreter budget: on the CPU a kernel costs roughly 20-40 ms per
+(program x K-tile) step at 64x64x64 blocks, so every case that runs there keeps
+the property it targets at up to about 256 per dimension.
+"""
+
+import dataclasses
+import random
+
+BOTH = ("gpu", "interpreter")
+GPU_ONLY = ("gpu",)
+
+DEFAULT_SEED = 2026  # public; instructors pass their own with --seed
+HIDDEN_COUNT = 3
+
+# Checks a case can ask for (see grader.core.checks):
+GEMM = "gemm"  # one call of nt_gemm, compared with a float32-accumulated reference
+DETERMINISM = "determinism"  # two calls on the same inputs give identical bits
+COVERAGE = "coverage"  # the kernel writes every element of a NaN-filled output
+
+# Inputs a case can ask for (see grader.core.checks.make_inputs):
+RANDOM = "random"  # standard normal entries
+CANCELLATION = "cancellation"  # a long sum whose large terms cancel (see make_inputs)
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    name: str
+    m: int
+    n: int
+    k: int
+    group: str
+    targets: str
+    points: int = 1
+    visibility: str = "hidden"
+    backends: tuple = BOTH
+    check: str = GEMM
+    why: str = ""
+    inputs: str = RANDOM
+
+    @property
+    def id(self):
+        return f"{self.name}-{self.m}x{self.n}x{self.k}"
+
+    @property
+    def shape(self):
+        return (self.m, self.n, self.k)
+
+    def runs_on(self, backend_name):
+        return backend_name in self.backends
+
+    def describe(self, reveal=True):
+        """What feedback may say about the case: hidden shapes stay hidden."""
+        if reveal or self.visibility == "public":
+            return self.id
+        return f"{self.name} (hidden)"
+
+
+def _fixed_cases():
+    public = "public"
+    return [
+        # The guide's public test and its five extra shapes.
+        Case("square", 512, 512, 512, "square", "accumulator", visibility=public,
+             backends=GPU_ONLY, why="8x8 programs, 8 K tiles each: plain multi-round accumulation"),
+        Case("nonsquare", 128, 256, 192, "nonsquare", "expand_axis", visibility=public,
+             why="M, N and K all differ, so swapped M/N block counts show"),
+        Case("tail_m", 65, 128, 128, "tail", "tail_mask", visibility=public,
+             why="only M has a partial tile"),
+        Case("tail_n", 128, 97, 128, "tail", "tail_mask", visibility=public,
+             why="only N has a partial tile"),
+        Case("tail_k", 128, 128, 130, "tail", "k_tail", visibility=public,
+             why="two full K tiles and a 2-wide tail"),
+        Case("tail_mnk", 65, 97, 130, "tail", "k_tail", visibility=public,
+             why="partial tiles in M, N and K at once"),
+        # Squares.
+        Case("square", 1, 1, 1, "square", "tail_mask", why="a single element"),
+        Case("square", 16, 16, 16, "square", "tail_mask", why="smaller than one tile"),
+        Case("square", 64, 64, 64, "square", "tile_shape", why="exactly one tile"),
+        Case("square", 256, 256, 256, "square", "accumulator",
+             why="4x4 programs, 4 K tiles: the interpreter-sized square"),
+        Case("square", 2048, 2048, 2048, "square", "accumulator", backends=GPU_ONLY,
+             why="a realistic size"),
+        Case("square", 4096, 4096, 4096, "square", "accumulator", backends=GPU_ONLY,
+             why="the benchmark's largest size"),
+        # Non-square: transposes of the guide's shape.
+        Case("nonsquare", 256, 128, 192, "nonsquare", "expand_axis",
+             why="M and N swapped relative to the public case"),
+        Case("nonsquare", 192, 128, 256, "nonsquare", "expand_axis",
+             why="K is the largest dimension"),
+        # Tails.
+        Case("tail_k_small", 128, 128, 40, "tail", "k_tail", why="K smaller than one K tile"),
+        Case("tiny", 1, 2, 3, "tail", "tail_mask", why="dimensions of 1 to 3"),
+        Case("tiny", 3, 1, 2, "tail", "tail_mask", why="dimensions of 1 to 3"),
+        Case("tiny", 2, 3, 1, "tail", "tail_mask", why="K of 1"),
+        # Skinny shapes, as in LLM decoding.
+        Case("skinny", 1, 256, 256, "skinny", "expand_axis", why="one row: a decode step"),
+        Case("skinny", 16, 256, 192, "skinny", "expand_axis", why="a small batch"),
+        Case("skinny", 256, 8, 192, "skinny", "expand_axis", why="tall and thin"),
+        Case("skinny", 16, 4096, 4096, "skinny", "expand_axis", backends=GPU_ONLY,
+             why="a decode-sized GEMM at model width"),
+        # Long K: many rounds of accumulation.
+        Case("long_k", 64, 64, 1024, "long_k", "accumulator", why="16 K tiles into one tile"),
+        Case("long_k", 128, 128, 8192, "long_k", "accumulator", backends=GPU_ONLY,
+             why="128 K tiles"),
+        Case("cancellation", 64, 64, 384, "long_k", "accumulator_dtype", inputs=CANCELLATION,
+             why="large terms that cancel around many small ones: a float16 sum drops the "
+                 "small ones"),
+        # Properties of the kernel rather than of one product.
+        Case("determinism", 96, 80, 144, "property", "nondeterministic", check=DETERMINISM,
+             why="the same inputs twice give identical bits"),
+        Case("coverage", 100, 70, 90, "property", "unwritten_output", check=COVERAGE,
+             why="every output element is written"),
+    ]
+
+
+def hidden_cases(seed=DEFAULT_SEED, backend_name="interpreter"):
+    """Random shapes drawn from ``seed``: none a multiple of 16, so tails are everywhere."""
+    rng = random.Random(f"ntgemm-hidden-{seed}")
+    upper = 250 if backend_name == "interpreter" else 3000
+    cases = []
+    for index in range(HIDDEN_COUNT):
+        m, n, k = (_ragged(rng, upper) for _ in range(3))
+        cases.append(Case(f"hidden_{index + 1}", m, n, k, "hidden", "tail_mask", points=2,
+                          why="a random ragged shape from the grading seed"))
+    return cases
+
+
+def _ragged(rng, upper):
+    while True:
+        value = rng.randint(17, upper)
+        if value % 16:
+            return value
+
+
+def catalogue(seed=DEFAULT_SEED, backend_name="interpreter"):
+    """Every case for this backend, in a stable order (the gradebook's column order)."""
+    fixed = [case for case in _fixed_cases() if case.runs_on(backend_name)]
+    return fixed + hidden_cases(seed, backend_name)
+
+
+def all_fixed_cases():
+    """Every fixed case whatever its backend: what the docs' table lists."""
+    return _fixed_cases()
+
+
+def public_cases():
+    return [case for case in _fixed_cases() if case.visibility == "public"]
+
+
+def interpreter_skip_reason(case):
+    """Why a GPU-only case does not run here, stated rather than silent."""
+    return f"{case.id} is GPU-only: too large for the Triton interpreter on a CPU"

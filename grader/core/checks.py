@@ -1,0 +1,369 @@
+"""Judge what a kernel produced. Nothing here runs student code.
+
+Inputs are derived from the case and the seed alone, so the process that judges
+(the batch grader's parent, which never imports a submission) can rebuild them
+and the float32-accumulated reference by itself.
+"""
+
+import dataclasses
+import functools
+import hashlib
+import re
+
+import torch
+
+from grader.core import cases as catalogue
+
+# The guide's tolerance, per element: |out - ref| <= ATOL + RTOL * |ref|.
+ATOL = 0.025
+RTOL = 0.025
+SAMPLES = 5
+
+
+def case_seed(case, seed):
+    """A stable 63-bit seed per (case, grading seed): replayable and order-independent."""
+    digest = hashlib.sha256(f"{seed}:{case.id}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1
+
+
+def make_inputs(case, seed, device):
+    generator = torch.Generator().manual_seed(case_seed(case, seed))
+    if case.inputs == catalogue.CANCELLATION:
+        lhs, rhs = _cancellation(case, generator)
+    else:
+        lhs = torch.randn((case.m, case.k), generator=generator, dtype=torch.float32)
+        rhs = torch.randn((case.k, case.n), generator=generator, dtype=torch.float32)
+    return lhs.half().to(device), rhs.half().to(device)
+
+
+def _cancellation(case, generator, big=64.0, small=0.025, edge=32):
+    """Inputs whose every product is +big over the first ``edge`` K columns, -big over the
+    last ``edge`` and ``small`` in between (each row times a random sign, each column times
+    a random scale in [0.5, 1]). In float32 the big terms cancel and the small ones add up
+    to about 8; a float16 running sum of about 2048 cannot hold steps of a tile's small
+    terms, so a float16 accumulator ends far from it with any block size from 16 to 128."""
+    signs = torch.randint(0, 2, (case.m, 1), generator=generator).float() * 2 - 1
+    scales = 0.5 + 0.5 * torch.rand((1, case.n), generator=generator)
+    profile = torch.full((case.k, 1), small)
+    profile[:edge], profile[-edge:] = big, -big
+    return signs.expand(case.m, case.k).clone(), profile * scales
+
+
+def reference(lhs, rhs):
+    """lhs @ rhs accumulated in float32 (TF32 off), as a float32 tensor."""
+    previous = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        return lhs.float() @ rhs.float()
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = previous
+
+
+@dataclasses.dataclass
+class Verdict:
+    """The outcome of one case: ``passed`` plus what a student needs to see why not."""
+
+    case_id: str
+    passed: bool
+    message: str = ""
+    mistake: str = ""  # a key of grader.core.mistakes.MISTAKES when the check itself names one
+    details: dict = dataclasses.field(default_factory=dict)
+
+
+def compare(out, ref, case, seed):
+    """Closeness of ``out`` to ``ref`` with the guide's tolerance, explained on failure."""
+    if not isinstance(out, torch.Tensor):
+        return Verdict(case.id, False, f"nt_gemm returned {type(out).__name__}, not a tensor",
+                       "wrong_dtype")
+    expected_shape = (case.m, case.n)
+    if tuple(out.shape) != expected_shape:
+        return Verdict(case.id, False,
+                       f"shape {tuple(out.shape)}, expected {expected_shape}", "wrong_dtype")
+    if out.dtype != torch.float16:
+        return Verdict(case.id, False, f"dtype {out.dtype}, expected torch.float16",
+                       "wrong_dtype")
+
+    got = out.detach().float().cpu()
+    want = ref.detach().float().cpu()
+    error = (got - want).abs()
+    bad = ~(error <= ATOL + RTOL * want.abs())  # NaN counts as bad
+    mismatches = int(bad.sum())
+    if mismatches == 0:
+        return Verdict(case.id, True, details={"max_abs_error": float(error.max())})
+
+    finite_error = torch.where(torch.isnan(error), torch.full_like(error, float("inf")), error)
+    worst = int(finite_error.argmax())
+    worst_index = divmod(worst, case.n)
+    relative = finite_error / want.abs().clamp_min(1e-6)
+    sample_positions = bad.nonzero()[:SAMPLES].tolist()
+    details = {
+        "mismatches": mismatches,
+        "total": case.m * case.n,
+        "worst_index": list(worst_index),
+        "max_abs_error": float(finite_error.max()),
+        "max_rel_error": float(relative[bad].max()),
+        "samples": [
+            {"index": [i, j], "got": float(got[i, j]), "expected": float(want[i, j])}
+            for i, j in sample_positions
+        ],
+        "seed": seed,  # for the instructor's record only: see describe_mismatch
+        "case_seed": case_seed(case, seed),
+    }
+    return Verdict(case.id, False, describe_mismatch(details), details=details)
+
+
+def describe_mismatch(details):
+    """The student-facing text of a mismatch: never the seed or the case seed.
+
+    Batch feedback shows this message, and the handout's grader/core/cases.py turns a
+    seed into every hidden shape; the seeds stay in the Verdict's details.
+    """
+    lines = [
+        f"{details['mismatches']} of {details['total']} elements outside "
+        f"|out - ref| <= {ATOL} + {RTOL}*|ref|",
+        f"worst at {tuple(details['worst_index'])}: max abs error {details['max_abs_error']:.4g}, "
+        f"max rel error {details['max_rel_error']:.4g}",
+    ]
+    for sample in details["samples"]:
+        lines.append(
+            f"  out{tuple(sample['index'])} = {sample['got']:.5g}, expected {sample['expected']:.5g}"
+        )
+    return "\n".join(lines)
+
+
+@functools.lru_cache(maxsize=64)
+def judging_material(case, seed, device):
+    """Inputs and reference of a case, built once per batch rather than once per student.
+
+    Only the judge reads them (never student code, which gets fresh inputs from
+    grader.core.execution.produce), so sharing them cannot let one submission affect another.
+    """
+    lhs, rhs = make_inputs(case, seed, device)
+    return lhs, rhs, reference(lhs, rhs)
+
+
+def judge(case, outputs, seed, device):
+    """Turn what the student's code produced for ``case`` into a Verdict.
+
+    ``outputs`` is what grader.core.execution.produce returned: tensors keyed by role.
+    """
+    lhs, rhs, ref = judging_material(case, seed, device)
+    if case.check == catalogue.DETERMINISM:
+        first, second = outputs["first"], outputs["second"]
+        verdict = compare(first, ref, case, seed)
+        if verdict.passed and not torch.equal(first, second):
+            differing = int((first != second).sum())
+            return Verdict(case.id, False,
+                           f"two runs on the same inputs differ in {differing} elements",
+                           "nondeterministic")
+        return verdict
+    if case.check == catalogue.COVERAGE:
+        out = outputs["prefilled"]
+        unwritten = int(torch.isnan(out.float()).sum()) if isinstance(out, torch.Tensor) else 0
+        if unwritten:
+            return Verdict(case.id, False,
+                           f"{unwritten} of {case.m * case.n} output elements were never written "
+                           "(they still hold the NaN the output was filled with)",
+                           "unwritten_output")
+        return compare(out, ref, case, seed)
+    verdict = compare(outputs["out"], ref, case, seed)
+    for namer in (_name_partial_sum, _name_swapped_dot, _name_misplaced_tiles):
+        if verdict.passed or verdict.mistake:
+            break
+        namer(verdict, outputs["out"], lhs, rhs, ref)
+    return verdict
+
+
+# Block sizes along K tried when recognising a partial sum; no student code is
+# asked for its own, so the judge stays independent of the submission. Several
+# sizes give the same columns (K = 130: the last tile is 128:130 for 16, 32 and
+# 64), so the messages name columns, never a block size.
+_K_BLOCKS = (16, 32, 64, 128, 256)
+
+
+def _name_partial_sum(verdict, out, lhs, rhs, _ref):
+    """Name the mistake when the wrong output is exactly a known partial sum over K.
+
+    With random inputs a full product and a partial one differ far beyond the
+    tolerance, so a match is strong evidence: the last K tile alone means the
+    accumulator was reset or assigned in the loop; the first whole tiles alone
+    mean the K tail was dropped or the loop stopped a tile early.
+    """
+    k = lhs.shape[1]
+    suffixes, prefixes = set(), set()
+    for block_k in _K_BLOCKS:
+        if k <= block_k:
+            break
+        last = (k - 1) // block_k * block_k
+        if last not in suffixes:
+            suffixes.add(last)
+            if _close(out, reference(lhs[:, last:], rhs[last:, :])):
+                verdict.mistake = "accumulator"
+                verdict.message += (f"\nthe output equals the product over K columns {last}:{k} "
+                                    f"alone (the last K tile, of K={k}): earlier tiles were "
+                                    "discarded")
+                return
+        for stop in (k // block_k * block_k, last):  # every whole tile; all tiles but the last
+            if 0 < stop < k and stop not in prefixes:
+                prefixes.add(stop)
+                if _close(out, reference(lhs[:, :stop], rhs[:stop, :])):
+                    verdict.mistake = "k_tail"
+                    verdict.message += (f"\nthe output equals the product over K columns 0:{stop} "
+                                        f"of K={k}: the columns from {stop} on were never added "
+                                        "(a partial last K tile dropped, or a K loop that stops "
+                                        "early)")
+                    return
+
+
+# Square tiles tried when recognising a tile-level mix-up (no student code is asked).
+_TILES = (16, 32, 64, 128)
+
+
+def _block_view(matrix, rows, columns):
+    """``matrix`` zero-padded to whole tiles, as (row blocks, column blocks, rows, columns)."""
+    height, width = -(-matrix.shape[0] // rows), -(-matrix.shape[1] // columns)
+    padded = torch.zeros(height * rows, width * columns)
+    padded[:matrix.shape[0], :matrix.shape[1]] = matrix.float()
+    return padded.reshape(height, rows, width, columns).permute(0, 2, 1, 3)
+
+
+def _name_swapped_dot(verdict, out, lhs, rhs, _ref):
+    """Name ``ntl.dot(rhs[k], lhs[k])``: with square b x b tiles it compiles, and output
+    tile (i, j) becomes the sum over k of rhs tile (k, j) @ lhs tile (i, k)."""
+    m, k = lhs.shape
+    n = rhs.shape[1]
+    for size in _TILES:
+        if size >= max(m, n, k) * 2:
+            break
+        left, right = _block_view(lhs.cpu(), size, size), _block_view(rhs.cpu(), size, size)
+        tiles = torch.einsum("kjab,ikbc->ijac", right, left)
+        swapped = tiles.permute(0, 2, 1, 3).reshape(left.shape[0] * size, right.shape[1] * size)
+        if _close(out, swapped[:m, :n]):
+            verdict.mistake = "dot_order"
+            verdict.message += (f"\nthe output equals, tile by tile ({size} x {size} tiles), the "
+                                "sum over k of rhs tile (k, j) @ lhs tile (i, k): ntl.dot's "
+                                "operands are swapped")
+            return
+
+
+def _name_misplaced_tiles(verdict, out, _lhs, _rhs, ref):
+    """Name an output whose tiles each hold a right product, but of another tile or
+    transposed: the result written to the wrong place."""
+    expected = ref.cpu()
+    got = out.detach().float().cpu()
+    m, n = expected.shape
+    for rows in _TILES:
+        for columns in _TILES:
+            if m % rows or n % columns or (m // rows) * (n // columns) < 2 \
+                    or (m // rows) * (n // columns) > 256:
+                continue
+            mine, right = _block_view(got, rows, columns), _block_view(expected, rows, columns)
+            found = _tile_sources(mine, right)
+            if found:
+                verdict.mistake = "output_tile"
+                verdict.message += f"\nat {rows} x {columns} tiles, {found}"
+                return
+
+
+def _tile_sources(mine, right):
+    """How the output's tiles relate to the right ones, when every tile is some right tile
+    (or one transposed) and not all in place; else ''."""
+    grid = [(i, j) for i in range(mine.shape[0]) for j in range(mine.shape[1])]
+    if all(_close(mine[i, j], right[i, j].T) for i, j in grid) and mine.shape[2] == mine.shape[3]:
+        return "every output tile holds its own product transposed"
+    moved = []
+    for i, j in grid:
+        if _close(mine[i, j], right[i, j]):
+            continue
+        source = next(((p, q) for p, q in grid if _close(mine[i, j], right[p, q])), None)
+        if source is None:
+            return ""
+        moved.append(((i, j), source))
+    if not moved:
+        return ""
+    (i, j), (p, q) = moved[0]
+    return (f"{len(moved)} of {len(grid)} output tiles hold another tile's product: tile "
+            f"({i}, {j}) holds the product meant for tile ({p}, {q})")
+
+
+def outside_tolerance(out, expected):
+    """Where ``out`` misses the guide's tolerance around ``expected`` (NaN misses), as a
+    bool tensor on their device."""
+    want = expected.float()
+    return ~((out.float() - want).abs() <= ATOL + RTOL * want.abs())
+
+
+def _close(out, expected):
+    if not isinstance(out, torch.Tensor) or tuple(out.shape) != tuple(expected.shape):
+        return False
+    return not bool(outside_tolerance(out.detach().cpu(), expected.cpu()).any())
+
+
+_LOOP_LOCAL = re.compile(r"NameError\('(\w+) is not defined'\)")
+_LOOP_TYPE = re.compile(r"Loop-carried variable (\w+) has initial type [^>]*fp16")
+_RESOURCES = re.compile(r"out of resources|OutOfResources", re.IGNORECASE)
+
+
+def error_verdict(case, error, limit=12):
+    """A failed Verdict for a case whose kernel raised instead of returning.
+
+    ``error`` is the exception (or its text, when it was caught in another
+    process). Triton's compile errors run long, so the message leads with the
+    error's last line and keeps only the last ``limit`` lines below it; the
+    mistake is read from the whole text.
+    """
+    from grader.core.diagnosis import NOT_LAUNCHED
+
+    if str(error).startswith(NOT_LAUNCHED):  # a grid known to be wrong before any launch
+        return Verdict(case.id, False, f"the kernel was {error}", "grid_mismatch")
+    if isinstance(error, BaseException):
+        mistake = "not_implemented" if isinstance(error, NotImplementedError) else "build_error"
+        name, text = type(error).__name__, str(error).strip()
+    else:
+        mistake, name, text = "build_error", "", str(error).strip()
+    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
+    last = lines[-1].strip() if lines else ""
+    head = "the kernel raised " + (f"{name}: {last}" if name else last or "an error")
+    body = lines[-limit:] if len(lines) > 1 else []
+    if len(lines) > limit:
+        body = ["..."] + body
+    if mistake == "build_error":
+        mistake, why = _named_build_error(text)
+        if why:
+            body.append(why)
+    return Verdict(case.id, False, "\n".join([head] + body), mistake,
+                   details={"error": (f"{name}: " if name else "") + text[-4000:]})
+
+
+def _named_build_error(text):
+    """(mistake, one line of why) for the build errors a message names outright."""
+    undefined = _LOOP_LOCAL.search(text)
+    if undefined:
+        # Triton only lets a value assigned inside a loop outlive it when it was
+        # defined before the loop: the accumulator created inside the loop.
+        return "accumulator", (f"`{undefined.group(1)}` is first assigned inside the loop but "
+                               "used after it: create it before the loop and add to it inside")
+    retyped = _LOOP_TYPE.search(text)
+    if retyped:
+        return "accumulator_dtype", (f"`{retyped.group(1)}` starts as float16 and the loop makes "
+                                     "it float32: create it as float32")
+    if _RESOURCES.search(text):
+        return "gpu_resources", ""
+    return "build_error", ""
+
+
+def build_verdict(case, build, source=""):
+    """The failed Verdict of every case of a kernel that does not build for the course's GPU
+    (grader.core.gpu_compile.Build), whatever the interpreter would make of it."""
+    from grader.core import gpu_compile
+
+    text = f"does not build for {build.target} (the course's GPU): {build.message}"
+    where = gpu_compile.student_line(source, build.line) if source else None
+    if where:
+        text += f"\nyour line {where[0]}: {where[1]}"
+    elif build.line:
+        text += f"\nin the generated kernel: {build.line[:160]}"
+    text += "\nno case runs: the interpreter would accept it, the GPU would not"
+    mistake, why = _named_build_error(build.message)
+    return Verdict(case.id, False, text + (f"\n{why}" if why else ""), mistake,
+                   details={"error": build.message})

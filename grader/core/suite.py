@@ -1,0 +1,174 @@
+"""Running catalogue cases under pytest, and the grade printed at the end.
+
+Shared by the public tests (``pytest assignment``) and the full grader
+(``pytest grader``), so both explain a failure the same way: the check's own
+verdict, then the likely mistake behind it, in English and Chinese.
+"""
+
+import pytest
+
+from grader.core import cases, checks, diagnosis, execution, gpu_compile
+from grader.core.checks import Verdict
+from grader.core.mistakes import MISTAKES
+
+
+def check_case(case, submission, backend, seed, request):
+    """Run one case on the submission and fail the test with an explanation if it is wrong."""
+    config = request.config
+    if not case.runs_on(backend.name):
+        config._ntgemm_gpu_only_skipped = getattr(config, "_ntgemm_gpu_only_skipped", 0) + 1
+        pytest.skip(cases.interpreter_skip_reason(case))
+    module = load(submission, config, case)
+    build = built(config)
+    if backend.is_interpreter and build is not None and build.checked and not build.ok:
+        # What the course's GPU would say decides, not what the interpreter accepts.
+        verdict = checks.build_verdict(case, build, _source(submission))
+        record(config, case, verdict)
+        pytest.fail(failure_text(case, verdict, config), pytrace=False)
+    try:
+        outputs = execution.produce(case, module, seed, backend.device)
+    except Exception as error:  # the student's kernel failed to build or launch
+        verdict = checks.error_verdict(case, error)
+    else:
+        try:
+            verdict = checks.judge(case, outputs, seed, backend.device)
+        except Exception as error:  # what it returned could not even be compared
+            verdict = Verdict(case.id, False,
+                              f"the result could not be checked: {type(error).__name__}: {error}")
+        execution.scrub(outputs)
+    record(config, case, verdict)
+    if not verdict.passed:
+        pytest.fail(failure_text(case, verdict, config), pytrace=False)
+    return verdict
+
+
+def load(submission, config, case=None):
+    """The submission's module; a file that cannot be loaded fails with its status."""
+    try:
+        module = submission.module
+    except pytest.fail.Exception:
+        if case is not None:
+            status = submission.error.status
+            mistake = "not_implemented" if status == "not_implemented" else "import_error"
+            record(config, case, Verdict(case.id, False, str(submission.error), mistake))
+        raise
+    config._ntgemm_module = module
+    return module
+
+
+def built(config):
+    """The submission's kernel compiled for the course's GPU (grader.core.gpu_compile), once per
+    session; None when the kernel cannot even be made (the cases then say why)."""
+    if not hasattr(config, "_ntgemm_build"):
+        config._ntgemm_build = None
+        module = getattr(config, "_ntgemm_module", None)
+        if module is not None:
+            try:
+                kernel = execution.own_kernel(module)
+            except Exception:  # the cases report the error itself
+                return None
+            config._ntgemm_build = gpu_compile.check(kernel, config.getoption("--gpu-target"))
+    return config._ntgemm_build
+
+
+def _source(submission):
+    try:
+        with open(submission.path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+    except OSError:
+        return ""
+
+
+def record(config, case, verdict):
+    results = getattr(config, "_ntgemm_results", None)
+    if results is None:
+        results = config._ntgemm_results = {}
+    results[case.id] = (case, verdict)
+
+
+def findings(config):
+    """The symbolic findings for the loaded submission, computed once per session."""
+    found = getattr(config, "_ntgemm_findings", None)
+    if found is None and getattr(config, "_ntgemm_module", None) is not None:
+        found = config._ntgemm_findings = diagnosis.inspect_arrangement(config._ntgemm_module)
+    return found or []
+
+
+def failure_text(case, verdict, config):
+    """The verdict, then the likely cause: the check's own, the arrangement's, or the case's."""
+    key = verdict.mistake
+    if not key or key in ("build_error", "grid_mismatch"):  # the arrangement may say why
+        for finding in findings(config):
+            if finding["mistake"] != "build_error":
+                key = finding["mistake"]
+                break
+    if key:
+        likely = MISTAKES[key]
+        cause = f"likely cause, {likely.title}: {likely.en}\n{likely.zh}"
+    elif ruled_out(case.targets, verdict):
+        cause = ("the summary at the end weighs all failures together.\n"
+                 "结尾的汇总会综合所有失败给出可能的原因。")
+    else:
+        target = MISTAKES[case.targets]
+        cause = (f"this case is there to catch: {target.title}; the summary at the end weighs "
+                 f"all failures together.\n本用例针对的常见错误：{target.zh}")
+    return f"{case.describe()} ({case.why}) failed:\n{verdict.message}\n{cause}"
+
+
+def ruled_out(key, verdict):
+    """Whether this failure's own evidence excludes mistake ``key``: a wrong value is not
+    a nondeterminism, a right dtype and shape, and NaN-free samples no unwritten output."""
+    if key == "nondeterministic":
+        return verdict.mistake != "nondeterministic"
+    if key == "wrong_dtype":
+        return "mismatches" in verdict.details
+    if key == "unwritten_output":
+        samples = verdict.details.get("samples")
+        return samples is not None and not any(s["got"] != s["got"] for s in samples)
+    return False
+
+
+def summary(terminalreporter, config):
+    """Score / max per case group, then the likely mistakes behind any failures."""
+    results = getattr(config, "_ntgemm_results", None)
+    if not results:
+        return
+    write = terminalreporter.write_line
+    terminalreporter.section("ntgemm grade")
+    backend = config._ntgemm_backend
+    write(f"submission: {config.getoption('--submission')}")
+    write(f"backend: {backend.name}   seed: {config.getoption('--seed')}")
+
+    groups = {}
+    for case, verdict in results.values():
+        score, most, passed, total = groups.get(case.group, (0, 0, 0, 0))
+        groups[case.group] = (score + (case.points if verdict.passed else 0),
+                              most + case.points, passed + verdict.passed, total + 1)
+    width = max(len(name) for name in groups) + 2
+    write(f"{'group'.ljust(width)}{'score':>7}  cases passed")
+    for name, (score, most, passed, total) in groups.items():
+        write(f"{name.ljust(width)}{score:>3} / {most:<3}{passed:>3} of {total}")
+    write(f"{'total'.ljust(width)}{sum(g[0] for g in groups.values()):>3} / "
+          f"{sum(g[1] for g in groups.values()):<3}")
+    skipped = getattr(config, "_ntgemm_gpu_only_skipped", 0)
+    if skipped:
+        write(f"not counted here: {skipped} GPU-only case(s), skipped on the "
+              f"{backend.name} backend")
+
+    module = getattr(config, "_ntgemm_module", None)
+    hints = diagnosis.explain(
+        findings(config), [verdict for _, verdict in results.values()],
+        [case for case, _ in results.values()],
+        tiles=diagnosis.tile_sizes(module) if module is not None else None, reveal=True)
+    build = built(config)
+    if build is not None:
+        write(f"GPU build: {gpu_compile.summary(build)}")
+    if hints:
+        write("")
+        write("likely causes (most likely first):")
+        for number, entry in enumerate(hints, 1):
+            write(f"{number}. {entry['title']} [{entry['key']}]")
+            write(f"   {entry['en']}")
+            write(f"   {entry['zh']}")
+            for line in entry["evidence"]:
+                write(f"   - {line}")

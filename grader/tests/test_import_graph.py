@@ -1,0 +1,65 @@
+"""The packages are layered by audience: no module imports a layer above its own.
+
+The layers are declared once, in ``grader.batch.import_graph.LAYERS``; the handout
+takes its student side from the same declaration.
+"""
+
+import pytest
+
+from grader.batch import import_graph
+
+ROOT = import_graph.ROOT
+KIT_FILES = sorted(path for package in import_graph.PACKAGES
+                   for path in (ROOT / package).rglob("*.py")
+                   if "demo_class" not in path.parts and "__pycache__" not in path.parts)
+
+
+def _edges():
+    for path in KIT_FILES:
+        module = import_graph.module_name(path)
+        here = import_graph.layer(module)
+        if here is None:
+            continue
+        for imported in import_graph.imports(path):
+            yield module, here, imported, import_graph.layer(imported)
+
+
+def test_every_kit_module_has_a_layer():
+    assert KIT_FILES
+    assert all(import_graph.layer(import_graph.module_name(path)) is not None
+               or "tests" in path.parts for path in KIT_FILES)
+
+
+def test_no_module_imports_a_layer_above_its_own():
+    upward = [f"{module} ({import_graph.LAYERS[here][0]}) imports {imported} "
+              f"({import_graph.LAYERS[there][0]})"
+              for module, here, imported, there in _edges() if there is None or there > here]
+    assert not upward, "\n".join(upward)
+
+
+def test_student_layers_never_reach_staff_code():
+    student = [import_graph.module_name(path) for path in KIT_FILES
+               if import_graph.for_students(import_graph.module_name(path))]
+    reached = import_graph.closure(tuple(student))
+    assert [name for name in reached if not import_graph.for_students(name)] == []
+
+
+@pytest.mark.parametrize("source, upward", [
+    ("from grader.batch import reports\n", True),
+    ("from grader.core import cases\n", False),
+    ("from benchmarks import harness\n", True),
+    ("from benchmarks.formulas import occupancy\n", False),
+    ("from . import checks\n", False),
+])
+def test_an_upward_import_is_seen(tmp_path, source, upward):
+    for folder in ("grader", "grader/core", "grader/batch", "benchmarks"):
+        (tmp_path / folder).mkdir(exist_ok=True)
+        (tmp_path / folder / "__init__.py").write_text("")
+    for name in ("grader/core/cases.py", "grader/core/checks.py", "grader/batch/reports.py",
+                 "benchmarks/harness.py", "benchmarks/formulas.py"):
+        (tmp_path / name).write_text("X = 1\n")
+    module = tmp_path / "grader" / "core" / "suite.py"
+    module.write_text(source)
+    here = import_graph.layer("grader.core.suite")
+    layers = [import_graph.layer(name) for name in import_graph.imports(module, tmp_path)]
+    assert layers and any(there > here for there in layers) == upward
