@@ -7,14 +7,15 @@ status, coloured by what the status means; below: how the scores are spread.
 
 import io
 
-STATUS_ORDER = ("passed", "failed", "flagged", "not_implemented", "import_error", "missing_file",
-                "timeout", "crashed", "memory_limit")
-# What a status asks of the staff: nothing (green), a look at the work (amber), a look at
-# the evidence (purple), or a look at why nothing could be graded (red, grey when absent).
-STATUS_COLOURS = {"passed": "#2a9d8f", "failed": "#e9c46a", "flagged": "#8a63a8",
-                  "not_implemented": "#adb5bd", "missing_file": "#adb5bd",
-                  "import_error": "#e76f51", "timeout": "#d62828", "crashed": "#d62828",
-                  "memory_limit": "#d62828"}
+from grader.batch.status import Status
+
+# By what a status asks of the staff (Status.attention): nothing (green), a look at the
+# work (amber), at the evidence (purple), or at why nothing could be graded: nothing to
+# run (grey), a file that did not import (orange), a run that ended early (red).
+STATUS_COLOURS = {Status.PASSED: "#2a9d8f", Status.FAILED: "#e9c46a", Status.FLAGGED: "#8a63a8",
+                  Status.NOT_IMPLEMENTED: "#adb5bd", Status.MISSING_FILE: "#adb5bd",
+                  Status.IMPORT_ERROR: "#e76f51", Status.TIMEOUT: "#d62828",
+                  Status.CRASHED: "#d62828", Status.MEMORY_LIMIT: "#d62828"}
 PUBLIC, HIDDEN = "#2a7f9e", "#8a63a8"
 
 
@@ -45,8 +46,9 @@ def render(summary, gradebook):
     rates.grid(axis="x", alpha=0.3)
 
     counts = gradebook["status"].value_counts()
-    present = [status for status in STATUS_ORDER if status in counts] + \
-        [status for status in counts.index if status not in STATUS_ORDER]
+    order = [status.value for status in Status.by_attention()]
+    present = [status for status in order if status in counts] + \
+        [status for status in counts.index if status not in order]
     shown = present[::-1]
     bars = statuses.barh(shown, [counts[status] for status in shown],
                          color=[STATUS_COLOURS.get(status, "#adb5bd") for status in shown])

@@ -27,9 +27,9 @@ import threading
 import time
 
 from grader.core import cases as catalogue
+from grader.batch.status import ExitCode
 from grader.core import gpu_compile
 
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 MANIFEST = "batch.json"
 
 
@@ -411,7 +411,7 @@ def command_grade(args):
     if before != after:
         raise GraderError(f"the submissions folder {args.submissions!r} changed during the "
                           "batch; the grades used the copies read at the start, but check it")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 class _Processes:
@@ -639,7 +639,7 @@ def command_merge(args):
         "merged_shards": len(manifests), "shard_environments": environments,
         "students": len(ordered), "statuses": statuses}))
     _say(f"merged {len(manifests)} shard(s), {len(ordered)} students: {out_dir / 'gradebook.csv'}")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 # --------------------------------------------------------------------------- main
@@ -652,7 +652,7 @@ def command_handout(args):
     except ValueError as error:  # the handout would give something away: say what, no traceback
         raise GraderError(f"cannot build the handout: {error}") from None
     _say(f"handout folder: {folder}\nhandout zip:    {archive}")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def command_share(args):
@@ -664,7 +664,7 @@ def command_share(args):
         raise GraderError(str(error)) from None
     _say(f"shared the feedback of {count} student(s) into {args.to}: "
          f"{' and '.join(share.SHARED_FILES)} each, and {share.INDEX} for the staff")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def command_gradescope(args):
@@ -678,7 +678,7 @@ def command_gradescope(args):
                             allow_unsandboxed=args.allow_unsandboxed)
     _say(f"autograder zip: {path}\nUpload it as the assignment's autograder; it holds the "
          "seed, so share it with nobody else.")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def command_export(args):
@@ -692,7 +692,7 @@ def command_export(args):
     if unmatched:
         _say(f"note: {len(unmatched)} student(s) have no LMS id, so the LMS cannot match "
              f"their rows: {', '.join(unmatched)} (their entries were not LMS download names)")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def batch_failure():
@@ -711,10 +711,10 @@ def main(argv=None):
         return handlers[args.command](args)
     except GraderError as error:
         _say(f"error: {error}")
-        return EXIT_FAILURE
+        return ExitCode.FAILURE
     except batch_failure() as error:
         _say(f"error: {error}")
-        return EXIT_FAILURE
+        return ExitCode.FAILURE
     except KeyboardInterrupt:
         _say("interrupted: finished grades are kept; run the same command again to resume")
-        return EXIT_INTERRUPTED
+        return ExitCode.INTERRUPTED

@@ -142,6 +142,7 @@ def _student_output(record, config):
 def run(root):
     """Grade ``root/submission`` and write ``root/results/results.json``; returns 0."""
     from grader.batch import cli, reports, sandbox
+    from grader.batch.status import ExitCode
 
     started_wall, started = time.time(), time.monotonic()
     root = pathlib.Path(root)
@@ -175,7 +176,7 @@ def run(root):
         if unsafe:
             _end_strays(started_wall)
         record = reports.read_record(scratch / "out", STUDENT)
-        if status != cli.EXIT_OK or record is None:
+        if status != ExitCode.OK or record is None:
             results = _failure("The autograder could not grade this submission; please tell "
                                "the course staff.")
         else:

@@ -39,9 +39,8 @@ from grader.core import checks, kernel_source, loading
 from grader.core import cases as catalogue
 from grader.batch.sandbox import Limits, cores_for
 from grader.batch.speed import SpeedSettings
+from grader.batch.status import Status
 
-STATUSES = ("passed", "failed", "not_implemented", "import_error", "missing_file", "timeout",
-            "crashed", "memory_limit", "flagged")
 ROLES = {catalogue.GEMM: ("out",), catalogue.DETERMINISM: ("first", "second"),
          catalogue.COVERAGE: ("prefilled",)}
 
@@ -192,14 +191,14 @@ def _static_verdict(source):
     """(status, message, flags) for a file the grader must not run at all, else None."""
     problem = syntax_problem(source)
     if problem:
-        return "import_error", problem, []
+        return Status.IMPORT_ERROR, problem, []
     missing = [name for name in loading.REQUIRED_NAMES
                if name not in kernel_source.defined_names(source)]
     if missing:
-        return "import_error", f"ninetoothed_gemm.py does not define {', '.join(missing)}", []
+        return Status.IMPORT_ERROR, f"ninetoothed_gemm.py does not define {', '.join(missing)}", []
     unfinished = loading.unfinished_functions(source)
     if unfinished:
-        return "not_implemented", loading.not_implemented_message(unfinished), []
+        return Status.NOT_IMPLEMENTED, loading.not_implemented_message(unfinished), []
     return None
 
 
@@ -225,7 +224,7 @@ def grade(submission, settings, folder, device=None, on_start=None):
     record = base_record(submission, settings, folder)
     cases_list = settings.cases()
     if submission.problem:
-        record.update(status="missing_file", message=submission.problem)
+        record.update(status=Status.MISSING_FILE, message=submission.problem)
         record["cases"] = case_entries_for(cases_list, "no submission file")
         return record
     source = submission.data.decode("utf-8", errors="replace")
@@ -236,7 +235,7 @@ def grade(submission, settings, folder, device=None, on_start=None):
         return record
     kernel = kernel_source.extract(source)
     if kernel.violations:
-        record.update(status="flagged", flags=[f"kernel: {item}" for item in kernel.violations],
+        record.update(status=Status.FLAGGED, flags=[f"kernel: {item}" for item in kernel.violations],
                       message="arrangement() or application() uses what a kernel may not (see "
                               "flags); nothing was run and the score is 0")
         record["cases"] = case_entries_for(cases_list, "not run: flagged")
@@ -365,17 +364,17 @@ def _decide(record, kernel_run, wrapper_run, wrapper_job, cases_list):
     case = cases_list[wrapper_job.index]
     zero = True
     if kernel_run.load_status == "import_error":
-        status, message = "import_error", _tidy(kernel_run.load_message)
+        status, message = Status.IMPORT_ERROR, _tidy(kernel_run.load_message)
     elif wrapper_run.load_status in ("import_error", "not_implemented"):
-        status, message = wrapper_run.load_status, _tidy(wrapper_run.load_message)
+        status, message = Status(wrapper_run.load_status), _tidy(wrapper_run.load_message)
     elif wrapper_run.load_status == "exited":
-        status, message = "crashed", wrapper_run.load_message
+        status, message = Status.CRASHED, wrapper_run.load_message
     elif kernel_run.ending.kind != "finished":
-        status, zero = kernel_run.ending.kind, False
+        status, zero = Status(kernel_run.ending.kind), False
         message = _ending_message(kernel_run, "the kernel run")
     elif wrapper_run.ending.kind != "finished":
-        status, message = wrapper_run.ending.kind, _ending_message(wrapper_run,
-                                                                    "running your nt_gemm")
+        status, message = Status(wrapper_run.ending.kind), _ending_message(wrapper_run,
+                                                                            "running your nt_gemm")
     else:
         status, message = _wrapper_verdict(record, kernel_run, wrapper_run, wrapper_job, case)
         zero = bool(status)
@@ -384,7 +383,7 @@ def _decide(record, kernel_run, wrapper_run, wrapper_job, cases_list):
             entry["points"] = 0
     if not status:
         failing = sum(entry["status"] != "passed" for entry in entries)
-        status = "failed" if failing else "passed"
+        status = Status.FAILED if failing else Status.PASSED
         message = f"{failing} of {len(entries)} cases failed" if failing else ""
     record.update(status=status, message=message)
 
@@ -395,11 +394,11 @@ def _wrapper_verdict(record, kernel_run, wrapper_run, job, case):
 
     got = wrapper_run.cases.get(job.index)
     if got is None:
-        return "crashed", "running your nt_gemm: the process ended before nt_gemm returned"
+        return Status.CRASHED, "running your nt_gemm: the process ended before nt_gemm returned"
     if got.exited:
-        return "crashed", f"running your nt_gemm on {case.id}: {got.error}"
+        return Status.CRASHED, f"running your nt_gemm on {case.id}: {got.error}"
     if got.error:
-        return "failed", (f"your nt_gemm failed on the public case {case.id}, so the file as "
+        return Status.FAILED, (f"your nt_gemm failed on the public case {case.id}, so the file as "
                           f"handed in does not compute C (score 0):\n{_tidy(got.error)}")
     mine = (kernel_run.cases.get(job.index) or conversation.CaseReport()).outputs.get("out")
     theirs = got.outputs.get("out")
@@ -411,7 +410,7 @@ def _wrapper_verdict(record, kernel_run, wrapper_run, job, case):
         f"nt_gemm: on {case.id} it did not return its kernel's output ({differing} of "
         f"{mine.numel()} elements differ from what the grader's own launch of arrangement() "
         "and application() wrote)")
-    return "flagged", ("anti-cheat evidence: nt_gemm returned something other than its own "
+    return Status.FLAGGED, ("anti-cheat evidence: nt_gemm returned something other than its own "
                        "kernel's output (see flags); the score is 0")
 
 

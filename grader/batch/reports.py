@@ -34,23 +34,8 @@ import subprocess
 import tempfile
 
 from benchmarks.environment import git_revision, package_version
+from grader.batch.status import Status
 
-STATUS_TEXT = {
-    "passed": ("Every case passed.", "所有测试用例均通过。"),
-    "failed": ("Some cases failed; see below.", "部分测试用例未通过，详见下文。"),
-    "not_implemented": ("The file still has the skeleton's placeholders.",
-                        "文件中仍保留着骨架代码的占位部分。"),
-    "import_error": ("The file could not be imported.", "文件无法导入。"),
-    "missing_file": ("No ninetoothed_gemm.py was found for you.", "没有找到你的 ninetoothed_gemm.py。"),
-    "timeout": ("Grading stopped at the wall timeout.", "评测超过了时间限制，已被终止。"),
-    "crashed": ("The process running your code ended abnormally.", "运行你代码的进程异常退出。"),
-    "memory_limit": ("Your code used more host memory than allowed.", "你的代码使用的内存超过了限制。"),
-    "flagged": ("Flagged for review, score 0: arrangement() or application() uses what a kernel "
-                "may not, or nt_gemm did not return exactly what its own kernel wrote (see the "
-                "evidence below).",
-                "已被标记待复核，得 0 分：arrangement() 或 application() 用到了 kernel 不允许使用的"
-                "内容，或者 nt_gemm 返回的不是它自己的 kernel 写出的结果（见下方证据）。"),
-}
 LOG_LIMIT = 64 * 1024
 
 
@@ -238,7 +223,7 @@ def build_markdown(record):
 
 
 def feedback_markdown(record, hints):
-    en, zh = STATUS_TEXT.get(record["status"], ("", ""))
+    en, zh = Status(record["status"]).en, Status(record["status"]).zh
     lines = [
         f"# ntgemm feedback: {record['student']}",
         "",

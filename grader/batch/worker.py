@@ -27,6 +27,7 @@ import time
 import traceback
 
 from grader.batch import protocol
+from grader.batch.status import ExitCode
 
 
 class Channel:
@@ -257,7 +258,7 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 2 or argv[0] not in RUNS:
         print(f"usage: python -m grader.batch.worker {'|'.join(RUNS)} FILE", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     mode, path = argv
     channel = Channel()
     channel.send("hello")
@@ -265,7 +266,7 @@ def main(argv=None):
 
     active = backends.activate()
     RUNS[mode](channel, path, active)
-    return 0
+    return ExitCode.OK
 
 
 if __name__ == "__main__":

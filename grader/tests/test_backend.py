@@ -8,6 +8,7 @@ The kit names that clash instead of grading every student as crashed.
 import pytest
 
 from grader.batch import cli
+from grader.batch.status import ExitCode
 from grader.core import backend
 
 OLD_INTERPRETER = 'scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data))\n'
@@ -51,6 +52,6 @@ def test_the_batch_stops_before_grading_anyone(environment, monkeypatch, tmp_pat
     (tmp_path / "class" / "ada").mkdir(parents=True)
     (tmp_path / "class" / "ada" / "ninetoothed_gemm.py").write_text("x = 1\n")
     code = cli.main(["grade", str(tmp_path / "class"), "--out", str(tmp_path / "book")])
-    assert code == cli.EXIT_FAILURE
+    assert code == ExitCode.FAILURE
     assert "numpy<2.4" in capsys.readouterr().err
     assert not (tmp_path / "book" / "gradebook.csv").exists()

@@ -79,7 +79,7 @@ def _alice_source():
 
 
 def _seed_options(seed_file):
-    cli = (GRADER_ROOT / "grader" / "cli.py").read_text(encoding="utf-8")
+    cli = (GRADER_ROOT / "grader" / "batch" / "cli.py").read_text(encoding="utf-8")
     return ["--seed-file", str(seed_file)] if "--seed-file" in cli else ["--seed", str(SEED)]
 
 

@@ -11,6 +11,7 @@ import zipfile
 import pytest
 
 from grader.batch import intake, sandbox
+from grader.batch.status import ExitCode
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "grader" / "demo_class" / "ada" / "ninetoothed_gemm.py"
@@ -225,7 +226,7 @@ def test_a_refused_handout_is_an_error_message_not_a_traceback(tmp_path, monkeyp
         raise ValueError("assignment/ninetoothed_gemm.py is a copy of the reference solution")
 
     monkeypatch.setattr(handout, "build", refuse)
-    assert cli.main(["handout", "--out", str(tmp_path)]) == cli.EXIT_FAILURE
+    assert cli.main(["handout", "--out", str(tmp_path)]) == ExitCode.FAILURE
     assert "cannot build the handout: assignment/ninetoothed_gemm.py is a copy" \
         in capsys.readouterr().err
 

@@ -11,6 +11,7 @@ import pathlib
 import pytest
 
 from grader.batch import cli, handout
+from grader.batch.status import ExitCode
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SKELETON = ROOT / "assignment" / "ninetoothed_gemm.py"
@@ -63,7 +64,7 @@ def test_a_filled_in_skeleton_is_refused(names, tmp_path, monkeypatch):
 
 def test_the_command_line_says_why_it_refuses(tmp_path, monkeypatch, capsys):
     _ship(monkeypatch, tmp_path, _filled_in(("arrangement",)))
-    assert cli.main(["handout", "--out", str(tmp_path / "out")]) == cli.EXIT_FAILURE
+    assert cli.main(["handout", "--out", str(tmp_path / "out")]) == ExitCode.FAILURE
     error = capsys.readouterr().err
     assert "cannot build the handout: assignment/ninetoothed_gemm.py has arrangement() " \
            "filled in" in error

@@ -14,6 +14,7 @@ import psutil
 import pytest
 
 from grader.batch import cli, import_graph, protocol, sandbox
+from grader.batch.status import ExitCode
 from grader.tests.batch_helpers import DEMO, gradebook, run_grader, small_cases
 
 pytestmark = pytest.mark.skipif(sandbox.check(False) is not None,
@@ -112,7 +113,7 @@ def test_no_sandbox_means_no_grading_unless_asked(tmp_path, monkeypatch, capsys)
     monkeypatch.setattr(sandbox, "check", lambda gpu: "no bwrap here (a test)")
     code = cli.main(["grade", str(tmp_path / "class"), "--out", str(tmp_path / "out"),
                      "--no-progress"])
-    assert code == cli.EXIT_FAILURE
+    assert code == ExitCode.FAILURE
     assert "--unsafe-no-sandbox" in capsys.readouterr().err
     assert not (tmp_path / "out" / "gradebook.csv").exists()
 

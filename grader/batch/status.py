@@ -1,0 +1,61 @@
+"""How a submission ended, and how a command ended: declared once, here.
+
+The gradebook, the feedback, the class chart and the instructor guide's table all
+read ``Status``; ``grader/tests/test_docs.py`` checks the guide against it.
+"""
+
+import enum
+
+
+class Status(str, enum.Enum):
+    """A submission's one status, in the grading contract's order.
+
+    Each says, in English and Chinese, what the student reads first, and what it
+    asks of the staff (``attention``: 0 nothing, 1 a look at the work, 2 a look
+    at the evidence, 3 a look at why nothing could be graded), which the class
+    chart orders and colours by.
+    """
+
+    PASSED = ("passed", 0, "Every case passed.", "所有测试用例均通过。")
+    FAILED = ("failed", 1, "Some cases failed; see below.", "部分测试用例未通过，详见下文。")
+    NOT_IMPLEMENTED = ("not_implemented", 3, "The file still has the skeleton's placeholders.",
+                       "文件中仍保留着骨架代码的占位部分。")
+    IMPORT_ERROR = ("import_error", 3, "The file could not be imported.", "文件无法导入。")
+    MISSING_FILE = ("missing_file", 3, "No ninetoothed_gemm.py was found for you.",
+                    "没有找到你的 ninetoothed_gemm.py。")
+    TIMEOUT = ("timeout", 3, "Grading stopped at the wall timeout.", "评测超过了时间限制，已被终止。")
+    CRASHED = ("crashed", 3, "The process running your code ended abnormally.",
+               "运行你代码的进程异常退出。")
+    MEMORY_LIMIT = ("memory_limit", 3, "Your code used more host memory than allowed.",
+                    "你的代码使用的内存超过了限制。")
+    FLAGGED = ("flagged", 2,
+               "Flagged for review, score 0: arrangement() or application() uses what a kernel "
+               "may not, or nt_gemm did not return exactly what its own kernel wrote (see the "
+               "evidence below).",
+               "已被标记待复核，得 0 分：arrangement() 或 application() 用到了 kernel 不允许使用的"
+               "内容，或者 nt_gemm 返回的不是它自己的 kernel 写出的结果（见下方证据）。")
+
+    def __new__(cls, value, attention, en, zh):
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.attention, member.en, member.zh = attention, en, zh
+        return member
+
+    def __str__(self):
+        return self.value
+
+    __hash__ = str.__hash__  # a dict keyed by statuses also answers to the plain strings
+
+    @classmethod
+    def by_attention(cls):
+        """The statuses as the class chart lists them: what needs the staff least first."""
+        return sorted(cls, key=lambda status: status.attention)
+
+
+class ExitCode(enum.IntEnum):
+    """What ``python -m grader`` (and the worker, for a bad command line) exits with."""
+
+    OK = 0
+    FAILURE = 1
+    USAGE = 2
+    INTERRUPTED = 130

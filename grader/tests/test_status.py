@@ -1,0 +1,40 @@
+"""The statuses are declared once (grader.batch.status); the instructor guide's table follows."""
+
+import pathlib
+import re
+
+from grader.batch.status import ExitCode, Status
+
+GUIDE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "instructor-guide.md"
+
+
+def _guide_rows():
+    section = GUIDE.read_text(encoding="utf-8").split("## 5. Statuses", 1)[1].split("\n## ", 1)[0]
+    return [[cell.strip() for cell in line.strip("|").split("|")]
+            for line in section.splitlines() if re.match(r"\| `\w+` \|", line)]
+
+
+def test_the_guide_lists_every_status_in_order_with_its_first_line():
+    rows = _guide_rows()
+    assert [row[0].strip("`") for row in rows] == [status.value for status in Status]
+    for row, status in zip(rows, Status):
+        shown = row[-1].removesuffix("...").rstrip()
+        assert status.en.startswith(shown) and shown, (status, row[-1])
+
+
+def test_a_status_is_its_string_in_json_dicts_and_text():
+    import json
+
+    assert json.dumps({"status": Status.TIMEOUT}) == '{"status": "timeout"}'
+    assert f"{Status.MEMORY_LIMIT}" == "memory_limit" and Status("crashed") is Status.CRASHED
+    assert {Status.PASSED: 1}.get("passed") == 1
+
+
+def test_the_chart_puts_what_needs_the_staff_least_first():
+    order = Status.by_attention()
+    assert order[0] is Status.PASSED and order[1] is Status.FAILED and order[2] is Status.FLAGGED
+    assert [status.attention for status in order] == sorted(status.attention for status in order)
+
+
+def test_exit_codes_are_the_shell_conventions():
+    assert (ExitCode.OK, ExitCode.FAILURE, ExitCode.USAGE, ExitCode.INTERRUPTED) == (0, 1, 2, 130)
