@@ -462,7 +462,7 @@ def explain(findings, verdicts, cases, tiles=None, reveal=False):
             named.setdefault(mistake, []).append((case, message))
 
     # 1. The file cannot be run at all: that is the whole story.
-    for key in ("not_implemented", "import_error"):
+    for key in mistakes.found_by(mistakes.FILE):
         if key in named:
             add(key, [_first_line(named[key][0][1])])
     if hints:
@@ -479,7 +479,7 @@ def explain(findings, verdicts, cases, tiles=None, reveal=False):
         add(key, [finding.get("message", "")])
 
     # 3. Mistakes the checks named themselves, and kernels that would not build.
-    for key in NAMED_BY_CHECKS:
+    for key in mistakes.found_by(mistakes.OUTPUT):
         if key == "grid_mismatch" and _explained_by_findings(hints):
             continue  # the arrangement's findings already say which level is off
         if key in named:
@@ -491,7 +491,8 @@ def explain(findings, verdicts, cases, tiles=None, reveal=False):
                 add(key, [f"{_count(cases_named)} failed this way (hidden cases, not quoted)"])
                 continue
             # A recognised partial sum states its evidence on the message's last line.
-            line = shown[0].splitlines()[-1] if key in PARTIAL_SUMS else _first_line(shown[0])
+            line = shown[0].splitlines()[-1] if mistakes.MISTAKES[key].evidence_on_last_line \
+                else _first_line(shown[0])
             add(key, [f"{_count(cases_named)} failed with: {line}"])
 
     # 4. The shape of the failures, for mismatches the checks could not name.
@@ -504,17 +505,8 @@ def explain(findings, verdicts, cases, tiles=None, reveal=False):
     return _finish(hints)
 
 
-PARTIAL_SUMS = ("accumulator", "k_tail")  # named by grader.core.checks from the output alone
-# Mistakes a case's verdict names by itself (grader.core.checks sets Verdict.mistake), in the
-# order the summary gives them.
-NAMED_BY_CHECKS = ("accumulator", "accumulator_dtype", "dot_order", "output_tile", "k_tail",
-                   "wrong_dtype", "unwritten_output", "nondeterministic", "gpu_resources",
-                   "grid_mismatch", "build_error")
-
-
 def _explained_by_findings(hints):
-    return any(key in hints for key in ("expand_axis", "hard_coded", "missing_squeeze",
-                                        "tile_shape", "k_tail", "tail_mask", "grid_mismatch"))
+    return any(key in hints for key in mistakes.found_by(mistakes.LAYOUT))
 
 
 def _verdict_fields(verdict):

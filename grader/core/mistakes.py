@@ -1,10 +1,22 @@
-"""The common mistakes, each with a plain-words hint in English and Chinese.
+"""The common mistakes: each declared once, with its hint in English and Chinese and
+the evidence that finds it.
 
 Cases name the mistake they target; the diagnosis names the mistake it found.
 Both refer to the keys below, so the docs, the feedback and the tests agree.
+``grader.core.diagnosis.explain`` takes every hint from here: adding a mistake is
+one declaration below, the code that reports its key, and a test
+(``grader/tests/test_mistakes.py`` fails on a key declared but never reported,
+or reported but never declared).
 """
 
 import dataclasses
+
+# Where the evidence for a mistake comes from; explain() reads them in this order.
+FILE = "file"  # the file cannot run at all (grader.core.loading, checks.error_verdict)
+LAYOUT = "layout"  # the arranged tensors' levels (grader.core.diagnosis.inspect_arrangement)
+OUTPUT = "output"  # one case's verdict names it (grader.core.checks: output, error or build)
+PATTERN = "pattern"  # which cases fail (diagnosis._patterns), or the cases that target it
+SOURCES = (FILE, LAYOUT, OUTPUT, PATTERN)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -13,6 +25,8 @@ class Mistake:
     title: str
     en: str
     zh: str
+    found_by: tuple = ()  # SOURCES that can name it
+    evidence_on_last_line: bool = False  # a check states its evidence on the message's last line
 
 
 MISTAKES = {
@@ -25,6 +39,7 @@ MISTAKES = {
             "application(). Replace it with your code.",
             "arrangement() 或 application() 中仍保留着 `raise NotImplementedError(...)` 占位异常，"
             "请删除它并写上你的实现。",
+            found_by=(FILE,),
         ),
         Mistake(
             "import_error",
@@ -33,6 +48,7 @@ MISTAKES = {
             "(a syntax error, a misspelt name, a missing import) and run the tests again.",
             "Python 无法导入你的文件，所以没有任何用例能运行。先修复显示的错误（语法错误、"
             "名字拼写、缺少 import 等），再重新运行测试。",
+            found_by=(FILE,),
         ),
         Mistake(
             "expand_axis",
@@ -42,14 +58,7 @@ MISTAKES = {
             "non-square shapes reveal it.",
             "lhs 应沿输出的 N 方向块数（output_arranged.shape[1]）expand，rhs 应沿 M 方向块数"
             "（output_arranged.shape[0]）expand。方阵会掩盖两者写反，非方阵会暴露。",
-        ),
-        Mistake(
-            "accumulator",
-            "accumulator reset or assigned",
-            "Right when K fits in one tile, wrong with several: create the float32 "
-            "accumulator once, before the loop over k, and add to it with `+=`.",
-            "K 只有一段时正确、多段时出错：float32 累加器要在 k 循环之前只创建一次，"
-            "循环内用 `+=` 累加，而不是 `=`。",
+            found_by=(LAYOUT, PATTERN),
         ),
         Mistake(
             "missing_squeeze",
@@ -60,6 +69,7 @@ MISTAKES = {
             "每个程序拿到的 lhs 应是 (BLOCK_SIZE_M, BLOCK_SIZE_K) 块的序列，rhs 应是 "
             "(BLOCK_SIZE_K, BLOCK_SIZE_N) 块的序列。分组之后要对 `.dtype` 去掉长度为 1 的维："
             "lhs 用 squeeze(0)，rhs 用 squeeze(1)。",
+            found_by=(LAYOUT,),
         ),
         Mistake(
             "tile_shape",
@@ -68,6 +78,69 @@ MISTAKES = {
             "(BLOCK_SIZE_K, BLOCK_SIZE_N) and output tiles (BLOCK_SIZE_M, BLOCK_SIZE_N).",
             "块的形状对不上：lhs 块应为 (BLOCK_SIZE_M, BLOCK_SIZE_K)，rhs 块应为 "
             "(BLOCK_SIZE_K, BLOCK_SIZE_N)，output 块应为 (BLOCK_SIZE_M, BLOCK_SIZE_N)。",
+            found_by=(LAYOUT,),
+        ),
+        Mistake(
+            "tail_mask",
+            "partial tiles mishandled",
+            "Shapes that are not multiples of the block sizes fail. Let tile() produce the "
+            "partial edge tiles (no floor_mode, no manual offsets) so loads and stores stay masked.",
+            "形状不是分块大小整数倍时失败。让 tile() 自动产生边缘的不完整块（不要用 floor_mode，"
+            "也不要手工计算偏移），读取和写回才会带掩码。",
+            found_by=(LAYOUT, PATTERN),
+        ),
+        Mistake(
+            "hard_coded",
+            "a hard-coded shape or block count",
+            "The arrangement only fits some sizes: take block counts from the arranged tensors "
+            "(output_arranged.shape[0] and [1]) rather than writing numbers such as 2 or 4.",
+            "布局只适配部分尺寸：块数应取自安排后的张量（output_arranged.shape[0] 与 [1]），"
+            "不要写死 2、4 这样的数字。",
+            found_by=(LAYOUT,),
+        ),
+        Mistake(
+            "accumulator",
+            "accumulator reset or assigned",
+            "Right when K fits in one tile, wrong with several: create the float32 "
+            "accumulator once, before the loop over k, and add to it with `+=`.",
+            "K 只有一段时正确、多段时出错：float32 累加器要在 k 循环之前只创建一次，"
+            "循环内用 `+=` 累加，而不是 `=`。",
+            found_by=(OUTPUT, PATTERN),
+            evidence_on_last_line=True,
+        ),
+        Mistake(
+            "accumulator_dtype",
+            "the accumulator is not float32",
+            "Create the accumulator as float32 (`ntl.zeros(..., dtype=ntl.float32)`) and keep "
+            "it float32 inside the loop: Triton's compiler rejects a float16 accumulator that "
+            "ntl.dot's float32 products re-type, and a sum kept in float16 loses the small terms "
+            "of a long K. Convert to float16 only when the tile is written.",
+            "累加器要用 float32 创建（`ntl.zeros(..., dtype=ntl.float32)`），循环内也保持 "
+            "float32：ntl.dot 的结果是 float32，若累加器是 float16，Triton 编译器会拒绝；若在 "
+            "float16 中求和，长 K 上的小项会被舍掉。只在写回时再转成 float16。",
+            found_by=(OUTPUT,),
+        ),
+        Mistake(
+            "dot_order",
+            "ntl.dot's operands are swapped",
+            "Each program computes its output tile as the sum over k of lhs[k] @ rhs[k]: "
+            "`ntl.dot(lhs[k], rhs[k])`, lhs first. The other order only compiles when all three "
+            "block sizes are equal, and then multiplies the wrong tiles.",
+            "每个程序的输出块是对 k 求和的 lhs[k] @ rhs[k]：应写 `ntl.dot(lhs[k], rhs[k])`，"
+            "lhs 在前。顺序反了只有在三个分块大小都相等时才能编译，而且乘的是错误的块。",
+            found_by=(OUTPUT,),
+        ),
+        Mistake(
+            "output_tile",
+            "the result lands in the wrong output tile",
+            "Each output tile holds a correct product, but of another tile, or transposed. "
+            "Program (i, j) must write the product of lhs row block i and rhs column block j "
+            "into output tile (i, j), as it is: keep lhs repeated along N, rhs along M, and "
+            "assign `output = accumulator` without transposing.",
+            "每个输出块里的乘积本身是对的，但属于别的块，或者被转置了。程序 (i, j) 必须把 lhs 第 i "
+            "行块与 rhs 第 j 列块的乘积原样写入输出块 (i, j)：lhs 沿 N 方向 expand，rhs 沿 M 方向"
+            " expand，直接 `output = accumulator`，不要转置。",
+            found_by=(OUTPUT,),
         ),
         Mistake(
             "k_tail",
@@ -80,14 +153,43 @@ MISTAKES = {
             "最后几列 K 没有参与累加。如果只有 K 不能被 BLOCK_SIZE_K 整除时失败，说明 K 块数被向下取整了："
             "保持默认的分块与带掩码读取，让 ceil(K / BLOCK_SIZE_K) 个块包含最后那段不完整的块。"
             "如果只要 K 超过一个块就失败，说明循环提前结束了：循环必须遍历完整的 range(lhs.shape[0])。",
+            found_by=(LAYOUT, OUTPUT, PATTERN),
+            evidence_on_last_line=True,
         ),
         Mistake(
-            "tail_mask",
-            "partial tiles mishandled",
-            "Shapes that are not multiples of the block sizes fail. Let tile() produce the "
-            "partial edge tiles (no floor_mode, no manual offsets) so loads and stores stay masked.",
-            "形状不是分块大小整数倍时失败。让 tile() 自动产生边缘的不完整块（不要用 floor_mode，"
-            "也不要手工计算偏移），读取和写回才会带掩码。",
+            "wrong_dtype",
+            "output of the wrong dtype or shape",
+            "nt_gemm must return a new float16 tensor of shape (M, N); accumulate in float32 "
+            "inside the kernel only.",
+            "nt_gemm 必须返回一个新的 float16 张量，形状为 (M, N)；float32 只用于 kernel 内部累加。",
+            found_by=(OUTPUT,),
+        ),
+        Mistake(
+            "unwritten_output",
+            "some output elements are never written",
+            "Part of the output keeps whatever memory held before: every (i, j) output tile must "
+            "be covered by exactly one program and assigned with `output = accumulator`.",
+            "输出有一部分从未被写入，保留着内存里原来的值：每个输出块都必须由一个程序负责，"
+            "并用 `output = accumulator` 写回。",
+            found_by=(OUTPUT,),
+        ),
+        Mistake(
+            "nondeterministic",
+            "results differ between runs",
+            "The same inputs gave different bits on two runs. Each output tile should be "
+            "computed by one program, with no shared state between calls.",
+            "相同输入两次运行结果不同。每个输出块应只由一个程序计算，两次调用之间不应共享状态。",
+            found_by=(OUTPUT,),
+        ),
+        Mistake(
+            "gpu_resources",
+            "the kernel needs more than the GPU has",
+            "The kernel compiles but cannot launch on the course's GPU: its tiles need more "
+            "shared memory (or registers) per block than the GPU offers. Use smaller block "
+            "sizes; the guide's 64 x 64 x 64 fits.",
+            "kernel 可以编译，但在课程的 GPU 上无法启动：每个块需要的共享内存（或寄存器）超过了 GPU "
+            "的上限。请减小分块大小；指南中的 64 x 64 x 64 可以放下。",
+            found_by=(OUTPUT,),
         ),
         Mistake(
             "grid_mismatch",
@@ -99,76 +201,7 @@ MISTAKES = {
             "三个安排后的张量，最外层形状都必须是输出的块网格 (ceil(M / BLOCK_SIZE_M), "
             "ceil(N / BLOCK_SIZE_N))；其内层，lhs 是一行 K 块，rhs 是一列 K 块。"
             "逐层打印它们的 `.shape`，找出哪里不一致。",
-        ),
-        Mistake(
-            "hard_coded",
-            "a hard-coded shape or block count",
-            "The arrangement only fits some sizes: take block counts from the arranged tensors "
-            "(output_arranged.shape[0] and [1]) rather than writing numbers such as 2 or 4.",
-            "布局只适配部分尺寸：块数应取自安排后的张量（output_arranged.shape[0] 与 [1]），"
-            "不要写死 2、4 这样的数字。",
-        ),
-        Mistake(
-            "wrong_dtype",
-            "output of the wrong dtype or shape",
-            "nt_gemm must return a new float16 tensor of shape (M, N); accumulate in float32 "
-            "inside the kernel only.",
-            "nt_gemm 必须返回一个新的 float16 张量，形状为 (M, N)；float32 只用于 kernel 内部累加。",
-        ),
-        Mistake(
-            "unwritten_output",
-            "some output elements are never written",
-            "Part of the output keeps whatever memory held before: every (i, j) output tile must "
-            "be covered by exactly one program and assigned with `output = accumulator`.",
-            "输出有一部分从未被写入，保留着内存里原来的值：每个输出块都必须由一个程序负责，"
-            "并用 `output = accumulator` 写回。",
-        ),
-        Mistake(
-            "nondeterministic",
-            "results differ between runs",
-            "The same inputs gave different bits on two runs. Each output tile should be "
-            "computed by one program, with no shared state between calls.",
-            "相同输入两次运行结果不同。每个输出块应只由一个程序计算，两次调用之间不应共享状态。",
-        ),
-        Mistake(
-            "accumulator_dtype",
-            "the accumulator is not float32",
-            "Create the accumulator as float32 (`ntl.zeros(..., dtype=ntl.float32)`) and keep "
-            "it float32 inside the loop: Triton's compiler rejects a float16 accumulator that "
-            "ntl.dot's float32 products re-type, and a sum kept in float16 loses the small terms "
-            "of a long K. Convert to float16 only when the tile is written.",
-            "累加器要用 float32 创建（`ntl.zeros(..., dtype=ntl.float32)`），循环内也保持 "
-            "float32：ntl.dot 的结果是 float32，若累加器是 float16，Triton 编译器会拒绝；若在 "
-            "float16 中求和，长 K 上的小项会被舍掉。只在写回时再转成 float16。",
-        ),
-        Mistake(
-            "dot_order",
-            "ntl.dot's operands are swapped",
-            "Each program computes its output tile as the sum over k of lhs[k] @ rhs[k]: "
-            "`ntl.dot(lhs[k], rhs[k])`, lhs first. The other order only compiles when all three "
-            "block sizes are equal, and then multiplies the wrong tiles.",
-            "每个程序的输出块是对 k 求和的 lhs[k] @ rhs[k]：应写 `ntl.dot(lhs[k], rhs[k])`，"
-            "lhs 在前。顺序反了只有在三个分块大小都相等时才能编译，而且乘的是错误的块。",
-        ),
-        Mistake(
-            "output_tile",
-            "the result lands in the wrong output tile",
-            "Each output tile holds a correct product, but of another tile, or transposed. "
-            "Program (i, j) must write the product of lhs row block i and rhs column block j "
-            "into output tile (i, j), as it is: keep lhs repeated along N, rhs along M, and "
-            "assign `output = accumulator` without transposing.",
-            "每个输出块里的乘积本身是对的，但属于别的块，或者被转置了。程序 (i, j) 必须把 lhs 第 i "
-            "行块与 rhs 第 j 列块的乘积原样写入输出块 (i, j)：lhs 沿 N 方向 expand，rhs 沿 M 方向"
-            " expand，直接 `output = accumulator`，不要转置。",
-        ),
-        Mistake(
-            "gpu_resources",
-            "the kernel needs more than the GPU has",
-            "The kernel compiles but cannot launch on the course's GPU: its tiles need more "
-            "shared memory (or registers) per block than the GPU offers. Use smaller block "
-            "sizes; the guide's 64 x 64 x 64 fits.",
-            "kernel 可以编译，但在课程的 GPU 上无法启动：每个块需要的共享内存（或寄存器）超过了 GPU "
-            "的上限。请减小分块大小；指南中的 64 x 64 x 64 可以放下。",
+            found_by=(LAYOUT, OUTPUT),
         ),
         Mistake(
             "build_error",
@@ -177,6 +210,7 @@ MISTAKES = {
             "Check that ntl.dot gets 2-D tiles whose inner sizes match.",
             "NineToothed 无法构建或启动 kernel，下面的报错指出了位置。请检查 ntl.dot 的两个输入"
             "是否都是二维块、内侧维度是否一致。",
+            found_by=(OUTPUT,),
         ),
     ]
 }
@@ -184,4 +218,10 @@ MISTAKES = {
 
 def hint(key):
     """One hint as a dict ready for reports: key, title, en, zh."""
-    return dataclasses.asdict(MISTAKES[key])
+    mistake = MISTAKES[key]
+    return {"key": mistake.key, "title": mistake.title, "en": mistake.en, "zh": mistake.zh}
+
+
+def found_by(source):
+    """The keys a source of evidence can name, in declaration order (the hints' order)."""
+    return tuple(key for key, mistake in MISTAKES.items() if source in mistake.found_by)
