@@ -17,24 +17,13 @@ command line; 130 when interrupted (run the same command again to resume).
 """
 
 import argparse
-import concurrent.futures
-import json
 import os
 import pathlib
-import queue
-import sys
-import threading
-import time
 
 from grader.core import cases as catalogue
-from grader.batch.status import ExitCode
+from grader.batch.status import ExitCode, GraderError, say
 from grader.core import gpu_compile
 
-MANIFEST = "batch.json"
-
-
-class GraderError(Exception):
-    """The grader cannot do its job; the message says what to fix."""
 
 
 # --------------------------------------------------------------------------- arguments
@@ -284,15 +273,6 @@ def decide_backend():
     return "interpreter"
 
 
-def _inside(child, parent):
-    child, parent = pathlib.Path(child).resolve(), pathlib.Path(parent).resolve()
-    return child == parent or parent in child.parents
-
-
-def _say(message):
-    print(message, file=sys.stderr, flush=True)
-
-
 # --------------------------------------------------------------------------- grade
 
 def _gpu_target(text):
@@ -303,13 +283,13 @@ def _gpu_target(text):
 
 
 def command_grade(args):
-    from grader.batch import grading, intake, reports, sandbox, speed
+    from grader.batch import grading, sandbox, session
 
     submissions_dir = pathlib.Path(args.submissions)
     out_dir = pathlib.Path(args.out)
     if not submissions_dir.is_dir():
         raise GraderError(f"SUBMISSIONS_DIR {args.submissions!r} is not a folder")
-    if _inside(out_dir, submissions_dir) or _inside(submissions_dir, out_dir):
+    if session.inside(out_dir, submissions_dir) or session.inside(submissions_dir, out_dir):
         raise GraderError(f"--out {args.out!r} must not be inside SUBMISSIONS_DIR "
                           f"{args.submissions!r} (or hold it): the submissions stay untouched")
     if out_dir.exists() and not out_dir.is_dir():
@@ -320,13 +300,12 @@ def command_grade(args):
     seed = args.seed_from_file if args.seed_from_file is not None else (
         catalogue.DEFAULT_SEED if args.seed is None else args.seed)
     settings = grading.Settings(seed=seed, backend=backend_name, timeout_s=args.timeout,
-                              memory_limit_bytes=int(args.memory_limit * 2**30),
-                              case_filter=case_filter, sandboxed=not args.unsafe_no_sandbox,
-                              speed=_speed_settings(args, backend_name),
-                              late_penalty=args.late_penalty, gpu_target=args.gpu_target)
+                                memory_limit_bytes=int(args.memory_limit * 2**30),
+                                case_filter=case_filter, sandboxed=not args.unsafe_no_sandbox,
+                                speed=_speed_settings(args, backend_name),
+                                late_penalty=args.late_penalty, gpu_target=args.gpu_target)
     os.environ[gpu_compile.ENV_VAR] = args.gpu_target  # the workers' compile check reads it
-    cases_list = settings.cases()
-    if case_filter and len(cases_list) != len(set(case_filter)):
+    if case_filter and len(settings.cases()) != len(set(case_filter)):
         known = {case.id for case in catalogue.catalogue(seed, backend_name)}
         raise GraderError(f"--cases: unknown case ids {sorted(set(case_filter) - known)}")
 
@@ -340,142 +319,11 @@ def command_grade(args):
             raise GraderError(str(error)) from None
     jobs = args.jobs or (len(devices) if devices else len(os.sched_getaffinity(0)))
     if devices and jobs > len(devices):
-        _say(f"note: -j {jobs} with {len(devices)} GPU(s): several workers share a GPU")
-    slots = sandbox.assign_devices(jobs, devices)
-
-    try:
-        everyone = intake.discover(submissions_dir)
-    except intake.IntakeError as error:
-        raise GraderError(str(error)) from None
-    chosen = intake.shard(everyone, *args.shard) if args.shard else everyone
-    folders = {}
-    for submission in chosen:
-        folder = intake.safe_folder_name(submission.student)
-        if folder in folders.values():
-            raise GraderError(f"two student ids map to the folder {folder!r}; rename one")
-        folders[submission.student] = folder
-    before = intake.folder_digest(submissions_dir)
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    manifest = {"grader_version": grading.grader_version(), "seed": settings.seed,
-                "backend": backend_name, "timeout_s": settings.timeout_s,
-                "memory_limit_bytes": settings.memory_limit_bytes,
-                "isolation": settings.isolation,
-                "speed": settings.speed.describe() if settings.timed else None,
-                "late_penalty": settings.late_penalty,
-                "cases": [case.id for case in cases_list], "case_filter": list(case_filter),
-                "shard": list(args.shard) if args.shard else None,
-                "students": {s.student: folders[s.student] for s in chosen}}
-    reports.atomic_write(out_dir / MANIFEST, json.dumps(manifest, indent=2, ensure_ascii=False))
-
-    records, todo = {}, []
-    for submission in chosen:
-        stored = reports.read_record(out_dir, folders[submission.student])
-        key = grading.grading_key(submission, settings)
-        if stored and stored.get("key") == key and stored.get("student") == submission.student \
-                and not args.force:
-            records[submission.student] = stored
-        else:
-            todo.append(submission)
-    untimed = settings.timed and any(speed.needs_timing(record) for record in records.values())
-    if (todo or untimed) and settings.sandboxed:
-        problem = sandbox.check(backend_name == "gpu")
-        if problem:
-            raise GraderError(f"the sandbox (bubblewrap) cannot start here: {problem}\nFix that, "
-                              "or pass --unsafe-no-sandbox to grade without isolation (each "
-                              "submission could then read your files and harm the others)")
-    _say(f"ntgemm grader: {len(chosen)} submission(s), {len(records)} already graded, "
-         f"{len(todo)} to grade; backend {backend_name}, {len(cases_list)} cases, -j {jobs}, "
-         f"timeout {settings.timeout_s:g} s, memory {args.memory_limit:g} GiB")
-
-    started = time.monotonic()
-    _run_pool(todo, settings, folders, slots, out_dir, cases_list, records, args)
-    speed_record = _run_speed(chosen, settings, slots, out_dir, cases_list, records, args)
-
-    ordered = [records[s.student] for s in chosen]
-    reports.write_class(out_dir, ordered, cases_list)
-    statuses = {}
-    for record in ordered:
-        statuses[record["status"]] = statuses.get(record["status"], 0) + 1
-    after = intake.folder_digest(submissions_dir)
-    reports.write_environment(out_dir, reports.environment(settings, {
-        "jobs": jobs, "devices": [d for d in slots if d is not None],
-        "shard": manifest["shard"], "students": len(ordered), "statuses": statuses,
-        "graded_now": len(todo), "elapsed_s": round(time.monotonic() - started, 1),
-        "submissions_unchanged": before == after,
-        "isolation": settings.isolation,
-        "speed": speed_record,
-    }))
-    _say("statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())))
-    _say(f"gradebook: {out_dir / 'gradebook.csv'}")
-    if before != after:
-        raise GraderError(f"the submissions folder {args.submissions!r} changed during the "
-                          "batch; the grades used the copies read at the start, but check it")
+        say(f"note: -j {jobs} with {len(devices)} GPU(s): several workers share a GPU")
+    batch = session.Session(settings, out_dir, sandbox.assign_devices(jobs, devices),
+                            progress=not args.no_progress)
+    batch.run(submissions_dir, shard=args.shard, force=args.force)
     return ExitCode.OK
-
-
-class _Processes:
-    """The workers a phase started, so that an interrupt can stop every one of them."""
-
-    def __init__(self):
-        self.running, self.lock, self.stop = set(), threading.Lock(), threading.Event()
-
-    def track(self, process):
-        with self.lock:
-            self.running.add(process)
-        if self.stop.is_set():
-            _kill(process)
-
-    def stop_all(self):
-        self.stop.set()
-        with self.lock:
-            for process in self.running:
-                _kill(process)
-
-
-def _run_pool(todo, settings, folders, slots, out_dir, cases_list, records, args):
-    from grader.batch import grading, reports
-
-    if not todo:
-        return
-    free = queue.Queue()
-    for device in slots:
-        free.put(device)
-    processes = _Processes()
-
-    def work(submission):
-        if processes.stop.is_set():
-            return None
-        device = free.get()
-        try:
-            record = grading.grade(submission, settings, folders[submission.student], device,
-                                 on_start=processes.track)
-        finally:
-            free.put(device)
-        if processes.stop.is_set():
-            return None
-        reports.write_student(out_dir, record, cases_list)
-        return record
-
-    progress = _progress(len(todo), args.no_progress)
-    executor = concurrent.futures.ThreadPoolExecutor(max_workers=len(slots))
-    try:
-        futures = {executor.submit(work, s): s for s in todo}
-        for future in concurrent.futures.as_completed(futures):
-            record = future.result()
-            if record is None:
-                continue
-            records[record["student"]] = record
-            progress.update(1)
-            progress.write(f"  {record['student']}: {record['status']} "
-                           f"{record['score']}/{record['max_score']} ({record['wall_time_s']:.1f} s)")
-    except BaseException:
-        processes.stop_all()
-        executor.shutdown(wait=False, cancel_futures=True)
-        progress.close()
-        raise
-    executor.shutdown(wait=True)
-    progress.close()
 
 
 def _speed_settings(args, backend_name):
@@ -494,151 +342,12 @@ def _speed_settings(args, backend_name):
                                points=args.speed_points)
 
 
-def _run_speed(chosen, settings, slots, out_dir, cases_list, records, args):
-    """The speed phase (grader.batch.speed), after every correctness verdict; what
-    environment.json records of it, or None when the batch times nothing."""
-    from benchmarks import environment
-    from grader.batch import reports, speed
-
-    if not settings.timed:
-        return None
-    items = [(s, records[s.student]) for s in chosen if speed.needs_timing(records[s.student])]
-    environments = {}
-    for device in sorted(set(slots), key=str):
-        environments[device] = _gpu_environment(environment, device)
-    started = time.monotonic()
-    progress = _progress(len(items), args.no_progress, "timing")
-    processes = _Processes()
-    # Drawing a card takes about a second: a thread of its own does the writing, so that
-    # the GPU goes on to the next timing meanwhile.
-    writer, written = concurrent.futures.ThreadPoolExecutor(max_workers=1), []
-
-    def write(record):
-        reports.write_student(out_dir, record, cases_list)
-        progress.update(1)
-        progress.write(f"  {record['student']}: {record['speed']['message']}")
-
-    try:
-        speed.time_class(items, settings, slots,
-                         on_timed=lambda record: written.append(writer.submit(write, record)),
-                         on_start=processes.track, stop=processes.stop, environments=environments)
-        for future in written:
-            future.result()
-    except BaseException:
-        processes.stop_all()
-        writer.shutdown(wait=True)
-        progress.close()
-        raise
-    writer.shutdown(wait=True)
-    progress.close()
-    return {**settings.speed.describe(), "timed_now": len(items),
-            "elapsed_s": round(time.monotonic() - started, 1),
-            "gpus_at_start": {str(device): env for device, env in environments.items()}}
-
-
-def _gpu_environment(environment, device):
-    """benchmarks.environment's record of one GPU, before any timing heats it.
-
-    ``device`` is what a worker gets as CUDA_VISIBLE_DEVICES; this process sees the GPUs
-    of its own CUDA_VISIBLE_DEVICES, so the device is found by its place in that list."""
-    import torch
-
-    visible = [entry.strip() for entry in
-               os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if entry.strip()]
-    position = visible.index(str(device)) if str(device) in visible else device
-    try:
-        with torch.cuda.device(int(position)):
-            return environment.capture(with_gpu=True)
-    except (ValueError, RuntimeError):  # a UUID, or a GPU this process cannot select
-        return environment.capture(with_gpu=True)
-
-
-def _kill(process):
-    import signal
-
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _progress(total, disabled, what="grading"):
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit="student", desc=what, file=sys.stderr,
-                disable=disabled, dynamic_ncols=True, smoothing=0.1)
-
-
 # --------------------------------------------------------------------------- merge
 
 def command_merge(args):
-    from grader.batch import grading, reports, sandbox, speed
+    from grader.batch import session
 
-    out_dir = pathlib.Path(args.out)
-    manifests = []
-    for shard in args.shards:
-        path = pathlib.Path(shard) / MANIFEST
-        if not path.is_file():
-            raise GraderError(f"{shard!r} is not the output of 'python -m grader grade' "
-                              f"(no {MANIFEST})")
-        manifests.append((pathlib.Path(shard), json.loads(path.read_text(encoding="utf-8"))))
-        if _inside(out_dir, shard):
-            raise GraderError(f"--out {args.out!r} must not be inside the shard {shard!r}")
-    first = manifests[0][1]
-    for shard, manifest in manifests[1:]:
-        for field in ("grader_version", "seed", "backend", "cases", "timeout_s",
-                      "memory_limit_bytes", "isolation", "speed", "late_penalty"):
-            if manifest.get(field) != first.get(field):
-                raise GraderError(f"cannot merge: {shard} was graded with a different {field} "
-                                  f"({manifest.get(field)!r} against {first.get(field)!r})")
-    records, sources = {}, {}
-    for shard, manifest in manifests:
-        for student, folder in manifest["students"].items():
-            record = reports.read_record(shard, folder)
-            if record is None or record.get("student") != student:
-                raise GraderError(f"cannot merge: {student!r} has no finished result in {shard}; "
-                                  "run that shard's grade command again to finish it")
-            if record.get("status") == "passed" and first.get("speed") \
-                    and speed.needs_timing(record):
-                raise GraderError(f"cannot merge: {student!r} passed but was never timed in "
-                                  f"{shard}; run that shard's grade command again to time it")
-            if student in records and records[student]["key"] != record["key"]:
-                raise GraderError(f"cannot merge: {student!r} was graded differently in "
-                                  f"{sources[student]} and {shard}")
-            records[student] = record
-            sources[student] = shard
-    settings = grading.Settings(seed=first["seed"], backend=first["backend"],
-                              timeout_s=first["timeout_s"],
-                              memory_limit_bytes=first["memory_limit_bytes"],
-                              case_filter=tuple(first.get("case_filter") or ()),
-                              sandboxed=first.get("isolation") != sandbox.UNSAFE,
-                              speed=speed.from_description(first.get("speed")),
-                              late_penalty=first.get("late_penalty", 0.0))
-    cases_list = settings.cases()
-    if [case.id for case in cases_list] != first["cases"]:
-        raise GraderError("cannot merge: this grader's case catalogue differs from the shards'")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for student, record in sorted(records.items()):
-        reports.copy_student_folder(sources[student] / record["folder"], out_dir / record["folder"])
-        reports.store_record(out_dir, record)
-    ordered = [records[student] for student in sorted(records)]
-    reports.write_class(out_dir, ordered, cases_list)
-    merged = dict(first, shard=None,
-                  students={student: records[student]["folder"] for student in sorted(records)})
-    reports.atomic_write(out_dir / MANIFEST, json.dumps(merged, indent=2, ensure_ascii=False))
-    environments = []
-    for shard, _ in manifests:
-        try:
-            environments.append(json.loads((shard / "environment.json").read_text()))
-        except (OSError, ValueError):
-            environments.append(None)
-    statuses = {}
-    for record in ordered:
-        statuses[record["status"]] = statuses.get(record["status"], 0) + 1
-    reports.write_environment(out_dir, reports.environment(settings, {
-        "merged_shards": len(manifests), "shard_environments": environments,
-        "students": len(ordered), "statuses": statuses}))
-    _say(f"merged {len(manifests)} shard(s), {len(ordered)} students: {out_dir / 'gradebook.csv'}")
+    session.merge(args.shards, args.out)
     return ExitCode.OK
 
 
@@ -651,7 +360,7 @@ def command_handout(args):
         folder, archive = handout.build(pathlib.Path(args.out))
     except ValueError as error:  # the handout would give something away: say what, no traceback
         raise GraderError(f"cannot build the handout: {error}") from None
-    _say(f"handout folder: {folder}\nhandout zip:    {archive}")
+    say(f"handout folder: {folder}\nhandout zip:    {archive}")
     return ExitCode.OK
 
 
@@ -662,7 +371,7 @@ def command_share(args):
         count = share.build(args.out_dir, args.to)
     except ValueError as error:
         raise GraderError(str(error)) from None
-    _say(f"shared the feedback of {count} student(s) into {args.to}: "
+    say(f"shared the feedback of {count} student(s) into {args.to}: "
          f"{' and '.join(share.SHARED_FILES)} each, and {share.INDEX} for the staff")
     return ExitCode.OK
 
@@ -676,7 +385,7 @@ def command_gradescope(args):
                             hidden_visibility=args.hidden_visibility, timeout_s=args.timeout,
                             cases=tuple(item for item in args.cases.split(",") if item),
                             allow_unsandboxed=args.allow_unsandboxed)
-    _say(f"autograder zip: {path}\nUpload it as the assignment's autograder; it holds the "
+    say(f"autograder zip: {path}\nUpload it as the assignment's autograder; it holds the "
          "seed, so share it with nobody else.")
     return ExitCode.OK
 
@@ -688,9 +397,9 @@ def command_export(args):
         unmatched = export.export(args.out_dir, args.kind, args.to, args.assignment)
     except ValueError as error:
         raise GraderError(str(error)) from None
-    _say(f"{args.kind} gradebook: {args.to}")
+    say(f"{args.kind} gradebook: {args.to}")
     if unmatched:
-        _say(f"note: {len(unmatched)} student(s) have no LMS id, so the LMS cannot match "
+        say(f"note: {len(unmatched)} student(s) have no LMS id, so the LMS cannot match "
              f"their rows: {', '.join(unmatched)} (their entries were not LMS download names)")
     return ExitCode.OK
 
@@ -710,11 +419,11 @@ def main(argv=None):
     try:
         return handlers[args.command](args)
     except GraderError as error:
-        _say(f"error: {error}")
+        say(f"error: {error}")
         return ExitCode.FAILURE
     except batch_failure() as error:
-        _say(f"error: {error}")
+        say(f"error: {error}")
         return ExitCode.FAILURE
     except KeyboardInterrupt:
-        _say("interrupted: finished grades are kept; run the same command again to resume")
+        say("interrupted: finished grades are kept; run the same command again to resume")
         return ExitCode.INTERRUPTED

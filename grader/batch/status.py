@@ -1,10 +1,11 @@
-"""How a submission ended, and how a command ended: declared once, here.
+"""How a submission ended, and how a command ends: declared once, here.
 
 The gradebook, the feedback, the class chart and the instructor guide's table all
 read ``Status``; ``grader/tests/test_docs.py`` checks the guide against it.
 """
 
 import enum
+import sys
 
 
 class Status(str, enum.Enum):
@@ -59,3 +60,12 @@ class ExitCode(enum.IntEnum):
     FAILURE = 1
     USAGE = 2
     INTERRUPTED = 130
+
+
+class GraderError(Exception):
+    """The grader cannot do its job (ExitCode.FAILURE); the message says what to fix."""
+
+
+def say(message):
+    """A line for whoever runs the command, on stderr: stdout stays for data."""
+    print(message, file=sys.stderr, flush=True)

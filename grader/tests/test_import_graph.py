@@ -63,3 +63,15 @@ def test_an_upward_import_is_seen(tmp_path, source, upward):
     here = import_graph.layer("grader.core.suite")
     layers = [import_graph.layer(name) for name in import_graph.imports(module, tmp_path)]
     assert layers and any(there > here for there in layers) == upward
+
+
+def test_the_readme_table_matches_the_tree():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme.split("## Where everything lives", 1)[1].split("\n\n", 2)[1]
+    rows = [line.split("|")[1].strip().strip("`") for line in table.splitlines()
+            if line.startswith("| `")]
+    assert all((ROOT / row).exists() for row in rows), rows
+    packages = {prefix.replace(".", "/") + "/" for prefix, _ in import_graph.LAYERS
+                if (ROOT / prefix.replace(".", "/")).is_dir()}
+    assert packages | {"assignment/", "docs/", "conftest.py"} <= set(rows), \
+        sorted(packages - set(rows))

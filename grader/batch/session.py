@@ -1,0 +1,370 @@
+"""A grading session: one class graded into one folder, from its settings to its gradebook.
+
+``python -m grader grade`` and ``merge`` only parse their arguments and report; this
+module owns what a batch is: the settings and the manifest that records them
+(``batch.json``), resuming from what is already graded, the pool of sandboxed
+workers, the speed phase, the class reports, and merging shards.
+"""
+
+import concurrent.futures
+import dataclasses
+import json
+import os
+import pathlib
+import queue
+import sys
+import threading
+import time
+
+from grader.batch import grading, intake, reports, sandbox, speed
+from grader.batch.status import GraderError, say
+
+MANIFEST = "batch.json"
+
+
+@dataclasses.dataclass
+class Manifest:
+    """What ``batch.json`` records of a session: its settings, cases and students.
+
+    ``resume`` and ``merge`` rebuild the settings from it, so every setting that
+    changes a grade is a field here."""
+
+    grader_version: str
+    seed: int
+    backend: str
+    timeout_s: float
+    memory_limit_bytes: int
+    isolation: str
+    speed: dict | None
+    late_penalty: float
+    cases: list
+    case_filter: list
+    shard: list | None
+    students: dict
+    gpu_target: str = grading.Settings.gpu_target
+
+    # What shards must share to be merged into one gradebook.
+    SHARED = ("grader_version", "seed", "backend", "cases", "timeout_s", "memory_limit_bytes",
+              "isolation", "speed", "late_penalty", "gpu_target")
+
+    @classmethod
+    def of(cls, settings, cases_list, shard, students):
+        return cls(grader_version=grading.grader_version(), seed=settings.seed,
+                   backend=settings.backend, timeout_s=settings.timeout_s,
+                   memory_limit_bytes=settings.memory_limit_bytes, isolation=settings.isolation,
+                   speed=settings.speed.describe() if settings.timed else None,
+                   late_penalty=settings.late_penalty, cases=[case.id for case in cases_list],
+                   case_filter=list(settings.case_filter), shard=list(shard) if shard else None,
+                   students=students, gpu_target=settings.gpu_target)
+
+    @classmethod
+    def read(cls, folder):
+        path = pathlib.Path(folder) / MANIFEST
+        if not path.is_file():
+            raise GraderError(f"{str(folder)!r} is not the output of 'python -m grader grade' "
+                               f"(no {MANIFEST})")
+        fields = json.loads(path.read_text(encoding="utf-8"))
+        known = {field.name for field in dataclasses.fields(cls)}
+        return cls(**{name: value for name, value in fields.items() if name in known})
+
+    def write(self, folder):
+        reports.atomic_write(pathlib.Path(folder) / MANIFEST,
+                             json.dumps(dataclasses.asdict(self), indent=2, ensure_ascii=False))
+
+    def settings(self):
+        return grading.Settings(seed=self.seed, backend=self.backend, timeout_s=self.timeout_s,
+                                memory_limit_bytes=self.memory_limit_bytes,
+                                case_filter=tuple(self.case_filter or ()),
+                                sandboxed=self.isolation != sandbox.UNSAFE,
+                                speed=speed.from_description(self.speed),
+                                late_penalty=self.late_penalty, gpu_target=self.gpu_target)
+
+
+@dataclasses.dataclass
+class Session:
+    """One batch: grade ``submissions_dir`` into ``out_dir`` with ``settings``.
+
+    ``slots`` holds one entry per worker, the GPU it uses (None on the interpreter)."""
+
+    settings: grading.Settings
+    out_dir: pathlib.Path
+    slots: list
+    progress: bool = True
+
+    def run(self, submissions_dir, shard=None, force=False):
+        """Grade whoever is not graded yet, time who passed, write the class reports;
+        returns the count of each status."""
+        submissions_dir = pathlib.Path(submissions_dir)
+        cases_list = self.settings.cases()
+        chosen, folders = self._intake(submissions_dir, shard)
+        before = intake.folder_digest(submissions_dir)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        Manifest.of(self.settings, cases_list, shard,
+                    {s.student: folders[s.student] for s in chosen}).write(self.out_dir)
+
+        records, todo = self.resume(chosen, folders, force)
+        untimed = self.settings.timed and any(speed.needs_timing(r) for r in records.values())
+        if (todo or untimed) and self.settings.sandboxed:
+            problem = sandbox.check(self.settings.backend == "gpu")
+            if problem:
+                raise GraderError(
+                    f"the sandbox (bubblewrap) cannot start here: {problem}\nFix that, or pass "
+                    "--unsafe-no-sandbox to grade without isolation (each submission could then "
+                    "read your files and harm the others)")
+        say(f"ntgemm grader: {len(chosen)} submission(s), {len(records)} already graded, "
+            f"{len(todo)} to grade; backend {self.settings.backend}, {len(cases_list)} cases, "
+            f"-j {len(self.slots)}, timeout {self.settings.timeout_s:g} s, memory "
+            f"{self.settings.memory_limit_bytes / 2**30:g} GiB")
+
+        started = time.monotonic()
+        self._grade(todo, folders, cases_list, records)
+        speed_record = self._time(chosen, cases_list, records)
+        ordered = [records[s.student] for s in chosen]
+        reports.write_class(self.out_dir, ordered, cases_list)
+        statuses = count_statuses(ordered)
+        after = intake.folder_digest(submissions_dir)
+        reports.write_environment(self.out_dir, reports.environment(self.settings, {
+            "jobs": len(self.slots), "devices": [d for d in self.slots if d is not None],
+            "shard": list(shard) if shard else None, "students": len(ordered),
+            "statuses": statuses, "graded_now": len(todo),
+            "elapsed_s": round(time.monotonic() - started, 1),
+            "submissions_unchanged": before == after, "isolation": self.settings.isolation,
+            "speed": speed_record,
+        }))
+        say("statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())))
+        say(f"gradebook: {self.out_dir / 'gradebook.csv'}")
+        if before != after:
+            raise GraderError(f"the submissions folder {str(submissions_dir)!r} changed during "
+                               "the batch; the grades used the copies read at the start, but "
+                               "check it")
+        return statuses
+
+    def _intake(self, submissions_dir, shard):
+        try:
+            everyone = intake.discover(submissions_dir)
+        except intake.IntakeError as error:
+            raise GraderError(str(error)) from None
+        chosen = intake.shard(everyone, *shard) if shard else everyone
+        folders = {}
+        for submission in chosen:
+            folder = intake.safe_folder_name(submission.student)
+            if folder in folders.values():
+                raise GraderError(f"two student ids map to the folder {folder!r}; rename one")
+            folders[submission.student] = folder
+        return chosen, folders
+
+    def resume(self, chosen, folders, force=False):
+        """(records already graded with these settings and files, submissions to grade)."""
+        records, todo = {}, []
+        for submission in chosen:
+            stored = reports.read_record(self.out_dir, folders[submission.student])
+            key = grading.grading_key(submission, self.settings)
+            if stored and stored.get("key") == key and stored.get("student") == submission.student \
+                    and not force:
+                records[submission.student] = stored
+            else:
+                todo.append(submission)
+        return records, todo
+
+    def _grade(self, todo, folders, cases_list, records):
+        """Grade ``todo`` on the worker slots, writing each student's folder as it ends."""
+        if not todo:
+            return
+        free = queue.Queue()
+        for device in self.slots:
+            free.put(device)
+        processes = _Processes()
+
+        def work(submission):
+            if processes.stop.is_set():
+                return None
+            device = free.get()
+            try:
+                record = grading.grade(submission, self.settings, folders[submission.student],
+                                       device, on_start=processes.track)
+            finally:
+                free.put(device)
+            if processes.stop.is_set():
+                return None
+            reports.write_student(self.out_dir, record, cases_list)
+            return record
+
+        bar = _bar(len(todo), not self.progress)
+        executor = concurrent.futures.ThreadPoolExecutor(max_workers=len(self.slots))
+        try:
+            futures = {executor.submit(work, s): s for s in todo}
+            for future in concurrent.futures.as_completed(futures):
+                record = future.result()
+                if record is None:
+                    continue
+                records[record["student"]] = record
+                bar.update(1)
+                bar.write(f"  {record['student']}: {record['status']} "
+                          f"{record['score']}/{record['max_score']} "
+                          f"({record['wall_time_s']:.1f} s)")
+        except BaseException:
+            processes.stop_all()
+            executor.shutdown(wait=False, cancel_futures=True)
+            bar.close()
+            raise
+        executor.shutdown(wait=True)
+        bar.close()
+
+    def _time(self, chosen, cases_list, records):
+        """The speed phase (grader.batch.speed), after every correctness verdict; what
+        environment.json records of it, or None when the batch times nothing."""
+        from benchmarks import environment
+
+        if not self.settings.timed:
+            return None
+        items = [(s, records[s.student]) for s in chosen if speed.needs_timing(records[s.student])]
+        environments = {device: _gpu_environment(environment, device)
+                        for device in sorted(set(self.slots), key=str)}
+        started = time.monotonic()
+        bar = _bar(len(items), not self.progress, "timing")
+        processes = _Processes()
+        # Drawing a card takes about a second: a thread of its own does the writing, so that
+        # the GPU goes on to the next timing meanwhile.
+        writer, written = concurrent.futures.ThreadPoolExecutor(max_workers=1), []
+
+        def write(record):
+            reports.write_student(self.out_dir, record, cases_list)
+            bar.update(1)
+            bar.write(f"  {record['student']}: {record['speed']['message']}")
+
+        try:
+            speed.time_class(items, self.settings, self.slots,
+                             on_timed=lambda record: written.append(writer.submit(write, record)),
+                             on_start=processes.track, stop=processes.stop,
+                             environments=environments)
+            for future in written:
+                future.result()
+        except BaseException:
+            processes.stop_all()
+            writer.shutdown(wait=True)
+            bar.close()
+            raise
+        writer.shutdown(wait=True)
+        bar.close()
+        return {**self.settings.speed.describe(), "timed_now": len(items),
+                "elapsed_s": round(time.monotonic() - started, 1),
+                "gpus_at_start": {str(device): env for device, env in environments.items()}}
+
+
+def merge(shards, out_dir):
+    """One gradebook from the output folders of ``grade --shard``; returns the student count."""
+    out_dir = pathlib.Path(out_dir)
+    manifests = []
+    for shard in shards:
+        manifests.append((pathlib.Path(shard), Manifest.read(shard)))
+        if inside(out_dir, shard):
+            raise GraderError(f"--out {str(out_dir)!r} must not be inside the shard {shard!r}")
+    first = manifests[0][1]
+    for shard, manifest in manifests[1:]:
+        for field in Manifest.SHARED:
+            if getattr(manifest, field) != getattr(first, field):
+                raise GraderError(f"cannot merge: {shard} was graded with a different {field} "
+                                   f"({getattr(manifest, field)!r} against "
+                                   f"{getattr(first, field)!r})")
+    records, sources = {}, {}
+    for shard, manifest in manifests:
+        for student, folder in manifest.students.items():
+            record = reports.read_record(shard, folder)
+            if record is None or record.get("student") != student:
+                raise GraderError(f"cannot merge: {student!r} has no finished result in "
+                                   f"{shard}; run that shard's grade command again to finish it")
+            if record.get("status") == "passed" and first.speed and speed.needs_timing(record):
+                raise GraderError(f"cannot merge: {student!r} passed but was never timed in "
+                                   f"{shard}; run that shard's grade command again to time it")
+            if student in records and records[student]["key"] != record["key"]:
+                raise GraderError(f"cannot merge: {student!r} was graded differently in "
+                                   f"{sources[student]} and {shard}")
+            records[student] = record
+            sources[student] = shard
+    settings = first.settings()
+    cases_list = settings.cases()
+    if [case.id for case in cases_list] != first.cases:
+        raise GraderError("cannot merge: this grader's case catalogue differs from the shards'")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for student, record in sorted(records.items()):
+        reports.copy_student_folder(sources[student] / record["folder"], out_dir / record["folder"])
+        reports.store_record(out_dir, record)
+    ordered = [records[student] for student in sorted(records)]
+    reports.write_class(out_dir, ordered, cases_list)
+    dataclasses.replace(first, shard=None, students={
+        student: records[student]["folder"] for student in sorted(records)}).write(out_dir)
+    environments = []
+    for shard, _ in manifests:
+        try:
+            environments.append(json.loads((shard / "environment.json").read_text()))
+        except (OSError, ValueError):
+            environments.append(None)
+    reports.write_environment(out_dir, reports.environment(settings, {
+        "merged_shards": len(manifests), "shard_environments": environments,
+        "students": len(ordered), "statuses": count_statuses(ordered)}))
+    say(f"merged {len(manifests)} shard(s), {len(ordered)} students: {out_dir / 'gradebook.csv'}")
+    return len(ordered)
+
+
+def count_statuses(records):
+    statuses = {}
+    for record in records:
+        statuses[record["status"]] = statuses.get(record["status"], 0) + 1
+    return statuses
+
+
+def inside(child, parent):
+    child, parent = pathlib.Path(child).resolve(), pathlib.Path(parent).resolve()
+    return child == parent or parent in child.parents
+
+
+class _Processes:
+    """The workers a phase started, so that an interrupt can stop every one of them."""
+
+    def __init__(self):
+        self.running, self.lock, self.stop = set(), threading.Lock(), threading.Event()
+
+    def track(self, process):
+        with self.lock:
+            self.running.add(process)
+        if self.stop.is_set():
+            _kill(process)
+
+    def stop_all(self):
+        self.stop.set()
+        with self.lock:
+            for process in self.running:
+                _kill(process)
+
+
+def _gpu_environment(environment, device):
+    """benchmarks.environment's record of one GPU, before any timing heats it.
+
+    ``device`` is what a worker gets as CUDA_VISIBLE_DEVICES; this process sees the GPUs
+    of its own CUDA_VISIBLE_DEVICES, so the device is found by its place in that list."""
+    import torch
+
+    visible = [entry.strip() for entry in
+               os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if entry.strip()]
+    position = visible.index(str(device)) if str(device) in visible else device
+    try:
+        with torch.cuda.device(int(position)):
+            return environment.capture(with_gpu=True)
+    except (ValueError, RuntimeError):  # a UUID, or a GPU this process cannot select
+        return environment.capture(with_gpu=True)
+
+
+def _kill(process):
+    import signal
+
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _bar(total, disabled, what="grading"):
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="student", desc=what, file=sys.stderr,
+                disable=disabled, dynamic_ncols=True, smoothing=0.1)
