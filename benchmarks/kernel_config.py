@@ -9,12 +9,13 @@ for each shape (``best_config``, ``cache``) and how long its search took
 (``bench_time``). We read those attributes; anything we cannot see is reported
 as ``unknown`` rather than guessed.
 
-A file may also run its own search (the reference does, in autotune mode) and
-say what it chose through ``chosen_config(m, n, k)``, a dict with ``block_m``,
-``block_n``, ``block_k``, ``num_warps``, ``num_stages`` and optionally
-``name``, ``source`` and ``tuning_s``. When that function exists it is believed
-over the Triton autotuner, and the kernel-only timing is left out: the
-``_kernel()`` handle is then not what ``nt_gemm`` runs.
+A file may also run its own search (the tuned reference, solutions/tuned_gemm.py,
+does with NINETOOTHED_AUTOTUNE=1) and say what it chose through
+``chosen_config(m, n, k)``, a dict with ``block_m``, ``block_n``, ``block_k``,
+``num_warps``, ``num_stages`` and optionally ``name``, ``source`` and ``tuning_s``.
+When that function exists it is believed over the Triton autotuner, and the
+kernel-only timing is left out: the ``_kernel()`` handle is then not what
+``nt_gemm`` runs.
 """
 
 import dataclasses

@@ -7,10 +7,11 @@ import sys
 import pytest
 import torch
 
+import solutions
 from grader.core.loading import SubmissionError, load_submission
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-REFERENCE = ROOT / "solutions" / "ninetoothed_gemm.py"
+REFERENCE = solutions.MODEL_ANSWER
 SKELETON = ROOT / "assignment" / "ninetoothed_gemm.py"
 
 

@@ -1,14 +1,14 @@
 """Explore tile configurations of the reference GEMM on one GPU, side by side with torch.mm.
 
-One script for one lease: it builds every variant from the reference file itself
-(solutions/ninetoothed_gemm.py: its fixed 64x64x64 kernel and its
-``grouped_arrangement`` with explicit block sizes, warps and stages), checks each
-on NaN-poisoned outputs against a float32 torch.mm (the guide's tolerance), and
-times it with ``triton.testing.do_bench`` (median) next to ``torch.mm`` on the
-same inputs in the same run. Then it runs the reference's autotune mode the way
-a benchmark would: a square sweep from a cold Triton cache (tuning time, chosen
-configuration, speed, per-call overhead against the fixed path at n <= 512),
-and again with the tuning choices it persisted.
+One script for one lease: it builds every variant from the reference itself (the
+model answer's fixed 64x64x64 kernel, and ``solutions.tuned``'s kernels with
+explicit block sizes, warps and stages), checks each on NaN-poisoned outputs
+against the grader's float32 reference and tolerance (``grader.core.checks``),
+and times it next to ``torch.mm`` on the same inputs in the same run, in
+alternating rounds (``benchmarks.timing``). Then it runs the tuned reference the
+way a benchmark would: a square sweep from a cold Triton cache (tuning time,
+chosen configuration, speed, per-call overhead against the fixed path at
+n <= 512), and again with the tuning choices it persisted.
 
     python benchmarks/lab/explore_variants.py --out OUT_DIR [--budget-s 300] [--sections main,sweep,ragged]
 
@@ -29,10 +29,8 @@ what they mean are in docs/perf-notes.md.
 
 import argparse
 import contextlib
-import csv
 import dataclasses
 import functools
-import importlib.util
 import json
 import os
 import pathlib
@@ -43,12 +41,19 @@ import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT))  # run as a script: the kit's root is not on the path
+# The fixed kernel is the course default's; the tuned kernels never read the flag.
+os.environ.pop("NINETOOTHED_AUTOTUNE", None)
 
-from benchmarks import timing  # noqa: E402  (run as a script: the kit's root is not on the path)
+import pandas  # noqa: E402
+import torch  # noqa: E402
 
-SOLUTION = ROOT / "solutions" / "ninetoothed_gemm.py"
-ATOL = RTOL = 0.025  # the guide's tolerance, as in grader/core/checks.py
+from benchmarks import harness, kernel_config, timing  # noqa: E402
+from grader.core import checks  # noqa: E402
+from solutions import ninetoothed_gemm  # noqa: E402
+from solutions.tuned import arrangements, kernels, waves  # noqa: E402
+from solutions.tuned import plan as tuned  # noqa: E402
+from solutions.tuned.configs import TileConfig  # noqa: E402
 
 FIELDS = ["section", "variant", "m", "n", "k", "operands", "ms", "tflops", "torch_ms",
           "torch_tflops", "ratio", "correct", "bad", "max_abs_err", "build_s", "note"]
@@ -85,90 +90,49 @@ def log(*parts):
 LOG = None
 
 
-def load_solution(autotune, name):
-    previous = os.environ.pop("NINETOOTHED_AUTOTUNE", None)
-    if autotune:
-        os.environ["NINETOOTHED_AUTOTUNE"] = "1"
-    try:
-        spec = importlib.util.spec_from_file_location(name, SOLUTION)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        os.environ.pop("NINETOOTHED_AUTOTUNE", None)
-        if previous is not None:
-            os.environ["NINETOOTHED_AUTOTUNE"] = previous
+class BudgetSpent(Exception):
+    """The time budget is spent: the section measuring stops, and so does every later one."""
 
 
 class Bench:
     def __init__(self, out_dir, budget_s):
-        import torch
-        import triton.testing
-
-        self.torch = torch
-        self.do_bench = triton.testing.do_bench
         self.deadline = time.monotonic() + budget_s
         self.rows = []
         self.csv_path = out_dir / "explore.csv"
-        self.fixed = load_solution(False, "ntgemm_fixed")
-        self.tuned = load_solution(True, "ntgemm_tuned")
-        self.inputs = {}
-        self.refs = {}
+        self.shape = self.operands_and_reference = None  # one shape's, kept alive
 
     @property
     def sms(self):
-        """The GPU's SM count, as the reference's wave split reads it."""
-        return self.tuned._sm_count(self.torch.device("cuda"))
-
-    def time_left(self):
-        return self.deadline - time.monotonic()
+        """The GPU's SM count, as the tuned wave split reads it."""
+        return waves.sm_count(torch.device("cuda"))
 
     def operands(self, m, n, k):
-        torch = self.torch
-        if (m, n, k) not in self.inputs:
-            gen = torch.Generator(device="cuda").manual_seed(m * 1_000_003 + n * 1009 + k)
-            a = torch.randn((m, k), device="cuda", dtype=torch.float16, generator=gen)
-            b = torch.randn((k, n), device="cuda", dtype=torch.float16, generator=gen)
-            self.inputs = {(m, n, k): (a, b)}  # keep one shape's operands alive
-            self.refs = {}
-        return self.inputs[(m, n, k)]
-
-    def reference(self, a, b):
-        torch = self.torch
-        key = (a.shape, b.shape)
-        if key not in self.refs:
-            previous = torch.backends.cuda.matmul.allow_tf32
-            torch.backends.cuda.matmul.allow_tf32 = False
-            self.refs[key] = a.float() @ b.float()
-            torch.backends.cuda.matmul.allow_tf32 = previous
-        return self.refs[key]
-
-    def check(self, out, ref):
-        error = (out.float() - ref).abs()
-        bad = int((~(error <= ATOL + RTOL * ref.abs())).sum())
-        finite = error.nan_to_num(nan=float("inf"))
-        return bad == 0, bad, float(finite.max())
-
-    def bench(self, fn):
-        return self.do_bench(fn, warmup=10, rep=50, return_mode="median")
+        """The benchmark's operands for this shape and the grader's float32 reference product."""
+        if self.shape != (m, n, k):
+            a, b = harness.make_operands(m, n, k, "cuda")
+            self.shape, self.operands_and_reference = (m, n, k), (a, b, checks.reference(a, b))
+        return self.operands_and_reference
 
     def measure(self, section, variant, m, n, k, make_call, operands="contiguous", note="",
                 build=None):
-        """make_call(a, b, out) -> a no-argument function that fills out."""
-        torch = self.torch
+        """make_call(kernel, a, b, out) -> a no-argument function that fills out."""
+        if time.monotonic() > self.deadline:
+            raise BudgetSpent
         row = dict(section=section, variant=variant, m=m, n=n, k=k, operands=operands, note=note)
         try:
             started = time.perf_counter()
             kernel = build() if build is not None else None
-            a, b = self.operands(m, n, k)
+            a, b, ref = self.operands(m, n, k)
             out = torch.full((m, n), float("nan"), dtype=torch.float16, device="cuda")
             call = make_call(kernel, a, b, out)
             call()
             torch.cuda.synchronize()
             row["build_s"] = round(time.perf_counter() - started, 2)
-            row["correct"], row["bad"], row["max_abs_err"] = self.check(out, self.reference(a, b))
-            ms, torch_ms = paired(self.bench, call, lambda: torch.mm(a, b))
+            row["bad"] = int(checks.outside_tolerance(out, ref).sum())
+            row["correct"] = row["bad"] == 0
+            row["max_abs_err"] = float((out.float() - ref).abs().nan_to_num(nan=float("inf")).max())
+            ours, theirs = timing.bench_pair(call, lambda: torch.mm(a, b), rounds=5)
+            ms, torch_ms = ours.median_ms, theirs.median_ms
             flop = 2 * m * n * k
             row.update(ms=round(ms, 5), tflops=round(flop / ms / 1e9, 1),
                        torch_ms=round(torch_ms, 5), torch_tflops=round(flop / torch_ms / 1e9, 1),
@@ -176,30 +140,22 @@ class Bench:
         except Exception as error:  # noqa: BLE001 - a variant that fails is a result too
             row["note"] = (note + " " if note else "") + f"error: {type(error).__name__}: {error}"[:300]
         self.rows.append(row)
-        with open(self.csv_path, "w", newline="") as file:
-            writer = csv.DictWriter(file, FIELDS)
-            writer.writeheader()
-            writer.writerows(self.rows)
+        # Rewritten after every row: a lease that ends mid-section keeps what it measured.
+        pandas.DataFrame(self.rows, columns=FIELDS, dtype=object).to_csv(self.csv_path, index=False)
         log(f"{section:7s} {variant:24s} {m}x{n}x{k} {operands:14s} ms={row.get('ms')} "
             f"TF={row.get('tflops')} torch={row.get('torch_tflops')} ratio={row.get('ratio')} "
             f"ok={row.get('correct')} build={row.get('build_s')} {row.get('note', '')}")
         return row
 
-    # -- kernels -----------------------------------------------------------------------------
-    def variant_kernel(self, spec, flat=False):
-        _, bm, bn, bk, group, warps, stages = spec
-        config = self.tuned.TileConfig(bm, bn, bk, group, warps, stages, flat=flat)
-        return lambda: self.tuned._tuned_kernel(config)
+
+def built(config):
+    """A build: the tuned launcher of ``config``, made when measured."""
+    return functools.partial(kernels.tuned_kernel, config)
 
 
-def paired(bench, ours, theirs, rounds=5):
-    """Medians of ``rounds`` timings of each, the order alternating (benchmarks.timing).
-
-    A GPU at its power limit runs whatever comes first in a cool state faster:
-    timing one after the other, the first can gain 10% on the second.
-    """
-    mine, others = timing.alternating(ours, theirs, bench, rounds)
-    return statistics.median(mine), statistics.median(others)
+def variant_kernel(spec, flat=False):
+    _, bm, bn, bk, group, warps, stages = spec
+    return built(TileConfig(bm, bn, bk, group, warps, stages, flat=flat))
 
 
 def plain_call(kernel, a, b, out):
@@ -210,14 +166,12 @@ def plain_call(kernel, a, b, out):
 def section_main(bench):
     log("== main: square shapes, every variant")
     for m, n, k in MAIN_SHAPES:
-        if bench.time_left() < 0:
-            log("budget spent: main stops"); return
         bench.measure("main", "default 64x64x64 8w7s", m, n, k, plain_call,
-                      build=bench.fixed._kernel)
+                      build=functools.partial(kernel_config.kernel_handle, ninetoothed_gemm))
         for spec in VARIANTS:
             if m == 1024 and spec[0].startswith("g16"):
                 continue
-            bench.measure("main", spec[0], m, n, k, plain_call, build=bench.variant_kernel(spec))
+            bench.measure("main", spec[0], m, n, k, plain_call, build=variant_kernel(spec))
 
 
 RAGGED_SHAPES = [(3000, 3000, 3000), (4096, 4096, 3000), (4096, 3000, 4096), (4096, 4096, 4095),
@@ -232,13 +186,10 @@ def section_ragged(bench):
         names = (["g128x256x64 8w3s", "g128x128x64 8w3s", "g128x256x64 8w4s"] if large
                  else ["g64x128x64 4w4s", "g128x128x64 4w4s"])
         for name in names:
-            if bench.time_left() < 0:
-                log("budget spent: ragged stops")
-                return
             bench.measure("ragged", "flat " + name, *shape, plain_call, "flat",
-                          build=bench.variant_kernel(by_name[name], flat=True))
+                          build=variant_kernel(by_name[name], flat=True))
         bench.measure("ragged", names[0], *shape, plain_call, "strided",
-                      build=bench.variant_kernel(by_name[names[0]]))
+                      build=variant_kernel(by_name[names[0]]))
 
 
 WAVE_MAINS = [(128, 256, 64, 1, 8, 3), (128, 256, 64, 1, 8, 4), (128, 256, 64, 2, 8, 3),
@@ -252,44 +203,39 @@ WAVE_SHAPES = [(3000, 3000, 3000), (2500, 2500, 2500), (2560, 2560, 2560)]
 def section_waves(bench):
     """Wave splits: whole waves of large tiles, then the leftover rows in small tiles."""
     log("== waves: two launches per product, the second on the rows past the last whole wave")
-    tuned = bench.tuned
     sms = bench.sms
 
     def config(spec, flat, tail=None):
-        return tuned.TileConfig(*spec, flat=flat, tail=tail)
+        return TileConfig(*spec, flat=flat, tail=tail)
 
     for m, n, k in WAVE_SHAPES:
         flat = bool(k % 16 or n % 16)
         kind = "flat" if flat else "strided"
         baseline = config((128, 256, 64, 8, 8, 3), flat)
         bench.measure("waves", "whole " + baseline.name, m, n, k, plain_call, kind,
-                      build=lambda c=baseline: tuned._tuned_kernel(c))
-        split = tuned._whole_wave_rows(m, n, 128, 256, sms)
+                      build=built(baseline))
+        split = waves.whole_wave_rows(m, n, 128, 256, sms)
         log(f"waves {m}x{n}x{k}: main rows {split}, tail rows {m - split}")
         mains = WAVE_MAINS if (m, n, k) == WAVE_SHAPES[0] else WAVE_MAINS[:2]
         tails = WAVE_TAILS if (m, n, k) == WAVE_SHAPES[0] else WAVE_TAILS[:4]
         for main in mains:
-            if bench.time_left() < 0:
-                log("budget spent: waves stops")
-                return
-            main_rows = tuned._whole_wave_rows(m, n, main[0], main[1], sms)
+            main_rows = waves.whole_wave_rows(m, n, main[0], main[1], sms)
             bench.measure("waves", "main " + config(main, flat).name, main_rows, n, k, plain_call,
-                          kind, build=lambda c=config(main, flat): tuned._tuned_kernel(c))
+                          kind, build=built(config(main, flat)))
             for tail in tails:
                 combined = config(main, flat, config(tail, flat))
                 bench.measure("waves", combined.name, m, n, k, plain_call, kind,
-                              build=lambda c=combined: tuned._tuned_kernel(c))
+                              build=built(combined))
         for tail in tails:
             bench.measure("waves", "tail " + config(tail, flat).name, m - split, n, k, plain_call,
-                          kind, build=lambda c=config(tail, flat): tuned._tuned_kernel(c))
+                          kind, build=built(config(tail, flat)))
         concurrent(bench, m, n, k, config(WAVE_MAINS[0], flat), config(WAVE_TAILS[2], flat), sms)
 
 
 def concurrent(bench, m, n, k, main_config, tail_config, sms):
     """The two launches on two streams, either one first: does the tail fill the last wave's gaps?"""
-    torch, tuned = bench.torch, bench.tuned
-    main, tail = tuned._tuned_kernel(main_config), tuned._tuned_kernel(tail_config)
-    split = tuned._whole_wave_rows(m, n, main_config.block_m, main_config.block_n, sms)
+    main, tail = kernels.tuned_kernel(main_config), kernels.tuned_kernel(tail_config)
+    split = waves.whole_wave_rows(m, n, main_config.block_m, main_config.block_n, sms)
     side = torch.cuda.Stream()
 
     def make(tail_first):
@@ -324,7 +270,6 @@ def section_padded(bench):
     copy alone is timed two ways.
     """
     log("== padded: flat kernels on rhs as given against a padded copy of rhs")
-    torch, tuned = bench.torch, bench.tuned
     pad = torch.nn.functional.pad
 
     def padded_call(kernel, a, b, out):
@@ -350,21 +295,18 @@ def section_padded(bench):
             return call
         return build_call
 
-    tile = tuned.TileConfig
+    tile = TileConfig
     for m, n, k in PADDED_SHAPES:
-        if bench.time_left() < 0:
-            log("budget spent: padded stops")
-            return
         flat = tile(128, 256, 64, 8, 8, 3, flat=True)
         narrow = tile(256, 128, 64, 4, 8, 3, flat=True)
         for config in (flat, narrow):
             bench.measure("padded", config.name, m, n, k, plain_call, "as given",
-                          build=lambda c=config: tuned._tuned_kernel(c))
+                          build=built(config))
             bench.measure("padded", config.name + " (kernel only)", m, n, k, padded_call,
-                          "rhs padded", build=lambda c=config: tuned._tuned_kernel(c))
+                          "rhs padded", build=built(config))
             with_copy = dataclasses.replace(config, pad_n=True)
             bench.measure("padded", with_copy.name, m, n, k, plain_call, "copy inside",
-                          build=lambda c=with_copy: tuned._tuned_kernel(c))
+                          build=built(with_copy))
         for how in ("pad", "copy"):
             bench.measure("padded", f"rhs copy alone ({how})", m, n, k, copy_call(how), "copy")
         if (m, n, k) != (3000, 3000, 3000):
@@ -372,23 +314,20 @@ def section_padded(bench):
         for tail in ((64, 128, 64, 1, 4, 4), (64, 128, 64, 1, 4, 3), (128, 64, 64, 1, 4, 4)):
             split = tile(128, 256, 64, 1, 8, 3, flat=True, tail=tile(*tail, flat=True))
             bench.measure("padded", split.name + " (kernel only)", m, n, k, padded_call,
-                          "rhs padded", build=lambda c=split: tuned._tuned_kernel(c))
+                          "rhs padded", build=built(split))
             split = dataclasses.replace(split, pad_n=True)
             bench.measure("padded", split.name, m, n, k, plain_call, "copy inside",
-                          build=lambda c=split: tuned._tuned_kernel(c))
+                          build=built(split))
 
 
 def measure_plan(bench, section, plan):
     """Measure every configuration of a [(shape, [TileConfig, ...]), ...] plan through the
-    reference's own launchers, until the time budget runs out."""
+    tuned reference's own launchers."""
     for shape, configs in plan:
         for config in configs:
-            if bench.time_left() < 0:
-                log(f"budget spent: {section} stops")
-                return
             bench.measure(section, config.name, *shape, plain_call,
                           "flat" if config.flat else "strided",
-                          build=lambda c=config: bench.tuned._tuned_kernel(c))
+                          build=built(config))
 
 
 def section_limits(bench):
@@ -400,7 +339,7 @@ def section_limits(bench):
     whose copying were free).
     """
     log("== limits: the ragged shapes' aligned neighbours")
-    tile = bench.tuned.TileConfig
+    tile = TileConfig
     big = (128, 256, 64, 8, 8, 3)
     split_main = (128, 256, 64, 1, 8, 3)
     tail = (64, 128, 64, 1, 4, 4)
@@ -423,7 +362,7 @@ def section_transposed(bench, deeper_round=False):
     ``deeper_round`` (section "deeper", run after the first) adds longer pipelines.
     """
     log("== transposed: flat kernels computing C^T = B^T A^T")
-    tile = bench.tuned.TileConfig
+    tile = TileConfig
     flat = dict(flat=True)
     swapped = dict(flat=True, transposed=True)
     # Tiles are named as tiles of C: flat-t 256x128 computes C^T in 128x256 tiles.
@@ -449,7 +388,7 @@ def section_transposed(bench, deeper_round=False):
 def section_wide_k(bench):
     """The 4096^3 gap (0.93x): fewer, longer K steps, and the group sizes once more."""
     log("== wide_k: BK = 128 with two stages, against the shipped 4096-class candidates")
-    tile = bench.tuned.TileConfig
+    tile = TileConfig
     square = [tile(128, 256, 64, 8, 8, 3), tile(128, 256, 64, 8, 8, 4), tile(128, 256, 64, 4, 8, 4),
               tile(128, 256, 64, 16, 8, 4), tile(128, 256, 128, 8, 8, 2),
               tile(256, 128, 128, 8, 8, 2), tile(128, 128, 128, 8, 4, 3),
@@ -461,10 +400,10 @@ def section_wide_k(bench):
                                    ((3000, 3000, 3000), ragged)])
 
 
-def runtime_size_kernel(tuned, config):
-    """A flat kernel like the reference's, but with its 1-D sizes as run-time ints.
+def runtime_size_kernel(config):
+    """A flat kernel like the tuned reference's, but with its 1-D sizes as run-time ints.
 
-    Only the row lengths stay compile-time constants. The reference's flat kernels
+    Only the row lengths stay compile-time constants. The tuned reference's flat kernels
     make every size a constant; their TTGIR differs from the strided kernel's in
     little else, and at 4096x3008x4096 they run 12% slower (round 4).
     """
@@ -474,18 +413,20 @@ def runtime_size_kernel(tuned, config):
     block_m, block_n = ((config.block_n, config.block_m) if config.transposed
                         else (config.block_m, config.block_n))
     arrange = functools.partial(
-        tuned.transposed_flat_arrangement if config.transposed else tuned.flat_arrangement,
+        arrangements.transposed_flat_arrangement if config.transposed
+        else arrangements.flat_arrangement,
         block_size_m=block_m, block_size_n=block_n, block_size_k=config.block_k,
         group_size_m=config.group_size_m)
-    kernel = ninetoothed.make(arrange, tuned.application, (Tensor(1), Tensor(1), Tensor(1)),
+    kernel = ninetoothed.make(arrange, ninetoothed_gemm.application,
+                              (Tensor(1), Tensor(1), Tensor(1)),
                               num_warps=config.num_warps, num_stages=config.num_stages)
-    return tuned._flattening(kernel, config.transposed)
+    return kernels.flattening(kernel, config.transposed)
 
 
 def section_runtime_size(bench):
-    """Flat kernels with run-time 1-D sizes against the reference's all-constant ones."""
+    """Flat kernels with run-time 1-D sizes against the tuned reference's all-constant ones."""
     log("== runtime_size: the flat kernels' sizes as run-time ints, rows still constant")
-    tuned, tile = bench.tuned, bench.tuned.TileConfig
+    tile = TileConfig
     plan = [((4096, 3008, 4096), [tile(128, 256, 64, 8, 8, 3, flat=True)]),
             ((4096, 3000, 4096), [tile(256, 128, 64, 8, 8, 4, flat=True, transposed=True),
                                   tile(128, 256, 64, 8, 8, 3, flat=True)]),
@@ -493,13 +434,10 @@ def section_runtime_size(bench):
                                   tile(128, 256, 64, 8, 8, 3, flat=True)])]
     for shape, configs in plan:
         for config in configs:
-            if bench.time_left() < 0:
-                log("budget spent: runtime_size stops")
-                return
-            for label, build in (("constant sizes", tuned._tuned_kernel),
-                                 ("run-time sizes", functools.partial(runtime_size_kernel, tuned))):
+            for label, build in (("constant sizes", kernels.tuned_kernel),
+                                 ("run-time sizes", runtime_size_kernel)):
                 bench.measure("rtsize", f"{config.name} ({label})", *shape, plain_call, "flat",
-                              build=lambda c=config, b=build: b(c))
+                              build=functools.partial(build, config))
 
 
 def section_tma(bench):
@@ -546,21 +484,20 @@ def section_split_k(bench):
     log("== split_k: whole waves, then the rows left with their K loops cut in chunks "
         "(benchmarks/lab/split_k.py)")
     sms = bench.sms
-    main = bench.tuned.TileConfig(256, 128, 64, 8, 8, 4, flat=True, transposed=True)
+    main = TileConfig(256, 128, 64, 8, 8, 4, flat=True, transposed=True)
     tails = {"128x256 chunks of 10 8w3s": (128, 256, 64, 10, 8, 3),
              "64x256 chunks of 16 8w3s": (64, 256, 64, 16, 8, 3)}
-    rows = bench.tuned._whole_wave_rows(3000, 3000, main.block_m, main.block_n, sms)
+    rows = waves.whole_wave_rows(3000, 3000, main.block_m, main.block_n, sms)
     measure_builds(bench, "split_k", [(3000, 3000, 3000)], [("reference autotuned", None)])
     measure_builds(bench, "split_k", [(rows, 3000, 3000)],
-                   [(f"whole waves alone, {main.name}", lambda: bench.tuned._tuned_kernel(main))])
+                   [(f"whole waves alone, {main.name}", built(main))])
     measure_builds(bench, "split_k", [(3000 - rows, 3000, 3000)],
                    [(f"rows left alone, split-K {name}", functools.partial(split_k.split_k, *spec))
                     for name, spec in tails.items()])
     measure_builds(bench, "split_k", [(3000, 3000, 3000)], [
         (f"{main.name} + split-K {name}",
-         lambda spec=spec: bench.tuned._wave_split(bench.tuned._tuned_kernel(main),
-                                                   split_k.split_k(*spec), main.block_m,
-                                                   main.block_n))
+         lambda spec=spec: kernels.wave_split(kernels.tuned_kernel(main), split_k.split_k(*spec),
+                                              main.block_m, main.block_n))
         for name, spec in tails.items()])
 
 
@@ -568,35 +505,20 @@ def measure_builds(bench, section, shapes, builds):
     """Each (variant, build) at each shape; a build of None is the autotuned reference."""
     for shape in shapes:
         for variant, build in builds:
-            if bench.time_left() < 0:
-                log(f"budget spent: {section} stops")
-                return
             if build is None:
-                bench.measure(section, variant, *shape, autotuned_call(bench.tuned))
+                bench.measure(section, variant, *shape, autotuned_call)
             else:
                 bench.measure(section, variant, *shape, plain_call, build=build)
 
 
-def autotuned_call(tuned):
-    """The reference's autotuned nt_gemm: fills out once (the check), then times plain calls."""
-    def make(_, a, b, out):
-        out.copy_(tuned.nt_gemm(a, b))
-        return lambda: tuned.nt_gemm(a, b)
-
-    return make
+def autotuned_call(_, a, b, out):
+    """The tuned reference's nt_gemm: fills out once (the check), then times plain calls."""
+    out.copy_(tuned.nt_gemm(a, b))
+    return lambda: tuned.nt_gemm(a, b)
 
 
-# -- the reference's autotune mode, as a benchmark sees it --------------------------------------
+# -- the tuned reference, as a benchmark sees it -----------------------------------------------
 def sweep_child(out_path):
-    import torch
-
-    fixed = load_solution(False, "ntgemm_fixed")
-    tuned = load_solution(True, "ntgemm_tuned")
-    import triton.testing
-
-    def bench(fn):
-        return triton.testing.do_bench(fn, warmup=10, rep=50, return_mode="median")
-
     def per_call_us(fn, calls=300, repeats=7):
         fn()
         torch.cuda.synchronize()
@@ -612,28 +534,18 @@ def sweep_child(out_path):
     results = {"shapes": [], "overhead": []}
     shapes = [(s, s, s) for s in SWEEP] + SWEEP_EXTRA
     for m, n, k in shapes:
-        gen = torch.Generator(device="cuda").manual_seed(7 + m + 3 * n + 5 * k)
-        a = torch.randn((m, k), device="cuda", dtype=torch.float16, generator=gen)
-        b = torch.randn((k, n), device="cuda", dtype=torch.float16, generator=gen)
-        torch.cuda.synchronize()
-        started = time.perf_counter()
-        out = tuned.nt_gemm(a, b)
-        torch.cuda.synchronize()
-        first_call_s = time.perf_counter() - started
-        previous = torch.backends.cuda.matmul.allow_tf32
-        torch.backends.cuda.matmul.allow_tf32 = False
-        ref = a.float() @ b.float()
-        torch.backends.cuda.matmul.allow_tf32 = previous
+        a, b = harness.make_operands(m, n, k, "cuda")
+        out, first_call_s = timing.wall_clock(lambda: tuned.nt_gemm(a, b), torch.cuda.synchronize)
+        ref = checks.reference(a, b)
         # the same plan once more on a NaN-poisoned output: every element written?
-        run, _ = tuned._PLANS[(a.shape, b.shape, a.stride(), b.stride())]
+        run, _ = tuned.PLANNER.plan(a, b)
         poisoned = torch.full((m, n), float("nan"), dtype=torch.float16, device="cuda")
         run(a, b, poisoned)
-        ok = True
-        for result in (out, poisoned):
-            error = (result.float() - ref).abs()
-            ok &= bool((error <= ATOL + RTOL * ref.abs()).all())
-        ms, torch_ms = paired(bench, lambda: tuned.nt_gemm(a, b), lambda: torch.mm(a, b))
-        fixed_ms = bench(lambda: fixed.nt_gemm(a, b))
+        ok = not any(bool(checks.outside_tolerance(result, ref).any()) for result in (out, poisoned))
+        ours, theirs = timing.bench_pair(lambda: tuned.nt_gemm(a, b), lambda: torch.mm(a, b),
+                                         rounds=5)
+        ms, torch_ms = ours.median_ms, theirs.median_ms
+        fixed_ms = timing.bench(lambda: ninetoothed_gemm.nt_gemm(a, b)).median_ms
         flop = 2 * m * n * k
         entry = dict(m=m, n=n, k=k, first_call_s=round(first_call_s, 3), correct=ok,
                      ms=ms, tflops=flop / ms / 1e9, torch_ms=torch_ms,
@@ -653,9 +565,9 @@ def sweep_child(out_path):
     for size in [8, 16, 32, 64, 128, 256, 512]:
         a = torch.randn((size, size), device="cuda", dtype=torch.float16)
         b = torch.randn((size, size), device="cuda", dtype=torch.float16)
-        tuned_us, fixed_us = paired(lambda fn: per_call_us(fn, repeats=1),
-                                    lambda: tuned.nt_gemm(a, b), lambda: fixed.nt_gemm(a, b),
-                                    rounds=9)
+        tuned_us, fixed_us = map(statistics.median, timing.alternating(
+            lambda: tuned.nt_gemm(a, b), lambda: ninetoothed_gemm.nt_gemm(a, b),
+            lambda fn: per_call_us(fn, repeats=1), rounds=9))
         entry = dict(n=size, fixed_us=fixed_us, tuned_us=tuned_us,
                      torch_us=per_call_us(lambda: torch.mm(a, b)))
         entry["tuned_over_fixed"] = entry["tuned_us"] / entry["fixed_us"]
@@ -667,7 +579,7 @@ def sweep_child(out_path):
 
 
 def section_sweep(out_dir):
-    log("== sweep: the reference's autotune mode, cold Triton cache, then warm")
+    log("== sweep: the tuned reference, cold Triton cache, then warm")
     scratch = pathlib.Path(tempfile.mkdtemp(prefix="ntgemm-sweep-"))
     env = dict(os.environ, TRITON_CACHE_DIR=str(scratch / "triton"),
                NTGEMM_TUNING_CACHE=str(scratch / "tuning.json"), PYTHONUNBUFFERED="1")
@@ -721,7 +633,6 @@ def main():
     out_dir.mkdir(parents=True, exist_ok=True)
     LOG = open(out_dir / "explore.log", "a")
     sections = args.sections.split(",")
-    import torch
     import triton
 
     log(f"GPU {torch.cuda.get_device_name()}, torch {torch.__version__} (CUDA {torch.version.cuda}), "
@@ -743,7 +654,10 @@ def main():
              "split_k": lambda: section_split_k(bench),
              "main": lambda: section_main(bench)}
     for name in sections:
-        order[name]()
+        try:
+            order[name]()
+        except BudgetSpent:
+            log(f"budget spent: {name} stops")
     print_table(bench)
 
 

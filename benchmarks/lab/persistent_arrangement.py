@@ -20,7 +20,7 @@ import ninetoothed
 import ninetoothed.language as ntl
 from ninetoothed import Tensor
 
-from benchmarks.lab.reference_solution import reference
+from solutions.tuned import arrangements
 
 
 def spread(arranged, programs, loop_dims):
@@ -45,7 +45,7 @@ def spread(arranged, programs, loop_dims):
 def persistent_arrangement(lhs, rhs, output, block_size_m, block_size_n, block_size_k,
                            group_size_m, programs):
     """The reference's grouped arrangement, spread over ``programs`` programs."""
-    arranged = reference().grouped_arrangement(
+    arranged = arrangements.grouped_arrangement(
         lhs, rhs, output, block_size_m, block_size_n, block_size_k, group_size_m)
     lhs_arranged, rhs_arranged, output_arranged = arranged
     return (spread(lhs_arranged, programs, 1), spread(rhs_arranged, programs, 1),

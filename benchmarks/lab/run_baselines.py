@@ -5,11 +5,13 @@
 runs, each in its own process (NINETOOTHED_AUTOTUNE is read when the kernel
 file is imported, so the two configurations cannot share one):
 
-1. the reference at the course default 64x64x64, squares 8..4096;
-2. the reference with NINETOOTHED_AUTOTUNE=1, squares 8..4096;
-3. the reference at 64x64x64 on ragged shapes (a K or N that is not a multiple
+1. the model answer (solutions/ninetoothed_gemm.py) at the course default
+   64x64x64, squares 8..4096;
+2. the tuned reference (solutions/tuned_gemm.py) with NINETOOTHED_AUTOTUNE=1,
+   squares 8..4096;
+3. the model answer at 64x64x64 on ragged shapes (a K or N that is not a multiple
    of 16 is where NineToothed falls off a cliff, which squares never show);
-4. the same ragged shapes autotuned.
+4. the same ragged shapes, tuned.
 
 Each step writes its CSV, report card and log into OUT_DIR through the same
 command students run (``assignment/benchmark_ninetoothed_gemm.py``). Steps that
@@ -27,11 +29,11 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+import solutions  # noqa: E402
 from benchmarks.cli import NO_GPU  # noqa: E402
 from benchmarks.harness import RAGGED_SIZES, size_label  # noqa: E402
 
 SCRIPT = ROOT / "assignment" / "benchmark_ninetoothed_gemm.py"
-REFERENCE = ROOT / "solutions" / "ninetoothed_gemm.py"
 RAGGED = [size_label(*shape) if shape[0] == shape[1] == shape[2] else "x".join(map(str, shape))
           for shape in RAGGED_SIZES]
 
@@ -44,8 +46,9 @@ STEPS = (
 )
 
 
-def step_command(label, sizes, out_dir):
-    command = [sys.executable, str(SCRIPT), "--submission", str(REFERENCE), "--out",
+def step_command(label, sizes, out_dir, autotune=False):
+    submission = solutions.TUNED if autotune else solutions.MODEL_ANSWER
+    command = [sys.executable, str(SCRIPT), "--submission", str(submission), "--out",
                str(out_dir), "--label", label, "--no-progress"]
     if sizes:
         command += ["--sizes", *sizes]
@@ -94,7 +97,7 @@ def main(argv=None):
         if left <= 10:
             summary.append((label, "skipped (time budget spent)", 0.0))
             continue
-        command = step_command(label, sizes, out_dir)
+        command = step_command(label, sizes, out_dir, autotune)
         shown = " ".join(command[1:]).replace(str(ROOT) + os.sep, "")
         print(f"\n=== {label}: {'NINETOOTHED_AUTOTUNE=1 ' if autotune else ''}{shown}",
               flush=True)

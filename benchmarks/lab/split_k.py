@@ -1,6 +1,6 @@
 """Split-K as a NineToothed arrangement, for the rows a wave split leaves over (round 5).
 
-A wave split (the reference's ``_wave_split``) runs the rows of C that fill whole
+A wave split (``solutions.tuned.kernels.wave_split``) runs the rows of C that fill whole
 waves in one launch and the rows left in another. Here the second launch cuts
 the K loop of each leftover tile into chunks: program (s, i, j) sums K tiles
 s*chunk .. s*chunk + chunk - 1 of C tile (i, j) into a float32 partial
@@ -9,7 +9,7 @@ launches). 184 leftover rows at 3000^3 become 120 programs instead of 24.
 
 The chunks are cut from the row of K tiles, so they end on tile boundaries and
 the only mask is NineToothed's own at K. The operands go in flat, as in the
-reference's ``flat_arrangement``, so that K = 3000 is a compile-time constant.
+tuned reference's ``flat_arrangement``, so that K = 3000 is a compile-time constant.
 
 Not part of the reference: it is correct but slower (``python
 benchmarks/lab/explore_variants.py --sections split_k``; docs/perf-notes.md).
@@ -22,7 +22,7 @@ import ninetoothed
 import torch
 from ninetoothed import Symbol, Tensor
 
-from benchmarks.lab.reference_solution import reference
+from solutions import ninetoothed_gemm
 
 
 def split_k_arrangement(lhs, rhs, output, block_size_m, block_size_n, block_size_k, chunk):
@@ -56,7 +56,7 @@ def split_k(block_m, block_n, block_k, chunk, num_warps, num_stages):
     arrange = functools.partial(flat_split_k_arrangement, block_size_m=block_m,
                                 block_size_n=block_n, block_size_k=block_k, chunk=chunk)
     constant = {"constexpr": True}
-    kernel = ninetoothed.make(arrange, reference().application,
+    kernel = ninetoothed.make(arrange, ninetoothed_gemm.application,
                               (Tensor(1, shape_options=constant),
                                Tensor(1, shape_options=constant), Tensor(3)),
                               num_warps=num_warps, num_stages=num_stages)

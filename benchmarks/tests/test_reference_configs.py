@@ -1,4 +1,4 @@
-"""Every configuration the reference's autotune mode can pick computes the right product.
+"""Every configuration the tuned reference (solutions.tuned) can pick computes the right product.
 
 The speed of these kernels is measured on a GPU (docs/perf-notes.md); here each one
 runs on small ragged shapes, through the Triton interpreter on a CPU or compiled on a
@@ -7,20 +7,11 @@ as a failure.
 """
 
 import dataclasses
-import pathlib
 
 import pytest
 import torch
 
-from grader.core.loading import load_submission
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-REFERENCE = ROOT / "solutions" / "ninetoothed_gemm.py"
-
-
-@pytest.fixture(scope="module")
-def reference():
-    return load_submission(REFERENCE)
+from solutions.tuned import configs, kernels, plan, waves
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +36,7 @@ def assert_product(run, lhs, rhs):
         f"{int((~(error <= 0.025 + 0.025 * expected.abs())).sum())} wrong elements")
 
 
-def shipped_configs(module, device="cpu"):
+def shipped_configs(device="cpu"):
     """The candidates the tuner may time; on the interpreter, each tiling once.
 
     Warps and stages change nothing on the interpreter, so there configurations
@@ -57,32 +48,32 @@ def shipped_configs(module, device="cpu"):
         tail = config.tail and tiling(config.tail)
         return dataclasses.replace(config, num_warps=4, num_stages=3, tail=tail)
 
-    return list({tiling(config): config for config in module.EVERY_CONFIG}.values())
+    return list({tiling(config): config for config in configs.EVERY_CONFIG}.values())
 
 
-def test_every_shipped_configuration_is_correct_on_ragged_shapes(reference, device):
+def test_every_shipped_configuration_is_correct_on_ragged_shapes(device):
     # M, N and K all off the tile grid; K = 72 leaves a partial K tile for BK = 64.
     lhs, rhs = operands(130, 140, 72, device)
-    for config in shipped_configs(reference, device):
+    for config in shipped_configs(device):
         if config.tail is not None:
             continue  # wave splits: see the next test, which controls the SM count
-        assert_product(reference._tuned_kernel(config), lhs, rhs)
+        assert_product(kernels.tuned_kernel(config), lhs, rhs)
 
 
 @pytest.mark.parametrize(("sms", "split"), [(2, 384), (5, 256)])
-def test_wave_splits_cover_every_row(reference, device, monkeypatch, sms, split):
+def test_wave_splits_cover_every_row(device, monkeypatch, sms, split):
     """The split point moves with the SM count; rows on either side of it are all computed.
 
     392 x 264 in 128x256 tiles is 4 x 2 tiles: on 2 SMs the first 3 tile rows fill
     whole waves, on 5 SMs the first 2; the tail gets 8 or 136 rows.
     """
-    monkeypatch.setattr(reference, "_sm_count", lambda device: sms)
+    monkeypatch.setattr(waves, "sm_count", lambda device: sms)
     lhs, rhs = operands(392, 264, 72, device, seed=sms)
-    splits = [config for config in shipped_configs(reference, device) if config.tail is not None]
+    splits = [config for config in shipped_configs(device) if config.tail is not None]
     assert splits, "the reference ships no wave split"
     for config in splits:
-        assert reference._whole_wave_rows(392, 264, config.block_m, config.block_n, sms) == split
-        assert_product(reference._tuned_kernel(config), lhs, rhs)
+        assert waves.whole_wave_rows(392, 264, config.block_m, config.block_n, sms) == split
+        assert_product(kernels.tuned_kernel(config), lhs, rhs)
 
 
 @pytest.mark.parametrize(("m", "n", "block_m", "block_n", "sms", "rows"), [
@@ -93,8 +84,8 @@ def test_wave_splits_cover_every_row(reference, device, monkeypatch, sms, split)
     (4096, 4096, 128, 256, 132, 3072),  # 512 tiles: 3 waves of 8.25 tile rows -> 24 rows
     (384, 256, 128, 256, 1, 256),  # never all the rows: the tail keeps at least one
 ])
-def test_whole_wave_rows(reference, m, n, block_m, block_n, sms, rows):
-    assert reference._whole_wave_rows(m, n, block_m, block_n, sms) == rows
+def test_whole_wave_rows(m, n, block_m, block_n, sms, rows):
+    assert waves.whole_wave_rows(m, n, block_m, block_n, sms) == rows
 
 
 @pytest.mark.parametrize(("m", "n", "k", "offered", "withheld"), [
@@ -105,42 +96,42 @@ def test_whole_wave_rows(reference, m, n, block_m, block_n, sms, rows):
     (4096, 3000, 4096, "flat-t", "waves"),
     (4096, 4096, 3000, "flat ", "flat-t"),  # a ragged K alone: the rhs rows are aligned
 ])
-def test_candidates_per_shape(reference, monkeypatch, m, n, k, offered, withheld):
+def test_candidates_per_shape(monkeypatch, m, n, k, offered, withheld):
     """Which kinds of kernel the tuner times, on an H200's 132 SMs."""
-    monkeypatch.setattr(reference, "_sm_count", lambda device: 132)
+    monkeypatch.setattr(waves, "sm_count", lambda device: 132)
     lhs = torch.empty((m, k), dtype=torch.float16, device="meta")
     rhs = torch.empty((k, n), dtype=torch.float16, device="meta")
-    names = [config.name for config in reference._candidates(lhs, rhs)]
+    names = [config.name for config in plan.candidates(lhs, rhs)]
     assert not offered or any(name.startswith(offered) for name in names), names
     assert not any(name.startswith(withheld) for name in names), names
 
 
 @pytest.mark.parametrize(("tiles", "share"), [(288, 24 / 132), (264, 1.0), (100, 1.0), (200, 68 / 132)])
-def test_last_wave_share(reference, tiles, share):
-    assert reference._last_wave_share(tiles * 128, 256, 128, 256, 132) == pytest.approx(share)
+def test_last_wave_share(tiles, share):
+    assert waves.last_wave_share(tiles * 128, 256, 128, 256, 132) == pytest.approx(share)
 
 
-def test_a_transposed_kernel_tiles_c_transposed(reference, monkeypatch):
+def test_a_transposed_kernel_tiles_c_transposed(monkeypatch):
     """flat-t 256x128 names C's tile: the kernel tiles C^T, so its block_size_m is 128.
 
     The product is right either way round, so only the arguments can tell.
     """
     made = []
-    monkeypatch.setattr(reference.ninetoothed, "make",
+    monkeypatch.setattr(kernels.ninetoothed, "make",
                         lambda arrange, *args, **options: made.append(arrange.keywords))
-    reference._tuned_kernel.cache_clear()
+    kernels.tuned_kernel.cache_clear()
     try:
-        reference._tuned_kernel(reference.TileConfig(256, 128, 64, 8, 8, 4, flat=True,
-                                                     transposed=True))
-        reference._tuned_kernel(reference.TileConfig(256, 128, 64, 8, 8, 4, flat=True))
+        kernels.tuned_kernel(configs.TileConfig(256, 128, 64, 8, 8, 4, flat=True,
+                                                transposed=True))
+        kernels.tuned_kernel(configs.TileConfig(256, 128, 64, 8, 8, 4, flat=True))
     finally:
-        reference._tuned_kernel.cache_clear()
+        kernels.tuned_kernel.cache_clear()
     assert [(k["block_size_m"], k["block_size_n"]) for k in made] == [(128, 256), (256, 128)]
 
 
-def test_a_transposed_config_must_be_flat(reference):
+def test_a_transposed_config_must_be_flat():
     with pytest.raises(ValueError, match="flat"):
-        reference.TileConfig(256, 128, 64, 8, 8, 4, transposed=True)
+        configs.TileConfig(256, 128, 64, 8, 8, 4, transposed=True)
 
 
 @pytest.mark.parametrize(("m", "n", "pays"), [
@@ -149,6 +140,6 @@ def test_a_transposed_config_must_be_flat(reference):
     (2560, 2560, False),  # the last wave 52% full
     (1024, 1024, False),  # under one wave
 ])
-def test_the_wave_split_is_offered_only_where_it_fills_the_waves(reference, m, n, pays):
-    config = reference.WAVE_SPLIT_CONFIGS[0]
-    assert reference._wave_split_pays(m, n, config, 132) == pays
+def test_the_wave_split_is_offered_only_where_it_fills_the_waves(m, n, pays):
+    config = configs.WAVE_SPLIT_CONFIGS[0]
+    assert waves.wave_split_pays(m, n, config, 132) == pays

@@ -6,8 +6,9 @@ a chunk count that leaves the last chunk short, must still sum to the product.
 
 import pytest
 
-from benchmarks.lab import reference_solution, split_k
+from benchmarks.lab import split_k
 from benchmarks.tests.test_reference_configs import assert_product, operands
+from solutions.tuned import configs, kernels, waves
 
 # (m, n, k), (block_m, block_n, block_k, chunk): K tiles 13, 9 and 2 in chunks of 2, 3 and 5.
 CASES = [((100, 72, 200), (32, 32, 16, 2)),
@@ -22,10 +23,9 @@ def test_split_k_product(backend, shape, config):
 
 
 def test_wave_split_with_split_k_product(backend, monkeypatch):
-    reference = reference_solution.reference()
-    monkeypatch.setattr(reference, "_sm_count", lambda device: 4)
+    monkeypatch.setattr(waves, "sm_count", lambda device: 4)
     lhs, rhs = operands(90, 40, 70, backend.device)
-    main = reference._tuned_kernel(reference.TileConfig(32, 32, 16, 1, 4, 3, flat=True))
+    main = kernels.tuned_kernel(configs.TileConfig(32, 32, 16, 1, 4, 3, flat=True))
     # 3 tile rows x 2 tile columns on 4 SMs: one whole wave (2 tile rows), then 26 rows.
-    run = reference._wave_split(main, split_k.split_k(16, 16, 16, 2, 4, 3), 32, 32)
+    run = kernels.wave_split(main, split_k.split_k(16, 16, 16, 2, 4, 3), 32, 32)
     assert_product(run, lhs, rhs)

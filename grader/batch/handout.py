@@ -31,6 +31,7 @@ import zipfile
 
 from grader.batch import import_graph
 from grader.core.loading import STUDENT_FUNCTIONS, unfinished_functions
+from solutions import MODEL_ANSWER
 
 ROOT = import_graph.ROOT
 NAME = "ntgemm-handout"
@@ -100,8 +101,7 @@ def modules_needed(entry_points):
 
 def check(files):
     """Refuse a handout that would give away the reference, an answer or the batch grader."""
-    reference = (ROOT / "solutions" / "ninetoothed_gemm.py").read_bytes() \
-        if (ROOT / "solutions" / "ninetoothed_gemm.py").exists() else None
+    reference = MODEL_ANSWER.read_bytes() if MODEL_ANSWER.exists() else None
     for source, relative in files:
         parts = relative.parts
         if parts[0] == "solutions" or "demo_class" in parts or "tests" in parts[1:-1] \
