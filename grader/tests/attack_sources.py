@@ -4,7 +4,9 @@ Every attack starts from a demo file, the reference (``grader/demo_class/ada``,
 a correct kernel) or ``dana.py`` (a kernel that is wrong as soon as K needs
 more than one tile), and adds a small attacking snippet: module code appended
 at the end, a replaced ``nt_gemm`` (a later ``def`` wins), or an edited
-``arrangement()``/``application()``. No whole-file copies live in the tree.
+``arrangement()``/``application()``. No whole-file copies live in the tree. They build
+on the demo files, not on the model answer as the variants do, because their anchors
+and flagged lines need those files' exact text (and bob's wrong kernel).
 
 ``TOKEN`` stands for a per-run unique word: the snippets use it to name what
 they leave behind (files in /tmp and /dev/shm, daemons, markers in stderr), so
@@ -14,7 +16,8 @@ the test can look for exactly those, and only those, afterwards.
 import ast
 import dataclasses
 import pathlib
-import textwrap
+
+from grader.tests.source_edits import append, replace_function, replace_once
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "grader" / "demo_class" / "ada" / "ninetoothed_gemm.py"
@@ -31,27 +34,6 @@ def reference():
 
 def wrong():
     return WRONG.read_text(encoding="utf-8")
-
-
-def append(base, code):
-    """``base`` with module code added at its end (it runs at import, after nt_gemm is defined)."""
-    return base.rstrip("\n") + "\n\n\n" + textwrap.dedent(code).strip("\n") + "\n"
-
-
-def replace_function(base, name, new):
-    """``base`` with the top-level function ``name`` (decorators included) replaced by ``new``."""
-    tree = ast.parse(base)
-    node = next(item for item in tree.body
-                if isinstance(item, ast.FunctionDef) and item.name == name)
-    first = min([node.lineno] + [decorator.lineno for decorator in node.decorator_list])
-    lines = base.splitlines(keepends=True)
-    return "".join(lines[:first - 1]) + textwrap.dedent(new).strip("\n") + "\n" + \
-        "".join(lines[node.end_lineno:])
-
-
-def replace_once(base, old, new):
-    assert base.count(old) == 1, (old, base.count(old))
-    return base.replace(old, new)
 
 
 def line_of(source, text):

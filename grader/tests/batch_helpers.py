@@ -12,7 +12,6 @@ from grader.core import cases
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DEMO = ROOT / "grader" / "demo_class"
-ADVERSARIAL = ROOT / "grader" / "tests" / "adversarial"
 SEED = cases.DEFAULT_SEED
 
 

@@ -1,75 +1,143 @@
-"""The compile-gate and application-mistake variants, as (base, named edits) of the reference.
+"""The kit's kernel variants, correct and mistaken, as named edits of the model answer.
 
-Each is the demo class's reference (ada) with small textual edits, so it cannot drift from
-the reference: an edit whose old text is gone fails loudly. ``python -m
-grader.tests.build_variants FOLDER`` writes them as a class (one folder each) to grade.
+The base is the model answer (not the demo student ada) because it is the reference a
+variant must never drift from. Edits anchor only on text that stays when the model answer
+is reworked: arrangement(), application(), the BLOCK_SIZE_* lines and nt_gemm's kernel call.
+``python -m grader.tests.build_variants FOLDER [NAME ...]`` writes them as a class to grade.
 """
 
-import pathlib
 import sys
 
-BASE = pathlib.Path(__file__).resolve().parents[1] / "demo_class" / "ada" / "ninetoothed_gemm.py"
+from grader.tests.source_edits import Variant, function, write_class
 
-DOT = "accumulator += ntl.dot(lhs[k], rhs[k])"
+LHS_TILE = "lhs.tile((block_size_m, block_size_k))"
+RHS_TILE = "rhs.tile((block_size_k, block_size_n))"
+LHS_EXPAND = "lhs_arranged.expand((-1, grid_n))"
+RHS_EXPAND = "rhs_arranged.expand((grid_m, -1))"
+LHS_SQUEEZE = "    lhs_arranged.dtype = lhs_arranged.dtype.squeeze(0)\n"
 ZEROS = "accumulator = ntl.zeros(output.shape, dtype=ntl.float32)"
-STORE = "    output = accumulator  # noqa"
-BLOCKS = ("BLOCK_SIZE_M = 64\n    BLOCK_SIZE_N = 64\n    BLOCK_SIZE_K = 64",)
+LOOP = "for k in range(lhs.shape[0]):"
+DOT = "accumulator += ntl.dot(lhs[k], rhs[k])"
+STORE = "    output = accumulator  # noqa: F841 (NineToothed turns this into the store)\n"
+RETURN = "    _kernel()(lhs, rhs, output)\n    return output\n"
+BLOCKS = "BLOCK_SIZE_M = 64\n    BLOCK_SIZE_N = 64\n    BLOCK_SIZE_K = 64"
 
 
 def _blocks(m, n, k):
-    return (BLOCKS[0], f"BLOCK_SIZE_M = {m}\n    BLOCK_SIZE_N = {n}\n    BLOCK_SIZE_K = {k}")
+    return BLOCKS, f"BLOCK_SIZE_M = {m}\n    BLOCK_SIZE_N = {n}\n    BLOCK_SIZE_K = {k}"
 
 
-# name: (edits, the hint that must come first)
-VARIANTS = {
-    "fp16_accumulator": ([(ZEROS, ZEROS.replace("float32", "float16"))], "accumulator_dtype"),
-    "fp16_running_sum": ([(ZEROS, ZEROS.replace("float32", "float16")),
-                          (DOT, DOT + ".to(ntl.float16)")], "accumulator_dtype"),
-    "accumulator_in_loop": ([(f"    {ZEROS}\n    for k in range(lhs.shape[0]):\n",
-                              f"    for k in range(lhs.shape[0]):\n        {ZEROS}\n")],
-                            "accumulator"),
-    "dot_swapped": ([(DOT, "accumulator += ntl.dot(rhs[k], lhs[k])")], "dot_order"),
-    "dot_swapped_rect_tiles": ([(DOT, "accumulator += ntl.dot(rhs[k], lhs[k])"),
-                                _blocks(64, 64, 32)], "build_error"),
-    "output_transposed": ([(STORE, "    output = ntl.trans(accumulator)  # noqa")],
-                          "output_tile"),
-    "expand_by_size": ([("expand((-1, grid_n))", "expand((-1, output.shape[1]))")],
-                       "grid_mismatch"),
+OTHER_ARRANGEMENT = '''
+def arrangement(a, b, c):
+    """Same layout as the reference, written with other names and in another order."""
+    c_tiles = c.tile((BLOCK_SIZE_M, BLOCK_SIZE_N))
+    rows_of_blocks = c_tiles.shape[0]
+    cols_of_blocks = c_tiles.shape[1]
+
+    b_tiles = b.tile((BLOCK_SIZE_K, BLOCK_SIZE_N))
+    b_columns = b_tiles.tile((-1, 1)).expand((rows_of_blocks, -1))
+    b_columns.dtype = b_columns.dtype.squeeze(1)
+
+    a_tiles = a.tile((BLOCK_SIZE_M, BLOCK_SIZE_K))
+    a_rows = a_tiles.tile((1, -1)).expand((-1, cols_of_blocks))
+    a_rows.dtype = a_rows.dtype.squeeze(0)
+
+    return a_rows, b_columns, c_tiles
+'''
+
+OTHER_APPLICATION = '''
+def application(a, b, c):
+    """A while-free loop with a named tile count and an explicit sum."""
+    num_k_tiles = a.shape[0]
+    acc = ntl.zeros(c.shape, dtype=ntl.float32)
+    for step in range(num_k_tiles):
+        partial = ntl.dot(a[step], b[step])
+        acc = acc + partial
+    c = acc.to(ntl.float16)  # noqa: F841
+'''
+
+# Correct with other tiles or in another style: what the grader, the time budget and the
+# compile gate must pass.
+CORRECT = {
+    "tiles_32x32x32": Variant("32x32x32 tiles", (_blocks(32, 32, 32),)),
+    "tiles_16x64x32": Variant("16x64x32 tiles (M, N and K tiles all differ)",
+                              (_blocks(16, 64, 32),)),
+    "tiles_128x64x32": Variant("rectangular 128x64x32 tiles", (_blocks(128, 64, 32),)),
+    "tiles_16x128x64": Variant("16x128x64 tiles", (_blocks(16, 128, 64),)),
+    "other_style": Variant("other parameter names, helper variables and order",
+                           (function("arrangement", OTHER_ARRANGEMENT),
+                            function("application", OTHER_APPLICATION))),
+    "unsqueezed_indexing": Variant(
+        "lhs left unsqueezed and indexed as lhs[0, k] instead",
+        ((LHS_SQUEEZE, ""),
+         (f"    {LOOP}\n        {DOT}\n",
+          "    # lhs keeps its (1, K tiles) level, so index around the length-1 dimension.\n"
+          "    for k in range(lhs.shape[1]):\n"
+          "        accumulator += ntl.dot(lhs[0, k], rhs[k])\n"))),
+}
+
+# Common mistakes; what each must fail and which hint names it is in the tests that
+# grade them (test_grader_verdicts.py, test_gpu_build.py).
+MISTAKES = {
+    "expand_axis": Variant("lhs expanded over the M blocks and rhs over the N blocks (swapped)",
+                           ((LHS_EXPAND, "lhs_arranged.expand((-1, grid_m))"),
+                            (RHS_EXPAND, "rhs_arranged.expand((grid_n, -1))"))),
+    "accumulator_in_loop": Variant("the accumulator is created inside the loop over k",
+                                   ((f"    {ZEROS}\n    {LOOP}\n",
+                                     f"    {LOOP}\n        {ZEROS}\n"),)),
+    "assign_not_add": Variant("`=` instead of `+=` in the loop over k",
+                              ((DOT, DOT.replace("+=", "=")),)),
+    "missing_squeeze": Variant("lhs's dtype is not squeezed", ((LHS_SQUEEZE, ""),)),
+    "k_tail_whole_tiles": Variant(
+        "only whole K tiles are kept (K // BLOCK_SIZE_K), dropping the K tail",
+        ((f"{LHS_TILE}.tile((1, -1))",
+          f"{LHS_TILE}\n    lhs_arranged = lhs_arranged[:, : lhs.shape[1] // block_size_k]"
+          ".tile((1, -1))"),
+         (f"{RHS_TILE}.tile((-1, 1))",
+          f"{RHS_TILE}\n    rhs_arranged = rhs_arranged[: rhs.shape[0] // block_size_k, :]"
+          ".tile((-1, 1))"))),
+    "loop_stops_early": Variant("the loop over k stops one tile early (range(lhs.shape[0] - 1))",
+                                ((LOOP, "for k in range(lhs.shape[0] - 1):"),)),
+    "floor_mode": Variant("floor_mode=True on the lhs and rhs tilings: partial tiles in M, N "
+                          "and K are dropped",
+                          ((LHS_TILE, LHS_TILE[:-1] + ", floor_mode=True)"),
+                           (RHS_TILE, RHS_TILE[:-1] + ", floor_mode=True)"))),
+    "hard_coded": Variant("lhs expanded to a hard-coded 4 N blocks",
+                          ((LHS_EXPAND, "lhs_arranged.expand((-1, 4))"),)),
+    "tile_shape": Variant("rhs tiled as (BLOCK_SIZE_N, BLOCK_SIZE_K), with BLOCK_SIZE_K = 32 "
+                          "so the swap shows",
+                          (_blocks(64, 64, 32),
+                           (RHS_TILE, "rhs.tile((block_size_n, block_size_k))"))),
+    "wrong_dtype": Variant("nt_gemm returns a float32 tensor",
+                           ((RETURN, RETURN.replace("return output", "return output.float()")),)),
+    "placeholder": Variant("a NotImplementedError placeholder left in application()",
+                           ((STORE, STORE + '    raise NotImplementedError('
+                                            '"application() is not filled in yet")\n'),)),
+    "fp16_accumulator": Variant("a float16 accumulator (accumulator_dtype; does not build)",
+                                ((ZEROS, ZEROS.replace("float32", "float16")),)),
+    "fp16_running_sum": Variant("a float16 running sum: fails the cancellation case",
+                                ((ZEROS, ZEROS.replace("float32", "float16")),
+                                 (DOT, DOT + ".to(ntl.float16)"))),
+    "dot_swapped": Variant("ntl.dot(rhs[k], lhs[k]) (dot_order)",
+                           ((DOT, "accumulator += ntl.dot(rhs[k], lhs[k])"),)),
+    "dot_swapped_rect_tiles": Variant("ntl.dot(rhs[k], lhs[k]) with 64x64x32 tiles (does not "
+                                      "build)", ((DOT, "accumulator += ntl.dot(rhs[k], lhs[k])"),
+                                                _blocks(64, 64, 32))),
+    "output_transposed": Variant("the accumulator stored transposed (output_tile)",
+                                 ((STORE, STORE.replace("= accumulator ",
+                                                        "= ntl.trans(accumulator) ")),)),
+    "expand_by_size": Variant("lhs expanded by the output's width, not its block count: the "
+                              "grids cannot line up (grid_mismatch, before launch)",
+                              ((LHS_EXPAND, "lhs_arranged.expand((-1, output.shape[1]))"),)),
     # NineToothed's 7 stages on an H200 need 448 KiB of shared memory at 128^3 (measured on
     # the H200, 2026-11-30: OutOfResources at every size divisible by 16).
-    "tiles_128x128x128": ([_blocks(128, 128, 128)], "gpu_resources"),
+    "tiles_128x128x128": Variant("128x128x128 tiles: more shared memory than an H200 has "
+                                 "(gpu_resources)",
+                                 (_blocks(128, 128, 128),)),
 }
 
-# Correct with other tiles: what the time budget and the gate must pass.
-CORRECT = {
-    "tiles_32x32x32": [_blocks(32, 32, 32)],
-    "tiles_128x64x32": [_blocks(128, 64, 32)],
-    "tiles_16x128x64": [_blocks(16, 128, 64)],
-}
-
-
-def source(edits):
-    text = BASE.read_text(encoding="utf-8")
-    for old, new in edits:
-        if old not in text:
-            raise ValueError(f"the reference no longer contains {old!r}")
-        text = text.replace(old, new)
-    return text
-
-
-def write(path, edits):
-    path.write_text(source(edits), encoding="utf-8")
-    return path
-
-
-def write_class(folder, names=None):
-    folder = pathlib.Path(folder)
-    everything = {**{name: edits for name, (edits, _) in VARIANTS.items()}, **CORRECT}
-    for name in names or everything:
-        (folder / name).mkdir(parents=True, exist_ok=True)
-        write(folder / name / "ninetoothed_gemm.py", everything[name])
-    return folder
+VARIANTS = {**CORRECT, **MISTAKES}
 
 
 if __name__ == "__main__":
-    write_class(sys.argv[1], sys.argv[2:] or None)
+    write_class(sys.argv[1], VARIANTS, sys.argv[2:] or None)

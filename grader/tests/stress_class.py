@@ -3,24 +3,29 @@ hostile submissions and the variants, in turn, each under a student id of its ow
 
     python -m grader.tests.stress_class OUT_DIR [--students 100]
 
-The mix is the one the grading-cost figures in docs/instructor-guide.md were measured
-with: correct files, common mistakes, cheats, crashes and hangs.
+The grading-cost figures in docs/instructor-guide.md were measured with such a mix:
+correct files, common mistakes, cheats, crashes and hangs (before the compile-gate
+variants of build_variants joined it).
 """
 
 import argparse
 import pathlib
-import shutil
+
+from grader.tests.adversarial_class import ATTACKS
+from grader.tests.build_variants import VARIANTS
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def sources():
-    """Every submission file of the kit's own test material, in a stable order."""
+    """Every submission of the kit's own test material as (name, text), in a stable order."""
     demo = ROOT / "grader" / "demo_class"
     files = sorted(demo.glob("*/ninetoothed_gemm.py")) + sorted(demo.glob("*.py"))
-    files += sorted((ROOT / "grader" / "tests" / "adversarial").glob("*/ninetoothed_gemm.py"))
-    files += sorted((ROOT / "grader" / "tests" / "variants").glob("*.py"))
-    return files
+    pool = [(path.parent.name if path.name == "ninetoothed_gemm.py" else path.stem,
+             path.read_text(encoding="utf-8")) for path in files]
+    for catalogue in (ATTACKS, VARIANTS):
+        pool += [(name, catalogue[name].source(name)) for name in sorted(catalogue)]
+    return pool
 
 
 def make(out_dir, students):
@@ -28,11 +33,10 @@ def make(out_dir, students):
     out_dir.mkdir(parents=True, exist_ok=False)
     pool = sources()
     for number in range(students):
-        source = pool[number % len(pool)]
-        name = source.parent.name if source.name == "ninetoothed_gemm.py" else source.stem
+        name, text = pool[number % len(pool)]
         folder = out_dir / f"s{number:03d}-{name}"
         folder.mkdir()
-        shutil.copyfile(source, folder / "ninetoothed_gemm.py")
+        (folder / "ninetoothed_gemm.py").write_text(text, encoding="utf-8")
     return out_dir
 
 

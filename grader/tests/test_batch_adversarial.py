@@ -14,8 +14,9 @@ import shutil
 
 import pytest
 
-from grader.tests.batch_helpers import (ADVERSARIAL, DEMO, copy_class, gradebook, run_grader,
-                                        small_cases, tree_digest)
+from grader.tests.adversarial_class import ATTACKS
+from grader.tests.batch_helpers import DEMO, gradebook, run_grader, small_cases, tree_digest
+from grader.tests.source_edits import write_class
 
 EXPECTED = {
     "alice": "passed", "bob": "failed",
@@ -38,7 +39,7 @@ def _neighbours(folder):
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory):
     base = tmp_path_factory.mktemp("adversarial")
-    submissions = copy_class(ADVERSARIAL, base / "class")
+    submissions = write_class(base / "class", ATTACKS)
     _neighbours(submissions)
     before = tree_digest(submissions)
     result = run_grader(base, "grade", str(submissions), "--out", str(base / "out"), *OPTIONS)

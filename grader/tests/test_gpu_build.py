@@ -2,7 +2,7 @@
 
 The compile gate (grader.core.gpu_compile), the grids that fail before launch, the
 application-level mistakes named from the output, and the interpreter's time budget.
-Variants are the reference with named edits (grader/tests/build_variants.py).
+Variants are the model answer with named edits (grader/tests/build_variants.py).
 """
 
 import pathlib
@@ -17,6 +17,8 @@ from grader.core import cases, checks, diagnosis, execution, gpu_compile
 from grader.core.loading import load_submission
 from grader.core.suite import ruled_out
 from grader.tests import build_variants
+from grader.tests.source_edits import write_class, writer
+from solutions import MODEL_ANSWER
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SEED = cases.DEFAULT_SEED
@@ -24,14 +26,12 @@ SEED = cases.DEFAULT_SEED
 
 @pytest.fixture(scope="module")
 def variant(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("variants")
+    path_of = writer(tmp_path_factory.mktemp("variants"), build_variants.VARIANTS)
     made = {}
 
     def make(name):
         if name not in made:
-            edits = build_variants.VARIANTS[name][0] if name in build_variants.VARIANTS \
-                else build_variants.CORRECT.get(name, [])
-            path = build_variants.write(folder / f"{name}.py", edits)
+            path = MODEL_ANSWER if name == "reference" else path_of(name)
             made[name] = (path, load_submission(path))
         return made[name]
     return make
@@ -211,7 +211,8 @@ def test_a_cpu_batch_passes_32_cubed_tiles_with_default_limits_and_reports_build
     import csv
     import json
 
-    build_variants.write_class(tmp_path / "class", ["tiles_32x32x32", "fp16_accumulator"])
+    write_class(tmp_path / "class", build_variants.VARIANTS,
+                ["tiles_32x32x32", "fp16_accumulator"])
     done = subprocess.run([sys.executable, "-m", "grader", "grade", str(tmp_path / "class"),
                            "--out", str(tmp_path / "out"), "-j", "2", "--no-progress"],
                           cwd=ROOT, capture_output=True, text=True, timeout=1500,

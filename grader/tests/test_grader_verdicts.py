@@ -1,8 +1,8 @@
 """The grader judged: correct kernels get full marks, each mistake fails and is named.
 
-The submissions are in grader/tests/variants/: each is the reference with one
-change. Each runs in this process on the cases that matter for it (the
-interpreter is slow, so not the whole catalogue), then the diagnosis is asked
+The submissions are the model answer with named edits (grader/tests/build_variants.py),
+written to a temporary folder. Each runs in this process on the cases that matter for it
+(the interpreter is slow, so not the whole catalogue), then the diagnosis is asked
 for its hints. One end-to-end run of ``pytest grader`` on the reference checks
 the whole catalogue, the summary and the JUnit XML.
 
@@ -41,17 +41,23 @@ import pytest
 from grader.core import cases, checks, diagnosis, execution
 from grader.core.checks import Verdict
 from grader.core.loading import SubmissionError, load_submission
+from grader.tests import build_variants
+from grader.tests.source_edits import writer
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-VARIANTS = pathlib.Path(__file__).resolve().parent / "variants"
 REFERENCE = ROOT / "solutions" / "ninetoothed_gemm.py"
 SEED = cases.DEFAULT_SEED
 
 _modules = {}
 
 
-def _module(name):
-    path = REFERENCE if name == "reference" else VARIANTS / f"{name}.py"
+@pytest.fixture(scope="module")
+def variant_path(tmp_path_factory):
+    return writer(tmp_path_factory.mktemp("variants"), build_variants.VARIANTS)
+
+
+def _module(name, variant_path):
+    path = REFERENCE if name == "reference" else variant_path(name)
     if path not in _modules:
         _modules[path] = load_submission(path)
     return _modules[path]
@@ -100,18 +106,18 @@ CORRECT_SUBSET = [
 ]
 
 CORRECT_VARIANTS = [
-    "correct_blocks_32x32x32",
-    "correct_blocks_16x64x32",
-    "correct_rect_128x64x32",
-    "correct_other_style",
-    "correct_unsqueezed_indexing",
+    "tiles_32x32x32",
+    "tiles_16x64x32",
+    "tiles_128x64x32",
+    "other_style",
+    "unsqueezed_indexing",
 ]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", CORRECT_VARIANTS)
-def test_correct_variant_gets_full_marks(name, backend):
-    module = _module(name)
+def test_correct_variant_gets_full_marks(name, backend, variant_path):
+    module = _module(name, variant_path)
     selected, verdicts = _grade(module, CORRECT_SUBSET, backend)
     failed = [f"{verdict.case_id}: {verdict.message}" for verdict in verdicts if not verdict.passed]
     assert not failed, "\n".join(failed)
@@ -119,19 +125,19 @@ def test_correct_variant_gets_full_marks(name, backend):
     assert diagnosis.explain(findings, verdicts, selected) == []
 
 
-def test_correct_variants_look_right_symbolically():
+def test_correct_variants_look_right_symbolically(variant_path):
     expected_tiles = {
         "reference": (64, 64, 64),
-        "correct_blocks_32x32x32": (32, 32, 32),
-        "correct_blocks_16x64x32": (16, 64, 32),
-        "correct_rect_128x64x32": (128, 64, 32),
-        "correct_other_style": (64, 64, 64),
-        "correct_unsqueezed_indexing": (64, 64, 64),
+        "tiles_32x32x32": (32, 32, 32),
+        "tiles_16x64x32": (16, 64, 32),
+        "tiles_128x64x32": (128, 64, 32),
+        "other_style": (64, 64, 64),
+        "unsqueezed_indexing": (64, 64, 64),
     }
     for name, tiles in expected_tiles.items():
-        module = _module(name)
+        module = _module(name, variant_path)
         findings = diagnosis.inspect_arrangement(module)
-        if name == "correct_unsqueezed_indexing":
+        if name == "unsqueezed_indexing":
             # Right, but unusual: the length-1 level is reported, and only matters
             # (as a hint) if cases fail.
             assert [finding["mistake"] for finding in findings] == ["missing_squeeze"]
@@ -146,44 +152,44 @@ def test_correct_variants_look_right_symbolically():
 # --------------------------------------------------------------------------
 
 MISTAKE_VARIANTS = {
-    "mistake_expand_axis": (
+    "expand_axis": (
         ["nonsquare-128x256x192", "nonsquare-256x128x192", "skinny-1x256x256",
          "skinny-256x8x192"],
         ["square-64x64x64", "square-256x256x256", "tail_m-65x128x128"],
         "expand_axis", []),
-    "mistake_accumulator_in_loop": (
+    "accumulator_in_loop": (
         ["long_k-64x64x1024", "tail_mnk-65x97x130", "skinny-16x256x192"],
         ["square-64x64x64", "tail_k_small-128x128x40", "tiny-1x2x3"],
         "accumulator", []),
-    "mistake_assign_not_add": (
+    "assign_not_add": (
         ["long_k-64x64x1024", "tail_k-128x128x130", "skinny-16x256x192"],
         ["square-64x64x64", "tail_k_small-128x128x40", "tiny-2x3x1"],
         "accumulator", []),
-    "mistake_missing_squeeze": (
+    "missing_squeeze": (
         ["square-64x64x64", "tail_mnk-65x97x130", "skinny-16x256x192"],
         [],
         "missing_squeeze", []),
-    "mistake_k_tail_whole_tiles": (
+    "k_tail_whole_tiles": (
         ["tail_k-128x128x130", "tail_mnk-65x97x130", "tail_k_small-128x128x40"],
         ["square-64x64x64", "tail_m-65x128x128", "tail_n-128x97x128"],
         "k_tail", []),
-    "mistake_loop_stops_early": (
+    "loop_stops_early": (
         ["tail_m-65x128x128", "tail_n-128x97x128", "tail_k-128x128x130", "square-256x256x256"],
         [],
         "k_tail", []),
-    "mistake_floor_mode": (
+    "floor_mode": (
         ["tail_m-65x128x128", "tail_n-128x97x128", "tail_k-128x128x130", "coverage-100x70x90"],
         ["square-64x64x64", "nonsquare-128x256x192"],
         "tail_mask", ["k_tail"]),
-    "mistake_hard_coded": (
+    "hard_coded": (
         ["tail_mnk-65x97x130", "tail_k_small-128x128x40"],
         ["skinny-16x256x192", "square-256x256x256"],
         "hard_coded", []),
-    "mistake_tile_shape": (
+    "tile_shape": (
         ["square-64x64x64", "tiny-1x2x3"],
         [],
         "tile_shape", ["build_error"]),
-    "mistake_wrong_dtype": (
+    "wrong_dtype": (
         ["square-64x64x64", "tail_mnk-65x97x130"],
         ["coverage-100x70x90"],
         "wrong_dtype", []),
@@ -196,21 +202,21 @@ MISTAKE_VARIANTS = {
 # * floor_mode: the unmasked M and N edge tiles read past the operands, but the
 #   stores stay masked, so M and N tails come out right; only K tails fail.
 GPU_DIFFERENCES = {
-    "mistake_accumulator_in_loop": (
+    "accumulator_in_loop": (
         ["long_k-64x64x1024", "tail_mnk-65x97x130", "skinny-16x256x192", "square-64x64x64",
          "tail_k_small-128x128x40", "tiny-1x2x3"],
         [], "accumulator", []),
-    "mistake_floor_mode": (
+    "floor_mode": (
         ["tail_k-128x128x130", "coverage-100x70x90"],
         ["square-64x64x64", "nonsquare-128x256x192"], "k_tail", []),
 }
 
 
 @pytest.mark.parametrize("name", sorted(MISTAKE_VARIANTS))
-def test_mistake_variant_fails_and_is_named(name, backend):
+def test_mistake_variant_fails_and_is_named(name, backend, variant_path):
     expected = GPU_DIFFERENCES if backend.name == "gpu" else {}
     must_fail, must_pass, top, also = expected.get(name, MISTAKE_VARIANTS[name])
-    module = _module(name)
+    module = _module(name, variant_path)
     selected, verdicts = _grade(module, must_fail + must_pass, backend)
     outcome = {verdict.case_id: verdict for verdict in verdicts}
     for case_id in must_fail:
@@ -227,9 +233,9 @@ def test_mistake_variant_fails_and_is_named(name, backend):
     assert all(hint["evidence"] for hint in hints), hints
 
 
-def test_placeholder_is_refused_at_load_time_and_named():
+def test_placeholder_is_refused_at_load_time_and_named(variant_path):
     with pytest.raises(SubmissionError) as refused:
-        load_submission(VARIANTS / "mistake_placeholder.py")
+        load_submission(variant_path("placeholder"))
     assert refused.value.status == "not_implemented"
     case = _case("tail_mnk-65x97x130")
     verdicts = [Verdict(case.id, False, str(refused.value), "not_implemented")]
@@ -237,12 +243,13 @@ def test_placeholder_is_refused_at_load_time_and_named():
     assert keys == ["not_implemented"]
 
 
-def test_every_variant_says_what_it_is_and_is_listed():
-    """Each variant opens with the line saying what it changes, and each is used above."""
-    for path in sorted(VARIANTS.glob("*.py")):
-        assert path.read_text().startswith('"""Grader test variant: '), path.name
-    names = {path.stem for path in VARIANTS.glob("*.py")}
-    assert set(MISTAKE_VARIANTS) | set(CORRECT_VARIANTS) | {"mistake_placeholder"} == names
+def test_every_variant_says_what_it_is_and_is_listed(variant_path):
+    """Each variant graded here opens with the line saying what it changes; that every
+    variant of the catalogue is used by some test, test_build_variants.py checks."""
+    names = set(MISTAKE_VARIANTS) | set(CORRECT_VARIANTS) | {"placeholder"}
+    for name in sorted(names):
+        assert variant_path(name).read_text().startswith(f"# Kit test submission {name}: "), name
+    assert names <= set(build_variants.VARIANTS)
 
 
 # --------------------------------------------------------------------------
@@ -297,8 +304,8 @@ def test_pytest_grader_gives_the_reference_full_marks(tmp_path, backend):
     assert points == scores == total
 
 
-def test_pytest_grader_names_the_placeholder_without_tracebacks(tmp_path):
-    done, junit = _run_grader(VARIANTS / "mistake_placeholder.py", tmp_path)
+def test_pytest_grader_names_the_placeholder_without_tracebacks(tmp_path, variant_path):
+    done, junit = _run_grader(variant_path("placeholder"), tmp_path)
     assert done.returncode == 1
     assert "[not_implemented]" in done.stdout
     assert "Traceback" not in done.stdout

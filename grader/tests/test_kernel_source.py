@@ -8,24 +8,24 @@ import pathlib
 import pytest
 
 from grader.core.kernel_source import defined_names, extract
+from grader.tests.build_variants import VARIANTS
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-STYLES = sorted((ROOT / "grader" / "tests" / "variants").glob("*.py")) + [
-    ROOT / "solutions" / "ninetoothed_gemm.py", ROOT / "assignment" / "ninetoothed_gemm.py",
-    ROOT / "grader" / "demo_class" / "ada" / "ninetoothed_gemm.py",
-    ROOT / "grader" / "demo_class" / "fay" / "ninetoothed_gemm.py",
-]
+STYLES = {name: variant.source(name) for name, variant in VARIANTS.items()} | {
+    path.parent.name: path.read_text(encoding="utf-8") for path in [
+        ROOT / "solutions" / "ninetoothed_gemm.py", ROOT / "assignment" / "ninetoothed_gemm.py",
+        ROOT / "grader" / "demo_class" / "ada" / "ninetoothed_gemm.py",
+        ROOT / "grader" / "demo_class" / "fay" / "ninetoothed_gemm.py"]}
 # A correct file in the course's shape: the demo class's reference.
 KERNEL = (ROOT / "grader" / "demo_class" / "ada" / "ninetoothed_gemm.py").read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("path", STYLES, ids=lambda path: path.stem
-                         if path.parent.name == "variants" else path.parent.name)
-def test_every_kit_style_is_kept_whole(path):
-    source = path.read_text(encoding="utf-8")
+@pytest.mark.parametrize("name", STYLES)
+def test_every_kit_style_is_kept_whole(name):
+    source = STYLES[name]
     rebuilt = extract(source)
     assert rebuilt.ok, rebuilt.violations
-    compile(rebuilt.text, str(path), "exec")
+    compile(rebuilt.text, name, "exec")
     assert len(rebuilt.text.splitlines()) == len(source.splitlines())
 
 
