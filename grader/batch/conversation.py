@@ -8,7 +8,6 @@ import dataclasses
 import time
 
 from grader.batch import protocol, sandbox, time_budget
-from grader.core import gpu_compile
 
 KINDS = ("hello", "loaded", "diagnosis", "case", "phase_done")
 
@@ -86,11 +85,12 @@ def _converse(worker, accept, phases, report, diagnosis, extend):
     loaded = _expect(worker, accept, "loaded")
     if loaded is None:
         return
-    report.load_status = str(loaded.fields.get("status"))
-    if report.load_status not in protocol.LOADED_STATUSES:
-        worker.stop("crashed", f"its report was malformed (load status {report.load_status!r})")
+    try:
+        load = protocol.Loaded.from_fields(loaded.fields)
+    except protocol.ProtocolError as error:
+        worker.stop("crashed", f"its report was malformed ({error})")
         return
-    report.load_message = protocol.text(loaded.fields.get("message", ""))
+    report.load_status, report.load_message = load.status, load.message
     if report.load_status != "ok":
         report.stage = "done"
         return
@@ -99,9 +99,9 @@ def _converse(worker, accept, phases, report, diagnosis, extend):
         found = _expect(worker, accept, "diagnosis")
         if found is None:
             return
-        report.findings = protocol.findings(found.fields.get("findings"))
-        report.tiles = protocol.tiles(found.fields.get("tiles"))
-        report.build = gpu_compile.Build.from_fields(found.fields.get("build"))
+        claimed = protocol.Diagnosis.from_fields(found.fields)
+        report.findings, report.tiles, report.build = claimed.findings, claimed.tiles, \
+            claimed.build
         extend(report.tiles)
     for number, phase in enumerate(phases):
         jobs = {job.index: job for job, _, _ in phase}
@@ -134,24 +134,9 @@ def _case_report(job, message):
         for position, role in enumerate(job.roles):
             data = bytearray(message.payload[position * size:(position + 1) * size])
             outputs[role] = torch.frombuffer(data, dtype=torch.float16).reshape(job.m, job.n)
-    seconds = message.fields.get("seconds")
-    return CaseReport(error=protocol.text(message.fields.get("error") or ""),
-                      exited=bool(message.fields.get("exited")), outputs=outputs,
-                      seconds=float(seconds) if isinstance(seconds, (int, float)) else 0.0)
-
-
-@dataclasses.dataclass
-class SizeTiming:
-    """What a timing run reported for one size: its verdict and both [median, p20, p80] ms."""
-
-    m: int
-    n: int
-    k: int
-    verdict: str  # PASS, FAIL (wrong output there) or ERROR (the kernel raised)
-    wrong: int = 0
-    kernel: tuple = None
-    torch: tuple = None
-    error: str = ""
+    result = protocol.CaseResult.from_fields(message.fields)
+    return CaseReport(error=result.error, exited=result.exited, outputs=outputs,
+                      seconds=result.seconds)
 
 
 class TimingRun:
@@ -207,9 +192,9 @@ class TimingRun:
         ready = self._next("ready")
         if ready is None:
             return
-        self.note = protocol.text(ready.fields.get("note") or "", 2000)
-        self.launch = {name: protocol.small_int(ready.fields.get(name))
-                       for name in ("num_warps", "num_stages")}
+        ready = protocol.Ready.from_fields(ready.fields)
+        self.note = ready.note
+        self.launch = {"num_warps": ready.num_warps, "num_stages": ready.num_stages}
         self.ready = True
 
     def measure(self):
@@ -227,7 +212,7 @@ class TimingRun:
                         != size:
                     self.worker.stop("crashed", f"its report was out of order ({message.kind})")
                     break
-                self.results.append(_size_timing(size, message.fields))
+                self.results.append(protocol.SizeTiming.from_fields(size, message.fields))
             else:
                 self._next("timing_done")
         self.ending = self.worker.finish()
@@ -238,17 +223,3 @@ class TimingRun:
         """End a prepared run that will not be timed (the batch is stopping)."""
         self.worker.stop("crashed", "not timed: the batch stopped")
         self.ending = self.worker.finish()
-
-
-def _size_timing(size, fields):
-    verdict = fields.get("verdict") if fields.get("verdict") in ("PASS", "FAIL", "ERROR") \
-        else "ERROR"
-    kernel, torch_mm = protocol.timing(fields.get("kernel")), protocol.timing(fields.get("torch"))
-    if verdict == "PASS" and (kernel is None or torch_mm is None):
-        verdict = "ERROR"
-    wrong = fields.get("wrong")
-    return SizeTiming(*size, verdict=verdict,
-                      wrong=wrong if isinstance(wrong, int) and wrong >= 0 else 0,
-                      kernel=kernel if verdict == "PASS" else None,
-                      torch=torch_mm if verdict == "PASS" else None,
-                      error=protocol.text(fields.get("error") or "", 3000))

@@ -19,10 +19,10 @@ Messages, in the order a run sends them:
 | from   | kind        | fields                                   | payload |
 | ------ | ----------- | ---------------------------------------- | ------- |
 | worker | hello       | (the worker is up; no student code ran)  | |
-| worker | loaded      | status (LOADED_STATUSES), message        | |
-| worker | diagnosis   | findings, tiles, build (kernel runs only; build: grader.core.gpu_compile.Build) | |
+| worker | loaded      | Loaded: status (LOADED_STATUSES), message | |
+| worker | diagnosis   | Diagnosis: findings, tiles, build (kernel runs only) | |
 | parent | phase       | cases: [Job], last: bool                 | every job's lhs then rhs |
-| worker | case        | index, error, exited, seconds            | the job's outputs, role by role |
+| worker | case        | CaseResult: index, error, exited, seconds | the job's outputs, role by role |
 | worker | phase_done  |                                          | |
 
 A timing run (grader.batch.speed) instead sends, after ``loaded``:
@@ -30,9 +30,12 @@ A timing run (grader.batch.speed) instead sends, after ``loaded``:
 | from   | kind        | fields                                   |
 | ------ | ----------- | ---------------------------------------- |
 | parent | sizes       | sizes: [[m, n, k], ...]                  |
-| worker | ready       | note, num_warps, num_stages (compiled, nothing launched) |
+| worker | ready       | Ready: note, num_warps, num_stages (compiled, nothing launched) |
 | parent | go          | (the GPU is this run's alone now)        |
-| worker | timing      | m, n, k, verdict, wrong, kernel, torch, error (one per size) |
+| worker | timing      | SizeTiming: m, n, k, verdict, wrong, kernel, torch, error (one per size) |
+
+Each record's ``to_fields`` is what the worker sends and its ``from_fields`` what the
+parent keeps: bounded text, numbers of the right type, or a ProtocolError.
 | worker | timing_done |                                          |
 """
 
@@ -83,6 +86,128 @@ class Job:
     def from_fields(cls, fields):
         return cls(int(fields["index"]), int(fields["m"]), int(fields["n"]), int(fields["k"]),
                    tuple(str(role) for role in fields["roles"]))
+
+
+@dataclasses.dataclass(frozen=True)
+class Loaded:
+    """How the worker's import of the file went."""
+
+    KIND = "loaded"
+    status: str  # one of LOADED_STATUSES
+    message: str = ""
+
+    def to_fields(self):
+        return {"status": self.status, "message": text(self.message)}
+
+    @classmethod
+    def from_fields(cls, fields):
+        status = str(fields.get("status"))
+        if status not in LOADED_STATUSES:
+            raise ProtocolError(f"load status {status!r}")
+        return cls(status, text(fields.get("message", "")))
+
+
+@dataclasses.dataclass(frozen=True)
+class Diagnosis:
+    """What a kernel run found before any case: the arrangement's findings, its tiles,
+    and its build for the course's GPU (a grader.core.gpu_compile.Build, or None)."""
+
+    KIND = "diagnosis"
+    findings: list
+    tiles: list = None
+    build: object = None
+
+    def to_fields(self):
+        return {"findings": findings(self.findings), "tiles": tiles(self.tiles),
+                "build": self.build.to_fields() if self.build else None}
+
+    @classmethod
+    def from_fields(cls, fields):
+        from grader.core import gpu_compile
+
+        return cls(findings(fields.get("findings")), tiles(fields.get("tiles")),
+                   gpu_compile.Build.from_fields(fields.get("build")))
+
+
+@dataclasses.dataclass(frozen=True)
+class CaseResult:
+    """One job's report; its outputs travel as the message's payload."""
+
+    KIND = "case"
+    index: int
+    error: str = ""
+    exited: bool = False  # the submission asked the process to exit (a wrapper run)
+    seconds: float = 0.0
+
+    def to_fields(self):
+        return {"index": self.index, "error": text(self.error), "exited": self.exited,
+                "seconds": round(self.seconds, 3)}
+
+    @classmethod
+    def from_fields(cls, fields):
+        seconds = fields.get("seconds")
+        return cls(fields.get("index"), text(fields.get("error") or ""),
+                   bool(fields.get("exited")),
+                   float(seconds) if isinstance(seconds, (int, float)) else 0.0)
+
+
+@dataclasses.dataclass(frozen=True)
+class Ready:
+    """A timing run has compiled its kernel for every size and launched nothing."""
+
+    KIND = "ready"
+    note: str = ""
+    num_warps: object = "unknown"
+    num_stages: object = "unknown"
+
+    def to_fields(self):
+        return {"note": text(self.note, 2000), "num_warps": self.num_warps,
+                "num_stages": self.num_stages}
+
+    @classmethod
+    def from_fields(cls, fields):
+        return cls(text(fields.get("note") or "", 2000), small_int(fields.get("num_warps")),
+                   small_int(fields.get("num_stages")))
+
+
+@dataclasses.dataclass(frozen=True)
+class SizeTiming:
+    """What a timing run reported for one size: its verdict and both [median, p20, p80] ms."""
+
+    KIND = "timing"
+    m: int
+    n: int
+    k: int
+    verdict: str  # PASS, FAIL (wrong output there) or ERROR (the kernel raised)
+    wrong: int = 0
+    kernel: tuple = None
+    torch: tuple = None
+    error: str = ""
+
+    def to_fields(self):
+        return {"m": self.m, "n": self.n, "k": self.k, "verdict": self.verdict,
+                "wrong": self.wrong, "kernel": list(self.kernel) if self.kernel else None,
+                "torch": list(self.torch) if self.torch else None, "error": text(self.error)}
+
+    @classmethod
+    def from_fields(cls, size, fields):
+        """The report for ``size`` (m, n, k); a PASS without two valid timings is an ERROR."""
+        verdict = fields.get("verdict") if fields.get("verdict") in ("PASS", "FAIL", "ERROR") \
+            else "ERROR"
+        kernel, torch_mm = timing(fields.get("kernel")), timing(fields.get("torch"))
+        if verdict == "PASS" and (kernel is None or torch_mm is None):
+            verdict = "ERROR"
+        wrong = fields.get("wrong")
+        return cls(*size, verdict=verdict,
+                   wrong=wrong if isinstance(wrong, int) and wrong >= 0 else 0,
+                   kernel=kernel if verdict == "PASS" else None,
+                   torch=torch_mm if verdict == "PASS" else None,
+                   error=text(fields.get("error") or "", 3000))
+
+
+def send_record(stream, record, payload=b""):
+    """Send one of the records above as its message."""
+    send(stream, record.KIND, payload, **record.to_fields())
 
 
 def send(stream, kind, payload=b"", **fields):

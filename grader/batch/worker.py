@@ -45,6 +45,9 @@ class Channel:
     def send(self, kind, payload=b"", **fields):
         protocol.send(self.outgoing, kind, payload, **fields)
 
+    def report(self, record, payload=b""):
+        protocol.send_record(self.outgoing, record, payload)
+
     def expect(self, kind):
         """The next message from the parent, which must be a ``kind`` without a payload."""
         def accept(got, fields):
@@ -132,9 +135,9 @@ def _import_kernel(channel, path):
     try:
         module = import_file(path)
     except SubmissionError as error:
-        channel.send("loaded", status=error.status, message=protocol.text(str(error)))
+        channel.report(protocol.Loaded(error.status, str(error)))
         return None
-    channel.send("loaded", status="ok", message="")
+    channel.report(protocol.Loaded("ok"))
     return module
 
 
@@ -156,11 +159,10 @@ def kernel_run(channel, path, active):
     module = _import_kernel(channel, path)
     if module is None:
         return
-    findings = protocol.findings(diagnosis.inspect_arrangement(module))
+    findings = diagnosis.inspect_arrangement(module)
     kernel, problem = _make(module, path)
     build = gpu_compile.check(kernel) if kernel is not None else None
-    channel.send("diagnosis", findings=findings, tiles=protocol.tiles(diagnosis.tile_sizes(module)),
-                 build=build.to_fields() if build else None)
+    channel.report(protocol.Diagnosis(findings, diagnosis.tile_sizes(module), build))
     if build is not None and build.checked and not build.ok and active.is_interpreter:
         problem = build.message  # the parent fails every case with the build's verdict
     for work in channel.phases():
@@ -168,17 +170,17 @@ def kernel_run(channel, path, active):
             started = time.perf_counter()
             mismatch = problem or diagnosis.launch_mismatch(module, (job.m, job.n, job.k))
             if mismatch:
-                channel.send("case", index=job.index, error=mismatch, exited=False, seconds=0.0)
+                channel.report(protocol.CaseResult(job.index, error=mismatch))
                 continue
             try:
                 lhs, rhs = _operands(job, lhs_bytes, rhs_bytes, active.device)
                 payload = _launch(kernel, job, lhs, rhs, active.device)
             except Exception as error:  # noqa: BLE001 - whatever the kernel raises
-                channel.send("case", index=job.index, error=_error_text(error, path),
-                             exited=False, seconds=round(time.perf_counter() - started, 3))
+                channel.report(protocol.CaseResult(job.index, error=_error_text(error, path),
+                                                   seconds=time.perf_counter() - started))
                 continue
-            channel.send("case", payload, index=job.index, error="", exited=False,
-                         seconds=round(time.perf_counter() - started, 3))
+            channel.report(protocol.CaseResult(job.index, seconds=time.perf_counter() - started),
+                           payload)
         channel.send("phase_done")
 
 
@@ -188,16 +190,16 @@ def wrapper_run(channel, path, active):
     try:
         module = load_submission(path)
     except SubmissionError as error:
-        channel.send("loaded", status=error.status, message=protocol.text(str(error)))
+        channel.report(protocol.Loaded(error.status, str(error)))
         return
     except (SystemExit, KeyboardInterrupt) as error:
-        channel.send("loaded", status="exited",
-                     message=f"the file called exit while being imported ({error!r})")
+        channel.report(protocol.Loaded(
+            "exited", f"the file called exit while being imported ({error!r})"))
         return
     except BaseException as error:  # noqa: BLE001 - anything at import time
-        channel.send("loaded", status="import_error", message=_error_text(error, path))
+        channel.report(protocol.Loaded("import_error", _error_text(error, path)))
         return
-    channel.send("loaded", status="ok", message="")
+    channel.report(protocol.Loaded("ok"))
     import torch
 
     for work in channel.phases():
@@ -214,15 +216,16 @@ def wrapper_run(channel, path, active):
                              f"{tuple(result.shape)}, not float16 ({job.m}, {job.n})")
                 else:
                     payload = result.detach().contiguous().cpu().numpy().tobytes()
-                channel.send("case", payload, index=job.index, error=error, exited=False,
-                             seconds=round(time.perf_counter() - started, 3))
+                channel.report(protocol.CaseResult(job.index, error=error,
+                                                   seconds=time.perf_counter() - started), payload)
             except (SystemExit, KeyboardInterrupt) as error:
-                channel.send("case", index=job.index, exited=True, seconds=0.0,
-                             error=f"nt_gemm asked the process to exit ({error!r})")
+                channel.report(protocol.CaseResult(
+                    job.index, error=f"nt_gemm asked the process to exit ({error!r})",
+                    exited=True))
                 return
             except BaseException as error:  # noqa: BLE001 - student code may raise anything
-                channel.send("case", index=job.index, error=_error_text(error, path),
-                             exited=False, seconds=round(time.perf_counter() - started, 3))
+                channel.report(protocol.CaseResult(job.index, error=_error_text(error, path),
+                                                   seconds=time.perf_counter() - started))
         channel.send("phase_done")
 
 
@@ -236,10 +239,10 @@ def timing_run(channel, path, active):
     request = channel.expect("sizes")
     sizes = [tuple(int(value) for value in size) for size in request.fields["sizes"]]
     if problem:
-        channel.send("ready", note=problem, num_warps="unknown", num_stages="unknown")
+        channel.report(protocol.Ready(problem))
         return
     note = speed_probe.precompile(kernel, sizes, active.device)
-    channel.send("ready", note=note, **speed_probe.launch_settings(kernel))
+    channel.report(protocol.Ready(note, **speed_probe.launch_settings(kernel)))
     channel.expect("go")
     for m, n, k in sizes:
         try:
@@ -247,7 +250,7 @@ def timing_run(channel, path, active):
         except Exception as error:  # noqa: BLE001 - whatever the kernel raises at this size
             fields = {"verdict": "ERROR", "wrong": 0, "kernel": None, "torch": None,
                       "error": _error_text(error, path)}
-        channel.send("timing", m=m, n=n, k=k, **fields)
+        channel.report(protocol.SizeTiming(m, n, k, **fields))
     channel.send("timing_done")
 
 

@@ -36,8 +36,8 @@ class Build:
 
     target: str
     ok: bool
-    message: str = ""
-    checked: bool = True  # False: the check itself could not run; the kernel is not judged  # the compiler's own words, without the generated code around them
+    message: str = ""  # the compiler's own words, without the generated code around them
+    checked: bool = True  # False: the check itself could not run; the kernel is not judged
     line: str = ""  # the generated line it points at (see student_line)
     registers: int = None  # per thread
     spilled_bytes: int = None  # local memory per thread: registers spilled to DRAM

@@ -7,8 +7,6 @@ columns, the feedback, the Gradescope leaderboard, the class leaderboard, and
 the hand-in check against made-up and genuine numbers.
 """
 
-import io
-import json
 import threading
 import time
 import zipfile
@@ -63,7 +61,7 @@ class FakeRun:
             return []
         for m, n, k in self.sizes:
             ms = self.kernel_ms * (1 if m % 16 == 0 else 3)
-            self.results.append(conversation.SizeTiming(
+            self.results.append(protocol.SizeTiming(
                 m, n, k, "PASS", kernel=(ms, ms * 0.99, ms * 1.01),
                 torch=(self.torch_ms, self.torch_ms * 0.99, self.torch_ms * 1.01)))
         return self.results
@@ -210,7 +208,7 @@ def test_a_kernel_wrong_at_a_speed_size_is_flagged_but_keeps_its_grade():
     record = passed_record()
     run = FakeRun(b"", SIZES)
     run.measure()
-    run.results[1] = conversation.SizeTiming(4095, 4095, 4095, "FAIL", wrong=123)
+    run.results[1] = protocol.SizeTiming(4095, 4095, 4095, "FAIL", wrong=123)
     record["speed"] = speed.entry(run, record, H200_ENV)
     assert record["status"] == "passed" and record["score"] == 29
     assert "at 4095" in record["flags"][0] and "123 elements" in record["flags"][0]

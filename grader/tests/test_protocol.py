@@ -1,0 +1,69 @@
+"""The records that cross the sandbox's pipes: what the worker encodes is what the parent
+decodes, and what the parent keeps of a hostile report is bounded and typed."""
+
+import io
+import json
+
+import pytest
+
+from grader.batch import protocol
+from grader.core.gpu_compile import Build
+
+BUILD = Build("sm_90", True, registers=128, spilled_bytes=0, shared_bytes=65536, num_warps=4,
+              num_stages=3)
+
+
+def _over_the_pipe(record, payload=b""):
+    stream = io.BytesIO()
+    protocol.send_record(stream, record, payload)
+    stream.seek(0)
+    message = protocol.receive(stream, lambda kind, fields: len(payload))
+    assert message.kind == record.KIND and message.payload == payload
+    return json.loads(json.dumps(message.fields))
+
+
+@pytest.mark.parametrize("record", [
+    protocol.Loaded("ok"),
+    protocol.Loaded("import_error", "NameError: name 'ntl' is not defined"),
+    protocol.Diagnosis([{"mistake": "expand_axis", "message": "lhs repeats over M"}],
+                       [64, 64, 32], BUILD),
+    protocol.Diagnosis([], None, None),
+    protocol.CaseResult(3, seconds=0.25),
+    protocol.CaseResult(0, error="nt_gemm asked the process to exit (SystemExit(0))",
+                        exited=True),
+    protocol.Ready("", 8, 3),
+    protocol.SizeTiming(4096, 4096, 4096, "PASS", kernel=(0.5, 0.49, 0.51),
+                        torch=(0.2, 0.19, 0.21)),
+    protocol.SizeTiming(4095, 4095, 4095, "FAIL", wrong=12),
+])
+def test_a_record_arrives_as_it_was_sent(record):
+    fields = _over_the_pipe(record, b"\x00\x3c" * 4 if record.KIND == "case" else b"")
+    if isinstance(record, protocol.SizeTiming):
+        assert protocol.SizeTiming.from_fields((record.m, record.n, record.k), fields) == record
+    else:
+        assert type(record).from_fields(fields) == record
+
+
+def test_an_unknown_load_status_is_a_protocol_error():
+    with pytest.raises(protocol.ProtocolError, match="load status 'passed'"):
+        protocol.Loaded.from_fields({"status": "passed", "message": ""})
+
+
+def test_what_the_parent_keeps_of_a_hostile_report_is_bounded_and_typed():
+    case = protocol.CaseResult.from_fields({"index": 1, "error": "x" * 10**6 + "\x1b[2J",
+                                            "exited": "yes", "seconds": "fast"})
+    assert len(case.error) < 9000 and "\x1b" not in case.error
+    assert case.exited is True and case.seconds == 0.0
+    ready = protocol.Ready.from_fields({"note": None, "num_warps": True, "num_stages": 10**9})
+    assert (ready.note, ready.num_warps, ready.num_stages) == ("", "unknown", "unknown")
+    found = protocol.Diagnosis.from_fields({"findings": [{"mistake": 3}] * 50, "tiles": [64, 0, 64],
+                                            "build": {"target": "sm_90", "ok": "yes"}})
+    assert found.findings == [] and found.tiles is None
+    assert found.build.ok is False  # a claim short of True never counts as built
+
+
+def test_a_pass_without_both_timings_is_an_error():
+    timing = protocol.SizeTiming.from_fields((64, 64, 64), {"verdict": "PASS",
+                                                            "kernel": [0.1, 0.1, 0.1],
+                                                            "torch": [0.3, 0.2, 0.1]})
+    assert timing.verdict == "ERROR" and timing.kernel is None and timing.torch is None
