@@ -60,11 +60,13 @@ PYTHONPATH="$root/source/ntgemm" exec "${NTGEMM_PYTHON:-python3}" -m grader.batc
 
 def _kit_files():
     """(path, name in the zip) of every file of the kit the autograder needs."""
+    from grader.batch import import_graph
+
     files = [(ROOT / "pyproject.toml", "ntgemm/pyproject.toml"),
              (ROOT / "README.md", "ntgemm/README.md")]
-    for package in ("grader", "benchmarks"):
-        for path in sorted((ROOT / package).glob("*.py")):
-            files.append((path, f"ntgemm/{package}/{path.name}"))
+    # The worker runs as ``python -m``, so nothing imports it: it is an entry point of its own.
+    for relative in import_graph.closure_files(["grader.batch.gradescope", "grader.batch.worker"]):
+        files.append((ROOT / relative, f"ntgemm/{relative}"))
     return files
 
 

@@ -83,6 +83,23 @@ def autograder(tmp_path_factory):
     return base
 
 
+def test_the_zip_holds_every_module_the_autograder_runs(autograder):
+    """Imported without site (so without this checkout's editable install), the unpacked
+    kit loads every module the grading process and its worker use from the zip alone."""
+    import sysconfig
+
+    kit = autograder / "autograder" / "source" / "ntgemm"
+    paths = [str(kit), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
+    code = ("import grader.batch.gradescope as g, grader.batch.worker, grader.core.gpu_compile; "
+            "g._preload(); import sys; print(sorted({m.__file__ for m in list(sys.modules.values())"
+            " if m.__name__.split('.')[0] in ('grader', 'benchmarks')}))")
+    result = subprocess.run([sys.executable, "-S", "-c", code], cwd=kit, capture_output=True,
+                            text=True, timeout=120,
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)})
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert all(path.startswith(str(kit)) for path in eval(result.stdout)), result.stdout
+
+
 def grade_in_tree(base, submission_file, name):
     root = base / name
     shutil.copytree(base / "autograder" / "source", root / "source")
