@@ -105,7 +105,7 @@ def _converse(worker, accept, phases, report, diagnosis, extend):
         extend(report.tiles)
     for number, phase in enumerate(phases):
         jobs = {job.index: job for job, _, _ in phase}
-        payload = b"".join(lhs.numpy().tobytes() + rhs.numpy().tobytes() for _, lhs, rhs in phase)
+        payload = protocol.matrices(matrix for _, lhs, rhs in phase for matrix in (lhs, rhs))
         worker.send("phase", payload, cases=[job.to_fields() for job in jobs.values()],
                     last=number == len(phases) - 1)
         report.phase = number
@@ -126,17 +126,9 @@ def _converse(worker, accept, phases, report, diagnosis, extend):
 
 
 def _case_report(job, message):
-    import torch
-
-    outputs = {}
-    if message.payload:
-        size = 2 * job.m * job.n
-        for position, role in enumerate(job.roles):
-            data = bytearray(message.payload[position * size:(position + 1) * size])
-            outputs[role] = torch.frombuffer(data, dtype=torch.float16).reshape(job.m, job.n)
     result = protocol.CaseResult.from_fields(message.fields)
-    return CaseReport(error=result.error, exited=result.exited, outputs=outputs,
-                      seconds=result.seconds)
+    return CaseReport(error=result.error, exited=result.exited,
+                      outputs=job.outputs(message.payload), seconds=result.seconds)
 
 
 class TimingRun:

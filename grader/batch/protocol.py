@@ -87,6 +87,29 @@ class Job:
         return cls(int(fields["index"]), int(fields["m"]), int(fields["n"]), int(fields["k"]),
                    tuple(str(role) for role in fields["roles"]))
 
+    def inputs(self, data):
+        """(lhs, rhs) as float16 CPU tensors from this job's ``input_bytes`` of a phase."""
+        split = 2 * self.m * self.k
+        return _matrix(data[:split], self.m, self.k), _matrix(data[split:], self.k, self.n)
+
+    def outputs(self, payload):
+        """{role: float16 (m, n) CPU tensor} from a case message's payload."""
+        size = 2 * self.m * self.n
+        return {role: _matrix(payload[place * size:(place + 1) * size], self.m, self.n)
+                for place, role in enumerate(self.roles)} if payload else {}
+
+
+def matrices(tensors):
+    """The bytes of float16 matrices, row-major, one after another: a phase's inputs
+    (each job's lhs then rhs) or a case's outputs (role by role)."""
+    return b"".join(tensor.detach().contiguous().cpu().numpy().tobytes() for tensor in tensors)
+
+
+def _matrix(data, rows, columns):
+    import torch
+
+    return torch.frombuffer(bytearray(data), dtype=torch.float16).reshape(rows, columns)
+
 
 @dataclasses.dataclass(frozen=True)
 class Loaded:

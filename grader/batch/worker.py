@@ -61,7 +61,7 @@ class Channel:
         return message
 
     def phases(self):
-        """Each phase the parent sends, as [(Job, lhs bytes, rhs bytes)], until the last."""
+        """Each phase the parent sends, as [(Job, its input bytes)], until the last."""
         while True:
             message = protocol.receive(self.incoming, _phase_size)
             if message is None:
@@ -69,10 +69,8 @@ class Channel:
             jobs = [protocol.Job.from_fields(fields) for fields in message.fields["cases"]]
             offset, work = 0, []
             for job in jobs:
-                split = offset + 2 * job.m * job.k
-                end = offset + job.input_bytes
-                work.append((job, message.payload[offset:split], message.payload[split:end]))
-                offset = end
+                work.append((job, message.payload[offset:offset + job.input_bytes]))
+                offset += job.input_bytes
             yield work
             if message.fields.get("last"):
                 return
@@ -103,15 +101,9 @@ def _error_text(error, path):
     return protocol.text(text + "\n" + _student_traceback(error, path))
 
 
-def _operands(job, lhs_bytes, rhs_bytes, device):
-    """The job's lhs and rhs, float16 on ``device``, from the bytes the parent sent."""
-    import torch
-
-    def tensor(data, rows, columns):
-        return torch.frombuffer(bytearray(data), dtype=torch.float16).reshape(rows, columns) \
-            .to(device)
-
-    return tensor(lhs_bytes, job.m, job.k), tensor(rhs_bytes, job.k, job.n)
+def _operands(job, data, device):
+    """The job's lhs and rhs, float16 on ``device``."""
+    return tuple(matrix.to(device) for matrix in job.inputs(data))
 
 
 def _launch(kernel, job, lhs, rhs, device):
@@ -125,7 +117,7 @@ def _launch(kernel, job, lhs, rhs, device):
         outputs.append(out)
     if device != "cpu":
         torch.cuda.synchronize()
-    return b"".join(out.cpu().numpy().tobytes() for out in outputs)
+    return protocol.matrices(outputs)
 
 
 def _import_kernel(channel, path):
@@ -166,14 +158,14 @@ def kernel_run(channel, path, active):
     if build is not None and build.checked and not build.ok and active.is_interpreter:
         problem = build.message  # the parent fails every case with the build's verdict
     for work in channel.phases():
-        for job, lhs_bytes, rhs_bytes in work:
+        for job, data in work:
             started = time.perf_counter()
             mismatch = problem or diagnosis.launch_mismatch(module, (job.m, job.n, job.k))
             if mismatch:
                 channel.report(protocol.CaseResult(job.index, error=mismatch))
                 continue
             try:
-                lhs, rhs = _operands(job, lhs_bytes, rhs_bytes, active.device)
+                lhs, rhs = _operands(job, data, active.device)
                 payload = _launch(kernel, job, lhs, rhs, active.device)
             except Exception as error:  # noqa: BLE001 - whatever the kernel raises
                 channel.report(protocol.CaseResult(job.index, error=_error_text(error, path),
@@ -203,10 +195,10 @@ def wrapper_run(channel, path, active):
     import torch
 
     for work in channel.phases():
-        for job, lhs_bytes, rhs_bytes in work:
+        for job, data in work:
             started = time.perf_counter()
             try:
-                lhs, rhs = _operands(job, lhs_bytes, rhs_bytes, active.device)
+                lhs, rhs = _operands(job, data, active.device)
                 result = module.nt_gemm(lhs, rhs)
                 payload, error = b"", ""
                 if not isinstance(result, torch.Tensor):
@@ -215,7 +207,7 @@ def wrapper_run(channel, path, active):
                     error = (f"nt_gemm returned a {result.dtype} tensor of shape "
                              f"{tuple(result.shape)}, not float16 ({job.m}, {job.n})")
                 else:
-                    payload = result.detach().contiguous().cpu().numpy().tobytes()
+                    payload = protocol.matrices([result])
                 channel.report(protocol.CaseResult(job.index, error=error,
                                                    seconds=time.perf_counter() - started), payload)
             except (SystemExit, KeyboardInterrupt) as error:

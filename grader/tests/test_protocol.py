@@ -67,3 +67,17 @@ def test_a_pass_without_both_timings_is_an_error():
                                                             "kernel": [0.1, 0.1, 0.1],
                                                             "torch": [0.3, 0.2, 0.1]})
     assert timing.verdict == "ERROR" and timing.kernel is None and timing.torch is None
+
+
+def test_matrices_cross_as_the_job_says():
+    import torch
+
+    job = protocol.Job(0, 3, 5, 4, ("first", "second"))
+    lhs, rhs = torch.randn(3, 4).half(), torch.randn(4, 5).half()
+    got_lhs, got_rhs = job.inputs(protocol.matrices([lhs, rhs]))
+    assert torch.equal(got_lhs, lhs) and torch.equal(got_rhs, rhs)
+    first, second = torch.randn(3, 5).half(), torch.full((3, 5), float("nan")).half()
+    outputs = job.outputs(protocol.matrices([first, second.t().contiguous().t()]))
+    assert list(outputs) == ["first", "second"] and torch.equal(outputs["first"], first)
+    assert outputs["second"].isnan().all() and len(protocol.matrices([first])) == job.output_bytes // 2
+    assert job.outputs(b"") == {}
