@@ -12,6 +12,7 @@ import pytest
 
 from grader.batch import intake, sandbox
 from grader.batch.status import ExitCode
+from solutions import MODEL_ANSWER
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "grader" / "demo_class" / "ada" / "ninetoothed_gemm.py"
@@ -170,7 +171,7 @@ def test_handout_holds_no_solution_and_its_public_tests_run(tmp_path):
     with zipfile.ZipFile(archive) as bundle:
         names = bundle.namelist()
         bundle.extractall(tmp_path / "student")
-    reference = (ROOT / "solutions" / "ninetoothed_gemm.py").read_bytes()
+    reference = MODEL_ANSWER.read_bytes()
     assert not any("solutions" in name or "/tests/" in name or "demo_class" in name
                    for name in names)
     assert not any(name.endswith(("grader/batch/grading.py", "grader/batch/cli.py"))

@@ -43,9 +43,10 @@ from grader.core.checks import Verdict
 from grader.core.loading import SubmissionError, load_submission
 from grader.tests import build_variants
 from grader.tests.source_edits import writer
+from solutions import MODEL_ANSWER
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-REFERENCE = ROOT / "solutions" / "ninetoothed_gemm.py"
+REFERENCE = MODEL_ANSWER
 SEED = cases.DEFAULT_SEED
 
 _modules = {}

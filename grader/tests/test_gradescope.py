@@ -18,7 +18,8 @@ import zipfile
 import pytest
 
 from grader.core import cases
-from grader.tests.batch_helpers import DEMO, ROOT, batch_backend, run_grader
+from grader.tests.batch_helpers import DEMO, batch_backend, run_grader
+from solutions import MODEL_ANSWER
 
 SEED = 4242
 
@@ -116,7 +117,7 @@ def grade_in_tree(base, submission_file, name):
 
 
 @pytest.mark.parametrize("name, path, status", [
-    ("reference", ROOT / "solutions" / "ninetoothed_gemm.py", "passed"),
+    ("reference", MODEL_ANSWER, "passed"),
     ("mistake", DEMO / "chen" / "ninetoothed_gemm.py", "failed"),
     ("cheat", DEMO / "fay" / "ninetoothed_gemm.py", "flagged"),
     ("crash", DEMO / "kai" / "ninetoothed_gemm.py", "crashed"),

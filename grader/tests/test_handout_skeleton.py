@@ -12,10 +12,11 @@ import pytest
 
 from grader.batch import cli, handout
 from grader.batch.status import ExitCode
+from solutions import MODEL_ANSWER
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SKELETON = ROOT / "assignment" / "ninetoothed_gemm.py"
-REFERENCE = ROOT / "solutions" / "ninetoothed_gemm.py"
+REFERENCE = MODEL_ANSWER
 
 
 def _function(source, name):

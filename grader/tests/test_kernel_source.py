@@ -9,11 +9,12 @@ import pytest
 
 from grader.core.kernel_source import defined_names, extract
 from grader.tests.build_variants import VARIANTS
+from solutions import MODEL_ANSWER
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 STYLES = {name: variant.source(name) for name, variant in VARIANTS.items()} | {
     path.parent.name: path.read_text(encoding="utf-8") for path in [
-        ROOT / "solutions" / "ninetoothed_gemm.py", ROOT / "assignment" / "ninetoothed_gemm.py",
+        MODEL_ANSWER, ROOT / "assignment" / "ninetoothed_gemm.py",
         ROOT / "grader" / "demo_class" / "ada" / "ninetoothed_gemm.py",
         ROOT / "grader" / "demo_class" / "fay" / "ninetoothed_gemm.py"]}
 # A correct file in the course's shape: the demo class's reference.

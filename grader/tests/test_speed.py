@@ -17,7 +17,8 @@ import pytest
 from benchmarks import report
 from grader.batch import conversation, handin, intake, leaderboard, protocol, reports, speed
 from grader.batch.grading import Settings
-from grader.tests.batch_helpers import DEMO, ROOT, run_grader
+from grader.tests.batch_helpers import DEMO, run_grader
+from solutions import MODEL_ANSWER
 
 H200_ENV = {"gpu_name": "NVIDIA H200", "driver": "580", "cuda": "13.0", "timestamp":
             "2026-11-30T20:00:00+00:00", "host": "gpu-box"}
@@ -381,7 +382,7 @@ def test_the_reference_is_timed_against_torch_mm_on_a_gpu():
     from grader.core import kernel_source
     from grader.batch.sandbox import Limits
 
-    source = kernel_source.extract((ROOT / "solutions" / "ninetoothed_gemm.py").read_text()).text
+    source = kernel_source.extract(MODEL_ANSWER.read_text()).text
     run = conversation.TimingRun(source.encode(), [(512, 512, 512), (511, 513, 515)],
                                  backend_name="gpu", limits=Limits(300, 8 << 30, 4.0),
                                  device=0).prepare()
