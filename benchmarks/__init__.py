@@ -1,1 +1,3 @@
-"""Timing harness, GEMM ledger and lesson CLIs; every formula lives in benchmarks.formulas."""
+"""The benchmark students run (harness, timing, report, card), with the lessons
+(``benchmarks.lessons``) and course staff's performance lab (``benchmarks.lab``) beside
+it; every formula lives in benchmarks.formulas."""
