@@ -211,8 +211,20 @@ def main(argv=None, prog=None, default_submission=DEFAULT_SUBMISSION):
             print(f"\nerror: none of the {len(results)} size(s) could be checked here (see the "
                   "skip reasons above); pick smaller sizes", file=sys.stderr)
             return UNUSABLE
+        build = _gpu_build(module) if backend.is_interpreter else None
+        if build is not None:
+            from grader.core import gpu_compile
+
+            print(f"\nGPU build: {gpu_compile.summary(build)}")
         print(f"\n{sum(r.verdict == harness.PASS for r in checked)} of {len(checked)} checked "
               f"sizes PASS ({elapsed:.1f} s); nothing timed (--check-only)")
+        if build is not None and build.checked and not build.ok:
+            where = gpu_compile.student_line(pathlib.Path(args.submission).read_text(
+                encoding="utf-8", errors="replace"), build.line)
+            print(f"error: the kernel does not build for {build.target} (the course's GPU), so "
+                  "every size would fail there: the interpreter accepts what a GPU refuses"
+                  + (f"\nyour line {where[0]}: {where[1]}" if where else ""), file=sys.stderr)
+            return SOME_FAILED
         return SOME_FAILED if failed else OK
 
     first_calls = [r.first_call_s for r in results if r.first_call_s]
@@ -245,6 +257,18 @@ def main(argv=None, prog=None, default_submission=DEFAULT_SUBMISSION):
         png_path = card.render(frame, csv_path.with_suffix(".png"))
         print(f"card: {png_path}")
     return SOME_FAILED if failed else OK
+
+
+def _gpu_build(module):
+    """The grader's compile gate (grader.core.gpu_compile) on the file's own kernel, or None
+    when the kernel cannot even be made (the sizes above then failed and say why)."""
+    from grader.core import execution, gpu_compile
+
+    try:
+        kernel = execution.own_kernel(module)
+    except Exception:  # noqa: BLE001 - the student's kernel may fail to build
+        return None
+    return gpu_compile.check(kernel)
 
 
 if __name__ == "__main__":

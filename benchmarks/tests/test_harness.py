@@ -364,6 +364,26 @@ def test_check_only_on_the_cpu_passes_the_reference(tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.parametrize("variant, code, build", [
+    (None, cli.OK, "GPU build: builds for sm_90"),
+    ("fp16_accumulator", cli.SOME_FAILED, "GPU build: does not build for sm_90"),
+])
+def test_check_only_on_the_cpu_runs_the_compile_gate(tmp_path, variant, code, build):
+    """The interpreter runs a float16 accumulator that Triton's compiler refuses: the
+    check-only pass compiles the kernel for the course's GPU too, as the grader does."""
+    from grader.tests.build_variants import VARIANTS
+
+    path = REFERENCE
+    if variant:
+        path = tmp_path / "ninetoothed_gemm.py"
+        path.write_text(VARIANTS[variant].source(variant), encoding="utf-8")
+    result = run_script("--submission", str(path), "--check-only", "--sizes", "64",
+                        env_extra={"NTGEMM_BACKEND": "interpreter"})
+    assert result.returncode == code, result.stdout + result.stderr
+    assert "1 of 1 checked sizes PASS" in result.stdout and build in result.stdout
+    assert ("every size would fail there" in result.stderr) == bool(variant)
+
+
 def test_check_only_with_nothing_checkable_is_not_a_pass(tmp_path):
     result = run_script("--submission", str(REFERENCE), "--check-only", "--sizes", "512",
                         "--no-progress", env_extra={"NTGEMM_BACKEND": "interpreter"})
