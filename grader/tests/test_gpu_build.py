@@ -124,12 +124,12 @@ def test_pytest_grader_fails_a_float16_accumulator_at_once_and_names_it(variant)
 
 # --------------------------------------------------------------------------- fail fast
 
-def test_a_grid_that_cannot_line_up_fails_before_launch(variant):
+def test_a_grid_that_cannot_line_up_fails_before_launch(variant, backend):
     _, module = variant("expand_by_size")
     case = _case("nonsquare-128x256x192")
     started = time.monotonic()
     with pytest.raises(execution.NotLaunched) as raised:
-        execution.produce(case, module, SEED, "cpu")
+        execution.produce(case, module, SEED, backend.device)
     assert time.monotonic() - started < 5
     verdict = checks.error_verdict(case, raised.value)
     assert verdict.mistake == "grid_mismatch" and "(2, 256)" in verdict.message, verdict.message
@@ -151,13 +151,14 @@ def test_a_correct_grid_is_never_stopped(variant):
      "dot_order"),
     ("output_transposed", ["nonsquare-128x256x192", "square-256x256x256"], "output_tile"),
 ])
-def test_application_mistakes_are_named_from_the_output(variant, name, case_ids, mistake):
+def test_application_mistakes_are_named_from_the_output(variant, backend, name, case_ids,
+                                                        mistake):
     _, module = variant(name)
     selected = [_case(case_id) for case_id in case_ids]
     verdicts = []
     for case in selected:
-        outputs = execution.produce(case, module, SEED, "cpu")
-        verdicts.append(checks.judge(case, outputs, SEED, "cpu"))
+        outputs = execution.produce(case, module, SEED, backend.device)
+        verdicts.append(checks.judge(case, outputs, SEED, backend.device))
     assert all(not verdict.passed for verdict in verdicts)
     assert all(verdict.mistake == mistake for verdict in verdicts), [v.mistake for v in verdicts]
     hints = diagnosis.explain([], verdicts, selected)
@@ -165,7 +166,10 @@ def test_application_mistakes_are_named_from_the_output(variant, name, case_ids,
     assert not any(ruled_out(mistake, verdict) for verdict in verdicts)
 
 
-def test_a_float16_running_sum_fails_only_the_cancellation_case(variant):
+def test_a_float16_running_sum_fails_only_the_cancellation_case(variant, backend):
+    if not backend.is_interpreter:
+        pytest.skip("on a GPU a float16 running sum also fails other cases (21 of 33 on an "
+                    "H200, 2026-11-30): only the interpreter isolates the cancellation case")
     _, module = variant("fp16_running_sum")
     cancellation = _case("cancellation-64x64x384")
     others = [_case("nonsquare-128x256x192"), _case("long_k-64x64x1024")]
@@ -176,10 +180,10 @@ def test_a_float16_running_sum_fails_only_the_cancellation_case(variant):
     assert hints[0]["key"] == "accumulator_dtype", hints
 
 
-def test_the_reference_passes_the_cancellation_case(variant):
+def test_the_reference_passes_the_cancellation_case(variant, backend):
     case = _case("cancellation-64x64x384")
-    outputs = execution.produce(case, variant("reference")[1], SEED, "cpu")
-    assert checks.judge(case, outputs, SEED, "cpu").passed
+    outputs = execution.produce(case, variant("reference")[1], SEED, backend.device)
+    assert checks.judge(case, outputs, SEED, backend.device).passed
 
 
 def test_a_wrong_value_rules_out_causes_it_cannot_be():
