@@ -45,6 +45,10 @@ from grader.core import cases as catalogue
 from grader.batch import protocol, reports
 from grader.core.kernel_source import extract
 from grader.tests import attack_sources as sources
+from grader.tests.batch_helpers import NEEDS_INTERPRETER
+
+# Every batch here runs with NTGEMM_BACKEND=interpreter.
+pytestmark = NEEDS_INTERPRETER
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 GRADER_ROOT = pathlib.Path(os.environ.get("NTGEMM_ATTACK_GRADER_ROOT", ROOT)).resolve()
@@ -577,7 +581,7 @@ def test_the_rebuild_never_keeps_code_it_did_not_check(name):
     if rebuilt.violations:
         return
     assert not _runs_payload(rebuilt.text, "PWNED-"), (
-        f"no violation, and the rebuilt file runs code the whitelist never saw:\n"
+        "no violation, and the rebuilt file runs code the whitelist never saw:\n"
         + "\n".join(line for line in rebuilt.text.splitlines() if "PWNED" in line))
 
 

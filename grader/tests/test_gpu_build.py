@@ -17,6 +17,7 @@ from grader.core import cases, checks, diagnosis, execution, gpu_compile
 from grader.core.loading import load_submission
 from grader.core.suite import ruled_out
 from grader.tests import build_variants
+from grader.tests.batch_helpers import NEEDS_INTERPRETER
 from grader.tests.source_edits import write_class, writer
 from solutions import MODEL_ANSWER
 
@@ -210,6 +211,7 @@ def test_the_budget_grows_with_the_tiles_steps():
 
 
 
+@NEEDS_INTERPRETER
 def test_a_cpu_batch_passes_32_cubed_tiles_with_default_limits_and_reports_builds(tmp_path):
     """The default limits on the interpreter (the issue: 32x32x32 used to time out)."""
     import csv
