@@ -167,7 +167,7 @@ def judge(case, outputs, seed, device):
                            "unwritten_output")
         return compare(out, ref, case, seed)
     verdict = compare(outputs["out"], ref, case, seed)
-    for namer in (_name_partial_sum, _name_swapped_dot, _name_misplaced_tiles):
+    for namer in (_name_partial_sum, _name_swapped_dot, _name_misplaced_tiles, _name_float16_sum):
         if verdict.passed or verdict.mistake:
             break
         namer(verdict, outputs["out"], lhs, rhs, ref)
@@ -213,6 +213,36 @@ def _name_partial_sum(verdict, out, lhs, rhs, _ref):
                                         "(a partial last K tile dropped, or a K loop that stops "
                                         "early)")
                     return
+
+
+# The most multiply-adds a float16 running sum is replayed for: the judge often runs on a CPU.
+_FLOAT16_SUM_WORK = 1 << 27
+
+
+def _name_float16_sum(verdict, out, lhs, rhs, _ref):
+    """Name a float16 accumulator when the wrong output is what adding each K tile's
+    product into a float16 running sum gives, at some K tile size.
+
+    Such a sum drops the small terms of a long K, so it misses the float32 product by
+    a little; a mix-up of tiles or a partial sum misses it by far more.
+    """
+    (m, k), n = lhs.shape, rhs.shape[1]
+    if m * n * k > _FLOAT16_SUM_WORK:
+        return
+    lhs, rhs = lhs.float(), rhs.float()
+    for block_k in _K_BLOCKS:
+        if k <= block_k:
+            return  # one tile: the sum is the rounded product itself, no evidence
+        total = torch.zeros((m, n), dtype=torch.float16, device=lhs.device)
+        for start in range(0, k, block_k):
+            part = (lhs[:, start:start + block_k] @ rhs[start:start + block_k, :]).half()
+            total = (total.float() + part.float()).half()
+        if _close(out, total):
+            verdict.mistake = "accumulator_dtype"
+            verdict.message += (f"\nthe output equals a float16 running sum of the products of "
+                                f"{block_k}-wide K tiles: the accumulator lost the small terms "
+                                "a float32 sum keeps")
+            return
 
 
 # Square tiles tried when recognising a tile-level mix-up (no student code is asked).

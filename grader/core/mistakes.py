@@ -119,6 +119,7 @@ MISTAKES = {
             "float32：ntl.dot 的结果是 float32，若累加器是 float16，Triton 编译器会拒绝；若在 "
             "float16 中求和，长 K 上的小项会被舍掉。只在写回时再转成 float16。",
             found_by=(OUTPUT,),
+            evidence_on_last_line=True,
         ),
         Mistake(
             "dot_order",

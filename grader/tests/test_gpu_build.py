@@ -233,3 +233,22 @@ def test_a_cpu_batch_passes_32_cubed_tiles_with_default_limits_and_reports_build
     assert record["wall_time_s"] < 60
     passed = (tmp_path / "out" / "tiles_32x32x32" / "feedback.md").read_text(encoding="utf-8")
     assert "## GPU build / GPU 编译" in passed and "registers per thread" in passed
+
+
+def test_a_float16_running_sum_is_named_from_the_output():
+    """What a float16 accumulator gives on a GPU: every K tile's product added into a float16
+    sum. The judge replays that sum and names it; a partial sum is still named as such."""
+    import torch
+
+    case = _case("long_k-64x64x1024")
+    lhs, rhs, ref = checks.judging_material(case, SEED, "cpu")
+    total = torch.zeros_like(ref)
+    for start in range(0, case.k, 32):
+        part = lhs[:, start:start + 32].float() @ rhs[start:start + 32, :].float()
+        total = (total.float() + part.half().float()).half()
+    verdict = checks.judge(case, {"out": total}, SEED, "cpu")
+    assert not verdict.passed and verdict.mistake == "accumulator_dtype", verdict.message
+    assert "float16 running sum" in verdict.message.splitlines()[-1]
+    last_tile = (lhs[:, -32:].float() @ rhs[-32:, :].float()).half()
+    assert checks.judge(case, {"out": last_tile}, SEED, "cpu").mistake == "accumulator"
+    assert checks.judge(case, {"out": ref.half()}, SEED, "cpu").passed
