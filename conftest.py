@@ -10,7 +10,6 @@
   suites alone.
 """
 
-import argparse
 import os
 import pathlib
 
@@ -40,20 +39,13 @@ def pytest_addoption(parser):
     )
     group.addoption(
         "--gpu-target",
-        type=_gpu_target,
+        type=gpu_compile.target_argument,
         default=None,
         metavar="sm_XY",
         help="the GPU every kernel is compiled for before its cases run, on any backend "
              f"(default: ${gpu_compile.ENV_VAR} or {gpu_compile.DEFAULT_TARGET}; one of "
              f"{', '.join(gpu_compile.TARGETS)})",
     )
-
-
-def _gpu_target(text):
-    try:
-        return gpu_compile.parse_target(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def pytest_configure(config):

@@ -219,11 +219,11 @@ def main(argv=None, prog=None, default_submission=DEFAULT_SUBMISSION):
         print(f"\n{sum(r.verdict == harness.PASS for r in checked)} of {len(checked)} checked "
               f"sizes PASS ({elapsed:.1f} s); nothing timed (--check-only)")
         if build is not None and build.checked and not build.ok:
-            where = gpu_compile.student_line(pathlib.Path(args.submission).read_text(
-                encoding="utf-8", errors="replace"), build.line)
+            where = gpu_compile.where(build, pathlib.Path(args.submission).read_text(
+                encoding="utf-8", errors="replace"))
             print(f"error: the kernel does not build for {build.target} (the course's GPU), so "
                   "every size would fail there: the interpreter accepts what a GPU refuses"
-                  + (f"\nyour line {where[0]}: {where[1]}" if where else ""), file=sys.stderr)
+                  + (f"\n{where}" if where else ""), file=sys.stderr)
             return SOME_FAILED
         return SOME_FAILED if failed else OK
 

@@ -164,7 +164,8 @@ def build_parser():
                              "sizes are N or MxNxK")
     timing.add_argument("--no-speed", action="store_true",
                         help="time nothing (on the interpreter nothing is ever timed)")
-    grade.add_argument("--gpu-target", type=_gpu_target, default=gpu_compile.DEFAULT_TARGET,
+    grade.add_argument("--gpu-target", type=gpu_compile.target_argument,
+                       default=gpu_compile.DEFAULT_TARGET,
                        metavar="sm_XY",
                        help="the GPU every kernel is compiled for before its cases run "
                             f"(default {gpu_compile.DEFAULT_TARGET}, the course's H200; one of "
@@ -274,13 +275,6 @@ def decide_backend():
 
 
 # --------------------------------------------------------------------------- grade
-
-def _gpu_target(text):
-    try:
-        return gpu_compile.parse_target(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
 
 def command_grade(args):
     from grader.batch import grading, sandbox, session

@@ -9,7 +9,8 @@ import time
 
 from grader.batch import protocol, sandbox, time_budget
 
-KINDS = ("hello", "loaded", "diagnosis", "case", "phase_done")
+KINDS = ("hello", protocol.Loaded.KIND, protocol.Diagnosis.KIND, protocol.CaseResult.KIND,
+         "phase_done")
 
 
 @dataclasses.dataclass
@@ -140,7 +141,8 @@ class TimingRun:
     anything else runs on that GPU.
     """
 
-    KINDS = ("hello", "loaded", "ready", "timing", "timing_done")
+    KINDS = ("hello", protocol.Loaded.KIND, protocol.Ready.KIND, protocol.SizeTiming.KIND,
+             "timing_done")
 
     def __init__(self, source, sizes, *, backend_name, limits, device=None, sandboxed=True,
                  on_start=None):
@@ -176,8 +178,13 @@ class TimingRun:
         loaded = self._next("loaded")
         if loaded is None:
             return
-        if loaded.fields.get("status") != "ok":
-            self.note = protocol.text(loaded.fields.get("message", ""))
+        try:
+            load = protocol.Loaded.from_fields(loaded.fields)
+        except protocol.ProtocolError as error:
+            self.worker.stop("crashed", f"its report was malformed ({error})")
+            return
+        if load.status != "ok":
+            self.note = load.message
             self.worker.stop("crashed", "the kernel did not load")
             return
         self.worker.send("sizes", sizes=[list(size) for size in self.sizes])

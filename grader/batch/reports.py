@@ -223,7 +223,8 @@ def build_markdown(record):
 
 
 def feedback_markdown(record, hints):
-    en, zh = Status(record["status"]).en, Status(record["status"]).zh
+    status = Status(record["status"])
+    en, zh = status.en, status.zh
     lines = [
         f"# ntgemm feedback: {record['student']}",
         "",

@@ -388,11 +388,9 @@ def build_verdict(case, build, source=""):
     from grader.core import gpu_compile
 
     text = f"does not build for {build.target} (the course's GPU): {build.message}"
-    where = gpu_compile.student_line(source, build.line) if source else None
+    where = gpu_compile.where(build, source)
     if where:
-        text += f"\nyour line {where[0]}: {where[1]}"
-    elif build.line:
-        text += f"\nin the generated kernel: {build.line[:160]}"
+        text += f"\n{where}"
     text += "\nno case runs: the interpreter would accept it, the GPU would not"
     mistake, why = _named_build_error(build.message)
     return Verdict(case.id, False, text + (f"\n{why}" if why else ""), mistake,

@@ -73,6 +73,16 @@ def parse_target(text):
     return value
 
 
+def target_argument(text):
+    """``parse_target`` as a command-line option's type: argparse (and pytest) say what is wrong."""
+    import argparse
+
+    try:
+        return parse_target(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def requested_target():
     return parse_target(os.environ.get(ENV_VAR) or DEFAULT_TARGET)
 
@@ -114,7 +124,8 @@ def _compile(path, target):
     spec = importlib.util.spec_from_file_location("ntgemm_generated_kernel", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    source = open(path, encoding="utf-8").read()
+    with open(path, encoding="utf-8") as handle:
+        source = handle.read()
     kernel, constants, options = _kernel_and_options(module, source)
     signature, attributes = {}, {}
     for index, param in enumerate(kernel.params):
@@ -221,6 +232,15 @@ def main(argv=None):
 
 
 # --------------------------------------------------------------------------- reading it
+
+def where(build, source):
+    """The line that shows where a failed build went wrong: the student's own, else the
+    generated kernel's, else ''."""
+    found = student_line(source, build.line) if source else None
+    if found:
+        return f"your line {found[0]}: {found[1]}"
+    return f"in the generated kernel: {build.line[:160]}" if build.line else ""
+
 
 def student_line(source, generated):
     """(line number, text) of the student's line that ``generated`` came from, or None.

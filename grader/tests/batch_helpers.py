@@ -71,3 +71,19 @@ def gradebook(out_dir, drop_times=True):
         for row in rows:
             row.pop("wall_time_s")
     return {row["student"]: row for row in rows}
+
+
+def kit_files_loaded_alone(folder, imports, timeout=300):
+    """Run ``imports`` (Python statements) in ``folder`` without site, so without this
+    checkout's editable install: the files every kit module then came from, or the
+    failed process's stderr as an AssertionError."""
+    import sysconfig
+
+    paths = [str(folder), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
+    code = (f"{imports}\nimport sys\nprint(sorted({{m.__file__ for m in list(sys.modules.values()) "
+            "if m.__name__.split('.')[0] in ('grader', 'benchmarks', 'solutions', 'conftest')}))")
+    result = subprocess.run([sys.executable, "-S", "-c", code], cwd=folder, capture_output=True,
+                            text=True, timeout=timeout,
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)})
+    assert result.returncode == 0, result.stderr[-2000:]
+    return eval(result.stdout)

@@ -205,23 +205,15 @@ def test_handout_holds_no_solution_and_its_public_tests_run(tmp_path):
 def test_the_handout_imports_from_itself_alone(tmp_path):
     """Without site (so without this checkout's editable install), every kit module the
     handout ships, and its conftest.py, import from the handout folder alone."""
-    import sysconfig
-
     from grader.batch import handout
+    from grader.tests.batch_helpers import kit_files_loaded_alone
 
     folder, _ = handout.build(tmp_path)
     modules = sorted(".".join(path.relative_to(folder).with_suffix("").parts)
                      for package in ("grader", "benchmarks") for path in
                      (folder / package).rglob("*.py") if path.name != "__init__.py")
-    code = (f"import importlib, sys; [importlib.import_module(m) for m in {modules!r}]; "
-            "import conftest; print(sorted({m.__file__ for m in list(sys.modules.values()) "
-            "if m.__name__.split('.')[0] in ('grader', 'benchmarks', 'solutions', 'conftest')}))")
-    paths = [str(folder), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
-    result = subprocess.run([sys.executable, "-S", "-c", code], cwd=folder, capture_output=True,
-                            text=True, timeout=300,
-                            env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)})
-    assert result.returncode == 0, result.stderr[-2000:]
-    loaded = eval(result.stdout)
+    imports = f"import importlib\n[importlib.import_module(m) for m in {modules!r}]"
+    loaded = kit_files_loaded_alone(folder, imports + "\nimport conftest")
     assert len(loaded) > len(modules) and all(path.startswith(str(folder)) for path in loaded)
 
 
