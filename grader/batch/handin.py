@@ -4,7 +4,9 @@ Students hand in the CSV their benchmark run wrote (benchmarks.report's
 columns) beside ``ninetoothed_gemm.py``. Each claim in it that the grader can
 check is checked:
 
-* the file: the CSV's ``submission_sha256`` must be the hash of the file handed in;
+* the file: the CSV's ``submission_sha256`` must be the hash of the file handed in; a
+  CSV without one (the column deleted or emptied) is flagged as unverifiable, since
+  otherwise deleting the column would skip the check;
 * the tiles: ``block_m/n/k`` must be the tiles the grader's build of the kernel uses;
 * the numbers, once the grader has timed the file (grader.batch.speed) on the same GPU
   model: at each size both measured, the self-reported ratio to torch.mm and
@@ -17,8 +19,8 @@ CSV may claim any. Two runs on two machines of one GPU model differ by a few
 percent (clocks, power, temperature); a made-up number is usually off by far
 more. A claim outside it is *flagged*, with both numbers side by side, and the
 grade is never changed: a person decides.
-What cannot be compared (another GPU, another size, a CSV without a hash,
-nothing timed) is a *note*, not a flag.
+What cannot be compared (another GPU, another size, nothing timed) is a *note*,
+not a flag.
 """
 
 import io
@@ -87,9 +89,10 @@ def band(measured_row):
 def check(data, origin, record):
     """{"file", "verdict", "flags", "notes"} for the hand-in ``data`` of ``record``.
 
-    ``verdict``: "mismatch" (a flag was raised), "consistent" (the numbers were
-    compared and every claim holds) or "not compared" (no flag, but the numbers
-    could not be compared).
+    ``verdict``: "mismatch" (a claim was contradicted), "unverifiable" (no claim was
+    contradicted, but the CSV names no file), "consistent" (the numbers were compared
+    and every claim holds) or "not compared" (no flag, but the numbers could not be
+    compared).
     """
     flags, notes = [], []
     table, problem = read(data)
@@ -97,10 +100,10 @@ def check(data, origin, record):
         return {"file": origin, "verdict": "not compared", "flags": [],
                 "notes": [f"{origin}: {problem}"]}
     hashes = {value for value in table.get("submission_sha256", []) if value}
-    if not hashes:
-        notes.append("the CSV records no submission_sha256 (an older benchmark): the file it "
-                     "measured is not known")
-    elif hashes != {record["sha256"]}:
+    unverifiable = [] if hashes else [
+        "the CSV records no submission_sha256, so the file it measured cannot be verified "
+        "(the benchmark writes one; an older one, or an edited CSV, does not)"]
+    if hashes and hashes != {record["sha256"]}:
         flags.append(f"the CSV was measured on another file (sha256 {sorted(hashes)[0][:12]}, "
                      f"the file handed in is {record['sha256'][:12]})")
     tiles = record.get("tiles")
@@ -113,9 +116,10 @@ def check(data, origin, record):
             flags.append(f"the CSV reports {'x'.join(map(str, other[0]))} tiles; the file "
                          f"handed in uses {'x'.join(map(str, tiles))}")
     compared = _check_numbers(table, record, flags, notes)
-    verdict = "mismatch" if flags else ("consistent" if compared else "not compared")
+    verdict = ("mismatch" if flags else "unverifiable" if unverifiable
+               else "consistent" if compared else "not compared")
     return {"file": origin, "verdict": verdict, "flags": [f"hand-in {origin}: {flag}"
-                                                         for flag in flags],
+                                                         for flag in unverifiable + flags],
             "notes": notes}
 
 

@@ -7,6 +7,7 @@ columns, the feedback, the Gradescope leaderboard, the class leaderboard, and
 the hand-in check against made-up and genuine numbers.
 """
 
+import io
 import threading
 import time
 import zipfile
@@ -292,7 +293,6 @@ def test_what_cannot_be_compared_is_a_note_not_a_flag():
         "another GPU": handin_csv(record, scale=3, gpu_name="NVIDIA A100-SXM4-80GB"),
         "not a benchmark CSV": b"name,score\nada,100\n",
         "cannot be read": b'm,n\n"1,2\n',
-        "no submission_sha256": handin_csv(record, submission_sha256=""),
     }
     for expected, data in cases.items():
         checked = handin.check(data, "x.csv", record)
@@ -301,6 +301,39 @@ def test_what_cannot_be_compared_is_a_note_not_a_flag():
     other_size = handin.check(handin_csv(record).replace(b"4095,4095,4095", b"2048,2048,2048"),
                               "x.csv", record)
     assert any("no row at 4095" in note for note in other_size["notes"])
+
+
+def without_hash_column(data):
+    table = pandas.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False)
+    return table.drop(columns="submission_sha256").to_csv(index=False).encode()
+
+
+@pytest.mark.parametrize("case", ["column missing", "column empty"])
+def test_a_csv_without_the_files_hash_is_flagged_unverifiable_and_the_grade_kept(case):
+    """Deleting or emptying submission_sha256 must not skip the check of the file."""
+    record = timed_record(kernel_ms=0.5, torch_ms=0.2)
+    genuine = handin_csv(record)
+    data = without_hash_column(genuine) if case == "column missing" \
+        else handin_csv(record, submission_sha256="")
+    checked = handin.check(data, "bench.csv", record)
+    assert checked["verdict"] == "unverifiable"
+    assert checked["flags"] == ["hand-in bench.csv: the CSV records no submission_sha256, so "
+                                "the file it measured cannot be verified (the benchmark writes "
+                                "one; an older one, or an edited CSV, does not)"]
+    assert record["score"] == 29
+    made_up = handin.check(without_hash_column(handin_csv(record, scale=2.3)), "b.csv", record)
+    assert made_up["verdict"] == "mismatch" and "cannot be verified" in made_up["flags"][0]
+    assert all("self-reported" in flag for flag in made_up["flags"][1:])
+
+
+def test_the_hash_check_flags_another_file_and_passes_the_right_one():
+    record = timed_record(kernel_ms=0.5, torch_ms=0.2)
+    wrong = handin.check(handin_csv(record, submission_sha256="b" * 64), "bench.csv", record)
+    assert wrong["verdict"] == "mismatch"
+    assert wrong["flags"] == ["hand-in bench.csv: the CSV was measured on another file "
+                              f"(sha256 {'b' * 12}, the file handed in is {'a' * 12})"]
+    right = handin.check(handin_csv(record), "bench.csv", record)
+    assert right["verdict"] == "consistent" and not right["flags"]
 
 
 def test_hostile_csvs_neither_stop_nor_stall_the_grader_nor_widen_the_band():
