@@ -5,7 +5,8 @@
 
 Every file is UTF-8 with a byte-order mark (BOM), so Excel opens 李华 as written, in a
 Chinese locale too, and every text column is read back as text, never as a number
-or NaN.
+or NaN. Cells go through grader.batch.spreadsheet as in the gradebook, so an id that
+looks like a formula stays text (a gradebook cell already quoted is kept as it is).
 
 * ``csv``: the gradebook as it is.
 * ``canvas``: the columns of Canvas's gradebook import: Student, ID, SIS User ID, SIS
@@ -20,9 +21,10 @@ or NaN.
 
 import pathlib
 
+from grader.batch import spreadsheet
+
 TEXT_COLUMNS = ("student", "status", "flags", "lms_id", "speed", "tiles", "isolation")
 FORMATS = ("canvas", "moodle", "csv")
-BOM = "\ufeff"
 
 
 def read_gradebook(out_dir):
@@ -72,7 +74,7 @@ def export(out_dir, kind, target, assignment="NineToothed GEMM"):
     target.parent.mkdir(parents=True, exist_ok=True)
     from grader.batch.reports import atomic_write
 
-    atomic_write(target, BOM + table.to_csv(index=False))
+    atomic_write(target, spreadsheet.csv_text(table, bom=True))
     if kind == "csv":
         return []
     return [student for student, lms in zip(book["student"], book["lms_id"]) if not lms]

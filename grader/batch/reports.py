@@ -34,6 +34,7 @@ import subprocess
 import tempfile
 
 from benchmarks.environment import git_revision, package_version
+from grader.batch import spreadsheet
 from grader.batch.status import Status
 
 LOG_LIMIT = 64 * 1024
@@ -305,7 +306,7 @@ def write_speed(folder, record):
     from grader.batch import speed
 
     table = speed.frame(record)
-    atomic_write(folder / "speed.csv", table.to_csv(index=False))
+    atomic_write(folder / "speed.csv", spreadsheet.csv_text(table))
     with tempfile.TemporaryDirectory(dir=folder) as scratch:
         drawn = card.render(table, pathlib.Path(scratch) / "card.png",
                             title="NineToothed GEMM speed, measured by the grader",
@@ -439,16 +440,15 @@ def summary_frame(records, cases_list):
 
 
 def write_class(out_dir, records, cases_list):
-    """gradebook.csv, summary.csv, summary.png and students.csv from every record of the batch."""
+    """gradebook.csv, summary.csv, summary.png and students.csv from every record of the batch;
+    every CSV through grader.batch.spreadsheet, so no id in it is taken for a formula."""
     import pandas
 
     out_dir = pathlib.Path(out_dir)
     gradebook = gradebook_frame(records, cases_list)
     summary = summary_frame(records, cases_list)
-    # With a byte-order mark: Excel then reads it as UTF-8 (ids such as 李华), whatever
-    # the locale; pandas and csv with "utf-8-sig" skip the mark.
-    atomic_write(out_dir / "gradebook.csv", "\ufeff" + gradebook.to_csv(index=False))
-    atomic_write(out_dir / "summary.csv", summary.to_csv(index=False))
+    atomic_write(out_dir / "gradebook.csv", spreadsheet.csv_text(gradebook, bom=True))
+    atomic_write(out_dir / "summary.csv", spreadsheet.csv_text(summary))
     if records:
         from grader.batch import class_chart
 
@@ -457,13 +457,13 @@ def write_class(out_dir, records, cases_list):
 
     board = leaderboard.frame(records)
     if len(board):
-        atomic_write(out_dir / "leaderboard.csv", "\ufeff" + board.to_csv(index=False))
+        atomic_write(out_dir / "leaderboard.csv", spreadsheet.csv_text(board, bom=True))
         atomic_write(out_dir / "leaderboard.png", leaderboard.render(board))
     mapping = pandas.DataFrame(
         [{"student": r["student"], "folder": r["folder"], "origin": r.get("origin", ""),
           "status": r["status"]} for r in sorted(records, key=lambda r: r["student"])],
         columns=["student", "folder", "origin", "status"])
-    atomic_write(out_dir / "students.csv", mapping.to_csv(index=False))
+    atomic_write(out_dir / "students.csv", spreadsheet.csv_text(mapping))
 
 
 def _gpus(backend_name):

@@ -11,6 +11,8 @@ import csv
 import pathlib
 import shutil
 
+from grader.batch.spreadsheet import safe_row
+
 SHARED_FILES = ("feedback.md", "results.json")
 INDEX = "index.csv"
 
@@ -46,5 +48,5 @@ def build(out_dir, target):
     with open(target / INDEX, "w", newline="", encoding="utf-8") as file:
         writer = csv.writer(file)
         writer.writerow(["student", "folder"])
-        writer.writerows([row["student"], row["folder"]] for row in rows)
+        writer.writerows(safe_row([row["student"], row["folder"]]) for row in rows)
     return len(rows)

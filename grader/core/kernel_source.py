@@ -17,22 +17,23 @@ onto its original lines, so tracebacks name the student's own lines;
 everything else is blank. ``nt_gemm`` and any other
 module code never run where the graded outputs are made.
 
-Inside the kept functions only what an arrangement or an application needs is
-allowed (a whitelist, not a list of known attacks): local names, the allowed
-modules' public non-module attributes, the file's constants and kept functions,
-a few harmless builtins, arithmetic, loops, conditions, calls, and
-subscripts. No attribute starting with ``_``, no strings outside docstrings,
-``assert`` messages and ``raise``, no ``Symbol`` (its text becomes kernel
-source), no imports, lambdas, walruses, nested functions, ``global``, ``with``
-or ``try``. Anything else is a *violation*: the batch grader flags the
-submission and runs nothing from it.
+What is kept is checked against an allowlist that is one: every node of its
+syntax tree and every field of every node is visited (``_Checker.visit``), and
+a node type, a non-empty field or an attribute name that is not on the lists
+below is a *violation*. Names resolve as Python resolves them: a function may
+not bind a name that the module, the allowed builtins or Python's builtins
+also define, so every name means one thing wherever it is used; lambdas,
+nested functions and classes are not on the list, comprehensions are (their
+names are bound like any other). Annotations are violations wherever they
+stand, and constants are numbers, except docstrings and the messages of
+``assert`` and ``raise``. The batch grader flags a file with a violation and
+runs nothing from it; grader.batch.build_guard is the second layer, for the
+day this one has a bug.
 """
 
 import ast
 import builtins
 import dataclasses
-import functools
-import inspect
 
 from grader.core.loading import STUDENT_FUNCTIONS
 
@@ -43,17 +44,60 @@ BUILTINS = frozenset({
     "ValueError", "TypeError", "NotImplementedError", "AssertionError", "RuntimeError",
 })
 _PYTHON_BUILTINS = frozenset(dir(builtins))
-# Public names that still reach code execution or the file system: never needed by a kernel.
-DENIED_ATTRIBUTES = frozenset({
-    "make", "jit", "build", "aot", "eval", "evalf", "subs", "sympify", "format", "format_map",
-    "exec", "compile", "load", "save", "system", "popen", "mro", "modules", "environ",
-    "builtins", "globals", "locals", "vars", "getattr", "setattr",
-    # NineToothed's code-generation handles: a Symbol's text becomes kernel source.
-    "Symbol", "call", "attribute", "find_and_replace", "node",
+
+_INTEGER_TYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+_FLOAT_TYPES = ("float16", "float32", "float64", "bfloat16")
+# What each allowed module may be asked for. ``ninetoothed.language`` stands for what
+# NineToothed's code generator binds it to in a kernel, ``triton.language``.
+MODULE_ATTRIBUTES = {
+    "ninetoothed": frozenset({"block_size", "language", *_FLOAT_TYPES, *_INTEGER_TYPES}),
+    "ninetoothed.language": frozenset({
+        *_FLOAT_TYPES, *_INTEGER_TYPES, "int1", "float8e4nv", "float8e5",
+        "dot", "zeros", "zeros_like", "full", "where", "maximum", "minimum", "max", "min",
+        "sum", "cast", "arange", "trans", "permute", "reshape", "view", "broadcast_to",
+        "expand_dims", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "fma", "cdiv",
+        "program_id", "num_programs", "cumsum", "argmax", "argmin", "sigmoid", "softmax",
+        "floor", "ceil", "clamp", "range", "static_range", "multiple_of", "max_contiguous",
+    }),
+    "math": frozenset({"ceil", "floor", "prod", "gcd", "lcm", "log2", "isqrt", "sqrt", "inf",
+                       "pi"}),
+}
+SUBMODULES = {("ninetoothed", "language"): "ninetoothed.language"}
+ROOT_MODULES = frozenset(MODULE_ATTRIBUTES)
+# Attributes of the values a kernel handles: arranged tensors (NineToothed's Tensor, in
+# arrangement()) and tiles (Triton's tensors, in application()).
+VALUE_ATTRIBUTES = frozenset({
+    "tile", "expand", "squeeze", "unsqueeze", "permute", "flatten", "ravel", "pad",
+    "dtype", "shape", "ndim", "size", "to", "T", "trans", "reshape",
 })
-# Submodules a kernel may reach through an allowed module.
-ALLOWED_SUBMODULES = frozenset({"ninetoothed.language", "ninetoothed.language.libdevice"})
-ROOT_MODULES = frozenset({"ninetoothed", "ninetoothed.language", "math"})
+ASSIGNABLE_ATTRIBUTES = frozenset({"dtype"})  # ``arranged.dtype = arranged.dtype.squeeze(0)``
+
+# Every node type a kept function may hold, with the fields it may fill; any other field
+# must be empty. Operators and contexts have no fields.
+_LEAVES = (ast.operator, ast.unaryop, ast.cmpop, ast.boolop, ast.Load, ast.Store)
+FIELDS = {
+    ast.FunctionDef: {"name", "args", "body"},
+    ast.arguments: {"posonlyargs", "args", "vararg", "kwonlyargs", "kw_defaults", "kwarg",
+                    "defaults"},
+    ast.arg: {"arg"},
+    ast.Expr: {"value"}, ast.Assign: {"targets", "value"},
+    ast.AugAssign: {"target", "op", "value"}, ast.For: {"target", "iter", "body", "orelse"},
+    ast.While: {"test", "body", "orelse"}, ast.If: {"test", "body", "orelse"},
+    ast.Return: {"value"}, ast.Pass: set(), ast.Break: set(), ast.Continue: set(),
+    ast.Assert: {"test", "msg"}, ast.Raise: {"exc"},
+    ast.Name: {"id", "ctx"}, ast.Constant: {"value", "kind"},
+    ast.Attribute: {"value", "attr", "ctx"}, ast.Subscript: {"value", "slice", "ctx"},
+    ast.Slice: {"lower", "upper", "step"}, ast.Tuple: {"elts", "ctx"},
+    ast.List: {"elts", "ctx"}, ast.BinOp: {"left", "op", "right"},
+    ast.UnaryOp: {"op", "operand"}, ast.BoolOp: {"op", "values"},
+    ast.Compare: {"left", "ops", "comparators"}, ast.Call: {"func", "args", "keywords"},
+    ast.keyword: {"arg", "value"}, ast.IfExp: {"test", "body", "orelse"},
+    ast.Starred: {"value", "ctx"}, ast.ListComp: {"elt", "generators"},
+    ast.GeneratorExp: {"elt", "generators"}, ast.comprehension: {"target", "iter", "ifs"},
+}
+MESSAGE_FIELDS = {ast.JoinedStr: {"values"},
+                  ast.FormattedValue: {"value", "conversion", "format_spec"}}
+NUMBERS = (bool, int, float, complex, type(None))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,47 +121,12 @@ class KernelSource:
         return not self.violations
 
 
-@functools.cache
-def _module_members(dotted):
-    """(public non-module attributes, submodule attributes) of an allowed module.
-
-    ``ninetoothed.language`` stands for what NineToothed's code generator binds
-    it to in a kernel, ``triton.language``, as well as for itself.
-    """
-    import importlib
-
-    sources = [importlib.import_module(dotted)]
-    if dotted == "ninetoothed.language":
-        sources.append(importlib.import_module("triton.language"))
-    values, modules = set(), {}
-    for source in sources:
-        for name in dir(source):
-            if name.startswith("_"):
-                continue
-            value = getattr(source, name)
-            if inspect.ismodule(value):
-                modules.setdefault(name, value.__name__)
-            else:
-                values.add(name)
-    if dotted == "ninetoothed.language":
-        modules["libdevice"] = "ninetoothed.language.libdevice"
-    return frozenset(values - DENIED_ATTRIBUTES - set(modules)), modules
-
-
 def _attribute_of_module(dotted, attribute):
     """('value', None), ('module', name) or ('denied', why) for ``module.attribute``."""
-    if attribute.startswith("_") or attribute in DENIED_ATTRIBUTES:
-        return "denied", f"{dotted}.{attribute}"
-    if dotted == "ninetoothed.language.libdevice":
-        return "value", None  # math functions, one per name
-    values, modules = _module_members(dotted)
-    if attribute in values:
+    if (dotted, attribute) in SUBMODULES:
+        return "module", SUBMODULES[dotted, attribute]
+    if attribute in MODULE_ATTRIBUTES[dotted]:
         return "value", None
-    target = modules.get(attribute)
-    if target in ALLOWED_SUBMODULES:
-        return "module", target
-    if target:
-        return "denied", f"the module {dotted}.{attribute}"
     return "denied", f"{dotted}.{attribute}"
 
 
@@ -248,8 +257,11 @@ class _Rebuilder:
             elif isinstance(statement, ast.FunctionDef):
                 self.scope.functions[statement.name] = statement
                 self.scope.excluded.pop(statement.name, None)
-            elif isinstance(statement, (ast.Assign, ast.AnnAssign)):
+            elif isinstance(statement, ast.Assign):
                 self.constant(statement)
+            elif isinstance(statement, ast.AnnAssign):
+                self.exclude(statement, f"an annotated assignment (line {statement.lineno}): "
+                                        "annotations are not allowed in a kernel's file")
             elif isinstance(statement, ast.If) and self.environment.reads_environment(statement.test):
                 decided = self.environment.evaluate(statement.test)
                 if decided is _UNKNOWN:
@@ -305,7 +317,7 @@ class _Rebuilder:
             self.keep(statement)
 
     def constant(self, statement):
-        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        targets = statement.targets
         names = []
         for target in targets:
             elements = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
@@ -380,7 +392,7 @@ class _Rebuilder:
                 self.violations.append(Violation(node.lineno, f"{name}() is redefined by "
                                                  f"{self.scope.excluded[name]}"))
                 continue
-            checker = _Checker(self.scope, _local_names(node), where=f"{name}()")
+            checker = _Checker(self.scope, _bound_names_in(node), where=f"{name}()")
             checker.function(node)
             self.violations += checker.violations
             if name == "application":
@@ -393,27 +405,16 @@ class _Rebuilder:
                          for number in range(1, len(self.lines) + 1)) + "\n"
 
 
-def _local_names(function):
-    names = set()
+def _bound_names_in(function):
+    """Every name the function binds, in any of its scopes: its parameters, its targets
+    and its comprehensions' targets (the checker lets no other construct bind one)."""
     arguments = function.args
-    for argument in arguments.posonlyargs + arguments.args + arguments.kwonlyargs:
-        names.add(argument.arg)
-    for argument in (arguments.vararg, arguments.kwarg):
-        if argument:
-            names.add(argument.arg)
+    names = {argument.arg for argument in arguments.posonlyargs + arguments.args
+             + arguments.kwonlyargs + [arguments.vararg, arguments.kwarg] if argument}
     for node in ast.walk(function):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             names.add(node.id)
     return names
-
-
-_STATEMENTS = (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.While, ast.If,
-               ast.Return, ast.Pass, ast.Break, ast.Continue, ast.Assert, ast.Raise)
-_EXPRESSIONS = (ast.Name, ast.Constant, ast.Attribute, ast.Subscript, ast.Slice, ast.Tuple,
-                ast.List, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Call, ast.IfExp,
-                ast.ListComp, ast.GeneratorExp, ast.Starred)
-_PARTS = (ast.keyword, ast.comprehension, ast.operator, ast.unaryop, ast.boolop, ast.cmpop,
-          ast.expr_context, ast.arguments, ast.arg)
 
 
 OUTPUT_METADATA = ("shape", "dtype", "ndim")
@@ -449,72 +450,187 @@ def _output_reads(function):
 
 
 class _Checker:
-    """Checks one kept function (or a module constant) against the whitelist."""
+    """Checks one kept function (or a module constant) against the allowlist, every node
+    and every field of it."""
 
     def __init__(self, scope, local_names, where):
         self.scope, self.local_names, self.where = scope, local_names, where
         self.violations, self.called_functions = [], set()
+        self.visited, self.root = set(), None
 
     def flag(self, node, what):
         self.violations.append(Violation(getattr(node, "lineno", 0), f"{self.where}: {what}"))
 
     def function(self, node):
-        if node.decorator_list:
-            self.flag(node, "decorators are not allowed on a kernel function")
         arguments = node.args
-        for default in arguments.defaults + [d for d in arguments.kw_defaults if d is not None]:
-            self.expression(default)
-        for argument in arguments.posonlyargs + arguments.args + arguments.kwonlyargs:
-            if argument.annotation is not None:
-                self.expression(argument.annotation)
-        if node.returns is not None:
-            self.expression(node.returns)
-        body = node.body
-        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                and isinstance(body[0].value.value, str):
-            body = body[1:]  # the docstring
-        for statement in body:
-            self.statement(statement)
+        parameters = [argument for argument in arguments.posonlyargs + arguments.args
+                      + arguments.kwonlyargs + [arguments.vararg, arguments.kwarg] if argument]
+        targets = [child for child in ast.walk(node)
+                   if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store)]
+        flagged = set()
+        for binding, name in [(argument, argument.arg) for argument in parameters] + [
+                (target, target.id) for target in targets]:
+            shadowed = self.global_meaning(name)
+            if shadowed and (name, binding.lineno) not in flagged:
+                flagged.add((name, binding.lineno))
+                self.flag(binding, f"binds `{name}`, which is already {shadowed}: a name means "
+                                   "one thing in a kernel")
+        self.root = node
+        self.visit(node)
+        self.check_coverage(node)
 
-    def statement(self, node):
-        if not isinstance(node, _STATEMENTS):
-            self.flag(node, f"`{type(node).__name__}` statements are not allowed")
-            return
-        if isinstance(node, ast.Assert):  # a string may be its message, never its test
-            self.expression(node.test)
-            if node.msg is not None:
-                self.expression(node.msg, strings=True)
-            return
-        strings = isinstance(node, ast.Raise) or (
-            isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.stmt):
-                self.statement(child)
-            elif isinstance(child, ast.expr):
-                self.expression(child, strings)
+    def expression(self, node):
+        self.visit(node)
+        self.check_coverage(node)
 
-    def expression(self, node, strings=False):
-        bases = {id(child.value) for child in ast.walk(node) if isinstance(child, ast.Attribute)}
-        for child in ast.walk(node):
-            if id(child) not in bases and self.module_of(child) is not None:
-                self.flag(child, f"uses the module `{self.module_of(child)}` as a value; only "
-                                 "its attributes are allowed")
-            if isinstance(child, _PARTS):
+    def check_coverage(self, root):
+        """Fail closed: a node the visit did not reach is a violation, never a pass."""
+        if self.violations:
+            return  # rejected already
+        for child in ast.walk(root):
+            if id(child) not in self.visited and not isinstance(child, _LEAVES):
+                self.flag(child, f"`{type(child).__name__}` was not checked")
+                return
+
+    def global_meaning(self, name):
+        """What ``name`` already stands for outside a function, or ''."""
+        if name.startswith("__"):
+            return "a dunder name"
+        if name in self.scope.modules:
+            return "an imported module"
+        if name in self.scope.constants or name in self.scope.functions:
+            return "a name of the module"
+        if name in _PYTHON_BUILTINS or name in BUILTINS:
+            return "a Python builtin"
+        return ""
+
+    # -- the walk
+
+    def visit(self, node, message=False):
+        """Check ``node`` and everything under it. ``message``: inside the message of an
+        ``assert`` or ``raise``, where strings may stand."""
+        self.visited.add(id(node))
+        if isinstance(node, _LEAVES):
+            return
+        kind = type(node)
+        allowed = FIELDS.get(kind, MESSAGE_FIELDS.get(kind) if message else None)
+        if kind is ast.FunctionDef and node is not self.root:
+            allowed = None  # a nested function: a scope of its own
+        if allowed is None:
+            what = "strings" if kind in MESSAGE_FIELDS else f"`{kind.__name__}`"
+            self.flag(node, f"{what} {'are' if what == 'strings' else 'is'} not allowed in a "
+                            "kernel" + (" (only in docstrings, assert and raise messages)"
+                                        if what == "strings" else ""))
+            self.visited.update(id(child) for child in ast.walk(node))
+            return
+        for field, value in ast.iter_fields(node):
+            if field not in allowed:
+                if value not in (None, [], 0, -1):
+                    self.flag(node, _unlisted_field(kind, field))
+                    self.visited.update(id(child) for child in ast.walk(node))
+                    return
+        special = getattr(self, f"visit_{kind.__name__}", None)
+        if special is not None:
+            special(node, message)
+            return
+        self.children(node, message)
+
+    def children(self, node, message, skip=()):
+        for field, value in ast.iter_fields(node):
+            if field in skip:
                 continue
-            if not isinstance(child, _EXPRESSIONS) and not (
-                    strings and isinstance(child, (ast.JoinedStr, ast.FormattedValue))):
-                self.flag(child, f"`{type(child).__name__}` expressions are not allowed")
-            elif isinstance(child, ast.Constant):
-                if isinstance(child.value, bytes) or (isinstance(child.value, str) and not strings):
-                    self.flag(child, "strings are allowed only in docstrings, assert and raise")
-            elif isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load):
-                self.name(child)
-            elif isinstance(child, ast.Attribute):
-                self.attribute(child)
+            for child in value if isinstance(value, list) else [value]:
+                if isinstance(child, ast.AST):
+                    self.visit(child, message)
+
+    def visit_FunctionDef(self, node, message):
+        self.visit(node.args)
+        for statement in node.body:
+            if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant) \
+                    and isinstance(statement.value.value, str):
+                self.mark(statement)  # a docstring, or a string standing as a comment
+            else:
+                self.visit(statement)
+
+    def visit_Assert(self, node, message):
+        self.visit(node.test)
+        if node.msg is not None:
+            self.visit(node.msg, message=True)
+
+    def visit_Raise(self, node, message):
+        if node.exc is not None:
+            self.visit(node.exc, message=True)
+
+    def visit_Constant(self, node, message):
+        if isinstance(node.value, str) and message:
+            return
+        if not isinstance(node.value, NUMBERS):
+            what = "strings are" if isinstance(node.value, str) else \
+                f"the constant {node.value!r} is"
+            self.flag(node, f"{what} not allowed in a kernel (constants are numbers; "
+                            "strings only in docstrings, assert and raise messages)")
+
+    def visit_keyword(self, node, message):
+        if node.arg is None:
+            self.flag(node, "`**` arguments are not allowed in a kernel")
+        elif node.arg.startswith("_"):
+            self.flag(node, f"the keyword `{node.arg}` (names starting with _ are off limits)")
+        self.visit(node.value, message)
+
+    def visit_Name(self, node, message):
+        if isinstance(node.ctx, ast.Store):
+            return  # checked once for the whole function (``function``)
+        if self.scope.modules.get(node.id) and node.id not in self.local_names:
+            self.flag(node, f"uses the module `{self.scope.modules[node.id]}` as a value; only "
+                            "its attributes are allowed")
+            return
+        self.name(node)
+
+    def visit_Attribute(self, node, message):
+        if node.attr.startswith("_"):
+            self.flag(node, f"uses `.{node.attr}` (names starting with _ are off limits)")
+            return
+        module = self.module_of(node.value)
+        if module is not None:
+            self.mark(node.value)
+            if isinstance(node.ctx, ast.Store):
+                self.flag(node, f"assigns to {module}.{node.attr}: a kernel never changes a "
+                                "module")
+                return
+            kind, detail = _attribute_of_module(module, node.attr)
+            if kind == "denied":
+                self.flag(node, f"uses {detail}, which a kernel may not use")
+            elif kind == "module":  # a module's attribute reaches its own Attribute first
+                self.flag(node, f"uses the module `{detail}` as a value; only its attributes "
+                                "are allowed")
+            return
+        if isinstance(node.ctx, ast.Store):
+            if node.attr not in ASSIGNABLE_ATTRIBUTES or not self.rooted_in_a_local(node):
+                self.flag(node, f"assigns to `.{node.attr}`; a kernel assigns only the "
+                                "`.dtype` of its own arranged tensors")
+        elif node.attr not in VALUE_ATTRIBUTES:
+            self.flag(node, f"uses `.{node.attr}`, which is not on the list of what a kernel "
+                            f"may ask of a tensor ({', '.join(sorted(VALUE_ATTRIBUTES))})")
+        self.visit(node.value, message)
+
+    def visit_Subscript(self, node, message):
+        if isinstance(node.ctx, ast.Store) and not self.rooted_in_a_local(node):
+            self.flag(node, "assigns into something that is not a local name of the kernel")
+        self.children(node, message)
+
+    # -- names and modules
+
+    def mark(self, node):
+        self.visited.update(id(child) for child in ast.walk(node))
+
+    def rooted_in_a_local(self, node):
+        while isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        return isinstance(node, ast.Name) and node.id in self.local_names
 
     def name(self, node):
         name = node.id
-        if name in self.local_names or name in self.scope.constants or name in self.scope.modules:
+        if name in self.local_names or name in self.scope.constants:
             return
         if name in self.scope.functions and name not in self.scope.excluded:
             self.called_functions.add(name)
@@ -525,30 +641,24 @@ class _Checker:
             self.flag(node, f"uses the builtin `{name}`, which a kernel never needs")
         # Any other unknown name is the student's own NameError, reported when it runs.
 
-    def attribute(self, node):
-        if node.attr.startswith("_"):
-            self.flag(node, f"uses `.{node.attr}` (names starting with _ are off limits)")
-            return
-        if node.attr in DENIED_ATTRIBUTES:
-            self.flag(node, f"uses `.{node.attr}`, which a kernel never needs")
-            return
-        module = self.module_of(node.value)
-        if module is None:
-            return
-        kind, detail = _attribute_of_module(module, node.attr)
-        if kind == "denied":
-            self.flag(node, f"uses {detail}, which a kernel may not use")
-
     def module_of(self, node):
         """The dotted name of the allowed module ``node`` stands for, or None."""
-        if isinstance(node, ast.Name) and node.id not in self.local_names:
-            return self.scope.modules.get(node.id)
+        if isinstance(node, ast.Name):
+            return None if node.id in self.local_names else self.scope.modules.get(node.id)
         if isinstance(node, ast.Attribute):
             parent = self.module_of(node.value)
             if parent is not None:
                 kind, detail = _attribute_of_module(parent, node.attr)
                 return detail if kind == "module" else None
         return None
+
+
+def _unlisted_field(kind, field):
+    if field in ("annotation", "returns"):
+        return "annotations are not allowed in a kernel"
+    if field == "decorator_list":
+        return "decorators are not allowed on a kernel function"
+    return f"`{kind.__name__}.{field}` is not allowed in a kernel"
 
 
 def extract(source):

@@ -66,7 +66,7 @@ def test_the_autotune_switch_takes_its_default_branch():
     ("    x = ntl.core.builtins", "ninetoothed.language.core"),
     ("    x = ninetoothed.make", "make"),
     ("    x = lhs.subs(BLOCK_SIZE_M)", "subs"),
-    ("    x = f'{lhs}'", "JoinedStr"),
+    ("    x = f'{lhs}'", "strings"),
     ("    x = 'os.system'", "strings"),
     ("    global BLOCK_SIZE_M", "Global"),
     ("    with lhs: pass", "With"),
@@ -98,8 +98,9 @@ def test_every_way_out_is_a_violation_with_its_line(line, words):
 def test_a_helper_the_kernel_calls_is_checked_where_it_is_written():
     source = ("import torch\ndef helper():\n    return torch.mm\n"
               + KERNEL.replace("    output = accumulator", "    output = helper()"))
-    (violation,) = extract(source).violations
-    assert violation.line == 3 and "helper(): uses `torch`" in str(violation)
+    violations = extract(source).violations
+    assert {violation.line for violation in violations} == {3}
+    assert any("helper(): uses `torch`" in str(violation) for violation in violations)
 
 
 @pytest.mark.parametrize("head", [
@@ -172,3 +173,86 @@ def test_the_output_s_shape_and_dtype_and_assigning_it_are_fine():
     source = SKIPS_DONE_WORK.replace("output = ntl.where(output != output, accumulator.to("
                                      "output.dtype), {read})", "output = accumulator")
     assert extract(source).ok
+
+
+# What the first checker let through (the attacks of issue "Trust by construction"): a
+# construct in a field it never looked at, and a name bound in an inner scope that
+# exempted every use of it. Each must now be a violation at the line that holds it.
+@pytest.mark.parametrize("head", [
+    "def arrangement(lhs, rhs, output, *extra: __import__('os')):",
+    "def arrangement(lhs, rhs, output, **extra: __import__('os')):",
+    "def arrangement(lhs: __import__('os'), rhs, output):",
+    "def arrangement(lhs, rhs, output) -> __import__('os'):",
+    "def arrangement(lhs, rhs, output, *, hook=__import__('os')):",
+    "def arrangement(lhs, rhs, output, hook=BLOCK_SIZE_M.__class__):",
+])
+def test_every_field_of_the_signature_is_checked(head):
+    source = KERNEL.replace("def arrangement(lhs, rhs, output):", head)
+    assert not extract(source).ok, head
+
+
+@pytest.mark.parametrize("line, words", [
+    ("    shadow = [ninetoothed for ninetoothed in (0,)]", "binds `ninetoothed`"),
+    ("    shadow = [ntl for ntl in (0,)]", "binds `ntl`"),
+    ("    shadow = [open for open in (0,)]", "binds `open`"),
+    ("    BLOCK_SIZE_N = 3", "binds `BLOCK_SIZE_N`"),
+    ("    __builtins__ = 0", "binds `__builtins__`"),
+    ("    x = (y := 0)", "NamedExpr"),
+    ("    x: int = 0", "AnnAssign"),
+    ("    x = {0: 1}", "Dict"),
+    ("    x = {1}", "Set"),
+    ("    x = {i for i in (0,)}", "SetComp"),
+    ("    x = {i: i for i in (0,)}", "DictComp"),
+    ("    x = (yield 0)", "Yield"),
+    ("    x = ...", "the constant Ellipsis"),
+    ("    x = b'0'", "the constant b'0'"),
+    ("    x = ntl.full((1,), 0, 'float16')", "strings"),
+    ("    x = ntl.zeros(output.shape, **{})", "`**`"),
+    ("    x = ntl.zeros(output.shape, _builder=0)", "_builder"),
+    ("    ninetoothed.block_size = 0", "assigns to ninetoothed.block_size"),
+    ("    lhs.tile = 0", "assigns to `.tile`"),
+    ("    BLOCK_SIZE_M.dtype = 0", "assigns to `.dtype`"),
+    ("    x = lhs.eval", "`.eval`"),
+    ("    x = lhs.offsets_string", "`.offsets_string`"),
+    ("    x = ntl.inline_asm_elementwise", "inline_asm_elementwise"),
+    ("    x = ntl.load", "ninetoothed.language.load"),
+    ("    x = ntl.libdevice", "ninetoothed.language.libdevice"),
+    ("    x = ninetoothed.Tensor", "ninetoothed.Tensor"),
+    ("    x = ninetoothed.language", "as a value"),
+    ("    x = math.sys", "math.sys"),
+    ("    del x", "Delete"),
+    ("    def inner(): pass", "FunctionDef"),
+    ("    class Inner: pass", "ClassDef"),
+    ("    try: pass\n    except Exception: pass", "Try"),
+    ("    assert 0, open", "open"),
+    ("    raise ValueError(__import__('os'))", "__import__"),
+])
+def test_every_construct_off_the_list_is_a_violation(line, words):
+    lines = KERNEL.splitlines()
+    where = lines.index("    accumulator = ntl.zeros(output.shape, dtype=ntl.float32)")
+    lines.insert(where, line)
+    source = "import math\n" + "\n".join(lines) + "\n"
+    rebuilt = extract(source)
+    number = source.splitlines().index(line.splitlines()[0]) + 1
+    found = [str(item) for item in rebuilt.violations if item.line == number]
+    assert any(words in text for text in found), (found, rebuilt.violations)
+
+
+@pytest.mark.parametrize("line", [
+    "    assert lhs.ndim == 2, 'lhs must be 2-D'",
+    "    assert lhs.ndim == 2, f'lhs is {lhs.ndim}-D, expected 2-D'",
+    "    steps = [k for k in range(lhs.shape[0])]",
+    "    total = sum(k for k in range(3))",
+    "    'a string standing as a comment'",
+])
+def test_messages_comments_and_comprehensions_stay_allowed(line):
+    lines = KERNEL.splitlines()
+    where = lines.index("    accumulator = ntl.zeros(output.shape, dtype=ntl.float32)")
+    lines.insert(where, line)
+    assert extract("\n".join(lines) + "\n").ok
+
+
+def test_an_annotated_module_constant_is_not_kept():
+    source = KERNEL.replace("BLOCK_SIZE_K = 64", "BLOCK_SIZE_K: int = 64")
+    rebuilt = extract(source)
+    assert any("BLOCK_SIZE_K" in str(item) for item in rebuilt.violations)
