@@ -10,7 +10,7 @@ import time
 from grader.batch import protocol, sandbox, time_budget
 
 KINDS = ("hello", protocol.Loaded.KIND, protocol.Diagnosis.KIND, protocol.CaseResult.KIND,
-         "phase_done")
+         "phase_done", protocol.Stopped.KIND)
 
 
 @dataclasses.dataclass
@@ -34,6 +34,7 @@ class RunReport:
     tiles: list = None
     build: object = None  # grader.core.gpu_compile.Build, as the kernel run claimed it
     cases: dict = dataclasses.field(default_factory=dict)  # job index -> CaseReport
+    stopped: str = ""  # why the build guard ended the run (grader.batch.build_guard), if it did
 
 
 def run(mode, source, phases, *, backend_name, limits, device=None, sandboxed=True,
@@ -65,10 +66,29 @@ def run(mode, source, phases, *, backend_name, limits, device=None, sandboxed=Tr
     if mode != "kernel":
         extend(tiles)
     try:
-        _converse(worker, accept, phases, report, diagnosis=mode == "kernel", extend=extend)
+        _converse(_Guarded(worker, report), accept, phases, report,
+                  diagnosis=mode == "kernel", extend=extend)
     finally:
         report.ending = worker.finish()
     return report
+
+
+class _Guarded:
+    """A worker whose ``receive`` turns the build guard's report into the run's end."""
+
+    def __init__(self, worker, report):
+        self.worker, self.report = worker, report
+
+    def receive(self, accept):
+        message = self.worker.receive(accept)
+        if message is not None and message.kind == protocol.Stopped.KIND:
+            self.report.stopped = protocol.Stopped.from_fields(message.fields).why
+            self.worker.stop("crashed", "the build guard stopped it")
+            return None
+        return message
+
+    def __getattr__(self, name):
+        return getattr(self.worker, name)
 
 
 def _expect(worker, accept, kind):
@@ -142,13 +162,15 @@ class TimingRun:
     """
 
     KINDS = ("hello", protocol.Loaded.KIND, protocol.Ready.KIND, protocol.SizeTiming.KIND,
-             "timing_done")
+             "timing_done", protocol.Stopped.KIND)
 
     def __init__(self, source, sizes, *, backend_name, limits, device=None, sandboxed=True,
                  on_start=None):
         self.sizes = [tuple(size) for size in sizes]
-        self.worker = sandbox.Worker("timing", source, backend_name=backend_name, limits=limits,
-                                     device=device, sandboxed=sandboxed, on_start=on_start)
+        self.stopped = ""  # why the build guard ended the run, if it did
+        self.worker = _Guarded(sandbox.Worker("timing", source, backend_name=backend_name,
+                                              limits=limits, device=device, sandboxed=sandboxed,
+                                              on_start=on_start), self)
         self.ready = False
         self.note = ""
         self.launch = {}

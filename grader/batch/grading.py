@@ -19,6 +19,7 @@ grader.batch.reports writes everything.
 
 Status precedence: ``missing_file``, ``import_error``, ``not_implemented``,
 ``flagged`` for a kernel that uses what the grader does not run (nothing runs,
+score 0); ``flagged`` for a kernel run the build guard stopped (grader.batch.build_guard,
 score 0); then how the kernel run ended (``timeout``, ``memory_limit``,
 ``crashed``: the cases judged before keep their points); then the wrapper run
 (its ending, an ``nt_gemm`` that asks to exit: ``crashed``; an ``nt_gemm``
@@ -369,6 +370,10 @@ def _decide(record, kernel_run, wrapper_run, wrapper_job, cases_list):
         status, message = Status(wrapper_run.load_status), _tidy(wrapper_run.load_message)
     elif wrapper_run.load_status == "exited":
         status, message = Status.CRASHED, wrapper_run.load_message
+    elif kernel_run.stopped:
+        record["flags"].append(f"kernel run: the build guard stopped it at {kernel_run.stopped}")
+        status, message = Status.FLAGGED, ("anti-cheat evidence: the kernel run did what no "
+                                           "kernel build needs (see flags); the score is 0")
     elif kernel_run.ending.kind != "finished":
         status, zero = Status(kernel_run.ending.kind), False
         message = _ending_message(kernel_run, "the kernel run")

@@ -24,6 +24,7 @@ Messages, in the order a run sends them:
 | parent | phase       | cases: [Job], last: bool                 | every job's lhs then rhs |
 | worker | case        | CaseResult: index, error, exited, seconds | the job's outputs, role by role |
 | worker | phase_done  |                                          | |
+| worker | stopped     | Stopped: why (the build guard ended the run; at any point) | |
 
 A timing run (grader.batch.speed) instead sends, after ``loaded``:
 
@@ -172,6 +173,22 @@ class CaseResult:
         return cls(fields.get("index"), text(fields.get("error") or ""),
                    bool(fields.get("exited")),
                    float(seconds) if isinstance(seconds, (int, float)) else 0.0)
+
+
+@dataclasses.dataclass(frozen=True)
+class Stopped:
+    """The build guard (grader.batch.build_guard) ended a kernel or timing run at an event
+    no build needs; the worker exits right after sending it, at any point of the run."""
+
+    KIND = "stopped"
+    why: str
+
+    def to_fields(self):
+        return {"why": text(self.why, 1000)}
+
+    @classmethod
+    def from_fields(cls, fields):
+        return cls(text(fields.get("why", ""), 1000))
 
 
 @dataclasses.dataclass(frozen=True)

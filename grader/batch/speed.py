@@ -208,7 +208,7 @@ def _time_on(device, work, settings, on_timed, on_start, stop, env, retried):
             run.measure()
             if stop.is_set():
                 return  # killed by the interrupt: not a verdict; resume times it again
-            if len(run.results) < len(run.sizes) and run.note == "" \
+            if len(run.results) < len(run.sizes) and run.note == "" and not run.stopped \
                     and retried.first(record["student"]):
                 # A run that ended without a word from the kernel (a stuck start, a killed
                 # process) gets one more try, at the back of the line.
@@ -271,6 +271,8 @@ def entry(run, record, env):
             "prepare_s": round(run.prepare_s, 2), "measure_s": round(run.measure_s, 2),
             "num_warps": run.launch.get("num_warps", UNKNOWN),
             "num_stages": run.launch.get("num_stages", UNKNOWN), "points": None, "rows": []}
+    if run.stopped:
+        record["flags"].append(f"speed: the build guard stopped the timing run at {run.stopped}")
     if len(run.results) != len(run.sizes):
         why = run.note or (run.ending.detail if run.ending else "it ended early")
         kind = run.ending.kind if run.ending else "crashed"

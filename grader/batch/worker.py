@@ -21,6 +21,7 @@ phase of their own). What it reports is only ever a claim: the parent judges
 the bytes it sent back, and takes nothing else from it that could raise a grade.
 """
 
+import functools
 import os
 import sys
 import time
@@ -121,16 +122,42 @@ def _launch(kernel, job, lhs, rhs, device):
 
 
 def _import_kernel(channel, path):
-    """The rebuilt kernel file as a module, once the parent knows it loaded; else None."""
+    """(the rebuilt kernel file as a module, a check that it changed no library) once the
+    parent knows it loaded; else None. The build guard watches from just before the
+    import to the end of the run."""
+    import ninetoothed  # noqa: F401 - the kernel stack, imported before the guard
+
+    from grader.batch import build_guard
     from grader.core.loading import SubmissionError, import_file
 
+    build_guard.install(build_guard.Policy(path), lambda why: _stop(channel, why),
+                        ExitCode.STOPPED)
+    before = build_guard.snapshot()
     try:
         module = import_file(path)
     except SubmissionError as error:
         channel.report(protocol.Loaded(error.status, str(error)))
         return None
+    _check_untouched(channel, before)
     channel.report(protocol.Loaded("ok"))
-    return module
+    return module, functools.partial(_check_untouched, channel, before)
+
+
+def _stop(channel, why):
+    channel.report(protocol.Stopped(why))
+
+
+def _check_untouched(channel, before, packages=None):
+    """End the run if the file rebound a name of NineToothed, the grader or Triton (no audit
+    event sees a module's attribute set): a patched ``ninetoothed.make`` could build a
+    stand-in instead of the student's kernel."""
+    from grader.batch import build_guard
+
+    found = build_guard.changed(before, *([packages] if packages else []))
+    if found:
+        _stop(channel, f"a change of {', '.join(found[:5])}, which no kernel build makes")
+        sys.stderr.flush()
+        os._exit(ExitCode.STOPPED)
 
 
 def _make(module, path):
@@ -148,11 +175,13 @@ def _make(module, path):
 def kernel_run(channel, path, active):
     from grader.core import diagnosis, gpu_compile
 
-    module = _import_kernel(channel, path)
-    if module is None:
+    loaded = _import_kernel(channel, path)
+    if loaded is None:
         return
+    module, untouched = loaded
     findings = diagnosis.inspect_arrangement(module)
     kernel, problem = _make(module, path)
+    untouched()
     build = gpu_compile.check(kernel) if kernel is not None else None
     channel.report(protocol.Diagnosis(findings, diagnosis.tile_sizes(module), build))
     if build is not None and build.checked and not build.ok and active.is_interpreter:
@@ -173,6 +202,7 @@ def kernel_run(channel, path, active):
                 continue
             channel.report(protocol.CaseResult(job.index, seconds=time.perf_counter() - started),
                            payload)
+        untouched(PROTECTED_AFTER_LAUNCH)
         channel.send("phase_done")
 
 
@@ -224,10 +254,12 @@ def wrapper_run(channel, path, active):
 def timing_run(channel, path, active):
     from grader.batch import speed_probe
 
-    module = _import_kernel(channel, path)
-    if module is None:
+    loaded = _import_kernel(channel, path)
+    if loaded is None:
         return
+    module, untouched = loaded
     kernel, problem = _make(module, path)
+    untouched()
     request = channel.expect("sizes")
     sizes = [tuple(int(value) for value in size) for size in request.fields["sizes"]]
     if problem:
@@ -243,8 +275,11 @@ def timing_run(channel, path, active):
             fields = {"verdict": "ERROR", "wrong": 0, "kernel": None, "torch": None,
                       "error": _error_text(error, path)}
         channel.report(protocol.SizeTiming(m, n, k, **fields))
+    untouched(PROTECTED_AFTER_LAUNCH)
     channel.send("timing_done")
 
+
+PROTECTED_AFTER_LAUNCH = ("ninetoothed", "grader")  # Triton's interpreter patches triton.language
 
 RUNS = {"kernel": kernel_run, "wrapper": wrapper_run, "timing": timing_run}
 

@@ -1,0 +1,229 @@
+"""The kernel run's second layer: an audit hook that ends the run at the first event its
+build does not need.
+
+grader.core.kernel_source decides what of a file a kernel run imports; this module is
+there for the day that checker has a bug. The worker imports the kernel stack, then
+``install``s the hook, then imports the rebuilt file. From then on every audit event
+(PEP 578: imports, ``open``, ``exec``, ``compile``, subprocesses, ``os`` and ``shutil``
+calls, sockets, ``ctypes``...) goes through ``Policy.judge``, and the first one that a
+build, a launch and the compile gate do not need ends the process on the spot, after
+one report to the parent, which flags the file. A hook cannot be removed, and the
+process ends inside the hook, so no code of the file can catch the refusal.
+
+What a build needs (measured with the interpreter and on the H200):
+
+* reading the Python stack's own files (imports of triton, ninetoothed, torch, numpy,
+  sympy and the grader's modules, their ``exec``), the rebuilt file, and the caches;
+* writing under the run's private folders only: ``$HOME`` (NineToothed's
+  ``~/.ninetoothed``), ``$TMPDIR`` and Triton's cache;
+* ``exec`` of code that names nothing (``ninetoothed.eval`` evaluates its arithmetic
+  from text), and ``compile`` (``ast.parse``), which runs nothing;
+* three kinds of subprocess: the compile gate (``python -m grader.core.gpu_compile``),
+  the tools Triton ships (ptxas, cuobjdump), and on a GPU the C compiler and ldconfig
+  that Triton's launcher build calls;
+* ``ctypes`` (the CUDA driver), and introspection that changes nothing.
+
+Anything else is refused: other files, other imports, ``os.system`` and its kin,
+sockets, new audit hooks, tracing, ``gc`` walks, new code objects, and changes to the
+code of functions or to the classes of NineToothed and the grader.
+"""
+
+import os
+import sys
+import threading
+
+PACKAGES = frozenset({"triton", "ninetoothed", "torch", "numpy", "sympy", "mpmath", "grader"})
+HARMLESS = frozenset({
+    "builtins.id", "object.__getattr__", "sys._getframe", "sys._getframemodulename",
+    "marshal.loads", "marshal.load", "compile", "time.sleep", "sys.excepthook",
+    "sys.unraisablehook", "array.__new__",
+})
+READS = frozenset({"os.listdir", "os.scandir", "glob.glob", "glob.glob/2", "os.listxattr",
+                   "os.getxattr", "pathlib.Path.glob", "pathlib.Path.rglob"})
+WRITES = frozenset({"os.mkdir", "os.remove", "os.rmdir", "os.chmod", "os.utime", "os.truncate",
+                    "os.rename", "os.link", "os.symlink", "shutil.copyfile", "shutil.copymode",
+                    "shutil.copystat", "shutil.copytree", "shutil.rmtree", "shutil.move",
+                    "tempfile.mkstemp", "tempfile.mkdtemp"})
+# What sympy's parser and ninetoothed.eval put in the code they evaluate from text.
+SYMBOLIC_NAMES = frozenset({"sympy", "Integer", "Float", "Rational", "Symbol", "Add", "Mul",
+                            "Pow", "Mod", "floor", "ceiling", "Max", "Min", "Abs", "Eq", "Ne",
+                            "Lt", "Le", "Gt", "Ge"})
+TOOLS = frozenset({"cc", "gcc", "clang", "ldconfig", "ldconfig.real"})
+FUNCTION_INTERNALS = frozenset({"__code__", "__globals__", "__closure__", "__defaults__",
+                                "__kwdefaults__"})
+PROTECTED_PACKAGES = ("ninetoothed", "grader")
+
+
+def _real(path):
+    return os.path.realpath(os.fsdecode(path))
+
+
+def _under(path, roots):
+    path = _real(path)
+    return any(path == root or path.startswith(root + os.sep) for root in roots)
+
+
+def _package_folders():
+    folders = set()
+    for name in PACKAGES - {"grader"}:
+        module = sys.modules.get(name)
+        if module is not None and getattr(module, "__file__", None):
+            folders.add(os.path.dirname(os.path.dirname(_real(module.__file__))))
+    return folders
+
+
+def _names(code):
+    """Every name a code object, or one it holds, uses."""
+    names = set(code.co_names) | set(code.co_varnames) | set(code.co_freevars)
+    for constant in code.co_consts:
+        if hasattr(constant, "co_names"):
+            names |= _names(constant)
+    return names
+
+
+def _caller_file():
+    """The file of the first frame outside this module: who raised the event."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back
+    return frame.f_code.co_filename if frame is not None else ""
+
+
+class Policy:
+    """What one kernel run may do: ``judge(event, args)`` is None, or why not."""
+
+    def __init__(self, kernel_file, writable=None):
+        home = os.environ.get("HOME", "")
+        import tempfile
+
+        writable = writable or [home, tempfile.gettempdir(),
+                                os.environ.get("TRITON_CACHE_DIR", ""),
+                                os.environ.get("XDG_CACHE_HOME", "")]
+        self.writable = tuple(sorted({_real(folder) for folder in writable if folder}))
+        readable = {_real(entry) for entry in sys.path if entry and os.path.isdir(entry)}
+        readable |= {_real(prefix) for prefix in (sys.prefix, sys.base_prefix,
+                                                  sys.exec_prefix, sys.base_exec_prefix)}
+        readable |= _package_folders() | {os.path.dirname(_real(kernel_file))}
+        self.readable = tuple(sorted(readable | set(self.writable)))
+        self.tools = tuple(sorted(_package_folders()))
+        self.kernel_file = _real(kernel_file)
+        import sysconfig
+
+        self.stdlib = (_real(sysconfig.get_paths()["stdlib"]),)
+
+    def judge(self, event, args):
+        if event in HARMLESS or event.startswith("ctypes."):
+            return None
+        check = getattr(self, "_" + event.replace(".", "_").replace("/", "_"), None)
+        if check is not None:
+            return check(args)
+        if event in READS:
+            return self._paths(event, args[:1], self.readable)
+        if event in WRITES:
+            paths = [arg for arg in args if isinstance(arg, (str, bytes, os.PathLike))]
+            return self._paths(event, paths, self.writable)
+        return f"{event}, which no kernel build needs"
+
+    def _paths(self, event, paths, roots):
+        for path in paths:
+            if isinstance(path, int) or path is None:
+                continue
+            if not _under(path, roots):
+                return f"{event} on {os.fsdecode(path)!r}, outside the run's own folders"
+        return None
+
+    def _open(self, args):
+        path, mode = args[0], args[1] or "r"
+        if isinstance(path, int):
+            return None  # a descriptor already open
+        writing = any(letter in str(mode) for letter in "wax+")
+        return self._paths(f"open(mode={mode!r})", [path], self.writable if writing
+                           else self.readable)
+
+    def _import(self, args):
+        name = str(args[0])
+        if name.split(".")[0] in PACKAGES:
+            return None
+        return f"import {name}, which no kernel build needs"
+
+    def _exec(self, args):
+        code = args[0]
+        filename = getattr(code, "co_filename", "")
+        if filename and not filename.startswith("<") and _under(filename, self.readable):
+            return None  # a module's own code, from its file
+        if filename == "<string>" and _names(code) <= SYMBOLIC_NAMES:
+            return None  # arithmetic from text: ninetoothed.eval, sympy's parser
+        caller = _caller_file()
+        if filename == "<string>" and caller != self.kernel_file and _under(caller, self.stdlib):
+            return None  # code the standard library writes (dataclasses, namedtuple)
+        return f"exec of code from {filename!r} (called from {caller!r})"
+
+    def _subprocess_Popen(self, args):
+        executable, arguments = args[0], list(args[1] or [])
+        if arguments[:3] == [sys.executable, "-m", "grader.core.gpu_compile"]:
+            return None
+        program = executable or (arguments[0] if arguments else "")
+        if program and (_under(program, self.tools)
+                        or os.path.basename(os.fsdecode(program)) in TOOLS
+                        and _real(program).startswith(("/usr/", "/sbin/", "/bin/"))):
+            return None
+        return f"a subprocess {os.fsdecode(program)!r}"
+
+    def _object___setattr__(self, args):
+        target, name = args[0], args[1]
+        if name in FUNCTION_INTERNALS:
+            return f"a change of {name} on {target!r}"
+        module = getattr(target, "__module__", "") or ""
+        if isinstance(target, type) and module.startswith(PROTECTED_PACKAGES) \
+                and name != "__doc__":
+            return f"a change of {module}.{target.__name__}.{name}"
+        return None
+
+    _object___delattr__ = _object___setattr__
+
+
+def install(policy, on_refusal, exit_code=None):
+    """Judge every audit event from now on; the first refused one calls
+    ``on_refusal(why)`` once and ends the process with ``exit_code``. Without an exit
+    code every refusal is only reported (the checker's mutation test records them)."""
+    busy = threading.local()
+
+    def hook(event, args):
+        if getattr(busy, "judging", False):
+            return  # events of this thread's judging, or of the refusal's own report
+        busy.judging = True
+        try:
+            why = policy.judge(event, args)
+            if why is not None:
+                on_refusal(why)
+                if exit_code is not None:
+                    os._exit(exit_code)
+        finally:
+            busy.judging = False
+
+    sys.addaudithook(hook)
+
+
+def snapshot(packages=PROTECTED_PACKAGES + ("triton",)):
+    """What every loaded module of ``packages`` binds, by identity: setting a module's
+    attribute raises no audit event, so a patched ``ninetoothed.make`` shows only here."""
+    return {name: {key: id(value) for key, value in vars(module).items()}
+            for name, module in list(sys.modules.items())
+            if module is not None and name.split(".")[0] in packages}
+
+
+def changed(before, packages=PROTECTED_PACKAGES + ("triton",)):
+    """The ``module.attribute`` names of ``packages`` bound otherwise than in ``before``
+    (modules loaded since then are new code, judged by the hook when they were imported).
+    Triton's interpreter patches triton.language at every launch: after one, ask only
+    for PROTECTED_PACKAGES."""
+    now = snapshot(packages)
+    found = []
+    for name, bindings in before.items():
+        if name.split(".")[0] not in packages:
+            continue
+        current = now.get(name, {})
+        for key in sorted(set(bindings) | set(current)):
+            if bindings.get(key) != current.get(key):
+                found.append(f"{name}.{key}")
+    return found

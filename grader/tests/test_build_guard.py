@@ -1,0 +1,148 @@
+"""The build guard, the kernel run's second layer: what a build needs passes, the rest ends the run.
+
+The checker (grader.core.kernel_source) is bypassed on purpose here: these tests stand
+for the day it has a bug, and ask that such a bug still forges no grade.
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from grader.batch import build_guard, grading, intake
+from grader.batch.status import Status
+from grader.core import kernel_source
+from grader.tests.batch_helpers import small_cases
+from solutions import MODEL_ANSWER
+
+ANSWER = MODEL_ANSWER.read_text(encoding="utf-8")
+SIGNATURE = "def arrangement(lhs, rhs, output, block_size_m=BLOCK_SIZE_M,"
+
+
+@pytest.fixture
+def policy(tmp_path):
+    kernel = tmp_path / "job" / "ninetoothed_gemm.py"
+    kernel.parent.mkdir()
+    kernel.write_text(ANSWER)
+    return build_guard.Policy(kernel, writable=[tmp_path / "home"])
+
+
+def _code(text, filename="<string>"):
+    return compile(text, filename, "eval")
+
+
+@pytest.mark.parametrize("event, args", [
+    ("open", ("/etc/passwd", "r", 0)),
+    ("open", (os.path.expanduser("~/.ssh/id_rsa"), "r", 0)),
+    ("open", (sys.prefix + "/evil.py", "w", 0)),
+    ("import", ("imaplib", None, [], [], [])),
+    ("import", ("socket", None, [], [], [])),
+    ("subprocess.Popen", ("/bin/sh", ["/bin/sh", "-c", "true"], None, None)),
+    ("subprocess.Popen", (sys.executable, [sys.executable, "-c", "print(1)"], None, None)),
+    ("os.system", (b"true",)),
+    ("os.exec", ("/bin/sh", ["sh"], None)),
+    ("os.fork", ()),
+    ("os.kill", (1, 9)),
+    ("os.putenv", (b"X", b"1")),
+    ("os.listdir", ("/etc",)),
+    ("os.remove", (sys.prefix + "/lib",)),
+    ("socket.connect", (None, ("127.0.0.1", 80))),
+    ("sys.addaudithook", ()),
+    ("sys.settrace", (None,)),
+    ("gc.get_objects", (None,)),
+    ("code.__new__", (None,) * 8),
+    ("exec", (_code("__import__('os').system('true')"),)),
+    ("exec", (_code("0", "/tmp/not-a-library-file.py"),)),
+    ("object.__setattr__", (len, "__code__", None)),
+    ("object.__setattr__", (kernel_source.KernelSource, "ok", True)),
+])
+def test_what_no_build_needs_is_refused(policy, event, args):
+    assert policy.judge(event, args) is not None
+
+
+@pytest.mark.parametrize("event, args", [
+    ("import", ("triton.language.extra", None, [], [], [])),
+    ("import", ("grader.core.gpu_compile", None, [], [], [])),
+    ("subprocess.Popen", (sys.executable, [sys.executable, "-m", "grader.core.gpu_compile",
+                                           "kernel.py", "sm_90"], None, None)),
+    ("exec", (_code("Integer(4096)"),)),
+    ("exec", (_code("2 * 3 + 1"),)),
+    ("exec", (_code("0", os.__file__),)),
+    ("compile", (b"x + 1", "<unknown>")),
+    ("open", (os.__file__, "r", 0)),
+    ("open", (3, "rb", 0)),
+    ("builtins.id", (1,)),
+    ("object.__setattr__", (type("Fresh", (), {}), "__doc__", "")),
+])
+def test_what_a_build_needs_passes(policy, event, args):
+    assert policy.judge(event, args) is None
+
+
+def test_writes_go_only_to_the_run_s_own_folders(policy, tmp_path):
+    mine = tmp_path / "home" / ".ninetoothed" / "kernel.py"
+    assert policy.judge("open", (str(mine), "w", 0)) is None
+    assert policy.judge("os.mkdir", (str(mine.parent), 0o777, None)) is None
+    assert policy.judge("open", (str(tmp_path / "job" / "x.py"), "w", 0)) is not None
+
+
+GUARDED = r'''
+import sys
+from grader.batch import build_guard
+refused = []
+build_guard.install(build_guard.Policy(sys.argv[1]), refused.append, exit_code=3)
+{action}
+print("still running")
+'''
+
+
+@pytest.mark.parametrize("action", [
+    "open('/etc/hostname')",
+    "__import__('imaplib')",
+    "import subprocess; subprocess.run(['true'])",
+    "import os; os.system('true')",
+])
+def test_the_first_refused_event_ends_the_process(tmp_path, action):
+    script = tmp_path / "run.py"
+    script.write_text(GUARDED.replace("{action}", action))
+    done = subprocess.run([sys.executable, str(script), str(script)], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "HOME": str(tmp_path)})
+    assert done.returncode == 3, done.stderr
+    assert "still running" not in done.stdout
+
+
+# A forgery the first checker missed, in the red team's shape: a construct it never
+# inspected, run when the rebuilt file is imported, swaps the kernel build for a stand-in.
+FORGED_ARRANGEMENT = (SIGNATURE + " *extra: (__import__('ninetoothed').__setattr__("
+                      "'make', lambda *a, **k: (lambda lhs, rhs, out: out.copy_(lhs @ rhs))),"
+                      " 0)[1],")
+
+
+@pytest.mark.parametrize("forgery", [
+    ANSWER.replace(SIGNATURE, FORGED_ARRANGEMENT),
+    ANSWER.replace(SIGNATURE, SIGNATURE + " *extra: __import__('imaplib'),"),
+    ANSWER.replace("    output_arranged = output.tile(",
+                   "    open('/etc/hostname').read()\n    output_arranged = output.tile("),
+], ids=["swapped_make", "import", "open"])
+def test_a_checker_bug_still_forges_no_grade(tmp_path, monkeypatch, forgery):
+    """With the checker told to accept everything, the guard ends the kernel run and the
+    file is flagged with nothing earned."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(kernel_source, "extract", kernel_source.KernelSource)  # keeps it all
+    settings = grading.Settings(seed=7, backend="interpreter", timeout_s=120,
+                                memory_limit_bytes=4 << 30,
+                                case_filter=tuple(small_cases().split(",")))
+    submission = intake.Submission("eve", "eve.py", forgery.encode())
+    record = grading.grade(submission, settings, "eve")
+    assert record["status"] == Status.FLAGGED, (record["status"], record["message"])
+    assert record["score"] == 0
+    assert any("build guard" in flag for flag in record["flags"]), record["flags"]
+
+
+def test_the_model_answer_runs_under_the_guard_untouched(tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    settings = grading.Settings(seed=7, backend="interpreter", timeout_s=120,
+                                memory_limit_bytes=4 << 30,
+                                case_filter=tuple(small_cases().split(",")))
+    record = grading.grade(intake.Submission("ada", "ada.py", ANSWER.encode()), settings, "ada")
+    assert record["status"] == Status.PASSED, (record["message"], record["stderr"][-2000:])
