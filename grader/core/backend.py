@@ -9,6 +9,9 @@ whether a kernel is *correct*; they say nothing about its speed.
 Set ``NTGEMM_BACKEND`` to ``interpreter`` to force the CPU path on a GPU machine
 (to reproduce what a student without a GPU sees), ``gpu`` to insist on CUDA, or
 leave it unset (``auto``).
+
+Activating also makes NineToothed write its generated kernel files atomically
+(grader.core.generated_cache), so processes that share a home never import half a file.
 """
 
 import dataclasses
@@ -17,6 +20,8 @@ import importlib.util
 import os
 import pathlib
 import sys
+
+from grader.core import generated_cache
 
 ENV_VAR = "NTGEMM_BACKEND"
 CHOICES = ("auto", "gpu", "interpreter")
@@ -66,16 +71,19 @@ def activate():
     if choice == "interpreter" or not has_cuda:
         _enable_interpreter()
         why = "forced by NTGEMM_BACKEND" if has_cuda else "no CUDA device found"
-        _active = Backend(
+        chosen = Backend(
             "interpreter",
             "cpu",
             f"Triton interpreter on the CPU ({why}); results check correctness only, "
             "never speed",
         )
     else:
-        _active = Backend(
+        chosen = Backend(
             "gpu", "cuda", f"GPU: {torch.cuda.get_device_name(0)} (CUDA {torch.version.cuda})"
         )
+    # Processes sharing a home must never import a half-written kernel file.
+    generated_cache.install()
+    _active = chosen
     return _active
 
 
