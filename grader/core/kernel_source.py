@@ -405,16 +405,31 @@ class _Rebuilder:
                          for number in range(1, len(self.lines) + 1)) + "\n"
 
 
+_COMPREHENSIONS = (ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)
+
+
+def _stored_names(node, skip_comprehensions=True):
+    """Names bound by Store targets under ``node``; a comprehension's own targets belong to
+    its scope, not to the function's."""
+    names, todo = set(), [node]
+    while todo:
+        current = todo.pop()
+        if isinstance(current, ast.Name) and isinstance(current.ctx, ast.Store):
+            names.add(current.id)
+        for child in ast.iter_child_nodes(current):
+            if not (skip_comprehensions and isinstance(child, _COMPREHENSIONS)):
+                todo.append(child)
+    return names
+
+
 def _bound_names_in(function):
-    """Every name the function binds, in any of its scopes: its parameters, its targets
-    and its comprehensions' targets (the checker lets no other construct bind one)."""
+    """The names the function's own scope binds: its parameters and its targets (the
+    checker lets no other construct bind one). Comprehensions bind theirs in scopes of
+    their own (``_Checker.visit_ListComp``), as Python does."""
     arguments = function.args
     names = {argument.arg for argument in arguments.posonlyargs + arguments.args
              + arguments.kwonlyargs + [arguments.vararg, arguments.kwarg] if argument}
-    for node in ast.walk(function):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.add(node.id)
-    return names
+    return names | _stored_names(function)
 
 
 OUTPUT_METADATA = ("shape", "dtype", "ndim")
@@ -457,6 +472,7 @@ class _Checker:
         self.scope, self.local_names, self.where = scope, local_names, where
         self.violations, self.called_functions = [], set()
         self.visited, self.root = set(), None
+        self.inner = []  # the names bound by each comprehension the walk is inside
 
     def flag(self, node, what):
         self.violations.append(Violation(getattr(node, "lineno", 0), f"{self.where}: {what}"))
@@ -493,16 +509,16 @@ class _Checker:
                 return
 
     def global_meaning(self, name):
-        """What ``name`` already stands for outside a function, or ''."""
+        """Why a kernel may not bind ``name``, or ''. Other names a module or builtins also
+        define (``input``, ``BLOCK_SIZE_M=BLOCK_SIZE_M``) resolve as Python resolves them."""
         if name.startswith("__"):
             return "a dunder name"
         if name in self.scope.modules:
             return "an imported module"
-        if name in self.scope.constants or name in self.scope.functions:
-            return "a name of the module"
-        if name in _PYTHON_BUILTINS or name in BUILTINS:
-            return "a Python builtin"
         return ""
+
+    def is_local(self, name):
+        return name in self.local_names or any(name in scope for scope in self.inner)
 
     # -- the walk
 
@@ -561,6 +577,28 @@ class _Checker:
         if node.exc is not None:
             self.visit(node.exc, message=True)
 
+    def visit_ListComp(self, node, message):
+        """The first iterable is evaluated where the comprehension stands; the rest, in its
+        own scope, where its targets are bound."""
+        first, *others = node.generators
+        self.visited.add(id(first))
+        if first.is_async:
+            self.flag(first, "`async` comprehensions are not allowed in a kernel")
+        self.visit(first.iter, message)
+        self.inner.append(set().union(*(_stored_names(generator.target, False)
+                                        for generator in node.generators)))
+        try:
+            self.visit(first.target, message)
+            for condition in first.ifs:
+                self.visit(condition, message)
+            for generator in others:
+                self.visit(generator, message)
+            self.visit(node.elt, message)
+        finally:
+            self.inner.pop()
+
+    visit_GeneratorExp = visit_ListComp
+
     def visit_Constant(self, node, message):
         if isinstance(node.value, str) and message:
             return
@@ -580,7 +618,7 @@ class _Checker:
     def visit_Name(self, node, message):
         if isinstance(node.ctx, ast.Store):
             return  # checked once for the whole function (``function``)
-        if self.scope.modules.get(node.id) and node.id not in self.local_names:
+        if self.scope.modules.get(node.id) and not self.is_local(node.id):
             self.flag(node, f"uses the module `{self.scope.modules[node.id]}` as a value; only "
                             "its attributes are allowed")
             return
@@ -626,11 +664,11 @@ class _Checker:
     def rooted_in_a_local(self, node):
         while isinstance(node, (ast.Attribute, ast.Subscript)):
             node = node.value
-        return isinstance(node, ast.Name) and node.id in self.local_names
+        return isinstance(node, ast.Name) and self.is_local(node.id)
 
     def name(self, node):
         name = node.id
-        if name in self.local_names or name in self.scope.constants:
+        if self.is_local(name) or name in self.scope.constants:
             return
         if name in self.scope.functions and name not in self.scope.excluded:
             self.called_functions.add(name)
@@ -644,7 +682,7 @@ class _Checker:
     def module_of(self, node):
         """The dotted name of the allowed module ``node`` stands for, or None."""
         if isinstance(node, ast.Name):
-            return None if node.id in self.local_names else self.scope.modules.get(node.id)
+            return None if self.is_local(node.id) else self.scope.modules.get(node.id)
         if isinstance(node, ast.Attribute):
             parent = self.module_of(node.value)
             if parent is not None:

@@ -29,9 +29,10 @@ PAYLOADS = {
     # Bound in a comprehension, used outside it: the first checker's scope confusion.
     "shadowed_module": ("([ninetoothed for ninetoothed in (0,)], tuple(ninetoothed.generation."
                         "pathlib.Path(ninetoothed.generation.pathlib.os.sep).iterdir()))"),
+    "shadowed_builtin": "([open for open in (0,)], open('/etc/hostname'))",
     "number": "BLOCK_SIZE_M",
 }
-HOSTILE = ("open", "import", "shadowed_module")
+HOSTILE = ("open", "import", "shadowed_module", "shadowed_builtin")
 
 # One template per expression kind; {p} is the payload.
 EXPRESSIONS = {

@@ -194,8 +194,9 @@ def test_every_field_of_the_signature_is_checked(head):
 @pytest.mark.parametrize("line, words", [
     ("    shadow = [ninetoothed for ninetoothed in (0,)]", "binds `ninetoothed`"),
     ("    shadow = [ntl for ntl in (0,)]", "binds `ntl`"),
-    ("    shadow = [open for open in (0,)]", "binds `open`"),
-    ("    BLOCK_SIZE_N = 3", "binds `BLOCK_SIZE_N`"),
+    ("    shadow = [open for open in (0,)] + [open('/etc/passwd')]", "the builtin `open`"),
+    ("    shadow = [x for x in open('/etc/passwd')]", "the builtin `open`"),
+    ("    shadow = [[ntl for ntl in (0,)] for x in ntl.libdevice]", "libdevice"),
     ("    __builtins__ = 0", "binds `__builtins__`"),
     ("    x = (y := 0)", "NamedExpr"),
     ("    x: int = 0", "AnnAssign"),
@@ -244,6 +245,9 @@ def test_every_construct_off_the_list_is_a_violation(line, words):
     "    steps = [k for k in range(lhs.shape[0])]",
     "    total = sum(k for k in range(3))",
     "    'a string standing as a comment'",
+    "    BLOCK_SIZE_N = 3",
+    "    input = lhs",
+    "    steps = [min(k, BLOCK_SIZE_M) for k in range(3)]",
 ])
 def test_messages_comments_and_comprehensions_stay_allowed(line):
     lines = KERNEL.splitlines()
@@ -256,3 +260,15 @@ def test_an_annotated_module_constant_is_not_kept():
     source = KERNEL.replace("BLOCK_SIZE_K = 64", "BLOCK_SIZE_K: int = 64")
     rebuilt = extract(source)
     assert any("BLOCK_SIZE_K" in str(item) for item in rebuilt.violations)
+
+
+def test_nine_toothed_s_own_naming_style_passes():
+    """NineToothed's examples name the operands ``input`` and ``other`` (builtins' names)
+    and pass the block sizes as parameters named like the module constants."""
+    source = (KERNEL.replace("def arrangement(lhs, rhs, output):",
+                             "def arrangement(input, other, output, BLOCK_SIZE_M=BLOCK_SIZE_M,"
+                             " BLOCK_SIZE_N=BLOCK_SIZE_N, BLOCK_SIZE_K=BLOCK_SIZE_K):\n"
+                             "    lhs, rhs = input, other")
+              .replace("def application(lhs, rhs, output):",
+                       "def application(input, other, output):\n    lhs, rhs = input, other"))
+    assert extract(source).ok, extract(source).violations
