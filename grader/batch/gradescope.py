@@ -14,17 +14,33 @@ writes ``DIR/autograder.zip``, which Gradescope takes as it is. At its root:
 The grading goes through the batch grader itself (``python -m grader grade``, on a class of
 one) and so through the same sandboxed runs. Where bubblewrap cannot start (a container
 without user namespaces), it refuses to grade and says why in results.json, unless the
-zip was built with ``--allow-unsandboxed``. Without the sandbox, student code runs as the
-grader's own user (root, on Gradescope) beside the grader: it could read the seed and
-rewrite the stored grade. Gradescope's container per submission keeps students apart,
-not the student from the grader. With the option, every module the grader needs is
-imported before any student code runs, every process student code left behind is
-killed before results.json is written, and ``extra_data.isolation`` says what ran.
+zip was built with ``--allow-unsandboxed``. Then student code runs without the sandbox,
+beside the grader, and what holds is this (grader.batch.unprivileged):
+
+* it runs as ``ntgemm-student``, an unprivileged user that ``setup.sh`` creates (else a
+  fixed uid and gid that no account uses), without supplementary groups, with no_new_privs,
+  non-dumpable, with at most 1024 processes, 512 MiB per file and no core dumps;
+* it cannot read ``gradescope.json`` (made readable to root only before anything runs), the
+  seed file or the grader's output (a private temporary folder), nor write ``results/``; it
+  reads its own job folder and writes its own scratch folder;
+* every process of that user is killed when its runs end (after each, on the CPU, where
+  they run one after the other) and again before results.json is written; no process of
+  another user is touched; the grader never waits on a pipe that one of them holds open;
+* every module the grader needs is imported before any student code runs, and
+  ``extra_data.isolation`` says what ran, and as whom.
+
+A grader that is not root cannot change user, and so refuses to grade unsandboxed (results.json
+says why), as it does where that user cannot run the kit's Python. What does not hold without
+the sandbox: student code can read whatever every local user may (the kit's own sources, the
+system), use the network, see the other processes, and leave files in world-writable
+folders (``/tmp``, ``/dev/shm``); its two runs share the one user, so the nt_gemm run could
+disturb the kernel run where both run at once (on a GPU); memory and CPU are watched for each
+run's process tree only, so a process it leaves behind escapes them until the run ends.
+Gradescope's container per submission keeps students apart.
 """
 
 import argparse
 import json
-import os
 import pathlib
 import shutil
 import sys
@@ -47,6 +63,9 @@ if python3 -m pip install --help | grep -q break-system-packages; then
 fi
 python3 -m pip install $flags --extra-index-url https://download.pytorch.org/whl/cpu \\
     /autograder/source/ntgemm
+# Without the sandbox (--allow-unsandboxed), student code runs as this user, not as root.
+id -u ntgemm-student >/dev/null 2>&1 || \\
+    useradd --system --no-create-home --user-group --shell /usr/sbin/nologin ntgemm-student
 """
 RUN = """#!/usr/bin/env bash
 # Gradescope runs this for every submission; it writes /autograder/results/results.json.
@@ -104,23 +123,6 @@ def _preload():
     from grader.core import diagnosis  # noqa: F401
 
 
-def _end_strays(started):
-    """Kill what student code left behind in this container: processes of our user,
-    started after us, that are neither us nor our ancestors."""
-    import psutil
-
-    me = psutil.Process()
-    keep = {me.pid} | {parent.pid for parent in me.parents()}
-    for process in psutil.process_iter(["pid", "uids", "create_time"]):
-        try:
-            if process.pid in keep or process.info["create_time"] < started \
-                    or process.info["uids"].real != os.getuid():
-                continue
-            process.kill()
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            pass
-
-
 def _failure(message):
     return {"score": 0, "output": message, "output_format": "text", "visibility": "visible",
             "stdout_visibility": "hidden", "tests": [],
@@ -141,26 +143,54 @@ def _student_output(record, config):
     return reports.feedback_markdown(record, reports.hints_for(record, cases_list))
 
 
+def _refuse(root, message, started):
+    from grader.batch import reports
+
+    results = _failure(message)
+    results["execution_time"] = int(round(time.monotonic() - started))
+    reports.atomic_write(root / "results" / "results.json",
+                         json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+    return 0
+
+
+def _unsandboxed_user():
+    """The unprivileged user student code will run as (grader.batch.unprivileged), or why
+    there is none: a str."""
+    from grader.batch import sandbox, unprivileged
+
+    problem = sandbox.check_unsandboxed()
+    if problem:
+        return problem
+    who = unprivileged.identity()
+    return who or "the grader is not root, so it cannot run student code as another user"
+
+
 def run(root):
     """Grade ``root/submission`` and write ``root/results/results.json``; returns 0."""
-    from grader.batch import cli, reports, sandbox
+    from grader.batch import cli, reports, sandbox, unprivileged
     from grader.batch.status import ExitCode
 
-    started_wall, started = time.time(), time.monotonic()
+    started = time.monotonic()
     root = pathlib.Path(root)
-    config = json.loads((root / "source" / CONFIG).read_text(encoding="utf-8"))
+    config_file = root / "source" / CONFIG
+    config_file.chmod(0o600)  # the seed: never readable to student code
+    config = json.loads(config_file.read_text(encoding="utf-8"))
     _preload()
     problem = sandbox.check(False)
     unsafe = problem is not None
     if unsafe and not config.get("allow_unsandboxed"):
-        results = _failure("The autograder grades only inside its sandbox, and bubblewrap "
-                           f"cannot start in this container ({problem}). Please tell the "
-                           "course staff; they can rebuild the autograder with "
-                           "--allow-unsandboxed.")
-        results["execution_time"] = int(round(time.monotonic() - started))
-        reports.atomic_write(root / "results" / "results.json",
-                             json.dumps(results, indent=2, ensure_ascii=False) + "\n")
-        return 0
+        return _refuse(root, "The autograder grades only inside its sandbox, and bubblewrap "
+                             f"cannot start in this container ({problem}). Please tell the "
+                             "course staff; they can rebuild the autograder with "
+                             "--allow-unsandboxed.", started)
+    who = _unsandboxed_user() if unsafe else None
+    if isinstance(who, str):
+        return _refuse(root, "The autograder cannot start its sandbox in this container "
+                             f"({problem}), and cannot grade without it either: {who}. "
+                             "Please tell the course staff.", started)
+    results_dir = root / "results"
+    results_dir.mkdir(exist_ok=True)
+    results_dir.chmod(results_dir.stat().st_mode & 0o755)  # writable to root alone
     with tempfile.TemporaryDirectory(prefix="ntgemm-gradescope-") as scratch:
         scratch = pathlib.Path(scratch)
         shutil.copytree(root / "submission", scratch / "class" / STUDENT, symlinks=True)
@@ -175,8 +205,8 @@ def run(root):
         if unsafe:
             arguments.append("--unsafe-no-sandbox")
         status = cli.main(arguments)
-        if unsafe:
-            _end_strays(started_wall)
+        if who is not None:
+            unprivileged.sweep(who)  # each run's end killed them already: make sure
         record = reports.read_record(scratch / "out", STUDENT)
         if status != ExitCode.OK or record is None:
             results = _failure("The autograder could not grade this submission; please tell "
@@ -184,9 +214,10 @@ def run(root):
         else:
             results = reports.results_json(record, config["hidden_visibility"],
                                            output=_student_output(record, config))
-            results["extra_data"]["isolation"] = record["isolation"]
+            results["extra_data"]["isolation"] = record["isolation"] + (
+                f"; student code ran as {who.name}" if who is not None else "")
     results["execution_time"] = int(round(time.monotonic() - started))
-    reports.atomic_write(root / "results" / "results.json",
+    reports.atomic_write(results_dir / "results.json",
                          json.dumps(results, indent=2, ensure_ascii=False) + "\n")
     return 0
 

@@ -25,7 +25,12 @@ exit code is never taken as a verdict.
 
 Where bubblewrap cannot start, grading stops unless the instructor passes
 ``--unsafe-no-sandbox``: then the worker runs as a plain child process with the
-same environment allowlist and private folders, and environment.json says so.
+same environment allowlist and private folders, and environment.json says so. A
+grader that runs as root then runs it as an unprivileged user of its own, and kills
+every process of that user once its runs are over (grader.batch.unprivileged).
+
+Whatever a worker leaves behind, the parent never waits on its pipes: a daemon may
+hold them open for ever (``_Pipe``).
 """
 
 import collections
@@ -34,6 +39,7 @@ import functools
 import os
 import pathlib
 import queue
+import select
 import shutil
 import signal
 import stat
@@ -45,7 +51,8 @@ import time
 
 import psutil
 
-from grader.batch import import_graph, protocol
+from grader.batch import import_graph, protocol, unprivileged
+from grader.batch.status import GraderError
 from grader.core import gpu_compile
 
 JOB = "/job"  # where the run's read-only folder appears inside the sandbox
@@ -236,6 +243,60 @@ def check(gpu):
     return None
 
 
+@functools.cache
+def check_unsandboxed():
+    """None when an unsandboxed worker can run here as it will (where the grader is root, as
+    grader.batch.unprivileged's user, which must reach the interpreter and the batch root,
+    and end up with its ids alone), else the reason."""
+    try:
+        who = unprivileged.identity()
+    except unprivileged.Unavailable as error:
+        return str(error)
+    if who is None:
+        return None
+    job, scratch = _prepare_job(b""), _prepare_scratch()
+    try:
+        unprivileged.admit(batch_root(), job, scratch, who)
+        for path in (*_python_folders(), sys.executable, job / "lib"):
+            if blocked := unprivileged.unreachable(path, who):
+                return (f"{who.name} may not search {blocked}, on the way to {path}: install "
+                        "Python and its packages where every user may read them, and keep "
+                        "$TMPDIR in such a place too")
+        env = child_environment("interpreter", str(scratch / "home"), str(scratch),
+                                str(job / "lib"))
+        code = ("import os, torch, triton, ninetoothed, grader.batch.worker\n"
+                "print(os.getuid(), os.geteuid(), os.getgid(), os.getegid(), os.getgroups())")
+        unprivileged.enter(who)
+        try:
+            probe = subprocess.run(unprivileged.command([sys.executable, "-c", code]),
+                                   cwd=scratch / "home", env=env, stdin=subprocess.DEVNULL,
+                                   capture_output=True, timeout=300, text=True,
+                                   **who.popen_options())
+        finally:
+            unprivileged.leave(who)
+    except (OSError, subprocess.SubprocessError, RuntimeError, unprivileged.Unavailable) as error:
+        return f"could not start a process as {who.name}: {error}"
+    finally:
+        remove_tree(job)
+        remove_tree(scratch)
+    if probe.returncode:
+        return f"a process as {who.name} exited with {probe.returncode}: " \
+               f"{probe.stderr.strip()[-1500:]}"
+    expected = f"{who.uid} {who.uid} {who.gid} {who.gid} []"
+    if probe.stdout.strip() != expected:
+        return f"a process as {who.name} had the ids {probe.stdout.strip()!r}, not {expected!r}"
+    return None
+
+
+def _run_as():
+    """Whom an unsandboxed worker runs as: None where the grader is not root."""
+    problem = check_unsandboxed()
+    if problem:
+        raise GraderError("without the sandbox, a grader running as root runs student code as "
+                          f"an unprivileged user, and that cannot work here: {problem}")
+    return unprivileged.identity()
+
+
 def _setenv(env):
     arguments = []
     for key, value in sorted(env.items()):
@@ -272,8 +333,16 @@ def _prepare_job(source):
     return job
 
 
+def _prepare_scratch():
+    """An unsandboxed run's private folder: its ``$TMPDIR``, with its ``$HOME`` inside."""
+    scratch = pathlib.Path(tempfile.mkdtemp(prefix="scratch-", dir=batch_root()))
+    (scratch / "home").mkdir()
+    return scratch
+
+
 def remove_tree(path):
-    """Delete a folder, read-only parts included."""
+    """Delete a folder, read-only parts included. Root needs no permission to, and changes
+    none: an unprivileged run may swap a folder of its scratch for a link meanwhile."""
     def retry(function, target, _excinfo):
         try:
             os.chmod(os.path.dirname(target), stat.S_IRWXU)
@@ -282,6 +351,9 @@ def remove_tree(path):
             pass
 
     if not os.path.exists(path):
+        return
+    if os.geteuid() == 0:
+        shutil.rmtree(path, ignore_errors=True)
         return
     for root, dirs, _files in os.walk(path):
         for name in dirs:
@@ -296,12 +368,68 @@ def remove_tree(path):
     shutil.rmtree(path, onerror=retry)
 
 
+class _Pipe:
+    """Our end of one of a worker's pipes, used by one thread, which it never blocks for long.
+
+    A process the worker left behind may hold the other end open for ever, and closing a
+    buffered stream blocks while another thread is reading it. So every wait here is a poll
+    of at most POLL_S; once ``draining``, finding nothing is the end of the stream; and
+    ``close`` stops the thread before it closes the descriptor."""
+
+    def __init__(self, stream):
+        self.stream = stream  # unbuffered (Popen's bufsize=0)
+        self.fd = stream.fileno()
+        os.set_blocking(self.fd, False)
+        self.poller = select.poll()
+        self.poller.register(self.fd, select.POLLOUT if stream.writable() else select.POLLIN)
+        self.draining = self.closing = False
+        self.thread = None
+
+    def _ready(self):
+        while not self.closing:
+            if self.poller.poll(POLL_S * 1000):
+                return True
+            if self.draining:
+                return False
+        return False
+
+    def read(self, size=65536):
+        while self._ready():
+            try:
+                return os.read(self.fd, size)
+            except BlockingIOError:
+                continue
+        return b""
+
+    read1 = read
+
+    def write(self, data):
+        view = memoryview(data)
+        while view:
+            if not self._ready():
+                raise BrokenPipeError("the pipe to the worker was closed")
+            try:
+                view = view[os.write(self.fd, view):]
+            except BlockingIOError:
+                pass
+
+    def flush(self):
+        pass
+
+    def close(self):
+        self.closing = True
+        if self.thread is not None and self.thread is not threading.current_thread():
+            self.thread.join()
+        self.stream.close()
+
+
 class _Capture:
     """Keep the first and last ``limit`` bytes of a stream, count the rest."""
 
-    def __init__(self, stream, limit):
+    def __init__(self, pipe, limit):
         self.head, self.tail, self.total, self.limit = bytearray(), bytearray(), 0, limit
-        self.thread = threading.Thread(target=self._pump, args=(stream,), daemon=True)
+        self.thread = pipe.thread = threading.Thread(target=self._pump, args=(pipe,),
+                                                     daemon=True)
         self.thread.start()
 
     def _pump(self, stream):
@@ -331,11 +459,15 @@ class Worker:
 
     def __init__(self, mode, source, *, backend_name, limits, device=None, sandboxed=True,
                  on_start=None, inner=None):
-        """``inner`` replaces the worker's command line inside the sandbox (tests' probes)."""
+        """``inner`` replaces the worker's command line (tests' probes): ``python -m`` or
+        ``python -c``, run inside the sandbox or, unsandboxed, through the same launch."""
         self.limits = limits
+        who = None if sandboxed else _run_as()
         self.job = _prepare_job(source)
         self.scratch = None
+        self.who = None  # the unprivileged user its processes run as, until they are ended
         gpu = backend_name == "gpu"
+        options = {}
         if sandboxed:
             env = child_environment(backend_name, "/tmp/home", "/tmp", f"{JOB}/lib", device)
             inner = inner or [sys.executable, "-m", "grader.batch.worker", mode,
@@ -344,21 +476,39 @@ class Worker:
                                                         *inner]
             cwd, env = "/", None
         else:
-            self.scratch = pathlib.Path(tempfile.mkdtemp(prefix="scratch-", dir=batch_root()))
-            (self.scratch / "home").mkdir()
+            self.scratch = _prepare_scratch()
             env = child_environment(backend_name, str(self.scratch / "home"), str(self.scratch),
                                     str(self.job / "lib"), device)
-            command = [sys.executable, "-m", "grader.batch.worker", mode,
-                       str(self.job / "ninetoothed_gemm.py")]
+            command = inner or [sys.executable, "-m", "grader.batch.worker", mode,
+                                str(self.job / "ninetoothed_gemm.py")]
             cwd = self.scratch / "home"
         self.started = self.clock = time.monotonic()  # the wall limit counts from ``clock``
-        self.process = subprocess.Popen(
-            command, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, start_new_session=True, close_fds=True)
+        try:
+            if who is not None:
+                unprivileged.admit(batch_root(), self.job, self.scratch, who)
+                command, options = unprivileged.command(command), who.popen_options()
+                try:
+                    unprivileged.enter(who)
+                except unprivileged.Unavailable as error:
+                    raise GraderError(str(error)) from None
+                self.who = who
+            self.process = subprocess.Popen(
+                command, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, bufsize=0, start_new_session=True, close_fds=True,
+                **options)
+        except BaseException:
+            self._release()
+            remove_tree(self.job)
+            if self.scratch:
+                remove_tree(self.scratch)
+            raise
         if on_start:
             on_start(self.process)
         self.watched = psutil.Process(self.process.pid)
-        self.stderr = _Capture(self.process.stderr, OUTPUT_LIMIT)
+        self.stdin, self.stdout, self.stderr_pipe = (
+            _Pipe(stream) for stream in (self.process.stdin, self.process.stdout,
+                                         self.process.stderr))
+        self.stderr = _Capture(self.stderr_pipe, OUTPUT_LIMIT)
         self.inbox = queue.Queue()
         self.outbox = queue.Queue()
         self.accept = None
@@ -366,16 +516,17 @@ class Worker:
         self.peak = 0
         self.peak_cores = 0.0
         self.cpu_samples = collections.deque()
-        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader = self.stdout.thread = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
-        threading.Thread(target=self._write, daemon=True).start()
+        self.writer = self.stdin.thread = threading.Thread(target=self._write, daemon=True)
+        self.writer.start()
 
     # -- the two pipes, each served by a thread of its own
 
     def _read(self):
         try:
             while True:
-                message = protocol.receive(self.process.stdout, lambda kind, fields:
+                message = protocol.receive(self.stdout, lambda kind, fields:
                                            self.accept(kind, fields))
                 self.inbox.put(message)
                 if message is None:
@@ -388,7 +539,7 @@ class Worker:
     def _write(self):
         while (item := self.outbox.get()) is not None:
             try:
-                protocol.send(self.process.stdin, item[0], item[1], **item[2])
+                protocol.send(self.stdin, item[0], item[1], **item[2])
             except (OSError, ValueError, protocol.ProtocolError):
                 return
 
@@ -435,8 +586,11 @@ class Worker:
                                  f"the {self.limits.cores:g} a submission may use; its "
                                  "processes were killed")
         elif self.process.poll() is not None:
-            self._kill()  # its pipes close once nothing of it is left
-            self.reader.join(timeout=10)  # the messages it wrote before it ended still count
+            self._kill()
+            # The messages it wrote before it ended still count: read until the pipe is
+            # empty, not until it closes (what it left behind may hold it open).
+            self.stdout.draining = True
+            self.reader.join(timeout=10)
             if self.reader.is_alive():
                 self.stop("crashed", None)
 
@@ -501,11 +655,9 @@ class Worker:
     def finish(self):
         """End the conversation (stdin closes) and return how the worker ended."""
         self.outbox.put(None)
+        self.writer.join(timeout=2)  # what was sent before goes out first
+        self.stdin.close()
         if self.ending is None:
-            try:
-                self.process.stdin.close()
-            except OSError:
-                pass
             deadline = min(self.clock + self.limits.timeout_s, time.monotonic() + 10)
             while self.ending is None and self.process.poll() is None \
                     and time.monotonic() < deadline:
@@ -517,16 +669,22 @@ class Worker:
                 self.ending = Ending("finished", "", time.monotonic() - self.started, "",
                                      self.peak, round(self.peak_cores, 2))
         self._kill()  # whatever it left running
+        self._release()
+        self.stdout.draining = self.stderr_pipe.draining = True
         self.ending.stderr = self.stderr.text()
-        for stream in (self.process.stdout, self.process.stderr):
-            try:
-                stream.close()
-            except OSError:
-                pass
+        self.stdout.close()
+        self.stderr_pipe.close()
         remove_tree(self.job)
         if self.scratch:
             remove_tree(self.scratch)
         return self.ending
+
+    def _release(self):
+        """Unprivileged: this run is over; after the last run of ours, every process of its
+        user is killed (grader.batch.unprivileged.leave)."""
+        who, self.who = self.who, None
+        if who is not None:
+            unprivileged.leave(who)
 
 
 def describe_returncode(code):

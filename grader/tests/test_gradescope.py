@@ -10,9 +10,11 @@ import json
 import re
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import sys
+import time
 import zipfile
 
 import pytest
@@ -163,3 +165,186 @@ def test_without_its_sandbox_it_refuses_to_grade_and_says_why(autograder, monkey
     check_results(results)
     assert results["score"] == 0 and results["extra_data"]["status"] == "grader_error"
     assert "no user namespaces here" in results["output"] and "--allow-unsandboxed" in results["output"]
+
+
+# A student file that is correct, and at its import (the nt_gemm run) starts a daemon that
+# leaves the worker's tree, tries to become root again, reads what it should not, keeps
+# every pipe of its worker for HOLD_S, then rewrites results.json once the grader wrote it.
+HOLD_S = 20
+HOSTILE = r'''
+
+import os as _os
+import sys as _sys
+import time as _time
+
+_DAEMON = """
+import glob, json, os, sys, time
+root, tmp, drop, hold = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+notes = {"pid": os.getpid(), "uid": os.getuid(), "started": time.time()}
+def attempt(name, action):
+    try:
+        notes[name] = "done: " + repr(action())[:300]
+    except Exception as error:
+        notes[name] = "refused: " + type(error).__name__
+attempt("setuid", lambda: os.setuid(0))
+attempt("setresuid", lambda: os.setresuid(4321, 0, 0))  # another real uid, root still
+attempt("config", lambda: open(os.path.join(root, "source", "gradescope.json")).read())
+attempt("seed", lambda: [open(os.path.join(folder, "seed")).read()
+                         for folder in glob.glob(os.path.join(tmp, "ntgemm-gradescope-*"))])
+results = os.path.join(root, "results", "results.json")
+attempt("results", lambda: open(results, "a").write(""))
+with open(os.path.join(drop, "notes.json"), "w") as stream:
+    json.dump(notes, stream)
+time.sleep(hold)
+os.closerange(0, 256)
+end = time.time() + 120
+while time.time() < end:
+    try:
+        with open(results) as stream:
+            written = json.load(stream)
+    except (OSError, ValueError):
+        written = {}
+    if "tests" in written and written.get("score") != 999:
+        time.sleep(1)
+        with open(results, "w") as stream:
+            stream.write(json.dumps({"score": 999, "output": "forged", "tests": []}))
+        break
+    time.sleep(0.2)
+"""
+if _os.fork() == 0:
+    try:
+        _os.setsid()
+        if _os.fork() == 0:
+            for _fd in range(256):  # the worker's pipes, its protocol channel included
+                try:
+                    _os.set_inheritable(_fd, True)
+                except OSError:
+                    pass
+            _os.execv(_sys.executable, [_sys.executable, "-c", _DAEMON, ROOT, TMP, DROP, HOLD,
+                                        TOKEN])
+    finally:
+        _os._exit(0)
+_os.wait()
+_waited = _time.time() + 30
+while not _os.path.exists(_os.path.join(DROP, "notes.json")) and _time.time() < _waited:
+    _time.sleep(0.05)
+'''
+
+
+def _running(pid, token):
+    """Whether ``pid`` still runs (a zombie does not) with ``token`` on its command line."""
+    import psutil
+
+    try:
+        process = psutil.Process(pid)
+        return process.status() != psutil.STATUS_ZOMBIE and token in " ".join(process.cmdline())
+    except psutil.Error:
+        return False
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the unsandboxed mode grades only as root, "
+                    "where it can run student code as another user (refused otherwise: "
+                    "test_unsandboxed_it_refuses_where_it_cannot_change_user)")
+def test_unsandboxed_a_hostile_submission_cannot_touch_the_grade(autograder, tmp_path):
+    """A container without bwrap, a zip built with --allow-unsandboxed, a submission whose
+    daemon attacks the grader: results.json stays as the grader wrote it, the daemon is
+    dead, and a process of the grader's own user, started beside the run, lives on."""
+    from grader.batch import unprivileged
+    from grader.tests.unprivileged_view import View
+
+    who = unprivileged.identity()
+    view = View(who)
+    if view.problem:
+        pytest.skip(view.problem)
+    token = f"ntgemm-hostile-{os.getpid()}-{time.time_ns()}"
+    base, beside, daemon = view.tmp, None, None
+    try:
+        root, drop = base / "autograder", base / "drop"
+        shutil.copytree(autograder / "autograder" / "source", root / "source")
+        config_file = root / "source" / "gradescope.json"
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+        config_file.write_text(json.dumps({**config, "allow_unsandboxed": True}))
+        (base / "tmp").mkdir()
+        drop.mkdir()
+        drop.chmod(0o777)
+        (root / "results").mkdir()
+        (root / "results").chmod(0o777)  # careless: the grader must close it
+        hostile = HOSTILE
+        for name, value in (("ROOT", root), ("TMP", base / "tmp"), ("DROP", drop),
+                            ("HOLD", HOLD_S), ("TOKEN", token)):
+            hostile = hostile.replace(name, repr(str(value)))
+        (root / "submission").mkdir()
+        (root / "submission" / "ninetoothed_gemm.py").write_text(
+            MODEL_ANSWER.read_text(encoding="utf-8") + hostile, encoding="utf-8")
+        shim = base / "python"
+        shim.write_text(  # run_autograder's interpreter, in a container where bwrap fails
+            f"#!/bin/sh\nshift 2\nexec {sys.executable} -c 'import sys\n"
+            "from grader.batch import gradescope, sandbox\n"
+            "sandbox.check = lambda gpu: \"no user namespaces in this container\"\n"
+            "sys.exit(gradescope.main(sys.argv[1:]))' \"$@\"\n")
+        shim.chmod(0o755)
+        environment = {**os.environ, "AUTOGRADER_ROOT": str(root), "NTGEMM_PYTHON": str(shim),
+                       "TMPDIR": str(base / "tmp")}
+        environment.pop("PYTHONPATH", None)
+        grading = subprocess.Popen(view.command(["bash", str(root / "source" / "run_autograder")]),
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   env=environment)
+        deadline = time.monotonic() + 500
+        while not (drop / "notes.json").exists() and grading.poll() is None \
+                and time.monotonic() < deadline:
+            time.sleep(0.1)
+        beside = subprocess.Popen(["sleep", "300"])  # our user's, started while it grades
+        stdout, stderr = grading.communicate(timeout=600)
+        assert grading.returncode == 0, stderr[-3000:]
+        written = (root / "results" / "results.json").read_bytes()
+        written_at = (root / "results" / "results.json").stat().st_mtime
+        notes = json.loads((drop / "notes.json").read_text())
+        daemon = notes["pid"]
+        time.sleep(max(0.0, notes["started"] + HOLD_S + 8 - time.time()))
+
+        assert (root / "results" / "results.json").read_bytes() == written
+        results = json.loads(written)
+        check_results(results)
+        assert results["extra_data"]["status"] == "passed", results["output"]
+        assert results["extra_data"]["isolation"].endswith(f"student code ran as {who.name}")
+        assert notes["uid"] == who.uid
+        assert all(notes[name] == "refused: PermissionError"
+                   for name in ("setuid", "setresuid", "config", "results")), notes
+        assert notes["seed"] in ("done: []", "refused: PermissionError"), notes
+        assert written_at - notes["started"] < HOLD_S  # the grader did not wait on its pipes
+        assert not _running(daemon, token)
+        assert beside.poll() is None
+    finally:
+        if daemon is not None and _running(daemon, token):
+            os.kill(daemon, signal.SIGKILL)
+        if beside is not None:
+            beside.kill()
+            beside.wait()
+        view.close()
+
+
+def test_unsandboxed_it_refuses_where_it_cannot_change_user(autograder, monkeypatch, tmp_path):
+    """A grader that is not root, or whose unprivileged user cannot run the kit's Python,
+    grades nothing without the sandbox, and says why."""
+    from grader.batch import gradescope, sandbox, unprivileged
+
+    for reason, identity, expected in (
+            (None, None, "not root"),
+            ("ntgemm-student may not search /opt/python", unprivileged.Identity(1, 1, "x"),
+             "may not search /opt/python")):
+        root = tmp_path / expected.replace(" ", "-") / "autograder"
+        shutil.copytree(autograder / "autograder" / "source", root / "source")
+        config_file = root / "source" / "gradescope.json"
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+        config_file.write_text(json.dumps({**config, "allow_unsandboxed": True}))
+        (root / "submission").mkdir()
+        shutil.copyfile(DEMO / "ada" / "ninetoothed_gemm.py",
+                        root / "submission" / "ninetoothed_gemm.py")
+        monkeypatch.setattr(sandbox, "check", lambda gpu: "no user namespaces here")
+        monkeypatch.setattr(sandbox, "check_unsandboxed", lambda: reason)
+        monkeypatch.setattr(unprivileged, "identity", lambda: identity)
+        assert gradescope.run(root) == 0
+        results = json.loads((root / "results" / "results.json").read_text())
+        check_results(results)
+        assert results["score"] == 0 and results["extra_data"]["status"] == "grader_error"
+        assert "no user namespaces here" in results["output"] and expected in results["output"]
