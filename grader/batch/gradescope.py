@@ -19,7 +19,7 @@ beside the grader, and what holds is this (grader.batch.unprivileged):
 
 * it runs as ``ntgemm-student``, an unprivileged user that ``setup.sh`` creates (else a
   fixed uid and gid that no account uses), without supplementary groups, with no_new_privs,
-  non-dumpable, with at most 1024 processes, 512 MiB per file and no core dumps;
+  non-dumpable, with at most 4096 processes, 512 MiB per file and no core dumps;
 * it cannot read ``gradescope.json`` (made readable to root only before anything runs), the
   seed file or the grader's output (a private temporary folder), nor write ``results/``; it
   reads its own job folder and writes its own scratch folder;

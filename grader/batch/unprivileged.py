@@ -41,7 +41,7 @@ import psutil
 
 USER = "ntgemm-student"
 FALLBACK_ID = 64_917
-NPROC = 1024  # processes and threads of the uid, machine-wide, all its workers together
+NPROC = 4096  # processes and threads of the uid, machine-wide: all its workers share it
 FILE_BYTES = 512 << 20  # like the sandbox's /tmp
 LIMITS = (("RLIMIT_NPROC", NPROC), ("RLIMIT_FSIZE", FILE_BYTES), ("RLIMIT_CORE", 0))
 LOCK_WAIT_S = 900.0  # how long to wait for another grading run's workers of this uid

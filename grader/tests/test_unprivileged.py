@@ -4,7 +4,7 @@ grader's within reach, every process of that user and only those is ended, and n
 leftover process holds keeps the grader waiting.
 
 The probes are plain Python run by sandbox.Worker in place of the grader's worker, from a
-script of their own (in a unprivileged_view.View where this machine's Python is closed to
+script of their own (in an unprivileged_view.View where this machine's Python is closed to
 that user), so each test takes a few seconds and runs no kernel.
 """
 
