@@ -642,6 +642,11 @@ class _Checker:
                 self.flag(node, f"uses the module `{detail}` as a value; only its attributes "
                                 "are allowed")
             return
+        base = node.value
+        if isinstance(base, ast.Name) and base.id in self.scope.excluded \
+                and not self.is_local(base.id):
+            self.visit(base, message)  # what the name comes from says it all
+            return
         if isinstance(node.ctx, ast.Store):
             if node.attr not in ASSIGNABLE_ATTRIBUTES or not self.rooted_in_a_local(node):
                 self.flag(node, f"assigns to `.{node.attr}`; a kernel assigns only the "
