@@ -21,6 +21,13 @@ STYLES = {name: variant.source(name) for name, variant in VARIANTS.items()} | {
 KERNEL = (ROOT / "grader" / "demo_class" / "ada" / "ninetoothed_gemm.py").read_text(encoding="utf-8")
 
 
+def _with_line(line):
+    """KERNEL with ``line`` as the first statement of application() after its docstring."""
+    lines = KERNEL.splitlines()
+    lines.insert(lines.index("    accumulator = ntl.zeros(output.shape, dtype=ntl.float32)"), line)
+    return "\n".join(lines) + "\n"
+
+
 @pytest.mark.parametrize("name", STYLES)
 def test_every_kit_style_is_kept_whole(name):
     source = STYLES[name]
@@ -83,11 +90,8 @@ def test_the_autotune_switch_takes_its_default_branch():
     ("    x = CHEAT", "CHEAT"),
 ])
 def test_every_way_out_is_a_violation_with_its_line(line, words):
-    lines = KERNEL.splitlines()
-    where = lines.index("    accumulator = ntl.zeros(output.shape, dtype=ntl.float32)")
-    lines.insert(where, line)
     source = ("import os\nimport sys\nimport torch\nimport ninetoothed\nCHEAT = torch.mm\n"
-              "def helper_that_cheats():\n    return torch.mm\n" + "\n".join(lines) + "\n")
+              "def helper_that_cheats():\n    return torch.mm\n" + _with_line(line))
     rebuilt = extract(source)
     assert not rebuilt.ok
     number = source.splitlines().index(line) + 1
@@ -229,10 +233,7 @@ def test_every_field_of_the_signature_is_checked(head):
     ("    raise ValueError(__import__('os'))", "__import__"),
 ])
 def test_every_construct_off_the_list_is_a_violation(line, words):
-    lines = KERNEL.splitlines()
-    where = lines.index("    accumulator = ntl.zeros(output.shape, dtype=ntl.float32)")
-    lines.insert(where, line)
-    source = "import math\n" + "\n".join(lines) + "\n"
+    source = "import math\n" + _with_line(line)
     rebuilt = extract(source)
     number = source.splitlines().index(line.splitlines()[0]) + 1
     found = [str(item) for item in rebuilt.violations if item.line == number]
@@ -250,10 +251,7 @@ def test_every_construct_off_the_list_is_a_violation(line, words):
     "    steps = [min(k, BLOCK_SIZE_M) for k in range(3)]",
 ])
 def test_messages_comments_and_comprehensions_stay_allowed(line):
-    lines = KERNEL.splitlines()
-    where = lines.index("    accumulator = ntl.zeros(output.shape, dtype=ntl.float32)")
-    lines.insert(where, line)
-    assert extract("\n".join(lines) + "\n").ok
+    assert extract(_with_line(line)).ok
 
 
 def test_an_annotated_module_constant_is_not_kept():
