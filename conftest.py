@@ -4,7 +4,8 @@
   otherwise the Triton interpreter on the CPU (NTGEMM_BACKEND=interpreter forces
   it). The header says which one runs.
 * ``--submission PATH`` chooses the file under test (default: the skeleton).
-* ``--seed N`` chooses the seed of the hidden random cases.
+* ``--seed N`` (or ``--seed-file PATH``) chooses the grading secret of the hidden cases;
+  the public cases' inputs never depend on it.
 * A ``tests/`` folder (the kit's own tests) is collected only when named on the
   command line, so ``pytest assignment`` and ``pytest grader`` run the student
   suites alone.
@@ -33,9 +34,16 @@ def pytest_addoption(parser):
     )
     group.addoption(
         "--seed",
-        type=int,
+        type=cases.canonical_secret,
         default=cases.DEFAULT_SEED,
-        help=f"seed of the hidden random cases (default: the public {cases.DEFAULT_SEED})",
+        help="the secret of the hidden cases, a whole number or hex digits (default: the "
+             f"public {cases.DEFAULT_SEED})",
+    )
+    group.addoption(
+        "--seed-file",
+        default=None,
+        metavar="PATH",
+        help="read the secret from a file instead, e.g. a batch's OUT_DIR/.grader-secret",
     )
     group.addoption(
         "--gpu-target",
@@ -49,6 +57,7 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
+    config._ntgemm_seed = _grading_secret(config)
     if os.environ.get("NINETOOTHED_AUTOTUNE") == "1" and not _has_cuda():
         os.environ.pop("NINETOOTHED_AUTOTUNE")
         config._ntgemm_autotune_note = "NINETOOTHED_AUTOTUNE ignored: autotuning needs a GPU"
@@ -56,6 +65,16 @@ def pytest_configure(config):
         config._ntgemm_backend = backends.activate()
     except (RuntimeError, ValueError) as error:  # an environment the kernels cannot run in
         raise pytest.UsageError(str(error)) from None
+
+
+def _grading_secret(config):
+    path = config.getoption("--seed-file")
+    if path is None:
+        return config.getoption("--seed")
+    try:
+        return cases.canonical_secret(pathlib.Path(path).read_text(errors="replace"))
+    except (OSError, ValueError) as error:
+        raise pytest.UsageError(f"--seed-file {path}: {error}") from None
 
 
 def _has_cuda():
@@ -96,7 +115,7 @@ def backend(pytestconfig):
 
 @pytest.fixture(scope="session")
 def grading_seed(pytestconfig):
-    return pytestconfig.getoption("--seed")
+    return pytestconfig._ntgemm_seed
 
 
 @pytest.fixture(scope="session")

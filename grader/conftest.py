@@ -1,8 +1,9 @@
 """Pytest hooks for the grader suite (grader/test_grader.py) only.
 
 * Expands the case catalogue into tests: one per case, with the case's id, for
-  this run's backend and ``--seed``. GPU-only cases stay in the list and are
-  skipped on the interpreter, so the skip and its reason are visible.
+  this run's backend and grading secret (``--seed`` or ``--seed-file``). GPU-only
+  cases stay in the list and are skipped on the interpreter, so the skip and its
+  reason are visible.
 
 The grade printed at the end comes from grader.core.suite, through the root conftest.
 """
@@ -29,6 +30,5 @@ def pytest_generate_tests(metafunc):
         return
     config = metafunc.config
     backend = config._ntgemm_backend
-    seed = config.getoption("--seed")
-    selected = grader_cases(seed, backend.name)
+    selected = grader_cases(config._ntgemm_seed, backend.name)
     metafunc.parametrize(CASE_FIXTURE, selected, ids=[case.id for case in selected])

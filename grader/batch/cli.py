@@ -60,16 +60,34 @@ def _jobs(text):
     return value
 
 
+def _seed(text):
+    try:
+        return catalogue.canonical_secret(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--seed must be a whole number or hex digits, got {text!r}") from None
+
+
 def _seed_file(text):
     try:
-        content = pathlib.Path(text).read_text(encoding="utf-8").strip()
+        content = pathlib.Path(text).read_text(encoding="utf-8", errors="replace")
     except OSError as error:
         raise argparse.ArgumentTypeError(f"--seed-file {text!r}: {error.strerror}") from None
     try:
-        return int(content)
+        return catalogue.canonical_secret(content)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"--seed-file {text!r} must hold one whole number, the seed") from None
+            f"--seed-file {text!r} must hold the secret: one whole number or a string of hex "
+            "digits") from None
+
+
+def _chosen_seed(args):
+    """(the secret the command line gives, the flag it came from), or (None, None)."""
+    if args.seed_from_file is not None:
+        return args.seed_from_file, "--seed-file"
+    if args.seed is not None:
+        return args.seed, "--seed"
+    return None, None
 
 
 def _shard(text):
@@ -136,13 +154,14 @@ def build_parser():
                        metavar="GiB",
                        help="host memory for each run, its whole process tree (default: 8)")
     seeds = grade.add_mutually_exclusive_group()
-    seeds.add_argument("--seed", type=int, default=None,
-                       help="seed of the hidden cases; keep your own secret "
-                            f"(default: the public {catalogue.DEFAULT_SEED})")
+    seeds.add_argument("--seed", type=_seed, default=None,
+                       help="the secret of the hidden cases, a whole number or hex digits, for "
+                            "a reproducible run; one under 128 bits gets a warning (default: "
+                            "the one OUT_DIR/.grader-secret keeps, else a new 256-bit one)")
     seeds.add_argument("--seed-file", type=_seed_file, default=None, metavar="PATH",
                        dest="seed_from_file",
-                       help="read the seed from a file instead, so that it never shows in "
-                            "the process list")
+                       help="read the secret from a file instead, so that it never shows in "
+                            "the process list; shards to be merged need the same one")
     grade.add_argument("--force", action="store_true",
                        help="grade again even submissions whose stored result is up to date")
     grade.add_argument("--shard", type=_shard, default=None, metavar="i/N",
@@ -201,14 +220,15 @@ def build_parser():
         "gradescope", help="build the autograder zip to upload to Gradescope",
         description="Write DIR/autograder.zip: setup.sh (installs the kit with CPU torch), "
                     "run_autograder (grades /autograder/submission through this batch grader "
-                    "and writes results.json in Gradescope's format) and the kit. The seed is "
+                    "and writes results.json in Gradescope's format) and the kit. The secret is "
                     "stored in the zip, so keep the zip private.")
     gradescope.add_argument("--out", required=True, metavar="DIR", help="folder to write into")
     seeds = gradescope.add_mutually_exclusive_group()
-    seeds.add_argument("--seed", type=int, default=None,
-                       help=f"seed of the hidden cases (default: the public {catalogue.DEFAULT_SEED})")
+    seeds.add_argument("--seed", type=_seed, default=None,
+                       help="the secret of the hidden cases, a whole number or hex digits "
+                            "(default: a new 256-bit one)")
     seeds.add_argument("--seed-file", type=_seed_file, default=None, metavar="PATH",
-                       dest="seed_from_file", help="read the seed from a file instead")
+                       dest="seed_from_file", help="read the secret from a file instead")
     gradescope.add_argument("--hidden-visibility", default="after_due_date",
                             choices=("hidden", "after_due_date", "after_published", "visible"),
                             help="when students see the hidden cases' results (default: "
@@ -219,7 +239,7 @@ def build_parser():
     gradescope.add_argument("--allow-unsandboxed", action="store_true",
                             help="grade even where bubblewrap cannot start in Gradescope's "
                                  "container; student code then runs as root beside the "
-                                 "grader and could read the seed and rewrite its own grade")
+                                 "grader and could read the secret and rewrite its own grade")
     gradescope.add_argument("--cases", default="", help=argparse.SUPPRESS)  # tests only
 
     export = commands.add_parser(
@@ -243,7 +263,8 @@ def build_parser():
         description="Write DIR/<folder>/feedback.md and results.json for every student of "
                     "OUT_DIR, and DIR/index.csv (which folder is whose, for the staff). The "
                     "gradebook, the summaries, record.json, environment.json and the logs "
-                    "stay behind: they name the hidden cases or the seed, or may show them.")
+                    "stay behind: they are for the staff (the logs show whatever a submission "
+                    "printed).")
     share.add_argument("out_dir", metavar="OUT_DIR", help="the OUT_DIR of 'grade' or 'merge'")
     share.add_argument("--to", required=True, metavar="DIR",
                        help="a new (or empty) folder outside OUT_DIR")
@@ -277,7 +298,7 @@ def decide_backend():
 # --------------------------------------------------------------------------- grade
 
 def command_grade(args):
-    from grader.batch import grading, sandbox, session
+    from grader.batch import grading, sandbox, secret, session
 
     submissions_dir = pathlib.Path(args.submissions)
     out_dir = pathlib.Path(args.out)
@@ -291,8 +312,9 @@ def command_grade(args):
 
     backend_name = decide_backend()
     case_filter = tuple(item for item in args.cases.split(",") if item)
-    seed = args.seed_from_file if args.seed_from_file is not None else (
-        catalogue.DEFAULT_SEED if args.seed is None else args.seed)
+    seed, warning = secret.choose(*_chosen_seed(args), out_dir)
+    if warning:
+        say(warning)
     settings = grading.Settings(seed=seed, backend=backend_name, timeout_s=args.timeout,
                                 memory_limit_bytes=int(args.memory_limit * 2**30),
                                 case_filter=case_filter, sandboxed=not args.unsafe_no_sandbox,
@@ -371,16 +393,22 @@ def command_share(args):
 
 
 def command_gradescope(args):
-    from grader.batch import gradescope
+    from grader.batch import gradescope, secret
 
-    seed = args.seed_from_file if args.seed_from_file is not None else (
-        catalogue.DEFAULT_SEED if args.seed is None else args.seed)
+    given, flag = _chosen_seed(args)
+    if given is None:
+        seed = secret.generate()
+    else:
+        seed = given
+        warning = secret.short_warning(seed, flag)
+        if warning:
+            say(warning)
     path = gradescope.build(pathlib.Path(args.out), seed=seed,
                             hidden_visibility=args.hidden_visibility, timeout_s=args.timeout,
                             cases=tuple(item for item in args.cases.split(",") if item),
                             allow_unsandboxed=args.allow_unsandboxed)
     say(f"autograder zip: {path}\nUpload it as the assignment's autograder; it holds the "
-         "seed, so share it with nobody else.")
+         "secret of the hidden cases, so share it with nobody else.")
     return ExitCode.OK
 
 

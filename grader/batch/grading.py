@@ -52,7 +52,7 @@ class WorkerFailure(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-    seed: int
+    seed: str = dataclasses.field(repr=False)  # the grading secret (grader.batch.secret)
     backend: str
     timeout_s: float
     memory_limit_bytes: int
@@ -61,6 +61,11 @@ class Settings:
     speed: SpeedSettings = SpeedSettings(sizes=())  # grader.batch.speed; off unless given
     late_penalty: float = 0.0  # share of the case points a late submission loses (--late-penalty)
     gpu_target: str = "sm_90"  # what every kernel is compiled for first (grader.core.gpu_compile)
+
+    @property
+    def fingerprint(self):
+        """What the outputs keep of the secret (grader.core.cases.fingerprint)."""
+        return catalogue.fingerprint(self.seed)
 
     @property
     def timed(self):
@@ -95,7 +100,7 @@ def grading_key(submission, settings):
         "handin": hashlib.sha256(submission.handin).hexdigest() if submission.handin else "",
         "lms": [getattr(submission, "lms_id", ""), getattr(submission, "late", False)],
         "grader": grader_version(),
-        "seed": settings.seed,
+        "secret": settings.fingerprint,
         "backend": settings.backend,
         "timeout_s": settings.timeout_s,
         "memory_limit_bytes": settings.memory_limit_bytes,
@@ -159,7 +164,7 @@ def base_record(submission, settings, folder):
         "sha256": submission.sha256,
         "key": grading_key(submission, settings),
         "grader_version": grader_version(),
-        "seed": settings.seed,
+        "secret_fingerprint": settings.fingerprint,
         "backend": settings.backend,
         "isolation": settings.isolation,
         "status": "",
@@ -344,11 +349,20 @@ def _judge_cases(cases_list, run, seed, unbuilt=None, source="", every=True):
         else:
             verdict = checks.judge(case, got.outputs, seed, "cpu")
         status = "passed" if verdict.passed else ("error" if got.error else "failed")
+        message, details = verdict.message, verdict.details
+        if case.visibility != "public":
+            message, details = HIDDEN_MESSAGE, {}
         entries.append({**base, "status": status, "passed": verdict.passed,
                         "points": case.points if verdict.passed else 0,
-                        "message": verdict.message, "mistake": verdict.mistake or "",
-                        "details": verdict.details})
+                        "message": message, "mistake": verdict.mistake or "",
+                        "details": details})
     return entries
+
+
+# record.json lies in the student's folder, and a hidden case's message and details can
+# hold its shape or values of its inputs and reference: they stay out of the record.
+HIDDEN_MESSAGE = ("a hidden case: its message is not kept (replay it with pytest grader "
+                  "--seed-file OUT_DIR/.grader-secret)")
 
 
 def _ending_message(run, who):

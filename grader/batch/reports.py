@@ -326,19 +326,9 @@ KEY_FILE = ".grader-key"
 def signing_key(out_dir):
     """The output folder's secret for signing records; made on first use, readable by the
     grader's user alone. Workers never see the output folder, so never this key."""
-    path = pathlib.Path(out_dir) / KEY_FILE
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=".key-")
-        with os.fdopen(descriptor, "wb") as stream:
-            stream.write(os.urandom(32))
-        try:
-            os.link(temporary, path)  # atomic, and never over a key another thread made
-        except FileExistsError:
-            pass
-        finally:
-            os.unlink(temporary)
-    return path.read_bytes()
+    from grader.batch import private_file
+
+    return private_file.made_once(pathlib.Path(out_dir) / KEY_FILE, lambda: os.urandom(32))
 
 
 def _signature(record, key):
@@ -491,7 +481,7 @@ def environment(settings, extra=None):
     info = {
         "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "backend": settings.backend,
-        "seed": settings.seed,
+        "secret_fingerprint": settings.fingerprint,
         "timeout_s": settings.timeout_s,
         "memory_limit_gib": round(settings.memory_limit_bytes / 2**30, 3),
         "isolation": settings.isolation,

@@ -16,8 +16,9 @@ import sys
 import threading
 import time
 
-from grader.batch import grading, intake, reports, sandbox, speed
+from grader.batch import grading, intake, reports, sandbox, secret, speed
 from grader.batch.status import GraderError, say
+from grader.core import cases
 
 MANIFEST = "batch.json"
 
@@ -30,7 +31,6 @@ class Manifest:
     changes a grade is a field here."""
 
     grader_version: str
-    seed: int
     backend: str
     timeout_s: float
     memory_limit_bytes: int
@@ -42,16 +42,18 @@ class Manifest:
     shard: list | None
     students: dict
     gpu_target: str = grading.Settings.gpu_target
+    secret_fingerprint: str = ""  # never the secret itself (grader.batch.secret)
 
     # What shards must share to be merged into one gradebook.
-    SHARED = ("grader_version", "seed", "backend", "cases", "timeout_s", "memory_limit_bytes",
-              "isolation", "speed", "late_penalty", "gpu_target")
+    SHARED = ("grader_version", "secret_fingerprint", "backend", "cases", "timeout_s",
+              "memory_limit_bytes", "isolation", "speed", "late_penalty", "gpu_target")
 
     @classmethod
     def of(cls, settings, cases_list, shard, students):
-        return cls(grader_version=grading.grader_version(), seed=settings.seed,
-                   backend=settings.backend, timeout_s=settings.timeout_s,
-                   memory_limit_bytes=settings.memory_limit_bytes, isolation=settings.isolation,
+        return cls(grader_version=grading.grader_version(),
+                   secret_fingerprint=settings.fingerprint, backend=settings.backend,
+                   timeout_s=settings.timeout_s, memory_limit_bytes=settings.memory_limit_bytes,
+                   isolation=settings.isolation,
                    speed=settings.speed.describe() if settings.timed else None,
                    late_penalty=settings.late_penalty, cases=[case.id for case in cases_list],
                    case_filter=list(settings.case_filter), shard=list(shard) if shard else None,
@@ -71,8 +73,9 @@ class Manifest:
         reports.atomic_write(pathlib.Path(folder) / MANIFEST,
                              json.dumps(dataclasses.asdict(self), indent=2, ensure_ascii=False))
 
-    def settings(self):
-        return grading.Settings(seed=self.seed, backend=self.backend, timeout_s=self.timeout_s,
+    def settings(self, seed):
+        """The batch's settings, with ``seed`` its secret (batch.json keeps only its fingerprint)."""
+        return grading.Settings(seed=seed, backend=self.backend, timeout_s=self.timeout_s,
                                 memory_limit_bytes=self.memory_limit_bytes,
                                 case_filter=tuple(self.case_filter or ()),
                                 sandboxed=self.isolation != sandbox.UNSAFE,
@@ -99,6 +102,7 @@ class Session:
         chosen, folders = self._intake(submissions_dir, shard)
         before = intake.folder_digest(submissions_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
+        secret.keep(self.out_dir, self.settings.seed)
         Manifest.of(self.settings, cases_list, shard,
                     {s.student: folders[s.student] for s in chosen}).write(self.out_dir)
 
@@ -261,11 +265,20 @@ def merge(shards, out_dir):
             raise GraderError(f"--out {str(out_dir)!r} must not be inside the shard {shard!r}")
     first = manifests[0][1]
     for shard, manifest in manifests[1:]:
+        if manifest.secret_fingerprint != first.secret_fingerprint:
+            raise GraderError(f"cannot merge: {shard} was graded with a different secret "
+                               f"(fingerprint {manifest.secret_fingerprint!r} against "
+                               f"{first.secret_fingerprint!r}); grade every shard with the same "
+                               "--seed-file")
         for field in Manifest.SHARED:
             if getattr(manifest, field) != getattr(first, field):
                 raise GraderError(f"cannot merge: {shard} was graded with a different {field} "
                                    f"({getattr(manifest, field)!r} against "
                                    f"{getattr(first, field)!r})")
+    seed = secret.stored(manifests[0][0])
+    if seed is None or cases.fingerprint(seed) != first.secret_fingerprint:
+        raise GraderError(f"cannot merge: {manifests[0][0]} has no {secret.FILE} matching its "
+                           f"{MANIFEST}; copy the shard's folder whole, dot files included")
     records, sources = {}, {}
     for shard, manifest in manifests:
         for student, folder in manifest.students.items():
@@ -281,11 +294,12 @@ def merge(shards, out_dir):
                                    f"{sources[student]} and {shard}")
             records[student] = record
             sources[student] = shard
-    settings = first.settings()
+    settings = first.settings(seed)
     cases_list = settings.cases()
     if [case.id for case in cases_list] != first.cases:
         raise GraderError("cannot merge: this grader's case catalogue differs from the shards'")
     out_dir.mkdir(parents=True, exist_ok=True)
+    secret.keep(out_dir, seed)
     for student, record in sorted(records.items()):
         reports.copy_student_folder(sources[student] / record["folder"], out_dir / record["folder"])
         reports.store_record(out_dir, record)

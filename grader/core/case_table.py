@@ -64,13 +64,15 @@ def render_markdown(seed=cases.DEFAULT_SEED):
     ]
     lines += [_row(case) for case in fixed]
     for case in hidden:
-        lines.append(_row(case, shape="random, from the seed", name=case.name))
+        lines.append(_row(case, shape="random, from the secret", name=case.name))
     lines += [
         "",
-        f"The {len(hidden)} random cases are drawn from the grading seed: each dimension is",
+        f"The {len(hidden)} random cases are drawn from the grading secret: each dimension is",
         "between 17 and 250 on the CPU (3000 on a GPU) and never a multiple of 16, so partial",
-        f"tiles appear in every dimension. The default seed ({cases.DEFAULT_SEED}) is public;",
-        "instructors pass their own with `--seed`.",
+        "tiles appear in every dimension. `pytest grader` uses the public secret",
+        f"{cases.DEFAULT_SEED}; the batch grader makes a 256-bit one of its own. The public",
+        "cases' inputs never depend on the secret, so `pytest assignment` sees exactly what",
+        "the grader's public cases see.",
         "",
         "## Points per group",
         "",

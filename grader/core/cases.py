@@ -10,13 +10,19 @@ the property it targets at up to about 256 per dimension.
 """
 
 import dataclasses
+import hashlib
+import hmac
+import math
 import random
+import re
 
 BOTH = ("gpu", "interpreter")
 GPU_ONLY = ("gpu",)
 
-DEFAULT_SEED = 2026  # public; instructors pass their own with --seed
+DEFAULT_SEED = 2026  # public: a student's own pytest grader uses it; a batch makes its own
+SECRET_BITS = 128  # the least a grading secret needs to hold against an offline search
 HIDDEN_COUNT = 3
+HIDDEN = "hidden"  # the group of the random cases, whose shapes come from the secret
 
 # Checks a case can ask for (see grader.core.checks):
 GEMM = "gemm"  # one call of nt_gemm, compared with a float32-accumulated reference
@@ -45,6 +51,12 @@ class Case:
 
     @property
     def id(self):
+        """The gradebook's column and the record's key: a random case's is its name alone,
+        since its shape is part of the secret."""
+        return self.name if self.group == HIDDEN else self.label
+
+    @property
+    def label(self):
         return f"{self.name}-{self.m}x{self.n}x{self.k}"
 
     @property
@@ -57,7 +69,7 @@ class Case:
     def describe(self, reveal=True):
         """What feedback may say about the case: hidden shapes stay hidden."""
         if reveal or self.visibility == "public":
-            return self.id
+            return self.label
         return f"{self.name} (hidden)"
 
 
@@ -119,14 +131,15 @@ def _fixed_cases():
 
 
 def hidden_cases(seed=DEFAULT_SEED, backend_name="interpreter"):
-    """Random shapes drawn from ``seed``: none a multiple of 16, so tails are everywhere."""
-    rng = random.Random(f"ntgemm-hidden-{seed}")
+    """Random shapes keyed on the grading secret ``seed`` (HMAC-SHA256, see ``derive``):
+    none a multiple of 16, so tails are everywhere."""
+    rng = random.Random(derive(seed, "hidden-shapes"))
     upper = 250 if backend_name == "interpreter" else 3000
     cases = []
     for index in range(HIDDEN_COUNT):
         m, n, k = (_ragged(rng, upper) for _ in range(3))
-        cases.append(Case(f"hidden_{index + 1}", m, n, k, "hidden", "tail_mask", points=2,
-                          why="a random ragged shape from the grading seed"))
+        cases.append(Case(f"hidden_{index + 1}", m, n, k, HIDDEN, "tail_mask", points=2,
+                          why="a random ragged shape from the grading secret"))
     return cases
 
 
@@ -135,6 +148,40 @@ def _ragged(rng, upper):
         value = rng.randint(17, upper)
         if value % 16:
             return value
+
+
+# --------------------------------------------------------------------------- the secret
+
+def canonical_secret(seed):
+    """The grading secret as the text every derivation keys on: a whole number in
+    decimal (``--seed 2026`` and a file holding ``2026`` agree), else hex digits in
+    lower case. Raises ValueError for anything else."""
+    text = str(seed).strip() if isinstance(seed, (int, str)) and not isinstance(seed, bool) \
+        else None
+    if text is not None and re.fullmatch(r"[+-]?[0-9]+", text):
+        return str(int(text))
+    if text is not None and re.fullmatch(r"[0-9a-fA-F]+", text):
+        return text.lower()
+    raise ValueError("a grading secret is a whole number or a string of hex digits")
+
+
+def derive(seed, label):
+    """HMAC-SHA256 of ``label`` keyed on the secret: without the key, no output of one
+    label says anything of another's, nor of the key."""
+    key = canonical_secret(seed).encode("ascii")
+    return hmac.new(key, label.encode("utf-8"), hashlib.sha256).digest()
+
+
+def fingerprint(seed):
+    """What records and manifests keep instead of the secret, to tell secrets apart."""
+    return derive(seed, "fingerprint").hex()[:16]
+
+
+def secret_bits(seed):
+    """The most an offline search has to try, in bits: 3.3 per decimal digit, 4 per hex one."""
+    text = canonical_secret(seed).lstrip("+-")
+    per_digit = math.log2(10) if text.isdigit() else 4
+    return int(len(text) * per_digit)
 
 
 def catalogue(seed=DEFAULT_SEED, backend_name="interpreter"):

@@ -1,8 +1,10 @@
 """Judge what a kernel produced. Nothing here runs student code.
 
-Inputs are derived from the case and the seed alone, so the process that judges
-(the batch grader's parent, which never imports a submission) can rebuild them
-and the float32-accumulated reference by itself.
+Inputs are derived from the case and the grading secret alone, so the process that
+judges (the batch grader's parent, which never imports a submission) can rebuild them
+and the float32-accumulated reference by itself. A public case's inputs do not depend
+on the secret at all: its feedback shows values of them, and a student's own run sees
+the very inputs the grader's public cases see.
 """
 
 import dataclasses
@@ -21,8 +23,12 @@ SAMPLES = 5
 
 
 def case_seed(case, seed):
-    """A stable 63-bit seed per (case, grading seed): replayable and order-independent."""
-    digest = hashlib.sha256(f"{seed}:{case.id}".encode()).digest()
+    """A stable 63-bit seed of a case's inputs, order-independent: from the case's id alone
+    for a public case, keyed on the secret ``seed`` (grader.core.cases.derive) for any other."""
+    if case.visibility == "public":
+        digest = hashlib.sha256(f"ntgemm-public-inputs:{case.id}".encode()).digest()
+    else:
+        digest = catalogue.derive(seed, f"inputs:{case.id}")
     return int.from_bytes(digest[:8], "little") >> 1
 
 
@@ -106,18 +112,14 @@ def compare(out, ref, case, seed):
             {"index": [i, j], "got": float(got[i, j]), "expected": float(want[i, j])}
             for i, j in sample_positions
         ],
-        "seed": seed,  # for the instructor's record only: see describe_mismatch
-        "case_seed": case_seed(case, seed),
+        "case_seed": case_seed(case, seed),  # to replay the inputs; never in a message
     }
     return Verdict(case.id, False, describe_mismatch(details), details=details)
 
 
 def describe_mismatch(details):
-    """The student-facing text of a mismatch: never the seed or the case seed.
-
-    Batch feedback shows this message, and the handout's grader/core/cases.py turns a
-    seed into every hidden shape; the seeds stay in the Verdict's details.
-    """
+    """The student-facing text of a mismatch: never the case seed, which stays in the
+    Verdict's details. Batch feedback shows this message for public cases only."""
     lines = [
         f"{details['mismatches']} of {details['total']} elements outside "
         f"|out - ref| <= {ATOL} + {RTOL}*|ref|",

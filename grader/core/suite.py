@@ -115,6 +115,14 @@ def failure_text(case, verdict, config):
     return f"{case.describe()} ({case.why}) failed:\n{verdict.message}\n{cause}"
 
 
+def secret_label(seed):
+    """The summary's word on the secret: the public default by name, any other by its
+    fingerprint, so that a run's output never carries an instructor's secret."""
+    if cases.canonical_secret(seed) == str(cases.DEFAULT_SEED):
+        return f"seed: {cases.DEFAULT_SEED}"
+    return f"secret fingerprint: {cases.fingerprint(seed)}"
+
+
 def ruled_out(key, verdict):
     """Whether this failure's own evidence excludes mistake ``key``: a wrong value is not
     a nondeterminism, a right dtype and shape, and NaN-free samples no unwritten output."""
@@ -137,7 +145,7 @@ def summary(terminalreporter, config):
     terminalreporter.section("ntgemm grade")
     backend = config._ntgemm_backend
     write(f"submission: {config.getoption('--submission')}")
-    write(f"backend: {backend.name}   seed: {config.getoption('--seed')}")
+    write(f"backend: {backend.name}   {secret_label(config._ntgemm_seed)}")
 
     groups = {}
     for case, verdict in results.values():

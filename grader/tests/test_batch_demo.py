@@ -27,7 +27,8 @@ EXPECTED = {
     "eli": "failed", "fay": "flagged", "gus": "timeout", "hana": "import_error",
     "ivan": "missing_file", "kai": "crashed", "mia": "passed", "李华": "passed",
 }
-OPTIONS = ["-j", "2", "--timeout", "20", "--cases", small_cases(), "--no-progress"]
+OPTIONS = ["-j", "2", "--timeout", "20", "--cases", small_cases(), "--no-progress",
+           "--seed", str(SEED)]
 
 
 @pytest.fixture(scope="module")
@@ -101,10 +102,10 @@ def test_per_student_files_and_hidden_cases_stay_hidden(graded):
             assert {"name", "score", "max_score", "status", "output", "visibility"} <= set(test)
             if test["name"].startswith("hidden_1"):
                 shown = test["name"] + test["output"]
-                assert hidden.id not in shown and f"{hidden.m}x" not in shown
+                assert hidden.label not in shown and f"{hidden.m}x" not in shown
                 assert str(hidden.k) not in shown
         feedback = (folder / "feedback.md").read_text(encoding="utf-8")
-        assert "Status / 状态" in feedback and hidden.id not in feedback
+        assert "Status / 状态" in feedback and hidden.label not in feedback
     chen = (out / "chen" / "feedback.md").read_text(encoding="utf-8")
     assert "expanded along the wrong axis" in chen and "expand" in chen
     hana = json.loads((out / "hana" / "record.json").read_text())
@@ -121,9 +122,10 @@ def test_class_files(graded):
     assert (out / "summary.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     env = json.loads((out / "environment.json").read_text())
     for key in ("gpu", "driver", "cuda", "torch", "triton", "ninetoothed", "grader_revision",
-                "seed", "timestamp", "backend"):
+                "secret_fingerprint", "timestamp", "backend"):
         assert key in env
-    assert env["seed"] == SEED and env["backend"] == batch_backend()
+    assert env["secret_fingerprint"] == cases.fingerprint(SEED)
+    assert env["backend"] == batch_backend()
     assert env["submissions_unchanged"] is True
     assert env["isolation"] == "bubblewrap"
 
@@ -139,7 +141,7 @@ def test_share_hands_back_feedback_and_nothing_that_names_a_hidden_case(graded):
     assert shared == sorted(["index.csv"] + [f"{folder}/{name}" for folder in folders.values()
                                              for name in ("feedback.md", "results.json")])
     for path in (base / "share").rglob("*.*"):
-        assert hidden.id not in path.read_text(encoding="utf-8"), path
+        assert hidden.label not in path.read_text(encoding="utf-8"), path
     index = (base / "share" / "index.csv").read_text(encoding="utf-8").splitlines()
     assert index[0] == "student,folder" and len(index) == 1 + len(EXPECTED)
 

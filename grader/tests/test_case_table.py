@@ -19,4 +19,4 @@ def test_every_case_has_a_row_and_hidden_shapes_stay_out():
         assert f"| `{case.id}` |" in text
     for case in cases.hidden_cases():
         assert f"| `{case.name}` |" in text
-        assert case.id not in text
+        assert case.label not in text

@@ -145,7 +145,7 @@ def test_explain_keeps_hidden_shapes_hidden_by_default():
     verdicts, _ = _verdicts(multi_tile)
     text = str(diagnosis.explain([], verdicts, catalogue))
     for case in cases.hidden_cases():
-        assert case.id not in text
+        assert case.label not in text
 
 
 def test_explain_keeps_findings_out_of_failures_they_cannot_explain():

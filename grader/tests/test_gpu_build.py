@@ -173,7 +173,9 @@ def test_a_float16_running_sum_fails_only_the_cancellation_case(variant, backend
                     "H200, 2026-11-30): only the interpreter isolates the cancellation case")
     _, module = variant("fp16_running_sum")
     cancellation = _case("cancellation-64x64x384")
-    others = [_case("nonsquare-128x256x192"), _case("long_k-64x64x1024")]
+    # Not long_k-64x64x1024: there a float16 sum misses the tolerance by an element or so on
+    # most secrets' inputs, none on others.
+    others = [_case("nonsquare-128x256x192"), _case("square-256x256x256")]
     verdicts = [checks.judge(case, execution.produce(case, module, SEED, "cpu"), SEED, "cpu")
                 for case in [cancellation] + others]
     assert not verdicts[0].passed and all(verdict.passed for verdict in verdicts[1:])
