@@ -43,6 +43,7 @@ class FakeRun:
         self.ends_early, self.device, self.pause = ends_early, device, pause
         self.launch = {"num_warps": 8, "num_stages": 3}
         self.note, self.results, self.ending = "", [], None
+        self.stopped = ""  # as conversation.TimingRun: the build guard never stops a stand-in
         self.prepare_s = self.measure_s = 0.0
 
     def prepare(self):
