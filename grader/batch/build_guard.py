@@ -49,6 +49,13 @@ SYMBOLIC_NAMES = frozenset({"sympy", "Integer", "Float", "Rational", "Symbol", "
                             "Pow", "Mod", "floor", "ceiling", "Max", "Min", "Abs", "Eq", "Ne",
                             "Lt", "Le", "Gt", "Ge"})
 TOOLS = frozenset({"cc", "gcc", "clang", "ldconfig", "ldconfig.real"})
+# Extension modules Triton compiles into its cache and imports (on a GPU).
+TRITON_EXTENSIONS = frozenset({"cuda_utils", "__triton_launcher", "hip_utils"})
+DEVICES = frozenset({"/dev/null", "/dev/urandom"})
+# Where a write event carries the folder descriptor its relative path is taken from
+# (shutil.rmtree removes a temporary folder's files that way).
+DIR_FD = {"os.remove": (1,), "os.rmdir": (1,), "os.mkdir": (2,), "os.chmod": (2,),
+          "os.utime": (3,), "os.rename": (2, 3)}
 FUNCTION_INTERNALS = frozenset({"__code__", "__globals__", "__closure__", "__defaults__",
                                 "__kwdefaults__"})
 PROTECTED_PACKAGES = ("ninetoothed", "grader")
@@ -61,6 +68,25 @@ def _real(path):
 def _under(path, roots):
     path = _real(path)
     return any(path == root or path.startswith(root + os.sep) for root in roots)
+
+
+def _absolute_paths(event, args):
+    """The paths a write event names, a relative one joined to the folder of its descriptor."""
+    folders = {}
+    for index in DIR_FD.get(event, ()):
+        descriptor = args[index] if index < len(args) else None
+        if isinstance(descriptor, int) and descriptor >= 0:
+            try:
+                folders[index] = os.readlink(f"/proc/self/fd/{descriptor}")
+            except OSError:
+                folders[index] = "/"  # unknown: judged as a path outside every root
+    base = next(iter(folders.values()), None)
+    paths = []
+    for arg in args:
+        if isinstance(arg, (str, bytes, os.PathLike)):
+            path = os.fsdecode(arg)
+            paths.append(os.path.join(base, path) if base and not os.path.isabs(path) else path)
+    return paths
 
 
 def _package_folders():
@@ -110,6 +136,8 @@ class Policy:
         import sysconfig
 
         self.stdlib = (_real(sysconfig.get_paths()["stdlib"]),)
+        triton = sys.modules.get("triton")
+        self.triton = (os.path.dirname(_real(triton.__file__)),) if triton else ()
 
     def judge(self, event, args):
         if event in HARMLESS or event.startswith("ctypes."):
@@ -120,8 +148,7 @@ class Policy:
         if event in READS:
             return self._paths(event, args[:1], self.readable)
         if event in WRITES:
-            paths = [arg for arg in args if isinstance(arg, (str, bytes, os.PathLike))]
-            return self._paths(event, paths, self.writable)
+            return self._paths(event, _absolute_paths(event, args), self.writable)
         return f"{event}, which no kernel build needs"
 
     def _paths(self, event, paths, roots):
@@ -134,16 +161,18 @@ class Policy:
 
     def _open(self, args):
         path, mode = args[0], args[1] or "r"
-        if isinstance(path, int):
-            return None  # a descriptor already open
+        if isinstance(path, int) or (isinstance(path, str) and path in DEVICES):
+            return None  # a descriptor already open, or /dev/null
         writing = any(letter in str(mode) for letter in "wax+")
         return self._paths(f"open(mode={mode!r})", [path], self.writable if writing
                            else self.readable)
 
     def _import(self, args):
-        name = str(args[0])
+        name, filename = str(args[0]), args[1]
         if name.split(".")[0] in PACKAGES:
             return None
+        if name in TRITON_EXTENSIONS and filename and _under(filename, self.writable):
+            return None  # Triton's launcher, compiled into the run's own cache
         return f"import {name}, which no kernel build needs"
 
     def _exec(self, args):
@@ -154,12 +183,18 @@ class Policy:
         if filename == "<string>" and _names(code) <= SYMBOLIC_NAMES:
             return None  # arithmetic from text: ninetoothed.eval, sympy's parser
         caller = _caller_file()
-        if filename == "<string>" and caller != self.kernel_file and _under(caller, self.stdlib):
-            return None  # code the standard library writes (dataclasses, namedtuple)
+        if filename == "<string>" and caller != self.kernel_file and (
+                _under(caller, self.stdlib) or _under(caller, self.triton)):
+            return None  # code the standard library (dataclasses) or Triton (its binder) writes
         return f"exec of code from {filename!r} (called from {caller!r})"
 
+    def _os_posix_spawn(self, args):
+        return self._subprocess_Popen(args[:2])  # (path, argv, env): subprocess's fast path
+
     def _subprocess_Popen(self, args):
-        executable, arguments = args[0], list(args[1] or [])
+        executable, arguments = args[0], args[1] or []
+        arguments = [os.fsdecode(arg) for arg in (
+            [arguments] if isinstance(arguments, (str, bytes)) else arguments)]
         if arguments[:3] == [sys.executable, "-m", "grader.core.gpu_compile"]:
             return None
         program = executable or (arguments[0] if arguments else "")

@@ -55,6 +55,9 @@ def _code(text, filename="<string>"):
     ("exec", (_code("__import__('os').system('true')"),)),
     ("exec", (_code("0", "/tmp/not-a-library-file.py"),)),
     ("object.__setattr__", (len, "__code__", None)),
+    ("os.posix_spawn", ("/bin/sh", ["/bin/sh", "-c", "true"], {})),
+    ("subprocess.Popen", (None, "cat /etc/passwd", None, None)),
+    ("import", ("cuda_utils", "/tmp/elsewhere/cuda_utils.so", [], [], [])),
     ("object.__setattr__", (kernel_source.KernelSource, "ok", True)),
 ])
 def test_what_no_build_needs_is_refused(policy, event, args):
@@ -74,6 +77,9 @@ def test_what_no_build_needs_is_refused(policy, event, args):
     ("open", (3, "rb", 0)),
     ("builtins.id", (1,)),
     ("object.__setattr__", (type("Fresh", (), {}), "__doc__", "")),
+    ("open", ("/dev/null", "r", 0)),
+    ("os.posix_spawn", (sys.executable, [sys.executable, "-m", "grader.core.gpu_compile",
+                                         "kernel.py", "sm_90"], {})),
 ])
 def test_what_a_build_needs_passes(policy, event, args):
     assert policy.judge(event, args) is None
@@ -84,6 +90,25 @@ def test_writes_go_only_to_the_run_s_own_folders(policy, tmp_path):
     assert policy.judge("open", (str(mine), "w", 0)) is None
     assert policy.judge("os.mkdir", (str(mine.parent), 0o777, None)) is None
     assert policy.judge("open", (str(tmp_path / "job" / "x.py"), "w", 0)) is not None
+
+
+def test_a_relative_path_is_judged_in_the_folder_of_its_descriptor(policy, tmp_path):
+    """shutil.rmtree removes a temporary folder's files by name, relative to a descriptor."""
+    (tmp_path / "home").mkdir()
+    for folder, verdict in ((tmp_path / "home", None), (tmp_path / "job", "outside")):
+        descriptor = os.open(folder, os.O_RDONLY)
+        try:
+            why = policy.judge("os.remove", ("launcher.c", descriptor))
+        finally:
+            os.close(descriptor)
+        assert (why is None) if verdict is None else (verdict in why)
+
+
+def test_triton_s_compiled_launcher_imports_from_the_run_s_cache_only(policy, tmp_path):
+    cached = tmp_path / "home" / ".triton" / "cache" / "x" / "__triton_launcher.so"
+    assert policy.judge("import", ("__triton_launcher", str(cached), [], [], [])) is None
+    assert policy.judge("import", ("__triton_launcher", "/usr/lib/evil.so", [], [], [])) \
+        is not None
 
 
 GUARDED = r'''
