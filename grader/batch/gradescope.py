@@ -7,8 +7,9 @@ writes ``DIR/autograder.zip``, which Gradescope takes as it is. At its root:
 
 * ``setup.sh`` installs Python, the CPU build of torch and the kit;
 * ``run_autograder`` grades ``/autograder/submission`` with ``python -m grader.batch.gradescope``;
-* ``gradescope.json`` holds the seed and the settings. The seed comes from this file and
-  nowhere else: never from the submission or its environment;
+* ``gradescope.json`` holds the grading secret (grader.core.cases.canonical_secret) and the
+  settings. The secret comes from this file and nowhere else: never from the submission or
+  its environment;
 * ``ntgemm/`` holds the kit's ``grader`` and ``benchmarks`` packages, without their tests.
 
 The grading goes through the batch grader itself (``python -m grader grade``, on a class of
@@ -95,7 +96,9 @@ def build(out_dir, *, seed, hidden_visibility="after_due_date", timeout_s=300.0,
     if hidden_visibility not in VISIBILITIES:
         raise ValueError(f"hidden visibility must be one of {', '.join(VISIBILITIES)}, "
                          f"got {hidden_visibility!r}")
-    config = {"seed": int(seed), "hidden_visibility": hidden_visibility,
+    from grader.core.cases import canonical_secret
+
+    config = {"seed": canonical_secret(seed), "hidden_visibility": hidden_visibility,
               "timeout_s": float(timeout_s), "cases": list(cases),
               "allow_unsandboxed": bool(allow_unsandboxed)}
     out_dir = pathlib.Path(out_dir)

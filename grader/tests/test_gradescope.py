@@ -348,3 +348,15 @@ def test_unsandboxed_it_refuses_where_it_cannot_change_user(autograder, monkeypa
         check_results(results)
         assert results["score"] == 0 and results["extra_data"]["status"] == "grader_error"
         assert "no user namespaces here" in results["output"] and expected in results["output"]
+
+
+def test_the_zip_keeps_a_long_hex_secret_as_written(tmp_path):
+    """A batch's .grader-secret is 64 hex digits; int() of it failed before."""
+    import zipfile
+
+    from grader.batch import gradescope
+
+    secret = "0f" * 32
+    path = gradescope.build(tmp_path, seed=secret)
+    config = json.loads(zipfile.ZipFile(path).read(gradescope.CONFIG))
+    assert config["seed"] == secret
