@@ -31,6 +31,7 @@ code of functions or to the classes of NineToothed and the grader.
 import os
 import sys
 import threading
+import traceback
 
 PACKAGES = frozenset({"triton", "ninetoothed", "torch", "numpy", "sympy", "mpmath", "grader"})
 HARMLESS = frozenset({
@@ -232,6 +233,11 @@ def install(policy, on_refusal, exit_code=None):
             if why is not None:
                 on_refusal(why)
                 if exit_code is not None:
+                    # Where it happened, for the staff's stderr.log: a refusal of what a build
+                    # does need is the guard's bug, and the stack says whose call it was.
+                    print(f"build guard: {why}", file=sys.stderr)
+                    traceback.print_stack(limit=16, file=sys.stderr)
+                    sys.stderr.flush()
                     os._exit(exit_code)
         finally:
             busy.judging = False

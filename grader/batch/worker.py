@@ -126,6 +126,11 @@ def _import_kernel(channel, path):
     parent knows it loaded; else None. The build guard watches from just before the
     import to the end of the run."""
     import ninetoothed  # noqa: F401 - the kernel stack, imported before the guard
+    import triton
+
+    # Triton's driver starts on first use (on a GPU it compiles its cuda_utils and asks
+    # `file` about the interpreter): that is the stack's setup, done before the guard.
+    triton.runtime.driver.active.get_current_device()
 
     from grader.batch import build_guard
     from grader.core.loading import SubmissionError, import_file
