@@ -6,9 +6,9 @@
                            [--speed-sizes LIST | --no-speed] [--speed-points TIERS]
     python -m grader merge OUT_DIR... --out DIR
     python -m grader handout --out DIR
-    python -m grader share OUT_DIR --to DIR
+    python -m grader share OUT_DIR --out DIR
     python -m grader gradescope --out DIR [--seed N | --seed-file PATH]
-    python -m grader export OUT_DIR --format canvas|moodle|csv --to FILE
+    python -m grader export OUT_DIR --format canvas|moodle|csv --out FILE
 
 Exit status: 0 when every submission got a verdict, whatever the scores; 1 when
 the grader could not do its job (unreadable folder, a worker that cannot start,
@@ -252,7 +252,7 @@ def build_parser():
     export.add_argument("out_dir", metavar="OUT_DIR", help="the OUT_DIR of 'grade' or 'merge'")
     export.add_argument("--format", required=True, choices=("canvas", "moodle", "csv"),
                         dest="kind", help="which tool the file is for")
-    export.add_argument("--to", required=True, metavar="FILE", help="the file to write")
+    _output_option(export, "FILE", "the file to write")
     export.add_argument("--assignment", default="NineToothed GEMM", metavar="NAME",
                         help="the assignment's column, as the LMS names it; for Canvas "
                              "'Name (id)', e.g. 'NineToothed GEMM (1234)' (default: "
@@ -266,9 +266,25 @@ def build_parser():
                     "stay behind: they are for the staff (the logs show whatever a submission "
                     "printed).")
     share.add_argument("out_dir", metavar="OUT_DIR", help="the OUT_DIR of 'grade' or 'merge'")
-    share.add_argument("--to", required=True, metavar="DIR",
-                       help="a new (or empty) folder outside OUT_DIR")
+    _output_option(share, "DIR", "a new (or empty) folder outside OUT_DIR")
     return parser
+
+
+class _DeprecatedTo(argparse.Action):
+    """``--to``, the old name of ``--out`` for export and share: still taken, with a note."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        say(f"note: {option_string} is deprecated and will go; use --out, as every command "
+            "that writes does")
+        setattr(namespace, self.dest, value)
+
+
+def _output_option(command, metavar, what):
+    """``--out`` for where a command writes (``--to`` still works, deprecated)."""
+    group = command.add_mutually_exclusive_group(required=True)
+    group.add_argument("--out", dest="target", metavar=metavar, help=what)
+    group.add_argument("--to", dest="target", metavar=metavar, action=_DeprecatedTo,
+                       help="the old name of --out (deprecated)")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -384,10 +400,10 @@ def command_share(args):
     from grader.batch import share
 
     try:
-        count = share.build(args.out_dir, args.to)
+        count = share.build(args.out_dir, args.target)
     except ValueError as error:
         raise GraderError(str(error)) from None
-    say(f"shared the feedback of {count} student(s) into {args.to}: "
+    say(f"shared the feedback of {count} student(s) into {args.target}: "
          f"{' and '.join(share.SHARED_FILES)} each, and {share.INDEX} for the staff")
     return ExitCode.OK
 
@@ -416,10 +432,10 @@ def command_export(args):
     from grader.batch import export
 
     try:
-        unmatched = export.export(args.out_dir, args.kind, args.to, args.assignment)
+        unmatched = export.export(args.out_dir, args.kind, args.target, args.assignment)
     except ValueError as error:
         raise GraderError(str(error)) from None
-    say(f"{args.kind} gradebook: {args.to}")
+    say(f"{args.kind} gradebook: {args.target}")
     if unmatched:
         say(f"note: {len(unmatched)} student(s) have no LMS id, so the LMS cannot match "
              f"their rows: {', '.join(unmatched)} (their entries were not LMS download names)")

@@ -1,6 +1,6 @@
 """Gradebooks for the tools courses grade in: Canvas, Moodle, or any spreadsheet.
 
-    python -m grader export OUT_DIR --format canvas|moodle|csv --to FILE
+    python -m grader export OUT_DIR --format canvas|moodle|csv --out FILE
                             [--assignment "NAME (ID)"]
 
 Every file is UTF-8 with a byte-order mark (BOM), so Excel opens 李华 as written, in a

@@ -28,9 +28,9 @@ def build(out_dir, target):
     if not students.is_file():
         raise ValueError(f"{out_dir} has no students.csv: give the OUT_DIR of 'grade' or 'merge'")
     if target.resolve().is_relative_to(out_dir.resolve()):
-        raise ValueError(f"--to {target} is inside {out_dir}: share into a folder of its own")
+        raise ValueError(f"--out {target} is inside {out_dir}: share into a folder of its own")
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
-        raise ValueError(f"--to {target} already exists and is not an empty folder")
+        raise ValueError(f"--out {target} already exists and is not an empty folder")
 
     with open(students, newline="", encoding="utf-8") as file:
         rows = [row for row in csv.DictReader(file) if row.get("folder")]

@@ -132,7 +132,7 @@ def test_class_files(graded):
 
 def test_share_hands_back_feedback_and_nothing_that_names_a_hidden_case(graded):
     base = graded[0]
-    result = run_grader(base, "share", str(base / "out"), "--to", str(base / "share"))
+    result = run_grader(base, "share", str(base / "out"), "--out", str(base / "share"))
     assert result.returncode == 0, result.stderr
     hidden = [case for case in cases.catalogue(SEED, batch_backend()) if case.name == "hidden_1"][0]
     folders = json.loads((base / "out" / "batch.json").read_text())["students"]
@@ -203,7 +203,7 @@ def test_the_demo_gradebook_exports_to_canvas_with_its_names_as_written(graded):
     """Read back as a spreadsheet reads it: the BOM says UTF-8, every cell is text."""
     base = graded[0]
     target = base / "canvas.csv"
-    result = run_grader(base, "export", str(base / "out"), "--format", "canvas", "--to",
+    result = run_grader(base, "export", str(base / "out"), "--format", "canvas", "--out",
                         str(target), "--assignment", "NineToothed GEMM (1234)")
     assert result.returncode == 0, result.stderr
     data = target.read_bytes()

@@ -118,16 +118,31 @@ def test_text_columns_stay_text_when_nobody_is_flagged(tmp_path):
 
 def test_export_names_the_missing_gradebook_and_the_bad_format(tmp_path):
     result = run_grader(tmp_path, "export", str(tmp_path), "--format", "canvas",
-                        "--to", str(tmp_path / "x.csv"), timeout=60)
+                        "--out", str(tmp_path / "x.csv"), timeout=60)
     assert result.returncode == 1 and "has no gradebook.csv" in result.stderr
     result = run_grader(tmp_path, "export", str(tmp_path), "--format", "blackboard",
-                        "--to", str(tmp_path / "x.csv"), timeout=60)
+                        "--out", str(tmp_path / "x.csv"), timeout=60)
     assert result.returncode == 2 and "canvas" in result.stderr
     out = fake_out(tmp_path)
     result = run_grader(tmp_path, "export", str(out), "--format", "csv",
                         "--to", str(tmp_path / "plain.csv"), timeout=60)
     assert result.returncode == 0
     assert [row["student"] for row in read_back(tmp_path / "plain.csv")] == ["eli", "李华", "0042"]
+    assert "--to is deprecated" in result.stderr and "use --out" in result.stderr
+
+
+def test_export_and_share_take_out_as_every_command_does(tmp_path):
+    """--out is where each command writes; the old --to is one or the other, never both."""
+    out = fake_out(tmp_path)
+    result = run_grader(tmp_path, "export", str(out), "--format", "csv",
+                        "--out", str(tmp_path / "plain.csv"), timeout=60)
+    assert result.returncode == 0 and "deprecated" not in result.stderr
+    for command in (["export", str(out), "--format", "csv"], ["share", str(out)]):
+        result = run_grader(tmp_path, *command, timeout=60)
+        assert result.returncode == 2 and "--out" in result.stderr
+        result = run_grader(tmp_path, *command, "--out", str(tmp_path / "a"), "--to",
+                            str(tmp_path / "b"), timeout=60)
+        assert result.returncode == 2 and "not allowed with" in result.stderr
     assert json.dumps(read_back(tmp_path / "plain.csv")[1], ensure_ascii=False).count("李华") == 1
 
 
