@@ -27,8 +27,10 @@ EXPECTED = {
     "cheat_einsum": "flagged", "cheat_overwrite": "flagged", "cheat_elementwise": "flagged",
     "raises_in_call": "failed", "missing_name": "import_error",
 }
+# One secret for both batches: "graded exactly as alone" compares hidden cases too, and
+# without it each batch makes a secret (and hidden shapes) of its own.
 OPTIONS = ["-j", "2", "--timeout", "20", "--memory-limit", "1", "--cases", small_cases(),
-           "--no-progress"]
+           "--no-progress", "--seed", "5eed" * 8]
 
 
 def _neighbours(folder):
