@@ -245,7 +245,13 @@ def install(policy, on_refusal, exit_code=None):
     sys.addaudithook(hook)
 
 
-def snapshot(packages=PROTECTED_PACKAGES + ("triton",)):
+# What the module check compares: before any launch, Triton's modules too; after one, only
+# PROTECTED_PACKAGES (Triton's interpreter patches triton.language at every launch).
+BEFORE_LAUNCH = PROTECTED_PACKAGES + ("triton",)
+AFTER_LAUNCH = PROTECTED_PACKAGES
+
+
+def snapshot(packages=BEFORE_LAUNCH):
     """What every loaded module of ``packages`` binds, by identity: setting a module's
     attribute raises no audit event, so a patched ``ninetoothed.make`` shows only here."""
     return {name: {key: id(value) for key, value in vars(module).items()}
@@ -253,11 +259,9 @@ def snapshot(packages=PROTECTED_PACKAGES + ("triton",)):
             if module is not None and name.split(".")[0] in packages}
 
 
-def changed(before, packages=PROTECTED_PACKAGES + ("triton",)):
+def changed(before, packages=BEFORE_LAUNCH):
     """The ``module.attribute`` names of ``packages`` bound otherwise than in ``before``
-    (modules loaded since then are new code, judged by the hook when they were imported).
-    Triton's interpreter patches triton.language at every launch: after one, ask only
-    for PROTECTED_PACKAGES."""
+    (modules loaded since then are new code, judged by the hook when they were imported)."""
     now = snapshot(packages)
     found = []
     for name, bindings in before.items():

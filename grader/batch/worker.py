@@ -27,7 +27,7 @@ import sys
 import time
 import traceback
 
-from grader.batch import protocol
+from grader.batch import build_guard, protocol
 from grader.batch.status import ExitCode
 
 
@@ -132,7 +132,6 @@ def _import_kernel(channel, path):
     # `file` about the interpreter): that is the stack's setup, done before the guard.
     triton.runtime.driver.active.get_current_device()
 
-    from grader.batch import build_guard
     from grader.core.loading import SubmissionError, import_file
 
     build_guard.install(build_guard.Policy(path), lambda why: _stop(channel, why),
@@ -152,13 +151,11 @@ def _stop(channel, why):
     channel.report(protocol.Stopped(why))
 
 
-def _check_untouched(channel, before, packages=None):
+def _check_untouched(channel, before, packages=build_guard.BEFORE_LAUNCH):
     """End the run if the file rebound a name of NineToothed, the grader or Triton (no audit
     event sees a module's attribute set): a patched ``ninetoothed.make`` could build a
-    stand-in instead of the student's kernel."""
-    from grader.batch import build_guard
-
-    found = build_guard.changed(before, *([packages] if packages else []))
+    stand-in instead of the student's kernel. After a launch, ask for AFTER_LAUNCH only."""
+    found = build_guard.changed(before, packages)
     if found:
         _stop(channel, f"a change of {', '.join(found[:5])}, which no kernel build makes")
         sys.stderr.flush()
@@ -207,7 +204,7 @@ def kernel_run(channel, path, active):
                 continue
             channel.report(protocol.CaseResult(job.index, seconds=time.perf_counter() - started),
                            payload)
-        untouched(PROTECTED_AFTER_LAUNCH)
+        untouched(build_guard.AFTER_LAUNCH)
         channel.send("phase_done")
 
 
@@ -280,11 +277,9 @@ def timing_run(channel, path, active):
             fields = {"verdict": "ERROR", "wrong": 0, "kernel": None, "torch": None,
                       "error": _error_text(error, path)}
         channel.report(protocol.SizeTiming(m, n, k, **fields))
-    untouched(PROTECTED_AFTER_LAUNCH)
+    untouched(build_guard.AFTER_LAUNCH)
     channel.send("timing_done")
 
-
-PROTECTED_AFTER_LAUNCH = ("ninetoothed", "grader")  # Triton's interpreter patches triton.language
 
 RUNS = {"kernel": kernel_run, "wrapper": wrapper_run, "timing": timing_run}
 
