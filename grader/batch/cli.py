@@ -4,7 +4,8 @@
                            [--memory-limit GiB] [--seed N | --seed-file PATH] [--force]
                            [--shard i/N] [--gpus LIST] [--unsafe-no-sandbox]
                            [--speed-sizes LIST | --no-speed] [--speed-points TIERS]
-    python -m grader merge OUT_DIR... --out DIR
+                           [--late-penalty FRACTION] [--overrides CSV]
+    python -m grader merge OUT_DIR... --out DIR [--overrides CSV]
     python -m grader handout --out DIR
     python -m grader share OUT_DIR --out DIR
     python -m grader gradescope --out DIR [--seed N | --seed-file PATH]
@@ -200,6 +201,7 @@ def build_parser():
                        help="off by default: a submission the LMS marked late (Canvas's LATE in "
                             "its download name) keeps (1 - FRACTION) of its case points, "
                             "rounded to two decimals; e.g. 0.1")
+    _overrides_option(grade)
     grade.add_argument("--cases", default="", help=argparse.SUPPRESS)  # tests only: id,id,...
 
     merge = commands.add_parser(
@@ -208,6 +210,7 @@ def build_parser():
                     "gradebook is the one a single run would have written.")
     merge.add_argument("shards", nargs="+", metavar="OUT_DIR", help="outputs of the shard runs")
     merge.add_argument("--out", required=True, metavar="DIR", help="where the merged output goes")
+    _overrides_option(merge)
 
     handout = commands.add_parser(
         "handout", help="build the student handout folder and zip",
@@ -268,6 +271,17 @@ def build_parser():
     share.add_argument("out_dir", metavar="OUT_DIR", help="the OUT_DIR of 'grade' or 'merge'")
     _output_option(share, "DIR", "a new (or empty) folder outside OUT_DIR")
     return parser
+
+
+def _overrides_option(command):
+    command.add_argument(
+        "--overrides", type=pathlib.Path, default=None, metavar="CSV",
+        help="the staff's decisions to apply to the grades: a CSV with the columns "
+             "student,change,case,value,reason,by,date, where change is score, points (of "
+             "one case), status, flags (cleared), late (extension, excused or late) or note "
+             "(docs/instructor-guide.md, section 6). Every row is checked before any applies. "
+             "OUT_DIR keeps a copy, which later runs apply without this option (default: that "
+             "copy, else none); an error names it when the file given before has changed")
 
 
 class _DeprecatedTo(argparse.Action):
@@ -353,7 +367,7 @@ def command_grade(args):
     if devices and jobs > len(devices):
         say(f"note: -j {jobs} with {len(devices)} GPU(s): several workers share a GPU")
     batch = session.Session(settings, out_dir, sandbox.assign_devices(jobs, devices),
-                            progress=not args.no_progress)
+                            progress=not args.no_progress, overrides_file=args.overrides)
     batch.run(submissions_dir, shard=args.shard, force=args.force)
     return ExitCode.OK
 
@@ -379,7 +393,7 @@ def _speed_settings(args, backend_name):
 def command_merge(args):
     from grader.batch import session
 
-    session.merge(args.shards, args.out)
+    session.merge(args.shards, args.out, args.overrides)
     return ExitCode.OK
 
 

@@ -23,7 +23,8 @@ import pathlib
 
 from grader.batch import spreadsheet
 
-TEXT_COLUMNS = ("student", "status", "flags", "lms_id", "speed", "tiles", "isolation")
+TEXT_COLUMNS = ("student", "status", "flags", "lms_id", "speed", "tiles", "isolation",
+                "overrides")
 FORMATS = ("canvas", "moodle", "csv")
 
 
@@ -57,11 +58,26 @@ def moodle(book, assignment):
                               for status, flags in zip(book["status"], book["flags"])]})
 
 
+def _check_overrides(out_dir):
+    """Refuse a gradebook whose overrides (grader.batch.overrides) are not the staff's now."""
+    import json
+
+    from grader.batch import overrides
+
+    manifest = pathlib.Path(out_dir) / "batch.json"
+    described = json.loads(manifest.read_text(encoding="utf-8")).get("overrides") \
+        if manifest.is_file() else None
+    problem = overrides.stale(out_dir, described)
+    if problem:
+        raise ValueError(f"not exported: {problem}")
+
+
 def export(out_dir, kind, target, assignment="NineToothed GEMM"):
     """Write the export; returns the ids of students the LMS cannot match (no LMS id)."""
     if kind not in FORMATS:
         raise ValueError(f"--format must be one of {', '.join(FORMATS)}, got {kind!r}")
     book = read_gradebook(out_dir)
+    _check_overrides(out_dir)
     ids = [lms for lms in book["lms_id"] if lms]
     repeated = sorted({lms for lms in ids if ids.count(lms) > 1})
     if repeated and kind != "csv":

@@ -22,7 +22,7 @@ def frame(records):
     rows = []
     for record in records:
         row = speed.headline(record)
-        if row is None:
+        if row is None or record["status"] == "flagged":  # flagged by the staff after timing
             continue
         tiles = (record.get("speed") or {}).get("tiles")
         rows.append({"student": record["student"], "size": row["size"],

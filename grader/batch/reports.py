@@ -34,7 +34,7 @@ import subprocess
 import tempfile
 
 from benchmarks.environment import git_revision, package_version
-from grader.batch import spreadsheet
+from grader.batch import overrides, spreadsheet
 from grader.batch.status import Status
 
 LOG_LIMIT = 64 * 1024
@@ -129,6 +129,8 @@ def results_json(record, hidden_visibility=HIDDEN_VISIBILITY, output=None, total
                       "score": -record["late_deduction"], "max_score": 0, "status": "failed",
                       "output": "points deducted by the course's late policy",
                       "tags": ["late"], "visibility": "visible"})
+    for test in overrides.gradescope_tests(record):
+        tests.append({**test, "number": str(len(tests) + 1)})
     summary = f"status: {record['status']}"
     if record.get("message"):
         summary += f"\n{record['message']}"
@@ -241,6 +243,7 @@ def feedback_markdown(record, hints):
         lines += ["", f"- Late: {record['late_deduction']} points deducted by the course's late "
                   "policy. / 迟交：按课程的迟交规定扣除 "
                   f"{record['late_deduction']} 分。"]
+    lines += overrides.markdown(record)
     if flags(record) and record["status"] == "flagged":
         lines += ["", "## Anti-cheat evidence / 违规证据", ""]
         lines += [f"- {flag}" for flag in flags(record)]
@@ -284,19 +287,28 @@ def _truncate(text):
             + data[-half:].decode("utf-8", "ignore"))
 
 
-def write_student(out_dir, record, cases_list):
+def write_student(out_dir, record, cases_list, book=None):
     """All of one student's files; record.json last, so it marks a finished grade."""
     folder = pathlib.Path(out_dir) / record["folder"]
     folder.mkdir(parents=True, exist_ok=True)
-    hints = hints_for(record, cases_list)
-    record["hints"] = hints
-    feedback = feedback_markdown(record, hints)
-    atomic_write(folder / "results.json", _json(results_json(record, output=feedback, total=True)))
-    atomic_write(folder / "feedback.md", feedback)
     atomic_write(folder / "stdout.log", _truncate(record.get("stdout", "")))
     atomic_write(folder / "stderr.log", _truncate(record.get("stderr", "")))
     if (record.get("speed") or {}).get("rows"):
         write_speed(folder, record)
+    write_feedback(out_dir, record, cases_list, book)
+
+
+def write_feedback(out_dir, record, cases_list, book=None):
+    """results.json and feedback.md with the staff's overrides (grader.batch.overrides)
+    applied, then record.json, the grade as graded plus what the overrides changed."""
+    folder = pathlib.Path(out_dir) / record["folder"]
+    hints = hints_for(record, cases_list)
+    record["hints"] = hints
+    shown = overrides.applied(record, book)
+    feedback = feedback_markdown(shown, hints)
+    atomic_write(folder / "results.json", _json(results_json(shown, output=feedback, total=True)))
+    atomic_write(folder / "feedback.md", feedback)
+    record["overrides"] = shown["overrides"]
     store_record(out_dir, record)
 
 
@@ -370,10 +382,11 @@ def gradebook_frame(records, cases_list):
         row.update(speed_columns)
         row["wall_time_s"] = record.get("wall_time_s", 0.0)
         row["isolation"] = record.get("isolation", "")
+        row["overrides"] = overrides.summary(record)
         rows.append(row)
     columns = ["student", "score", "max_score", "status", "flags", "lms_id", "late"] + \
         [case.id for case in cases_list] + list(_speed_columns(None, speed_sizes)) + \
-        ["wall_time_s", "isolation"]
+        ["wall_time_s", "isolation", "overrides"]
     return pandas.DataFrame(rows, columns=columns)
 
 
@@ -429,12 +442,14 @@ def summary_frame(records, cases_list):
     return pandas.DataFrame(rows)
 
 
-def write_class(out_dir, records, cases_list):
-    """gradebook.csv, summary.csv, summary.png and students.csv from every record of the batch;
-    every CSV through grader.batch.spreadsheet, so no id in it is taken for a formula."""
+def write_class(out_dir, records, cases_list, book=None):
+    """gradebook.csv, summary.csv, summary.png and students.csv from every record of the batch,
+    with the staff's overrides applied; every CSV through grader.batch.spreadsheet, so no id
+    in it is taken for a formula."""
     import pandas
 
     out_dir = pathlib.Path(out_dir)
+    records = [overrides.applied(record, book) for record in records]
     gradebook = gradebook_frame(records, cases_list)
     summary = summary_frame(records, cases_list)
     atomic_write(out_dir / "gradebook.csv", spreadsheet.csv_text(gradebook, bom=True))

@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 
-from grader.batch import grading, intake, reports, sandbox, secret, speed
+from grader.batch import grading, intake, overrides, reports, sandbox, secret, speed
 from grader.batch.status import GraderError, say
 from grader.core import cases
 
@@ -43,6 +43,7 @@ class Manifest:
     students: dict
     gpu_target: str = grading.Settings.gpu_target
     secret_fingerprint: str = ""  # never the secret itself (grader.batch.secret)
+    overrides: dict | None = None  # the staff's file applied (grader.batch.overrides.describe)
 
     # What shards must share to be merged into one gradebook.
     SHARED = ("grader_version", "secret_fingerprint", "backend", "cases", "timeout_s",
@@ -87,26 +88,36 @@ class Manifest:
 class Session:
     """One batch: grade ``submissions_dir`` into ``out_dir`` with ``settings``.
 
-    ``slots`` holds one entry per worker, the GPU it uses (None on the interpreter)."""
+    ``slots`` holds one entry per worker, the GPU it uses (None on the interpreter);
+    ``overrides_file`` is the staff's overrides.csv given on the command line, if any."""
 
     settings: grading.Settings
     out_dir: pathlib.Path
     slots: list
     progress: bool = True
+    overrides_file: pathlib.Path | None = None
+    book: overrides.Overrides = overrides.Overrides()
 
     def run(self, submissions_dir, shard=None, force=False):
         """Grade whoever is not graded yet, time who passed, write the class reports;
         returns the count of each status."""
         submissions_dir = pathlib.Path(submissions_dir)
         cases_list = self.settings.cases()
-        chosen, folders = self._intake(submissions_dir, shard)
+        chosen, folders, everyone = self._intake(submissions_dir, shard)
         before = intake.folder_digest(submissions_dir)
+        previous = Manifest.read(self.out_dir) if (self.out_dir / MANIFEST).is_file() else None
+        self.book = overrides.for_batch(self.overrides_file, self.out_dir,  # before any write
+                                        previous and previous.overrides, everyone, self.settings)
         self.out_dir.mkdir(parents=True, exist_ok=True)
         secret.keep(self.out_dir, self.settings.seed)
-        Manifest.of(self.settings, cases_list, shard,
-                    {s.student: folders[s.student] for s in chosen}).write(self.out_dir)
+        overrides.keep(self.out_dir, self.book)
+        manifest = Manifest.of(self.settings, cases_list, shard,
+                               {s.student: folders[s.student] for s in chosen})
+        dataclasses.replace(manifest, overrides=self.book.describe()).write(self.out_dir)
 
         records, todo = self.resume(chosen, folders, force)
+        for record in records.values():  # the overrides may have changed since
+            reports.write_feedback(self.out_dir, record, cases_list, self.book)
         untimed = self.settings.timed and any(speed.needs_timing(r) for r in records.values())
         if (todo or untimed) and self.settings.sandboxed:
             problem = sandbox.check(self.settings.backend == "gpu")
@@ -115,6 +126,11 @@ class Session:
                     f"the sandbox (bubblewrap) cannot start here: {problem}\nFix that, or pass "
                     "--unsafe-no-sandbox to grade without isolation (each submission could then "
                     "read your files and harm the others)")
+        if self.book.rows:
+            kept = self.out_dir / overrides.FILE
+            say(f"overrides: {len(self.book.rows)} row(s) "
+                + (f"of {self.overrides_file}, kept as {kept}" if self.overrides_file
+                   else f"kept in {kept}, given before"))
         say(f"ntgemm grader: {len(chosen)} submission(s), {len(records)} already graded, "
             f"{len(todo)} to grade; backend {self.settings.backend}, {len(cases_list)} cases, "
             f"-j {len(self.slots)}, timeout {self.settings.timeout_s:g} s, memory "
@@ -124,7 +140,7 @@ class Session:
         self._grade(todo, folders, cases_list, records)
         speed_record = self._time(chosen, cases_list, records)
         ordered = [records[s.student] for s in chosen]
-        reports.write_class(self.out_dir, ordered, cases_list)
+        reports.write_class(self.out_dir, ordered, cases_list, self.book)
         statuses = count_statuses(ordered)
         after = intake.folder_digest(submissions_dir)
         reports.write_environment(self.out_dir, reports.environment(self.settings, {
@@ -155,7 +171,7 @@ class Session:
             if folder in folders.values():
                 raise GraderError(f"two student ids map to the folder {folder!r}; rename one")
             folders[submission.student] = folder
-        return chosen, folders
+        return chosen, folders, [submission.student for submission in everyone]
 
     def resume(self, chosen, folders, force=False):
         """(records already graded with these settings and files, submissions to grade)."""
@@ -190,7 +206,7 @@ class Session:
                 free.put(device)
             if processes.stop.is_set():
                 return None
-            reports.write_student(self.out_dir, record, cases_list)
+            reports.write_student(self.out_dir, record, cases_list, self.book)
             return record
 
         bar = _bar(len(todo), not self.progress)
@@ -232,7 +248,7 @@ class Session:
         writer, written = concurrent.futures.ThreadPoolExecutor(max_workers=1), []
 
         def write(record):
-            reports.write_student(self.out_dir, record, cases_list)
+            reports.write_student(self.out_dir, record, cases_list, self.book)
             bar.update(1)
             bar.write(f"  {record['student']}: {record['speed']['message']}")
 
@@ -255,8 +271,9 @@ class Session:
                 "gpus_at_start": {str(device): env for device, env in environments.items()}}
 
 
-def merge(shards, out_dir):
-    """One gradebook from the output folders of ``grade --shard``; returns the student count."""
+def merge(shards, out_dir, overrides_file=None):
+    """One gradebook from the output folders of ``grade --shard``, with the staff's overrides
+    (``overrides_file``, else the shards' own); returns the student count."""
     out_dir = pathlib.Path(out_dir)
     manifests = []
     for shard in shards:
@@ -298,14 +315,17 @@ def merge(shards, out_dir):
     cases_list = settings.cases()
     if [case.id for case in cases_list] != first.cases:
         raise GraderError("cannot merge: this grader's case catalogue differs from the shards'")
+    book = overrides.for_merge(overrides_file, [(shard, manifest.overrides) for shard, manifest
+                                                in manifests], list(records), settings)
     out_dir.mkdir(parents=True, exist_ok=True)
     secret.keep(out_dir, seed)
+    overrides.keep(out_dir, book)
     for student, record in sorted(records.items()):
         reports.copy_student_folder(sources[student] / record["folder"], out_dir / record["folder"])
-        reports.store_record(out_dir, record)
+        reports.write_feedback(out_dir, record, cases_list, book)
     ordered = [records[student] for student in sorted(records)]
-    reports.write_class(out_dir, ordered, cases_list)
-    dataclasses.replace(first, shard=None, students={
+    reports.write_class(out_dir, ordered, cases_list, book)
+    dataclasses.replace(first, shard=None, overrides=book.describe(), students={
         student: records[student]["folder"] for student in sorted(records)}).write(out_dir)
     environments = []
     for shard, _ in manifests:

@@ -65,8 +65,8 @@ def test_gradebook_columns_and_flags(graded):
     book = gradebook(base / "out", drop_times=False)
     columns = list(next(iter(book.values())))
     assert columns[:7] == ["student", "score", "max_score", "status", "flags", "lms_id", "late"]
-    assert columns[-2:] == ["wall_time_s", "isolation"]
-    assert columns[7:-2] == small_cases().split(",")
+    assert columns[-3:] == ["wall_time_s", "isolation", "overrides"]
+    assert columns[7:-3] == small_cases().split(",")
     assert (book["eli"]["lms_id"], book["eli"]["late"]) == ("4711", "True")
     assert (book["ada"]["lms_id"], book["ada"]["late"]) == ("", "False")
     assert "did not return its kernel's output" in book["fay"]["flags"]

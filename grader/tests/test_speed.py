@@ -226,7 +226,7 @@ def test_gradebook_results_and_feedback_carry_the_speed(tmp_path):
     failing = {**passed_record("ben"), "status": "failed",
                "speed": {"status": "not_timed", "message": speed.NOT_TIMED[0]}}
     book = reports.gradebook_frame([fast, slow, failing], cases.catalogue(0, "gpu")[:1])
-    assert list(book.columns[-2:]) == ["wall_time_s", "isolation"]
+    assert list(book.columns[-3:]) == ["wall_time_s", "isolation", "overrides"]
     by_id = book.set_index("student")
     assert by_id.loc["ada", "ratio_4096"] == pytest.approx(1.0)
     assert by_id.loc["李华", "ratio_4095"] == pytest.approx(0.2 / 3.0, rel=1e-3)
