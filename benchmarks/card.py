@@ -24,8 +24,7 @@ TORCH_COLOR = "#00798C"
 ROOF_COLOR = "#6C757D"
 PEAK_COLOR = "#30343F"
 FAIL_COLOR = "#B00020"
-CJK_FONTS = ("Noto Sans CJK SC", "Noto Sans CJK JP", "Source Han Sans SC", "WenQuanYi Zen Hei",
-             "WenQuanYi Micro Hei", "SimHei", "Microsoft YaHei", "PingFang SC", "AR PL UMing CN")
+from benchmarks.fonts import CJK_FONTS  # noqa: E402
 
 
 def font_family():

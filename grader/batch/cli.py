@@ -278,7 +278,8 @@ def _overrides_option(command):
         "--overrides", type=pathlib.Path, default=None, metavar="CSV",
         help="the staff's decisions to apply to the grades: a CSV with the columns "
              "student,change,case,value,reason,by,date, where change is score, points (of "
-             "one case), status, flags (cleared), late (extension, excused or late) or note "
+             "one case), status, flags (cleared), late (extension, excused or late), note, "
+             "alias (the student's leaderboard name) or leaderboard (opt-out) "
              "(docs/instructor-guide.md, section 6). Every row is checked before any applies. "
              "OUT_DIR keeps a copy, which later runs apply without this option (default: that "
              "copy, else none); an error names it when the file given before has changed")

@@ -1,7 +1,8 @@
 """Staff decisions on a grade: one CSV the staff keep, applied whenever reports are written.
 
-A regrade request, a flag cleared after review, an extension, a note to a student: each is
-one row of ``overrides.csv``, with the columns
+A regrade request, a flag cleared after review, an extension, a note to a student, the
+name a student chose for the leaderboard (grader.batch.pseudonyms): each is one row of
+``overrides.csv``, with the columns
 
     student,change,case,value,reason,by,date
 
@@ -35,12 +36,13 @@ from grader.batch.status import GraderError, Status
 
 FILE = "overrides.csv"
 COLUMNS = ("student", "change", "case", "value", "reason", "by", "date")
-CHANGES = ("score", "points", "status", "flags", "late", "note")
+CHANGES = ("score", "points", "status", "flags", "late", "note", "alias", "leaderboard")
 LATENESS = ("extension", "excused", "late")  # not late, late without deduction, late
 MAX_BYTES = 1 << 20
 MAX_TEXT = {"reason": 500, "by": 100, "value": 2000}
 # Applied in this order, whatever the file's order: a score set by hand has the last word.
-ORDER = {"late": 0, "status": 1, "flags": 2, "points": 3, "score": 4, "note": 5}
+ORDER = {"late": 0, "status": 1, "flags": 2, "points": 3, "score": 4, "note": 5, "alias": 6,
+         "leaderboard": 7}
 
 
 class OverridesError(GraderError, ValueError):
@@ -125,10 +127,25 @@ def parse(text, name, students, cases, max_score):
             continue
         seen[key] = line
         rows.append(row)
+    problems += _shared_aliases(rows, name)
     if problems:
         raise OverridesError(f"{name}: {len(problems)} problem(s), nothing was applied:\n  "
                              + "\n  ".join(problems))
     return tuple(rows)
+
+
+def _shared_aliases(rows, name):
+    """Two students may not choose one leaderboard name (letter case aside)."""
+    first, problems = {}, []
+    for row in rows:
+        if row.change != "alias":
+            continue
+        other = first.setdefault(row.value.casefold(), row)
+        if other.student != row.student:
+            problems.append(f"{name}, row {row.line}, column value: {row.value!r} is the name "
+                            f"{other.student!r} chose in row {other.line}; expected a name of "
+                            "its own")
+    return problems
 
 
 def _line_numbers(text):
@@ -165,6 +182,10 @@ def _parse_row(cell, line, name, students, cases, max_score):
         problems.append(f"{where}, column case: only a points row names a case; leave it "
                         f"empty for {change}, got {case!r}")
     value, problem = _parse_value(change, cell["value"], cases.get(case), max_score)
+    if change == "alias" and not problem and student is not None:
+        from grader.batch.pseudonyms import alias_problem
+
+        problem = alias_problem(value, student, students)
     if problem:
         problems.append(f"{where}, column value: {problem}")
     for column in ("reason", "by"):
@@ -220,12 +241,16 @@ def _parse_value(change, text, case_points, max_score):
     if change == "flags":
         return (text, "") if text == "cleared" else (
             None, f"expected 'cleared' (the flags were reviewed), got {text!r}")
+    if change == "leaderboard":
+        return (text, "") if text == "opt-out" else (
+            None, f"expected 'opt-out' (off the leaderboard students see), got {text!r}")
     if change == "late":
         return (text, "") if text in LATENESS else (
             None, f"expected one of {', '.join(LATENESS)} (an extension: not late; excused: "
                   f"late without deduction; late: counted late), got {text!r}")
     if not text:
-        return None, "expected the note to show the student, got nothing"
+        return None, ("expected the note to show the student" if change == "note"
+                      else "expected the name the student chose") + ", got nothing"
     if len(text) > MAX_TEXT["value"]:
         return None, f"expected a note of at most {MAX_TEXT['value']} characters"
     return text, ""
@@ -353,10 +378,10 @@ def applied(record, book):
         if row.change == "score" and pending:
             _rescore(view, book)
             pending = False
-        before = _CHANGERS[row.change](view, row)
+        before, after = _CHANGERS[row.change](view, row)
         pending = pending or row.change in RESCORING
         view["overrides"].append({"row": row.line, "change": row.change, "case": row.case,
-                                  "from": before, "to": _now(view, row), "reason": row.reason,
+                                  "from": before, "to": after, "reason": row.reason,
                                   "by": row.by, "date": row.date})
     if pending:
         _rescore(view, book)
@@ -380,23 +405,24 @@ def _rescore(view, book):
     view["score"] = kept_points + bonus
 
 
+# Each changer applies one row to the view and returns (what it was, what it is now).
+
 def _change_score(view, row):
-    before = view["score"]
-    view["score"] = row.value
-    return before
+    before, view["score"] = view["score"], row.value
+    return before, row.value
+
+
+def _change_points(view, row):
+    entry = next(entry for entry in view["cases"] if entry["id"] == row.case)
+    before, entry["points"] = entry["points"], row.value
+    return before, row.value
 
 
 def _change_late(view, row):
-    before = _lateness(view)
+    before = "excused" if view.get("late_excused") else ("late" if view.get("late") else "on time")
     view["late"] = row.value != "extension"
     view["late_excused"] = row.value == "excused"
-    return before
-
-
-def _lateness(view):
-    if not view.get("late"):
-        return "on time"
-    return "excused" if view.get("late_excused") else "late"
+    return before, row.value
 
 
 def _change_status(view, row):
@@ -407,52 +433,48 @@ def _change_status(view, row):
     elif before == Status.FLAGGED and row.value != Status.FLAGGED:
         _unflag(view)
     view["status"] = row.value
-    return before
+    return before, row.value
 
 
 def _change_flags(view, row):
     from grader.batch.reports import flags
 
-    before = flags(view)
-    view["reviewed_flags"] = before
+    view["reviewed_flags"] = flags(view)
     view["flags"] = []
     if view.get("handin"):
         view["handin"] = {**view["handin"], "flags": []}
     if view["status"] == Status.FLAGGED:
-        _unflag(view)
-        failing = sum(entry["status"] != "passed" for entry in view["cases"])
-        view["status"] = Status.FAILED.value if failing else Status.PASSED.value
-    return f"{len(before)} flag(s)"
+        view["status"] = _unflag(view)
+    return f"{len(view['reviewed_flags'])} flag(s)", "cleared"
 
 
 def _unflag(view):
-    """A flag cleared: each case gets the points its judged output earned, the message goes."""
+    """A flag cleared: each case gets the points its judged output earned, the message says
+    how many failed; returns the status the cases give."""
     for entry in view["cases"]:
         entry["points"] = entry["max_points"] if entry.get("passed") else 0
     failing = sum(entry["status"] != "passed" for entry in view["cases"])
     view["message"] = f"{failing} of {len(view['cases'])} cases failed" if failing else ""
-
-
-def _change_points(view, row):
-    entry = next(entry for entry in view["cases"] if entry["id"] == row.case)
-    before = entry["points"]
-    entry["points"] = row.value
-    return before
+    return Status.FAILED.value if failing else Status.PASSED.value
 
 
 def _change_note(view, row):
-    return ""
+    return "", row.value
+
+
+def _change_alias(view, row):
+    view["leaderboard_name"] = row.value
+    return "", row.value
+
+
+def _change_leaderboard(view, row):
+    view["leaderboard_opt_out"] = True
+    return "on", "off"
 
 
 _CHANGERS = {"late": _change_late, "status": _change_status, "flags": _change_flags,
-             "points": _change_points, "score": _change_score, "note": _change_note}
-
-
-def _now(view, row):
-    if row.change == "points":
-        return next(entry["points"] for entry in view["cases"] if entry["id"] == row.case)
-    return {"score": view["score"], "status": view["status"], "flags": "cleared",
-            "late": row.value, "note": row.value}[row.change]
+             "points": _change_points, "score": _change_score, "note": _change_note,
+             "alias": _change_alias, "leaderboard": _change_leaderboard}
 
 
 # --------------------------------------------------------------------------- showing
@@ -465,7 +487,8 @@ def summary(view):
     """The gradebook's ``overrides`` cell: every change, why, who and when."""
     return " | ".join(
         f"{'points ' + entry['case'] if entry['change'] == 'points' else entry['change']}: "
-        + (f"{entry['to']}" if entry["change"] == "note" else f"{entry['from']} -> {entry['to']}")
+        + (f"{entry['to']}" if entry["change"] in ("note", "alias")
+           else f"{entry['from']} -> {entry['to']}")
         + f" ({entry['reason']}; {entry['by']}, {entry['date']})"
         for entry in view.get("overrides") or [])
 
@@ -502,6 +525,12 @@ def _sentences(view, entry):
         return ("The flags were reviewed and cleared.", "标记已经复核并清除。")
     if change == "note":
         return f"Note from the staff: {now}", f"教师留言：{now}"
+    if change == "alias":
+        return (f"Your name on the class leaderboard: **{now}**.",
+                f"你在班级排行榜上的名字：**{now}**。")
+    if change == "leaderboard":
+        return ("You are left off the leaderboard the class sees.",
+                "你不会出现在全班可见的排行榜上。")
     return {"extension": ("Extension granted: the submission is not late.",
                           "已准予延期：该提交不算迟交。"),
             "excused": ("Late, excused: no points deducted for lateness.",

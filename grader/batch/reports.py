@@ -261,6 +261,9 @@ def feedback_markdown(record, hints):
             lines.append("")
     lines += build_markdown(record)
     lines += speed_markdown(record)
+    from grader.batch import pseudonyms
+
+    lines += pseudonyms.markdown(record)
     lines += ["", "## Cases / 测试用例", "", "| case | points | result |", "| --- | --- | --- |"]
     details = []
     for entry in record["cases"]:
@@ -304,7 +307,10 @@ def write_feedback(out_dir, record, cases_list, book=None):
     folder = pathlib.Path(out_dir) / record["folder"]
     hints = hints_for(record, cases_list)
     record["hints"] = hints
+    from grader.batch import pseudonyms
+
     shown = overrides.applied(record, book)
+    shown["leaderboard_name"] = pseudonyms.name(shown, pseudonyms.key(out_dir))
     feedback = feedback_markdown(shown, hints)
     atomic_write(folder / "results.json", _json(results_json(shown, output=feedback, total=True)))
     atomic_write(folder / "feedback.md", feedback)
@@ -460,10 +466,7 @@ def write_class(out_dir, records, cases_list, book=None):
         atomic_write(out_dir / "summary.png", class_chart.render(summary, gradebook))
     from grader.batch import leaderboard
 
-    board = leaderboard.frame(records)
-    if len(board):
-        atomic_write(out_dir / "leaderboard.csv", spreadsheet.csv_text(board, bom=True))
-        atomic_write(out_dir / "leaderboard.png", leaderboard.render(board))
+    leaderboard.write(out_dir, records)
     mapping = pandas.DataFrame(
         [{"student": r["student"], "folder": r["folder"], "origin": r.get("origin", ""),
           "status": r["status"]} for r in sorted(records, key=lambda r: r["student"])],

@@ -4,7 +4,8 @@ Most of OUT_DIR must stay with the staff. gradebook.csv, summary.* and record.js
 the hidden cases' shapes, and environment.json holds the seed. The logs show whatever a
 submission printed, its inputs' shapes included. The share folder holds one folder per
 student with feedback.md and results.json, which name a hidden case only as
-"square #1 (hidden)". An index.csv for the staff says which folder is whose.
+"square #1 (hidden)". An index.csv for the staff says which folder is whose. A GPU batch's
+leaderboard goes along in its public copy (pseudonyms); the staff copy stays behind.
 """
 
 import csv
@@ -14,6 +15,8 @@ import shutil
 from grader.batch.spreadsheet import safe_row
 
 SHARED_FILES = ("feedback.md", "results.json")
+# The leaderboard students may see (pseudonyms, grader.batch.leaderboard), when there is one.
+SHARED_CLASS_FILES = ("leaderboard.csv", "leaderboard.png")
 INDEX = "index.csv"
 
 
@@ -45,6 +48,9 @@ def build(out_dir, target):
         for name in SHARED_FILES:
             if (source / name).is_file():
                 shutil.copyfile(source / name, target / row["folder"] / name)
+    for name in SHARED_CLASS_FILES:
+        if (out_dir / name).is_file():
+            shutil.copyfile(out_dir / name, target / name)
     with open(target / INDEX, "w", newline="", encoding="utf-8") as file:
         writer = csv.writer(file)
         writer.writerow(["student", "folder"])

@@ -66,7 +66,7 @@ def is_number(cell):
 def test_every_csv_the_batch_writes_is_there(written):
     _, _, tables = written
     expected = {"out/gradebook.csv", "out/summary.csv", "out/students.csv", "out/leaderboard.csv",
-                "share/index.csv", "exports/canvas.csv", "exports/moodle.csv", "exports/csv.csv"}
+                "out/leaderboard-staff.csv", "share/index.csv", "exports/canvas.csv", "exports/moodle.csv", "exports/csv.csv"}
     assert expected <= set(tables)
     assert sum(name.endswith("/speed.csv") for name in tables) == len(TIMED)
 
@@ -86,8 +86,11 @@ def test_ids_keep_their_text_and_numbers_stay_numbers(written):
     for row in book.values():
         assert is_number(row[header.index("score")]) and is_number(row[header.index("lms_id")])
     assert book['lee, "jo"'][header.index("flags")] == 'lee, "jo" is flagged for review'
-    board = tables["out/leaderboard.csv"]
-    assert [row[1] for row in board[1:]] == ["'-2+3", "李华"] and board[1][0] == "1"
+    staff = tables["out/leaderboard-staff.csv"]
+    assert [row[1] for row in staff[1:]] == ["'-2+3", "李华"] and staff[1][0] == "1"
+    public = tables["out/leaderboard.csv"]
+    assert [row[1] for row in public[1:]] == [row[2] for row in staff[1:]]
+    assert all(row[1].startswith("anon-") for row in public[1:])
     speeds = [rows[1][rows[0].index("submission")] for name, rows in tables.items()
               if name.endswith("/speed.csv")]
     assert sorted(speeds) == sorted(["'-2+3", "李华"])
