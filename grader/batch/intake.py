@@ -465,20 +465,6 @@ def _member(archive, wanted):
     return min(candidates, key=lambda c: c[:2])[2] if candidates else None
 
 
-def safe_folder_name(student):
-    """A folder name for any student id: ASCII letters, digits, ``.``, ``_``, ``-``.
-
-    Ids that are already safe are kept as they are; others get an ASCII rendering
-    plus a short hash, so two ids never share a folder (see ``students.csv``).
-    """
-    if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,80}", student) and student not in (".", ".."):
-        return student
-    ascii_part = unicodedata.normalize("NFKD", student).encode("ascii", "ignore").decode()
-    ascii_part = re.sub(r"[^A-Za-z0-9._-]+", "_", ascii_part).strip("._-")[:40]
-    digest = hashlib.sha256(student.encode("utf-8")).hexdigest()[:10]
-    return f"{ascii_part or 'student'}-{digest}"
-
-
 def shard(submissions, index, count):
     """The ``index``-th (1-based) of ``count`` deterministic slices: every count-th sorted id."""
     ordered = sorted(submissions, key=lambda s: s.student)

@@ -4,8 +4,8 @@ Everything is written by the parent process, atomically (a temporary file in
 the same folder, then ``os.replace``), so an interrupted batch never leaves a
 half-written file, and a stored ``record.json`` always describes a finished grade.
 
-Per student, in ``OUT/<folder>/`` (``folder`` is a safe name for the student id,
-see grader.batch.intake.safe_folder_name and ``OUT/students.csv``):
+Per student, in ``OUT/<folder>/`` (``folder`` is the student id as written where file
+systems allow, see grader.batch.folders and ``OUT/students.csv``):
 
 * ``record.json``: everything the grade was computed from, and its resume key;
 * ``results.json``: the Gradescope autograder results shape;

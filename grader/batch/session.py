@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 
+from grader.batch import folders as folder_names
 from grader.batch import grading, intake, overrides, reports, sandbox, secret, speed
 from grader.batch.status import GraderError, say
 from grader.core import cases
@@ -103,9 +104,10 @@ class Session:
         returns the count of each status."""
         submissions_dir = pathlib.Path(submissions_dir)
         cases_list = self.settings.cases()
-        chosen, folders, everyone = self._intake(submissions_dir, shard)
-        before = intake.folder_digest(submissions_dir)
         previous = Manifest.read(self.out_dir) if (self.out_dir / MANIFEST).is_file() else None
+        chosen, folders, everyone = self._intake(submissions_dir, shard,
+                                                 previous and previous.students)
+        before = intake.folder_digest(submissions_dir)
         self.book = overrides.for_batch(self.overrides_file, self.out_dir,  # before any write
                                         previous and previous.overrides, everyone, self.settings)
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -159,19 +161,21 @@ class Session:
                                "check it")
         return statuses
 
-    def _intake(self, submissions_dir, shard):
+    def _intake(self, submissions_dir, shard, kept=None):
+        """(the submissions to grade, their folders, every id of the class); ``kept``: the
+        folders an earlier run of this OUT_DIR gave (grader.batch.folders.assign)."""
         try:
             everyone = intake.discover(submissions_dir)
         except intake.IntakeError as error:
             raise GraderError(str(error)) from None
         chosen = intake.shard(everyone, *shard) if shard else everyone
-        folders = {}
-        for submission in chosen:
-            folder = intake.safe_folder_name(submission.student)
-            if folder in folders.values():
-                raise GraderError(f"two student ids map to the folder {folder!r}; rename one")
-            folders[submission.student] = folder
-        return chosen, folders, [submission.student for submission in everyone]
+        students = [submission.student for submission in everyone]
+        assigned = folder_names.assign(students, kept)
+        folders = {submission.student: assigned[submission.student] for submission in chosen}
+        if len(set(folders.values())) < len(folders):
+            raise GraderError("two student ids map to one folder "
+                              f"({sorted(folders.values())}); rename one")
+        return chosen, folders, students
 
     def resume(self, chosen, folders, force=False):
         """(records already graded with these settings and files, submissions to grade)."""

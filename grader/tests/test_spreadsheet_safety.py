@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from grader.batch import export, grading, intake, reports, share
+from grader.batch import export, folders, grading, intake, reports, share
 from grader.tests.batch_helpers import ROOT
 from grader.tests.test_speed import timed_record
 
@@ -28,7 +28,7 @@ def graded(student, lms_id):
     intake escapes tabs and carriage returns and the writers must not rely on it."""
     settings = grading.Settings(seed=1, backend="interpreter", timeout_s=10, memory_limit_bytes=1)
     submission = intake.Submission(student, f"{student}.py", data=SKELETON, lms_id=lms_id)
-    record = grading.grade(submission, settings, intake.safe_folder_name(student))
+    record = grading.grade(submission, settings, folders.name_for(student))
     record["student"] = student
     if student in TIMED:
         record.update(status="passed", speed=timed_record(student)["speed"])
