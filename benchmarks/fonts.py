@@ -16,7 +16,8 @@ CJK_FONTS = ("Noto Sans CJK SC", "Noto Sans CJK JP", "Noto Sans CJK TC", "Source
              "Microsoft YaHei", "PingFang SC", "AR PL UMing CN")
 # matplotlib's Last Resort font has a placeholder glyph for every character: it draws none.
 PLACEHOLDERS = ("Last Resort",)
-INSTALL_HINT = "a CJK font such as Noto Sans CJK (Debian and Ubuntu: apt-get install fonts-noto-cjk)"
+INSTALL_HINT = ("a CJK font such as Noto Sans CJK (Debian and Ubuntu: apt-get install "
+                "fonts-noto-cjk)")
 
 
 def family_for(texts):

@@ -560,7 +560,8 @@ def gradescope_tests(view):
     tests = []
     for entry in view.get("overrides") or []:
         if entry["change"] == "score" and entry["to"] != entry["from"]:
-            tests.append({"name": "staff adjustment", "score": round(entry["to"] - entry["from"], 2),
+            tests.append({"name": "staff adjustment",
+                          "score": round(entry["to"] - entry["from"], 2),
                           "max_score": 0, "status": "passed",
                           "output": f"score set by the course staff: {entry['reason']}",
                           "tags": ["override"], "visibility": "visible"})

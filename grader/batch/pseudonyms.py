@@ -33,7 +33,8 @@ def key(out_dir):
 
 
 def pseudonym(secret_key, student):
-    return PREFIX + hmac.new(secret_key, student.encode("utf-8"), hashlib.sha256).hexdigest()[:DIGITS]
+    digest = hmac.new(secret_key, student.encode("utf-8"), hashlib.sha256).hexdigest()
+    return PREFIX + digest[:DIGITS]
 
 
 def name(view, secret_key):
@@ -53,7 +54,8 @@ def alias_problem(alias, student, students):
         return f"expected a name of at most {MAX_ALIAS} characters, got {len(alias)}"
     if alias.lower().startswith(PREFIX):
         return f"expected a name that does not start with {PREFIX!r}, which pseudonyms do"
-    taken = [other for other in students if other != student and other.casefold() == alias.casefold()]
+    taken = [other for other in students
+             if other != student and other.casefold() == alias.casefold()]
     if taken:
         return f"expected a name that is not another student's id ({taken[0]!r})"
     return ""

@@ -73,7 +73,8 @@ def test_a_chosen_name_and_an_opt_out(tmp_path):
 def test_nobody_on_the_public_board_leaves_no_picture_behind(tmp_path):
     out = tmp_path / "out"
     written(out)
-    book = staff_rows(*(f"{student},leaderboard,,opt-out,asked" for student in ("ada", "李华", "mia")))
+    book = staff_rows(*(f"{student},leaderboard,,opt-out,asked"
+                        for student in ("ada", "李华", "mia")))
     assert written(out, book)["leaderboard.csv"] == []
     assert not (out / "leaderboard.png").exists() and (out / "leaderboard-staff.png").exists()
 

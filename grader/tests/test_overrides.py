@@ -230,7 +230,8 @@ def parse(*rows):
 
 @pytest.mark.parametrize("rows, expected", [
     (("ada,points,,1,r,b,2026-12-01",), "row 2, column case: expected a case id of this batch"),
-    (("ada,score,hidden_1,1,r,b,2026-12-01",), "row 2, column case: only a points row names a case"),
+    (("ada,score,hidden_1,1,r,b,2026-12-01",),
+     "row 2, column case: only a points row names a case"),
     (("ada,points,hidden_1,3,r,b,2026-12-01",),
      "row 2, column value: expected the case's points, a number from 0 to 2, got '3'"),
     (("ada,score,,-1,r,b,2026-12-01",), "a number from 0 to 3, got '-1'"),
