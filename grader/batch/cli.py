@@ -10,6 +10,7 @@
     python -m grader share OUT_DIR --out DIR
     python -m grader gradescope --out DIR [--seed N | --seed-file PATH]
     python -m grader export OUT_DIR --format canvas|moodle|csv --out FILE
+    python -m grader constraints OUT_DIR --out FILE
 
 Exit status: 0 when every submission got a verdict, whatever the scores; 1 when
 the grader could not do its job (unreadable folder, a worker that cannot start,
@@ -270,6 +271,18 @@ def build_parser():
                     "printed).")
     share.add_argument("out_dir", metavar="OUT_DIR", help="the OUT_DIR of 'grade' or 'merge'")
     _output_option(share, "DIR", "a new (or empty) folder outside OUT_DIR")
+
+    pinned = commands.add_parser(
+        "constraints", help="write a pip constraints file of the stack a batch graded with",
+        description="Write FILE, a pip constraints file that pins every package of the grading "
+                    "stack (the kit's dependencies and what they require) to the version "
+                    "OUT_DIR/environment.json records, so that 'python -m pip install -c FILE "
+                    "-e .' in a checkout of the recorded revision reinstalls what the class was "
+                    "graded with. The file's comments name the Python, the revision and, for "
+                    "a torch from PyTorch's index (2.11.0+cu128), the index to add.")
+    pinned.add_argument("out_dir", metavar="OUT_DIR", help="the OUT_DIR of 'grade' or 'merge'")
+    pinned.add_argument("--out", required=True, dest="target", metavar="FILE",
+                        help="the constraints file to write")
     return parser
 
 
@@ -457,6 +470,17 @@ def command_export(args):
     return ExitCode.OK
 
 
+def command_constraints(args):
+    from grader.batch import constraints
+
+    try:
+        count = constraints.write(args.out_dir, args.target)
+    except ValueError as error:
+        raise GraderError(str(error)) from None
+    say(f"constraints: {args.target} ({count} packages pinned)")
+    return ExitCode.OK
+
+
 def batch_failure():
     from grader.batch.grading import WorkerFailure
 
@@ -468,7 +492,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     handlers = {"grade": command_grade, "merge": command_merge, "handout": command_handout,
                 "share": command_share, "gradescope": command_gradescope,
-                "export": command_export}
+                "export": command_export, "constraints": command_constraints}
     try:
         return handlers[args.command](args)
     except GraderError as error:

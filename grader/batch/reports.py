@@ -515,9 +515,11 @@ def environment(settings, extra=None):
         "pandas": package_version("pandas"),
         "grader_revision": git_revision(),
     }
+    from grader.batch.constraints import installed_stack
     from grader.batch.grading import grader_version
 
     info["grader_version"] = grader_version()
+    info["packages"] = installed_stack()  # what 'python -m grader constraints' pins
     info.update(extra or {})
     return info
 
