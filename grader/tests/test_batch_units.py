@@ -109,6 +109,16 @@ def test_one_worker_per_gpu_from_faked_devices():
     assert env["CUDA_VISIBLE_DEVICES"] == "1" and env["HOME"] == "/tmp/home"
 
 
+def test_default_jobs_fit_the_host():
+    from grader.batch.cli import default_jobs
+
+    assert default_jobs(16, 1) == 8  # the H200 host measured in the instructor guide
+    assert default_jobs(2, 1) == 1
+    assert default_jobs(8, 8) == 8  # never fewer workers than GPUs
+    assert default_jobs(64, 4) == 32
+    assert default_jobs(2, 0) == 2  # the interpreter: one per core
+
+
 @pytest.mark.parametrize("args, words", [
     (["grade", "no-such-dir", "--out", "x"], "SUBMISSIONS_DIR"),
     (["grade", "grader/demo_class", "--out", "x", "-j", "0"], "-j/--jobs"),
