@@ -25,7 +25,10 @@ What a build needs (measured with the interpreter and on the H200):
 
 Anything else is refused: other files, other imports, ``os.system`` and its kin,
 sockets, new audit hooks, tracing, ``gc`` walks, new code objects, and changes to the
-code of functions or to the classes of NineToothed and the grader.
+code of functions or to the classes of NineToothed and the grader. What raises no event
+(rebinding a module's or a class's attribute) the worker compares with ``snapshot`` and
+``changed``. What Python reaches with no event at all (``_posixsubprocess.fork_exec``, a
+call through ``ctypes``) passes: the hook is a second layer, not a sandbox.
 """
 
 import os
@@ -249,26 +252,51 @@ def install(policy, on_refusal, exit_code=None):
 # PROTECTED_PACKAGES (Triton's interpreter patches triton.language at every launch).
 BEFORE_LAUNCH = PROTECTED_PACKAGES + ("triton",)
 AFTER_LAUNCH = PROTECTED_PACKAGES
+# Whose classes it compares too, at every check: assigning a class attribute raises no
+# audit event either, and a swapped JITFunction.run or Tensor.cpu launches or reads back a
+# stand-in. After a launch, the classes of triton.language (the interpreter's) are not.
+CLASS_PACKAGES = PROTECTED_PACKAGES + ("triton", "torch")
+LAUNCH_PATCHED = "triton.language"
 
 
 def snapshot(packages=BEFORE_LAUNCH):
-    """What every loaded module of ``packages`` binds, by identity: setting a module's
-    attribute raises no audit event, so a patched ``ninetoothed.make`` shows only here."""
-    return {name: {key: id(value) for key, value in vars(module).items()}
-            for name, module in list(sys.modules.items())
-            if module is not None and name.split(".")[0] in packages}
+    """What every loaded module of ``packages`` binds, and what code every class of
+    CLASS_PACKAGES holds, by identity: neither change raises an audit event, so a patched
+    ``ninetoothed.make`` or ``JITFunction.run`` shows only here."""
+    bindings, classes = {}, {}
+    for name, module in list(sys.modules.items()):
+        top = name.split(".")[0]
+        if module is None or top not in CLASS_PACKAGES:
+            continue
+        if top in packages:
+            bindings[name] = {key: id(value) for key, value in list(vars(module).items())}
+        for value in list(vars(module).values()):
+            # type(value), not isinstance: a deprecated alias warns when asked its __class__
+            if issubclass(type(value), type) and (value.__module__ or "").split(".")[0] == top:
+                classes[f"{value.__module__}.{value.__qualname__}"] = _class_code(value)
+    return {"modules": bindings, "classes": classes}
+
+
+def _class_code(cls):
+    """A class's methods, descriptors and nested classes by identity; its plain values
+    (counters, caches such as ``__slotnames__``) change as it is used."""
+    return {key: id(value) for key, value in list(vars(cls).items())
+            if callable(value) or isinstance(value, (property, staticmethod, classmethod))}
 
 
 def changed(before, packages=BEFORE_LAUNCH):
-    """The ``module.attribute`` names of ``packages`` bound otherwise than in ``before``
-    (modules loaded since then are new code, judged by the hook when they were imported)."""
+    """The ``module.attribute`` names of ``packages``, and the ``Class.attribute`` names of
+    CLASS_PACKAGES, bound otherwise than in ``before`` (modules and classes made since
+    then are new code, judged by the hook when they were imported)."""
     now = snapshot(packages)
+    skip = () if "triton" in packages else (LAUNCH_PATCHED + ".",)
     found = []
-    for name, bindings in before.items():
-        if name.split(".")[0] not in packages:
-            continue
-        current = now.get(name, {})
-        for key in sorted(set(bindings) | set(current)):
-            if bindings.get(key) != current.get(key):
-                found.append(f"{name}.{key}")
+    for kind, names in (("modules", packages), ("classes", CLASS_PACKAGES)):
+        for name, bindings in before[kind].items():
+            if name.split(".")[0] not in names or name.startswith(skip):
+                continue
+            current = now[kind].get(name, {})
+            for key in sorted(set(bindings) | set(current)):
+                if bindings.get(key) != current.get(key):
+                    found.append(f"{name}.{key}")
     return found
