@@ -10,13 +10,13 @@ import functools
 import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-PACKAGES = ("grader", "benchmarks", "solutions")
+PACKAGES = ("ledger", "grader", "benchmarks", "solutions")
 STUDENT, STAFF = "student", "staff"
 # The kit's packages from the bottom up, and who gets them. A module belongs to the
 # longest name that prefixes its own; it may import its own layer and those below,
 # never one above (grader/tests/test_import_graph.py). The kit's tests sit outside.
 LAYERS = (
-    ("benchmarks.formulas", STUDENT),  # the ledger's arithmetic; imports nothing of the kit
+    ("ledger", STUDENT),  # the ledger's formulas: arithmetic that imports nothing of the kit
     ("grader.core", STUDENT),  # cases, checks, diagnosis, backend, compile gate
     ("benchmarks", STUDENT),  # the benchmark students run: harness, timing, report, card
     ("benchmarks.lessons", STUDENT),  # python -m benchmarks.lessons.ledger, .tiling, .occupancy

@@ -220,7 +220,7 @@ def test_the_handout_imports_from_itself_alone(tmp_path):
 
     folder, _ = handout.build(tmp_path)
     modules = sorted(".".join(path.relative_to(folder).with_suffix("").parts)
-                     for package in ("grader", "benchmarks") for path in
+                     for package in ("ledger", "grader", "benchmarks") for path in
                      (folder / package).rglob("*.py") if path.name != "__init__.py")
     imports = f"import importlib\n[importlib.import_module(m) for m in {modules!r}]"
     loaded = kit_files_loaded_alone(folder, imports + "\nimport conftest")

@@ -192,7 +192,7 @@ def test_a_timed_record_holds_benchmark_rows_and_earns_its_tier():
     assert [row["size"] for row in rows] == ["4096", "4095"]
     assert rows[0]["ratio_vs_torch_mm"] == pytest.approx(0.8)
     assert rows[0]["tflops"] == pytest.approx(2 * 4096 ** 3 / 0.25e-3 / 1e12)
-    assert 0 < rows[0]["roofline_fraction"] < 1  # the H200 is in benchmarks.formulas
+    assert 0 < rows[0]["roofline_fraction"] < 1  # the H200 is in ledger.formulas
     assert rows[0]["submission_sha256"] == "a" * 64
     assert set(report.CONTRACT_COLUMNS) <= set(speed.frame(record).columns)
     assert "0.80x torch.mm at 4096" in record["speed"]["message"]

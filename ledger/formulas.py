@@ -1,8 +1,8 @@
 """Every back-of-the-envelope formula of the kit, in one place.
 
-The GEMM ledger, the tiling and occupancy lessons and the benchmark's roofline
-columns all import from here, so a number printed by one of them can always be
-traced to exactly one function. Everything is pure Python arithmetic except
+The GEMM ledger, the tiling and occupancy lessons, the benchmark's roofline
+columns and the compile gate's occupancy line all import from here, so a number
+printed by one of them can always be traced to exactly one function. Everything is pure Python arithmetic except
 ``tiled_matmul_counting``, which runs a real (slow, CPU) tiled product with torch
 to show that the load-count formula is not just algebra.
 
