@@ -113,7 +113,7 @@ def _shard(text):
 
 
 def _speed_sizes(text):
-    from grader.batch import speed
+    from grader.batch.timing import speed
 
     try:
         return speed.parse_sizes(text)
@@ -122,7 +122,7 @@ def _speed_sizes(text):
 
 
 def _speed_points(text):
-    from grader.batch import speed
+    from grader.batch.timing import speed
 
     try:
         return speed.parse_points(text)
@@ -325,7 +325,8 @@ def decide_backend():
 # --------------------------------------------------------------------------- grade
 
 def command_grade(args):
-    from grader.batch import grading, sandbox, secret, session
+    from grader.batch.grade import grading, secret, session
+    from grader.batch.isolation import sandbox
 
     submissions_dir = pathlib.Path(args.submissions)
     out_dir = pathlib.Path(args.out)
@@ -370,7 +371,7 @@ def command_grade(args):
 
 
 def _speed_settings(args, backend_name):
-    from grader.batch import speed
+    from grader.batch.timing import speed
 
     if args.no_speed:
         if args.speed_points:
@@ -388,7 +389,7 @@ def _speed_settings(args, backend_name):
 # --------------------------------------------------------------------------- merge
 
 def command_merge(args):
-    from grader.batch import session
+    from grader.batch.grade import session
 
     session.merge(args.shards, args.out)
     return ExitCode.OK
@@ -397,7 +398,7 @@ def command_merge(args):
 # --------------------------------------------------------------------------- main
 
 def command_handout(args):
-    from grader.batch import handout
+    from grader.batch.packaging import handout
 
     try:
         folder, archive = handout.build(pathlib.Path(args.out))
@@ -408,7 +409,7 @@ def command_handout(args):
 
 
 def command_share(args):
-    from grader.batch import share
+    from grader.batch.outputs import share
 
     try:
         count = share.build(args.out_dir, args.target)
@@ -420,7 +421,8 @@ def command_share(args):
 
 
 def command_gradescope(args):
-    from grader.batch import gradescope, secret
+    from grader.batch.grade import secret
+    from grader.batch.packaging import gradescope
 
     given, flag = _chosen_seed(args)
     if given is None:
@@ -440,7 +442,7 @@ def command_gradescope(args):
 
 
 def command_export(args):
-    from grader.batch import export
+    from grader.batch.outputs import export
 
     try:
         unmatched = export.export(args.out_dir, args.kind, args.target, args.assignment)
@@ -454,7 +456,7 @@ def command_export(args):
 
 
 def batch_failure():
-    from grader.batch.grading import WorkerFailure
+    from grader.batch.grade.grading import WorkerFailure
 
     return WorkerFailure
 

@@ -27,7 +27,7 @@ nested functions and classes are not on the list, comprehensions are (their
 names are bound like any other). Annotations are violations wherever they
 stand, and constants are numbers, except docstrings and the messages of
 ``assert`` and ``raise``. The batch grader flags a file with a violation and
-runs nothing from it; grader.batch.build_guard is the second layer, for the
+runs nothing from it; grader.batch.inside.build_guard is the second layer, for the
 day this one has a bug.
 """
 

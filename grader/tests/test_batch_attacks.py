@@ -42,7 +42,8 @@ import psutil
 import pytest
 
 from grader.core import cases as catalogue
-from grader.batch import protocol, reports
+from grader.batch.inside import protocol
+from grader.batch.outputs import reports
 from grader.core.kernel_source import extract
 from grader.tests import attack_sources as sources
 from grader.tests.batch_helpers import NEEDS_INTERPRETER
@@ -232,7 +233,7 @@ def batch(tmp_path_factory):
         result = grade(base, classdir, base / "out")
     finally:
         # What the batch left behind, looked at (and cleaned up) at once, whatever happened.
-        left_processes = survivors([token, "grader.batch.worker"], token, base / "tmp")
+        left_processes = survivors([token, "grader.batch.inside.worker"], token, base / "tmp")
         left_files = host_leftovers(token, base / "tmp", caches)
         changed = tampered_sources(before_sources, token)
     alone = base / "alone"

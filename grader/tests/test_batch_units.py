@@ -10,7 +10,8 @@ import zipfile
 
 import pytest
 
-from grader.batch import intake, sandbox
+from grader.batch.grade import intake
+from grader.batch.isolation import sandbox
 from grader.batch.status import ExitCode
 from solutions import MODEL_ANSWER
 
@@ -144,7 +145,7 @@ def test_help_lists_the_options():
 
 
 def test_handout_leaves_out_staff_tools_and_the_modules_that_import_them():
-    from grader.batch import handout
+    from grader.batch.packaging import handout
 
     shipped = {str(relative) for _, relative in handout._handout_files()}
     assert {"benchmarks/harness.py", "benchmarks/cli.py", "benchmarks/lessons/ledger.py"} <= shipped
@@ -184,7 +185,7 @@ def test_handout_holds_no_solution_and_its_public_tests_run(tmp_path):
     reference = MODEL_ANSWER.read_bytes()
     assert not any("solutions" in name or "/tests/" in name or "demo_class" in name
                    for name in names)
-    assert not any(name.endswith(("grader/batch/grading.py", "grader/batch/cli.py"))
+    assert not any(name.endswith(("grader/batch/grade/grading.py", "grader/batch/cli.py"))
                    for name in names)
     with zipfile.ZipFile(archive) as bundle:
         assert all(bundle.read(name) != reference for name in names)
@@ -215,7 +216,7 @@ def test_handout_holds_no_solution_and_its_public_tests_run(tmp_path):
 def test_the_handout_imports_from_itself_alone(tmp_path):
     """Without site (so without this checkout's editable install), every kit module the
     handout ships, and its conftest.py, import from the handout folder alone."""
-    from grader.batch import handout
+    from grader.batch.packaging import handout
     from grader.tests.batch_helpers import kit_files_loaded_alone
 
     folder, _ = handout.build(tmp_path)
@@ -228,7 +229,7 @@ def test_the_handout_imports_from_itself_alone(tmp_path):
 
 
 def test_handout_holds_what_the_student_docs_point_to(tmp_path):
-    from grader.batch import handout
+    from grader.batch.packaging import handout
 
     folder, _ = handout.build(tmp_path)
     docs = sorted((folder / "docs").glob("*.md"))
@@ -246,7 +247,8 @@ def test_handout_holds_what_the_student_docs_point_to(tmp_path):
 
 
 def test_a_refused_handout_is_an_error_message_not_a_traceback(tmp_path, monkeypatch, capsys):
-    from grader.batch import cli, handout
+    from grader.batch import cli
+    from grader.batch.packaging import handout
 
     def refuse(out_dir):
         raise ValueError("assignment/ninetoothed_gemm.py is a copy of the reference solution")
@@ -258,7 +260,7 @@ def test_a_refused_handout_is_an_error_message_not_a_traceback(tmp_path, monkeyp
 
 
 def test_flagged_public_case_says_why_in_results_json():
-    from grader.batch.reports import results_json
+    from grader.batch.outputs.reports import results_json
 
     record = {"status": "flagged", "score": 0, "max_score": 1, "message": "", "cases": [
         {"id": "tail_m-65x128x128", "name": "tail_m", "visibility": "public", "status": "flagged",
@@ -269,7 +271,7 @@ def test_flagged_public_case_says_why_in_results_json():
 
 
 def test_child_environment_is_an_allowlist(monkeypatch):
-    from grader.batch.sandbox import child_environment
+    from grader.batch.isolation.sandbox import child_environment
 
     monkeypatch.setenv("PWD", "/somewhere/with/the/outputs")
     monkeypatch.setenv("GITHUB_TOKEN", "instructor-secret")
@@ -289,7 +291,7 @@ def test_upper_case_py_extension_is_a_submission(tmp_path):
 def test_a_new_torch_triton_or_ninetoothed_means_grading_again(monkeypatch):
     import types
 
-    from grader.batch import grading
+    from grader.batch.grade import grading
 
     submission = types.SimpleNamespace(sha256="abc", problem="", handin=b"")
     settings = grading.Settings(seed=1, backend="interpreter", timeout_s=10, memory_limit_bytes=1)
@@ -299,7 +301,7 @@ def test_a_new_torch_triton_or_ninetoothed_means_grading_again(monkeypatch):
 
 
 def test_share_refuses_what_is_not_a_fresh_place_or_not_a_gradebook(tmp_path):
-    from grader.batch import share
+    from grader.batch.outputs import share
 
     out = tmp_path / "out"
     (out / "ada").mkdir(parents=True)

@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from grader.batch import build_guard, grading, intake
+from grader.batch.grade import grading, intake
+from grader.batch.inside import build_guard
 from grader.batch.status import Status
 from grader.core import kernel_source
 from grader.tests.batch_helpers import small_cases
@@ -132,7 +133,7 @@ def test_the_module_check_sees_a_class_s_method_swapped(monkeypatch):
 
 GUARDED = r'''
 import sys
-from grader.batch import build_guard
+from grader.batch.inside import build_guard
 refused = []
 build_guard.install(build_guard.Policy(sys.argv[1]), refused.append, exit_code=3)
 {action}

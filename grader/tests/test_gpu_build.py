@@ -12,7 +12,8 @@ import time
 
 import pytest
 
-from grader.batch import protocol, time_budget
+from grader.batch.inside import protocol
+from grader.batch.isolation import time_budget
 from grader.core import cases, checks, diagnosis, execution, gpu_compile
 from grader.core.loading import load_submission
 from grader.core.suite import ruled_out

@@ -45,17 +45,18 @@ def test_student_layers_never_reach_staff_code():
 
 
 @pytest.mark.parametrize("source, upward", [
-    ("from grader.batch import reports\n", True),
+    ("from grader.batch.outputs import reports\n", True),
     ("from grader.core import cases\n", False),
     ("from benchmarks import harness\n", True),
     ("from ledger.formulas import occupancy\n", False),
     ("from . import checks\n", False),
 ])
 def test_an_upward_import_is_seen(tmp_path, source, upward):
-    for folder in ("ledger", "grader", "grader/core", "grader/batch", "benchmarks"):
+    for folder in ("ledger", "grader", "grader/core", "grader/batch", "grader/batch/outputs",
+                   "benchmarks"):
         (tmp_path / folder).mkdir(exist_ok=True)
         (tmp_path / folder / "__init__.py").write_text("")
-    for name in ("grader/core/cases.py", "grader/core/checks.py", "grader/batch/reports.py",
+    for name in ("grader/core/cases.py", "grader/core/checks.py", "grader/batch/outputs/reports.py",
                  "benchmarks/harness.py", "ledger/formulas.py"):
         (tmp_path / name).write_text("X = 1\n")
     module = tmp_path / "grader" / "core" / "suite.py"

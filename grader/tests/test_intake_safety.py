@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from grader.batch import intake
+from grader.batch.grade import intake
 
 needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs os.mkfifo")
 

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from grader.batch import export, intake
+from grader.batch.grade import intake
+from grader.batch.outputs import export
 from grader.tests.batch_helpers import run_grader
 
 
@@ -147,8 +148,8 @@ def test_export_and_share_take_out_as_every_command_does(tmp_path):
 
 
 def test_a_late_penalty_applies_only_to_late_submissions_and_says_so():
-    from grader.batch.grading import apply_late_penalty
-    from grader.batch.reports import feedback_markdown
+    from grader.batch.grade.grading import apply_late_penalty
+    from grader.batch.outputs.reports import feedback_markdown
 
     late = {"student": "eli", "score": 12, "max_score": 32, "status": "failed", "late": True,
             "message": "", "cases": [], "flags": []}

@@ -15,7 +15,7 @@ import stat
 import pytest
 import torch
 
-from grader.batch import grading
+from grader.batch.grade import grading
 from grader.core import cases, checks
 from grader.tests.batch_helpers import DEMO, batch_backend, run_grader
 

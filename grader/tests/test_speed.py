@@ -1,4 +1,5 @@
-"""Speed grading (grader.batch.speed, grader.batch.handin, grader.batch.leaderboard) without a GPU.
+"""Speed grading (grader.batch.timing.speed and .handin, grader.batch.outputs.leaderboard)
+without a GPU.
 
 The timing itself needs a GPU (the last test, skipped elsewhere); everything
 around it is checked here with timing runs made up in the test: the one-at-a-
@@ -16,8 +17,12 @@ import pandas
 import pytest
 
 from benchmarks import report
-from grader.batch import conversation, handin, intake, leaderboard, protocol, reports, speed
-from grader.batch.grading import Settings
+from grader.batch.grade import intake
+from grader.batch.inside import protocol
+from grader.batch.isolation import conversation
+from grader.batch.outputs import leaderboard, reports
+from grader.batch.timing import handin, speed
+from grader.batch.grade.grading import Settings
 from grader.tests.batch_helpers import DEMO, run_grader
 from solutions import MODEL_ANSWER
 
@@ -110,7 +115,7 @@ def test_nothing_is_timed_on_the_interpreter_and_the_record_says_why_in_one_line
     settings = Settings(seed=0, backend="interpreter", timeout_s=5, memory_limit_bytes=1 << 30,
                         speed=speed.SpeedSettings(SIZES, ((0.5, 2),)))
     assert not settings.timed
-    from grader.batch.grading import base_record
+    from grader.batch.grade.grading import base_record
 
     record = base_record(intake.Submission("ada", "ada.py", b"x"), settings, "ada")
     assert record["speed"]["status"] == "not_measured"
@@ -414,7 +419,7 @@ def test_the_reference_is_timed_against_torch_mm_on_a_gpu():
     if not torch.cuda.is_available():
         pytest.skip("timing needs a GPU: the Triton interpreter gives no speeds")
     from grader.core import kernel_source
-    from grader.batch.sandbox import Limits
+    from grader.batch.isolation.sandbox import Limits
 
     source = kernel_source.extract(MODEL_ANSWER.read_text()).text
     run = conversation.TimingRun(source.encode(), [(512, 512, 512), (511, 513, 515)],

@@ -5,14 +5,14 @@
 
 Every file is UTF-8 with a byte-order mark (BOM), so Excel opens 李华 as written, in a
 Chinese locale too, and every text column is read back as text, never as a number
-or NaN. Cells go through grader.batch.spreadsheet as in the gradebook, so an id that
+or NaN. Cells go through grader.batch.outputs.spreadsheet as in the gradebook, so an id that
 looks like a formula stays text (a gradebook cell already quoted is kept as it is).
 
 * ``csv``: the gradebook as it is.
 * ``canvas``: the columns of Canvas's gradebook import: Student, ID, SIS User ID, SIS
   Login ID, Section, then the assignment, headed as Canvas heads it, "Name (id)".
   Canvas matches rows by ID, the Canvas user id that its download names carry
-  (grader.batch.intake keeps it as ``lms_id``). Rows without one cannot be matched, so the
+  (grader.batch.grade.intake keeps it as ``lms_id``). Rows without one cannot be matched, so the
   command names them.
 * ``moodle``: the columns of Moodle's offline grading worksheet: Identifier
   ("Participant <id>", the id from Moodle's download names), Full name, Status,
@@ -21,7 +21,7 @@ looks like a formula stays text (a gradebook cell already quoted is kept as it i
 
 import pathlib
 
-from grader.batch import spreadsheet
+from grader.batch.outputs import spreadsheet
 
 TEXT_COLUMNS = ("student", "status", "flags", "lms_id", "speed", "tiles", "isolation")
 FORMATS = ("canvas", "moodle", "csv")
@@ -72,7 +72,7 @@ def export(out_dir, kind, target, assignment="NineToothed GEMM"):
         book, assignment)
     target = pathlib.Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    from grader.batch.reports import atomic_write
+    from grader.batch.outputs.reports import atomic_write
 
     atomic_write(target, spreadsheet.csv_text(table, bom=True))
     if kind == "csv":

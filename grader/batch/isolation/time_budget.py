@@ -23,6 +23,7 @@ def steps(m, n, k, tiles, launches=1):
 
 
 def interpreter_extra(jobs, tiles):
-    """Seconds added to an interpreter run's limit for ``jobs`` (grader.batch.protocol.Job)."""
+    """Seconds added to an interpreter run's limit for ``jobs`` (grader.batch.inside.protocol's
+    Jobs)."""
     tiles = tuple(tiles) if tiles else DEFAULT_TILES
     return STEP_S * sum(steps(job.m, job.n, job.k, tiles, len(job.roles)) for job in jobs)

@@ -1,6 +1,6 @@
 """The class leaderboard: every timed submission's speed, as a CSV and a picture.
 
-Built from the records' speed entries (grader.batch.speed), so its numbers are the
+Built from the records' speed entries (grader.batch.timing.speed), so its numbers are the
 ones in the gradebook and on each student's card: the ratio to torch.mm and
 the TFLOPS at the first speed size, measured by the grader on its own GPU.
 Students are named by their ids, as in the gradebook.
@@ -8,7 +8,7 @@ Students are named by their ids, as in the gradebook.
 
 import io
 
-from grader.batch import speed
+from grader.batch.timing import speed
 
 COLUMNS = ("rank", "student", "size", "ratio_vs_torch_mm", "tflops", "torch_mm_tflops",
            "roofline_fraction", "spread", "tiles", "gpu")

@@ -1,4 +1,4 @@
-"""Run one worker (grader.batch.worker) in a bubblewrap sandbox, and watch it from outside.
+"""Run one worker (grader.batch.inside.worker) in a bubblewrap sandbox, and watch it from outside.
 
 What a sandboxed worker gets (``bwrap_arguments``):
 
@@ -11,13 +11,13 @@ What a sandboxed worker gets (``bwrap_arguments``):
   submissions folder, the output folder, the grader's own sources, other runs
   or the user's home;
 * ``/job``, read-only: the one file it runs and a copy of the grader modules
-  the worker imports (the import closure of grader.batch.worker, derived, not listed);
+  the worker imports (the import closure of grader.batch.inside.worker, derived, not listed);
 * ``/tmp`` (its ``$HOME`` and caches live there) and ``/dev/shm``, size-limited
   tmpfs that vanish with it; nothing else is writable;
 * an allowlisted environment (``child_environment``), and on a GPU the NVIDIA
   device nodes and ``/sys``.
 
-The parent talks to it through pipes (grader.batch.protocol), and observes for itself
+The parent talks to it through pipes (grader.batch.inside.protocol), and observes for itself
 how it ended (``Ending``): a wall timeout and a host-memory limit (the resident
 memory of its whole process tree, polled with psutil) are enforced by killing
 it; any other end before the conversation finished is a crash. A worker's
@@ -27,7 +27,7 @@ Where bubblewrap cannot start, grading stops unless the instructor passes
 ``--unsafe-no-sandbox``: then the worker runs as a plain child process with the
 same environment allowlist and private folders, and environment.json says so. A
 grader that runs as root then runs it as an unprivileged user of its own, and kills
-every process of that user once its runs are over (grader.batch.unprivileged).
+every process of that user once its runs are over (grader.batch.isolation.unprivileged).
 
 Whatever a worker leaves behind, the parent never waits on its pipes: a daemon may
 hold them open for ever (``_Pipe``).
@@ -51,7 +51,9 @@ import time
 
 import psutil
 
-from grader.batch import import_graph, protocol, unprivileged
+from grader.batch import import_graph
+from grader.batch.inside import protocol
+from grader.batch.isolation import unprivileged
 from grader.batch.status import GraderError
 from grader.core import gpu_compile
 
@@ -216,7 +218,7 @@ def child_environment(backend_name, home, tmp, library, device=None):
 @functools.cache
 def child_files():
     """What a job folder's ``lib/`` holds: the worker's import closure, as relative paths."""
-    return import_graph.closure_files(["grader.batch.worker"])
+    return import_graph.closure_files(["grader.batch.inside.worker"])
 
 
 @functools.cache
@@ -231,7 +233,7 @@ def check(gpu):
         env = child_environment("interpreter", "/tmp/home", "/tmp", f"{JOB}/lib")
         command = bwrap_arguments(job, gpu) + ["--clearenv", *_setenv(env), "--",
                                                sys.executable, "-c", "import torch, triton, "
-                                               "ninetoothed, grader.batch.worker"]
+                                               "ninetoothed, grader.batch.inside.worker"]
         probe = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True,
                                timeout=300, text=True)
     except (OSError, subprocess.SubprocessError) as error:
@@ -246,7 +248,7 @@ def check(gpu):
 @functools.cache
 def check_unsandboxed():
     """None when an unsandboxed worker can run here as it will (where the grader is root, as
-    grader.batch.unprivileged's user, which must reach the interpreter and the batch root,
+    grader.batch.isolation.unprivileged's user, which must reach the interpreter and the batch root,
     and end up with its ids alone), else the reason."""
     try:
         who = unprivileged.identity()
@@ -264,7 +266,7 @@ def check_unsandboxed():
                         "$TMPDIR in such a place too")
         env = child_environment("interpreter", str(scratch / "home"), str(scratch),
                                 str(job / "lib"))
-        code = ("import os, torch, triton, ninetoothed, grader.batch.worker\n"
+        code = ("import os, torch, triton, ninetoothed, grader.batch.inside.worker\n"
                 "print(os.getuid(), os.geteuid(), os.getgid(), os.getegid(), os.getgroups())")
         unprivileged.enter(who)
         try:
@@ -470,7 +472,7 @@ class Worker:
         options = {}
         if sandboxed:
             env = child_environment(backend_name, "/tmp/home", "/tmp", f"{JOB}/lib", device)
-            inner = inner or [sys.executable, "-m", "grader.batch.worker", mode,
+            inner = inner or [sys.executable, "-m", "grader.batch.inside.worker", mode,
                               f"{JOB}/ninetoothed_gemm.py"]
             command = bwrap_arguments(self.job, gpu) + ["--clearenv", *_setenv(env), "--",
                                                         *inner]
@@ -479,7 +481,7 @@ class Worker:
             self.scratch = _prepare_scratch()
             env = child_environment(backend_name, str(self.scratch / "home"), str(self.scratch),
                                     str(self.job / "lib"), device)
-            command = inner or [sys.executable, "-m", "grader.batch.worker", mode,
+            command = inner or [sys.executable, "-m", "grader.batch.inside.worker", mode,
                                 str(self.job / "ninetoothed_gemm.py")]
             cwd = self.scratch / "home"
         self.started = self.clock = time.monotonic()  # the wall limit counts from ``clock``
@@ -547,8 +549,8 @@ class Worker:
         self.outbox.put((kind, payload, fields))
 
     def receive(self, accept):
-        """The next message (``accept`` as in grader.batch.protocol.receive), or None once the
-        worker has ended, broke the protocol or was killed; ``ending`` then says how."""
+        """The next message (``accept`` as in grader.batch.inside.protocol.receive), or None once
+        the worker has ended, broke the protocol or was killed; ``ending`` then says how."""
         self.accept = accept
         while self.ending is None:
             try:
@@ -644,7 +646,8 @@ class Worker:
                 pass
 
     def extend_limit(self, seconds):
-        """Add ``seconds`` to the wall limit (grader.batch.time_budget: the interpreter's share)."""
+        """Add ``seconds`` to the wall limit (grader.batch.isolation.time_budget: the
+        interpreter's share)."""
         self.limits = dataclasses.replace(self.limits, timeout_s=self.limits.timeout_s + seconds)
 
     def restart_clock(self):
@@ -681,7 +684,7 @@ class Worker:
 
     def _release(self):
         """Unprivileged: this run is over; after the last run of ours, every process of its
-        user is killed (grader.batch.unprivileged.leave)."""
+        user is killed (grader.batch.isolation.unprivileged.leave)."""
         who, self.who = self.who, None
         if who is not None:
             unprivileged.leave(who)

@@ -11,7 +11,7 @@ import csv
 import pathlib
 import shutil
 
-from grader.batch.spreadsheet import safe_row
+from grader.batch.outputs.spreadsheet import safe_row
 
 SHARED_FILES = ("feedback.md", "results.json")
 INDEX = "index.csv"

@@ -16,7 +16,10 @@ import sys
 import threading
 import time
 
-from grader.batch import grading, intake, reports, sandbox, secret, speed
+from grader.batch.grade import grading, intake, secret
+from grader.batch.isolation import sandbox
+from grader.batch.outputs import reports
+from grader.batch.timing import speed
 from grader.batch.status import GraderError, say
 from grader.core import cases
 
@@ -42,7 +45,7 @@ class Manifest:
     shard: list | None
     students: dict
     gpu_target: str = grading.Settings.gpu_target
-    secret_fingerprint: str = ""  # never the secret itself (grader.batch.secret)
+    secret_fingerprint: str = ""  # never the secret itself (grader.batch.grade.secret)
 
     # What shards must share to be merged into one gradebook.
     SHARED = ("grader_version", "secret_fingerprint", "backend", "cases", "timeout_s",
@@ -215,7 +218,7 @@ class Session:
         bar.close()
 
     def _time(self, chosen, cases_list, records):
-        """The speed phase (grader.batch.speed), after every correctness verdict; what
+        """The speed phase (grader.batch.timing.speed), after every correctness verdict; what
         environment.json records of it, or None when the batch times nothing."""
         from benchmarks import environment
 

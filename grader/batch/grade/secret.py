@@ -10,7 +10,7 @@ its fingerprint (grader.core.cases.fingerprint); shards to be merged need the sa
 import pathlib
 import secrets
 
-from grader.batch import private_file, reports
+from grader.batch.outputs import private_file, reports
 from grader.core import cases
 
 FILE = ".grader-secret"

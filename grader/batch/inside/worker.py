@@ -1,8 +1,9 @@
-"""The batch grader's worker: runs inside the sandbox, speaks grader.batch.protocol, judges nothing.
+"""The batch grader's worker: runs inside the sandbox, speaks grader.batch.inside.protocol,
+judges nothing.
 
-    python -m grader.batch.worker kernel FILE    # FILE: the rebuilt kernel source (grader.core.kernel_source)
-    python -m grader.batch.worker wrapper FILE   # FILE: the student's whole file
-    python -m grader.batch.worker timing FILE    # FILE: the rebuilt kernel source, to be timed
+    python -m grader.batch.inside.worker kernel FILE   # the rebuilt kernel (grader.core.kernel_source)
+    python -m grader.batch.inside.worker wrapper FILE  # the student's whole file
+    python -m grader.batch.inside.worker timing FILE   # the rebuilt kernel, to be timed
 
 A *kernel* run imports the rebuilt file (the two functions and their constants,
 nothing else), reports the symbolic diagnosis, builds the kernel with
@@ -12,7 +13,7 @@ A *wrapper* run imports the whole file and calls its ``nt_gemm`` on the one
 job it gets, so that the parent can check that the file as handed in works.
 A *timing* run builds the rebuilt kernel like a kernel run, compiles it for the
 sizes the parent names without launching anything, says it is ready, and
-times it (grader.batch.speed_probe) only when the parent says go: the parent lets
+times it (grader.batch.inside.speed_probe) only when the parent says go: the parent lets
 one timing run at a time touch a GPU, after every other run there has ended.
 
 The worker never sees a seed, a case id, a path outside the sandbox or the
@@ -27,7 +28,7 @@ import sys
 import time
 import traceback
 
-from grader.batch import build_guard, protocol
+from grader.batch.inside import build_guard, protocol
 from grader.batch.status import ExitCode
 
 
@@ -254,7 +255,7 @@ def wrapper_run(channel, path, active):
 
 
 def timing_run(channel, path, active):
-    from grader.batch import speed_probe
+    from grader.batch.inside import speed_probe
 
     loaded = _import_kernel(channel, path)
     if loaded is None:
@@ -287,7 +288,7 @@ RUNS = {"kernel": kernel_run, "wrapper": wrapper_run, "timing": timing_run}
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 2 or argv[0] not in RUNS:
-        print(f"usage: python -m grader.batch.worker {'|'.join(RUNS)} FILE", file=sys.stderr)
+        print(f"usage: python -m grader.batch.inside.worker {'|'.join(RUNS)} FILE", file=sys.stderr)
         return ExitCode.USAGE
     mode, path = argv
     channel = Channel()

@@ -8,7 +8,7 @@ check is checked:
   CSV without one (the column deleted or emptied) is flagged as unverifiable, since
   otherwise deleting the column would skip the check;
 * the tiles: ``block_m/n/k`` must be the tiles the grader's build of the kernel uses;
-* the numbers, once the grader has timed the file (grader.batch.speed) on the same GPU
+* the numbers, once the grader has timed the file (grader.batch.timing.speed) on the same GPU
   model: at each size both measured, the self-reported ratio to torch.mm and
   TFLOPS must lie within the noise band around the grader's own.
 
@@ -26,7 +26,7 @@ not a flag.
 import io
 import math
 
-from grader.batch.speed import spread
+from grader.batch.timing.speed import spread
 
 TOLERANCE_FLOOR = 0.10
 SPREADS = 3

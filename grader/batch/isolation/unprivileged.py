@@ -1,7 +1,7 @@
 """Student code without the sandbox, as root: run it as an unprivileged user of its own.
 
 Where bubblewrap cannot start (Gradescope's containers run as root, often without user
-namespaces) and the grader is root, an unsandboxed worker (grader.batch.sandbox.Worker)
+namespaces) and the grader is root, an unsandboxed worker (grader.batch.isolation.sandbox.Worker)
 runs as ``ntgemm-student``, which the Gradescope ``setup.sh`` creates. Where that account
 does not exist, it runs as the fixed uid and gid ``FALLBACK_ID``, once ``identity`` has
 checked that no account uses them. Either way:

@@ -26,7 +26,7 @@ Messages, in the order a run sends them:
 | worker | phase_done  |                                          | |
 | worker | stopped     | Stopped: why (the build guard ended the run; at any point) | |
 
-A timing run (grader.batch.speed) instead sends, after ``loaded``:
+A timing run (grader.batch.timing.speed) instead sends, after ``loaded``:
 
 | from   | kind        | fields                                   |
 | ------ | ----------- | ---------------------------------------- |
@@ -177,7 +177,7 @@ class CaseResult:
 
 @dataclasses.dataclass(frozen=True)
 class Stopped:
-    """The build guard (grader.batch.build_guard) ended a kernel or timing run at an event
+    """The build guard (grader.batch.inside.build_guard) ended a kernel or timing run at an event
     no build needs; the worker exits right after sending it, at any point of the run."""
 
     KIND = "stopped"

@@ -1,13 +1,14 @@
 """The parent's half of a worker run: send each phase's inputs, collect the outputs.
 
-grader.batch.worker speaks the other half (see grader.batch.protocol for the messages).
-Nothing here judges; grader.batch.grading does, from the RunReport.
+grader.batch.inside.worker speaks the other half (see grader.batch.inside.protocol for the
+messages). Nothing here judges; grader.batch.grade.grading does, from the RunReport.
 """
 
 import dataclasses
 import time
 
-from grader.batch import protocol, sandbox, time_budget
+from grader.batch.inside import protocol
+from grader.batch.isolation import sandbox, time_budget
 
 KINDS = ("hello", protocol.Loaded.KIND, protocol.Diagnosis.KIND, protocol.CaseResult.KIND,
          "phase_done", protocol.Stopped.KIND)
@@ -34,7 +35,7 @@ class RunReport:
     tiles: list = None
     build: object = None  # grader.core.gpu_compile.Build, as the kernel run claimed it
     cases: dict = dataclasses.field(default_factory=dict)  # job index -> CaseReport
-    stopped: str = ""  # why the build guard ended the run (grader.batch.build_guard), if it did
+    stopped: str = ""  # why the build guard (grader.batch.inside.build_guard) ended the run, if it did
 
 
 def run(mode, source, phases, *, backend_name, limits, device=None, sandboxed=True,
@@ -42,8 +43,8 @@ def run(mode, source, phases, *, backend_name, limits, device=None, sandboxed=Tr
     """Run a worker through ``phases`` (lists of (Job, lhs, rhs) with CPU float16
     tensors); always returns a RunReport, whatever the submission does.
 
-    On the interpreter the wall limit grows by grader.batch.time_budget for the kernel's tiles:
-    a kernel run's own (from its diagnosis), or ``tiles`` for a wrapper run.
+    On the interpreter the wall limit grows by grader.batch.isolation.time_budget for the
+    kernel's tiles: a kernel run's own (from its diagnosis), or ``tiles`` for a wrapper run.
     """
     sizes = {job.index: job.output_bytes for phase in phases for job, _, _ in phase}
 

@@ -5,18 +5,18 @@ the same folder, then ``os.replace``), so an interrupted batch never leaves a
 half-written file, and a stored ``record.json`` always describes a finished grade.
 
 Per student, in ``OUT/<folder>/`` (``folder`` is a safe name for the student id,
-see grader.batch.intake.safe_folder_name and ``OUT/students.csv``):
+see grader.batch.grade.intake.safe_folder_name and ``OUT/students.csv``):
 
 * ``record.json``: everything the grade was computed from, and its resume key;
 * ``results.json``: the Gradescope autograder results shape;
 * ``feedback.md``: status, score, each case, the likely mistakes, in English and Chinese;
 * ``stdout.log`` and ``stderr.log``: the submission's output, truncated;
-* on a GPU, for a timed submission (grader.batch.speed): ``speed.csv``, the grader's
+* on a GPU, for a timed submission (grader.batch.timing.speed): ``speed.csv``, the grader's
   measurement in the benchmark's CSV columns, and ``card.png``, the benchmark's
   report card drawn from it.
 
 Beside the gradebook, a batch that timed anyone writes ``leaderboard.csv`` and
-``leaderboard.png`` (grader.batch.leaderboard).
+``leaderboard.png`` (grader.batch.outputs.leaderboard).
 
 Hidden cases are named ``hidden_<i> (hidden)`` in everything a student sees,
 with a pass/fail line and no shape, sizes or element positions.
@@ -34,7 +34,7 @@ import subprocess
 import tempfile
 
 from benchmarks.environment import git_revision, package_version
-from grader.batch import spreadsheet
+from grader.batch.outputs import spreadsheet
 from grader.batch.status import Status
 
 LOG_LIMIT = 64 * 1024
@@ -143,7 +143,7 @@ def results_json(record, hidden_visibility=HIDDEN_VISIBILITY, output=None, total
         # Gradescope adds up the tests, each shown when its visibility allows. The batch's
         # own results.json keeps it: its feedback.md shows every case anyway.
         results = {"score": record["score"], **results}
-    from grader.batch import speed
+    from grader.batch.timing import speed
 
     row = speed.headline(record)
     if row is not None:
@@ -172,7 +172,7 @@ def speed_markdown(record):
                   f"{entry.get('num_warps')} warps, {entry.get('num_stages')} stages", "",
                   "| size | yours (TFLOPS) | torch.mm (TFLOPS) | vs torch.mm | roofline | spread |",
                   "| --- | --- | --- | --- | --- | --- |"]
-        from grader.batch import speed
+        from grader.batch.timing import speed
 
         for row in rows:
             if row["verdict"] != "PASS":
@@ -208,7 +208,8 @@ def hints_for(record, cases_list):
 
 
 def flags(record):
-    """Every flag of a record: the grading's own, then the hand-in check's (grader.batch.handin)."""
+    """Every flag of a record: the grading's own, then the hand-in check's
+    (grader.batch.timing.handin)."""
     return list(record.get("flags") or []) + list((record.get("handin") or {}).get("flags") or [])
 
 
@@ -303,7 +304,7 @@ def write_student(out_dir, record, cases_list):
 def write_speed(folder, record):
     """speed.csv (the benchmark's columns) and card.png (the benchmark's card) of a timed record."""
     from benchmarks import card
-    from grader.batch import speed
+    from grader.batch.timing import speed
 
     table = speed.frame(record)
     atomic_write(folder / "speed.csv", spreadsheet.csv_text(table))
@@ -326,7 +327,7 @@ KEY_FILE = ".grader-key"
 def signing_key(out_dir):
     """The output folder's secret for signing records; made on first use, readable by the
     grader's user alone. Workers never see the output folder, so never this key."""
-    from grader.batch import private_file
+    from grader.batch.outputs import private_file
 
     return private_file.made_once(pathlib.Path(out_dir) / KEY_FILE, lambda: os.urandom(32))
 
@@ -392,7 +393,7 @@ def _speed_columns(record, sizes):
     the batch measured no speed."""
     if not sizes:
         return {}
-    from grader.batch import speed
+    from grader.batch.timing import speed
 
     entry = (record or {}).get("speed") or {}
     rows = {row["size"]: row for row in entry.get("rows") or [] if row["verdict"] == "PASS"}
@@ -431,7 +432,7 @@ def summary_frame(records, cases_list):
 
 def write_class(out_dir, records, cases_list):
     """gradebook.csv, summary.csv, summary.png and students.csv from every record of the batch;
-    every CSV through grader.batch.spreadsheet, so no id in it is taken for a formula."""
+    every CSV through grader.batch.outputs.spreadsheet, so no id in it is taken for a formula."""
     import pandas
 
     out_dir = pathlib.Path(out_dir)
@@ -440,10 +441,10 @@ def write_class(out_dir, records, cases_list):
     atomic_write(out_dir / "gradebook.csv", spreadsheet.csv_text(gradebook, bom=True))
     atomic_write(out_dir / "summary.csv", spreadsheet.csv_text(summary))
     if records:
-        from grader.batch import class_chart
+        from grader.batch.outputs import class_chart
 
         atomic_write(out_dir / "summary.png", class_chart.render(summary, gradebook))
-    from grader.batch import leaderboard
+    from grader.batch.outputs import leaderboard
 
     board = leaderboard.frame(records)
     if len(board):
@@ -497,7 +498,7 @@ def environment(settings, extra=None):
         "pandas": package_version("pandas"),
         "grader_revision": git_revision(),
     }
-    from grader.batch.grading import grader_version
+    from grader.batch.grade.grading import grader_version
 
     info["grader_version"] = grader_version()
     info.update(extra or {})

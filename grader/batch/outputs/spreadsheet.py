@@ -5,7 +5,7 @@ spreadsheet takes a cell starting with ``=``, ``+``, ``-`` or ``@`` (a tab or a 
 return before one too) for a formula: ``=HYPERLINK(...)`` in ``gradebook.csv`` would be
 a live link. OWASP's rule against CSV injection: such a text cell gets a leading single
 quote. Numbers stay numbers (``-2`` is no formula), and a cell already quoted is left
-alone, so a CSV read back and written again (grader.batch.export) is not quoted twice.
+alone, so a CSV read back and written again (grader.batch.outputs.export) is not quoted twice.
 Nothing takes the quote off when reading: ``'=x`` may as well be an id as written.
 Markdown and pictures show ids as written.
 """

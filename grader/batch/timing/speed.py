@@ -5,7 +5,7 @@ case is timed in a phase of its own, so that no student's timing ever shares a
 GPU with another student's work (grader.batch.cli runs this phase after the pool).
 On each GPU one timing run holds the GPU at a time; the next students' runs
 (PREPARE_AHEAD of them) start meanwhile, build their kernels and compile them
-for the timed sizes without launching anything (grader.batch.speed_probe.compile_only),
+for the timed sizes without launching anything (grader.batch.inside.speed_probe.compile_only),
 so that the GPU waits for compilers as little as possible.
 
 What is timed is the rebuilt kernel (grader.core.kernel_source), launched by the
@@ -13,7 +13,7 @@ grader into a preallocated output, against ``torch.mm(out=...)`` on the same
 operands: benchmarks.timing's method (L2 flushed, alternating rounds,
 medians and p20..p80). ``nt_gemm`` is never timed: it could call torch.mm.
 Every number kept comes from a timing run's report, checked by
-grader.batch.protocol.timing, and turned into the benchmark's own CSV rows by
+grader.batch.inside.protocol.timing, and turned into the benchmark's own CSV rows by
 benchmarks.report, so a student's card from the grader and the card from
 their own benchmark are the same picture of the same columns.
 
@@ -29,7 +29,7 @@ import threading
 from benchmarks.harness import PASS, FAIL, SizeResult, parse_size, size_label
 from benchmarks.kernel_config import KernelConfig, UNKNOWN
 from benchmarks.timing import REP_MS, Timing
-from grader.batch import speed_probe
+from grader.batch.inside import speed_probe
 
 DEFAULT_SIZES = ((4096, 4096, 4096), (4095, 4095, 4095))
 CARD_LABEL = "your kernel, launched by the grader"
@@ -39,7 +39,7 @@ METHOD = ("the grader's own launch of the rebuilt kernel into a preallocated out
           f"{REP_MS // 2} ms, the medians of the rounds' medians, p20 and p80; nt_gemm is not "
           "timed")
 # Timing runs compiling on each GPU while one is timed: compiling is CPU work and
-# launches nothing (grader.batch.speed_probe.compile_only); each holds a CUDA context.
+# launches nothing (grader.batch.inside.speed_probe.compile_only); each holds a CUDA context.
 PREPARE_AHEAD = 4
 NOT_MEASURED = {
     "interpreter": ("Speed: not measured: this batch ran on the Triton interpreter (a CPU), "
@@ -173,9 +173,9 @@ class _Once:
 
 
 def _time_on(device, work, settings, on_timed, on_start, stop, env, retried):
-    from grader.batch.grading import check_handin
-    from grader.batch.conversation import TimingRun
-    from grader.batch.sandbox import Limits, cores_for
+    from grader.batch.grade.grading import check_handin
+    from grader.batch.isolation.conversation import TimingRun
+    from grader.batch.isolation.sandbox import Limits, cores_for
 
     def start(item):
         submission, _ = item

@@ -6,7 +6,8 @@
 writes ``DIR/autograder.zip``, which Gradescope takes as it is. At its root:
 
 * ``setup.sh`` installs Python, the CPU build of torch and the kit;
-* ``run_autograder`` grades ``/autograder/submission`` with ``python -m grader.batch.gradescope``;
+* ``run_autograder`` grades ``/autograder/submission`` with
+  ``python -m grader.batch.packaging.gradescope``;
 * ``gradescope.json`` holds the grading secret (grader.core.cases.canonical_secret) and the
   settings. The secret comes from this file and nowhere else: never from the submission or
   its environment;
@@ -16,7 +17,7 @@ The grading goes through the batch grader itself (``python -m grader grade``, on
 one) and so through the same sandboxed runs. Where bubblewrap cannot start (a container
 without user namespaces), it refuses to grade and says why in results.json, unless the
 zip was built with ``--allow-unsandboxed``. Then student code runs without the sandbox,
-beside the grader, and what holds is this (grader.batch.unprivileged):
+beside the grader, and what holds is this (grader.batch.isolation.unprivileged):
 
 * it runs as ``ntgemm-student``, an unprivileged user that ``setup.sh`` creates (else a
   fixed uid and gid that no account uses), without supplementary groups, with no_new_privs,
@@ -49,7 +50,7 @@ import tempfile
 import time
 import zipfile
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 CONFIG = "gradescope.json"
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 STUDENT = "submission"
@@ -73,8 +74,8 @@ RUN = """#!/usr/bin/env bash
 set -uo pipefail
 root="${AUTOGRADER_ROOT:-/autograder}"
 cd "$root/source/ntgemm"
-PYTHONPATH="$root/source/ntgemm" exec "${NTGEMM_PYTHON:-python3}" -m grader.batch.gradescope \\
-    --root "$root"
+PYTHONPATH="$root/source/ntgemm" exec "${NTGEMM_PYTHON:-python3}" \\
+    -m grader.batch.packaging.gradescope --root "$root"
 """
 
 
@@ -85,7 +86,8 @@ def _kit_files():
     files = [(ROOT / "pyproject.toml", "ntgemm/pyproject.toml"),
              (ROOT / "README.md", "ntgemm/README.md")]
     # The worker runs as ``python -m``, so nothing imports it: it is an entry point of its own.
-    for relative in import_graph.closure_files(["grader.batch.gradescope", "grader.batch.worker"]):
+    for relative in import_graph.closure_files(["grader.batch.packaging.gradescope",
+                                                "grader.batch.inside.worker"]):
         files.append((ROOT / relative, f"ntgemm/{relative}"))
     return files
 
@@ -121,8 +123,11 @@ def _preload():
     """Import every module the grading process uses, before any student code runs."""
     import benchmarks.card  # noqa: F401
     import benchmarks.report  # noqa: F401
-    from grader.batch import (class_chart, cli, grading, handin, leaderboard,  # noqa: F401
-                              reports, sandbox, speed)
+    from grader.batch import cli  # noqa: F401
+    from grader.batch.grade import grading  # noqa: F401
+    from grader.batch.isolation import sandbox  # noqa: F401
+    from grader.batch.outputs import class_chart, leaderboard, reports  # noqa: F401
+    from grader.batch.timing import handin, speed  # noqa: F401
     from grader.core import diagnosis  # noqa: F401
 
 
@@ -134,8 +139,9 @@ def _failure(message):
 
 def _student_output(record, config):
     """The feedback Gradescope shows at once: all of it when hidden cases are visible,
-    else only what the public cases say (grader.batch.reports.public_view), hints included."""
-    from grader.batch import reports
+    else only what the public cases say (grader.batch.outputs.reports.public_view), hints
+    included."""
+    from grader.batch.outputs import reports
     from grader.core import cases
 
     if config["hidden_visibility"] != "visible":
@@ -147,7 +153,7 @@ def _student_output(record, config):
 
 
 def _refuse(root, message, started):
-    from grader.batch import reports
+    from grader.batch.outputs import reports
 
     results = _failure(message)
     results["execution_time"] = int(round(time.monotonic() - started))
@@ -157,9 +163,9 @@ def _refuse(root, message, started):
 
 
 def _unsandboxed_user():
-    """The unprivileged user student code will run as (grader.batch.unprivileged), or why
+    """The unprivileged user student code will run as (grader.batch.isolation.unprivileged), or why
     there is none: a str."""
-    from grader.batch import sandbox, unprivileged
+    from grader.batch.isolation import sandbox, unprivileged
 
     problem = sandbox.check_unsandboxed()
     if problem:
@@ -170,7 +176,9 @@ def _unsandboxed_user():
 
 def run(root):
     """Grade ``root/submission`` and write ``root/results/results.json``; returns 0."""
-    from grader.batch import cli, reports, sandbox, unprivileged
+    from grader.batch import cli
+    from grader.batch.isolation import sandbox, unprivileged
+    from grader.batch.outputs import reports
     from grader.batch.status import ExitCode
 
     started = time.monotonic()
@@ -226,7 +234,7 @@ def run(root):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m grader.batch.gradescope",
+    parser = argparse.ArgumentParser(prog="python -m grader.batch.packaging.gradescope",
                                      description="Grade /autograder/submission inside "
                                                  "Gradescope's container (run_autograder).")
     parser.add_argument("--root", default="/autograder", help="the autograder folder")

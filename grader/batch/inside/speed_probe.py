@@ -1,6 +1,6 @@
 """Inside a timing worker: compile the grader's kernel ahead of its turn, then time it.
 
-Runs in the sandbox (``python -m grader.batch.worker timing``) on the kernel that
+Runs in the sandbox (``python -m grader.batch.inside.worker timing``) on the kernel that
 grader.core.kernel_source rebuilt and ``ninetoothed.make`` built, never on the
 student's ``nt_gemm``, which could call torch.mm itself. The method is the
 benchmark's (benchmarks.timing): L2 flushed before every run, the kernel and

@@ -3,7 +3,7 @@
 The parent never imports student code. It reads the source as text (the
 syntax, the contract's names, the placeholders, and grader.core.kernel_source's
 rebuild of the kernel), then starts two sandboxed workers side by side
-(grader.batch.sandbox, grader.batch.conversation):
+(grader.batch.isolation.sandbox, grader.batch.isolation.conversation):
 
 * the **kernel run** gets the rebuilt file, only the two functions and their
   constants, builds the kernel itself and launches it on the inputs the parent
@@ -15,11 +15,11 @@ rebuild of the kernel), then starts two sandboxed workers side by side
   ``nt_gemm`` must return exactly what its kernel writes.
 
 The result is one plain dict per student, the *record*, from which
-grader.batch.reports writes everything.
+grader.batch.outputs.reports writes everything.
 
 Status precedence: ``missing_file``, ``import_error``, ``not_implemented``,
 ``flagged`` for a kernel that uses what the grader does not run (nothing runs,
-score 0); ``flagged`` for a kernel run the build guard stopped (grader.batch.build_guard,
+score 0); ``flagged`` for a kernel run the build guard stopped (grader.batch.inside.build_guard,
 score 0); then how the kernel run ended (``timeout``, ``memory_limit``,
 ``crashed``: the cases judged before keep their points); then the wrapper run
 (its ending, an ``nt_gemm`` that asks to exit: ``crashed``; an ``nt_gemm``
@@ -35,11 +35,14 @@ import re
 
 from benchmarks.environment import package_version
 from grader import __version__
-from grader.batch import conversation, import_graph, protocol, speed
+from grader.batch import import_graph
+from grader.batch.inside import protocol
+from grader.batch.isolation import conversation
+from grader.batch.timing import speed
 from grader.core import checks, kernel_source, loading
 from grader.core import cases as catalogue
-from grader.batch.sandbox import Limits, cores_for
-from grader.batch.speed import SpeedSettings
+from grader.batch.isolation.sandbox import Limits, cores_for
+from grader.batch.timing.speed import SpeedSettings
 from grader.batch.status import Status
 
 ROLES = {catalogue.GEMM: ("out",), catalogue.DETERMINISM: ("first", "second"),
@@ -52,13 +55,13 @@ class WorkerFailure(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-    seed: str = dataclasses.field(repr=False)  # the grading secret (grader.batch.secret)
+    seed: str = dataclasses.field(repr=False)  # the grading secret (grader.batch.grade.secret)
     backend: str
     timeout_s: float
     memory_limit_bytes: int
     case_filter: tuple = ()  # test-only subset of case ids; empty means the whole catalogue
     sandboxed: bool = True  # False only with --unsafe-no-sandbox
-    speed: SpeedSettings = SpeedSettings(sizes=())  # grader.batch.speed; off unless given
+    speed: SpeedSettings = SpeedSettings(sizes=())  # grader.batch.timing.speed; off unless given
     late_penalty: float = 0.0  # share of the case points a late submission loses (--late-penalty)
     gpu_target: str = "sm_90"  # what every kernel is compiled for first (grader.core.gpu_compile)
 
@@ -80,7 +83,7 @@ class Settings:
 
     @property
     def isolation(self):
-        from grader.batch import sandbox
+        from grader.batch.isolation import sandbox
 
         return sandbox.BUBBLEWRAP if self.sandboxed else sandbox.UNSAFE
 
@@ -88,7 +91,8 @@ class Settings:
 def grader_version():
     """The version plus a digest of the grading code: any change to it means regrading."""
     digest = hashlib.sha256()
-    for relative in import_graph.closure_files(["grader.batch.grading", "grader.batch.worker"]):
+    for relative in import_graph.closure_files(["grader.batch.grade.grading",
+                                                "grader.batch.inside.worker"]):
         digest.update(relative.encode() + b"\0" + (import_graph.ROOT / relative).read_bytes())
     return f"{__version__}+{digest.hexdigest()[:12]}"
 
@@ -185,7 +189,7 @@ def base_record(submission, settings, folder):
 
 
 def _speed_placeholder(settings):
-    """What the record says of speed until the speed phase (grader.batch.speed) times it."""
+    """What the record says of speed until the speed phase (grader.batch.timing.speed) times it."""
     if settings.backend != "gpu":
         return speed.not_measured("interpreter")
     if not settings.speed.sizes:
@@ -255,7 +259,7 @@ def grade(submission, settings, folder, device=None, on_start=None):
                    on_start=on_start)
     # Side by side on a GPU, where they overlap; one after the other on the interpreter,
     # whose -j already keeps every core busy, and where the wrapper's time limit grows
-    # with the tiles the kernel run showed (grader.batch.time_budget).
+    # with the tiles the kernel run showed (grader.batch.isolation.time_budget).
     if settings.backend == "gpu":
         with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
             kernel_future = pool.submit(conversation.run, "kernel", kernel.text.encode("utf-8"),
@@ -291,14 +295,14 @@ def grade(submission, settings, folder, device=None, on_start=None):
     record["score"] = sum(entry["points"] for entry in record["cases"])
     apply_late_penalty(record, settings.late_penalty)
     if record["status"] == "passed" and settings.timed:
-        record["speed"] = None  # to be timed (grader.batch.speed.needs_timing)
+        record["speed"] = None  # to be timed (grader.batch.timing.speed.needs_timing)
     check_handin(submission, record)
     return record
 
 
 def apply_late_penalty(record, penalty):
-    """A late submission (the LMS marked it, grader.batch.intake) keeps (1 - penalty) of its case
-    points, rounded to two decimals: score = round(points * (1 - penalty), 2)."""
+    """A late submission (the LMS marked it, grader.batch.grade.intake) keeps (1 - penalty) of
+    its case points, rounded to two decimals: score = round(points * (1 - penalty), 2)."""
     if not (penalty and record.get("late")):
         return
     kept = round(record["score"] * (1 - penalty), 2)
@@ -307,12 +311,12 @@ def apply_late_penalty(record, penalty):
 
 
 def check_handin(submission, record):
-    """Check the hand-in CSV (grader.batch.handin) against what is known now; the speed phase
+    """Check the hand-in CSV (grader.batch.timing.handin) against what is known now; the speed phase
     checks again with its timings, replacing this. Its flags stay in record["handin"]
-    (grader.batch.reports.flags shows them with the rest)."""
+    (grader.batch.outputs.reports.flags shows them with the rest)."""
     if not submission.handin:
         return
-    from grader.batch import handin
+    from grader.batch.timing import handin
 
     try:
         record["handin"] = handin.check(submission.handin, submission.handin_origin, record)

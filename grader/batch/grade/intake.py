@@ -5,7 +5,7 @@ Accepted layouts, mixed freely in one folder:
 * a folder per student: ``<id>/ninetoothed_gemm.py`` (the shallowest file of that
   name inside the folder counts). A folder without it is a ``missing_file``
   student. The shallowest ``*.csv`` beside it, if any, is kept as the student's
-  hand-in benchmark CSV (grader.batch.handin checks it); other files are ignored;
+  hand-in benchmark CSV (grader.batch.timing.handin checks it); other files are ignored;
 * flat files: ``<id>.py``, or an LMS download name (``identity``): Canvas's
   ``<name>[_LATE]_<user id>_<file id>_<file>``, Moodle's
   ``<full name>_<participant id>_assignsubmission_file_<file>``, or the generic
