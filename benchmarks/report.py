@@ -20,7 +20,7 @@ import pandas as pd
 
 from benchmarks import environment
 from benchmarks.harness import DTYPE_BYTES, IMPLEMENTATION, PASS, size_label
-from benchmarks.timing import METHOD, tflops
+from benchmarks.timing import METHOD, Timing, tflops
 from ledger import formulas
 
 # The fields contract 4 requires on every row (tests check them).
@@ -188,6 +188,13 @@ def write_csv(frame, out_dir, stem):
 
 def read_csv(path):
     return pd.read_csv(path, keep_default_na=True)
+
+
+def spread(row, prefix=""):
+    """Half the p20..p80 width as a share of the median (benchmarks.timing) of a timed row:
+    the kernel's, or torch.mm's with ``prefix="torch_mm_"``."""
+    return Timing(*(row[f"{prefix}{name}_ms"] for name in ("median", "p20", "p80"))) \
+        .relative_spread
 
 
 # --- the printed table ----------------------------------------------------------------------

@@ -42,6 +42,7 @@ from grader.batch.timing import speed
 from grader.core import checks, kernel_source, loading
 from grader.core import cases as catalogue
 from grader.batch.isolation.sandbox import Limits, cores_for
+from grader.batch.timing.handin import check_handin
 from grader.batch.timing.speed import SpeedSettings
 from grader.batch.status import Status
 
@@ -308,22 +309,6 @@ def apply_late_penalty(record, penalty):
     kept = round(record["score"] * (1 - penalty), 2)
     record["late_deduction"] = round(record["score"] - kept, 2)
     record["score"] = kept
-
-
-def check_handin(submission, record):
-    """Check the hand-in CSV (grader.batch.timing.handin) against what is known now; the speed phase
-    checks again with its timings, replacing this. Its flags stay in record["handin"]
-    (grader.batch.outputs.reports.flags shows them with the rest)."""
-    if not submission.handin:
-        return
-    from grader.batch.timing import handin
-
-    try:
-        record["handin"] = handin.check(submission.handin, submission.handin_origin, record)
-    except Exception as error:  # noqa: BLE001 - a hostile CSV must never stop the batch
-        record["handin"] = {"file": submission.handin_origin, "verdict": "not compared",
-                            "flags": [], "notes": [f"the CSV could not be checked "
-                                                   f"({type(error).__name__})"]}
 
 
 def _judge_cases(cases_list, run, seed, unbuilt=None, source="", every=True):

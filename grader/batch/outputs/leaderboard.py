@@ -8,6 +8,7 @@ Students are named by their ids, as in the gradebook.
 
 import io
 
+from benchmarks import report
 from grader.batch.timing import speed
 
 COLUMNS = ("rank", "student", "size", "ratio_vs_torch_mm", "tflops", "torch_mm_tflops",
@@ -29,7 +30,7 @@ def frame(records):
                      "ratio_vs_torch_mm": row["ratio_vs_torch_mm"], "tflops": row["tflops"],
                      "torch_mm_tflops": row["torch_mm_tflops"],
                      "roofline_fraction": row["roofline_fraction"],
-                     "spread": round(speed.spread(row), 4),
+                     "spread": round(report.spread(row), 4),
                      "tiles": "x".join(str(size) for size in tiles) if tiles else "",
                      "gpu": record["speed"].get("gpu", "")})
     rows.sort(key=lambda row: (-row["ratio_vs_torch_mm"], row["student"]))

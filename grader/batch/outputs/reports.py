@@ -172,7 +172,7 @@ def speed_markdown(record):
                   f"{entry.get('num_warps')} warps, {entry.get('num_stages')} stages", "",
                   "| size | yours (TFLOPS) | torch.mm (TFLOPS) | vs torch.mm | roofline | spread |",
                   "| --- | --- | --- | --- | --- | --- |"]
-        from grader.batch.timing import speed
+        from benchmarks import report
 
         for row in rows:
             if row["verdict"] != "PASS":
@@ -182,7 +182,7 @@ def speed_markdown(record):
             lines.append(f"| {row['size']} | {row['tflops']:.1f} | {row['torch_mm_tflops']:.1f} "
                          f"| {row['ratio_vs_torch_mm']:.2f}x | "
                          f"{'' if roofline in (None, '') else f'{roofline:.0%}'} | "
-                         f"±{speed.spread(row):.1%} |")
+                         f"±{report.spread(row):.1%} |")
     if entry.get("points") is not None:
         lines += ["", f"Speed points / 速度加分: {entry['points']}"]
     return lines
@@ -393,7 +393,7 @@ def _speed_columns(record, sizes):
     the batch measured no speed."""
     if not sizes:
         return {}
-    from grader.batch.timing import speed
+    from benchmarks import report
 
     entry = (record or {}).get("speed") or {}
     rows = {row["size"]: row for row in entry.get("rows") or [] if row["verdict"] == "PASS"}
@@ -407,7 +407,7 @@ def _speed_columns(record, sizes):
         columns[f"tflops_{size}"] = round(row["tflops"], 2) if row else ""
         columns[f"roofline_{size}"] = ("" if not row or row["roofline_fraction"] in (None, "")
                                        else round(row["roofline_fraction"], 4))
-        columns[f"spread_{size}"] = round(speed.spread(row), 4) if row else ""
+        columns[f"spread_{size}"] = round(report.spread(row), 4) if row else ""
     return columns
 
 

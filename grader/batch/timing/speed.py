@@ -30,6 +30,7 @@ from benchmarks.harness import PASS, FAIL, SizeResult, parse_size, size_label
 from benchmarks.kernel_config import KernelConfig, UNKNOWN
 from benchmarks.timing import REP_MS, Timing
 from grader.batch.inside import speed_probe
+from grader.batch.timing.handin import check_handin
 
 DEFAULT_SIZES = ((4096, 4096, 4096), (4095, 4095, 4095))
 CARD_LABEL = "your kernel, launched by the grader"
@@ -173,7 +174,6 @@ class _Once:
 
 
 def _time_on(device, work, settings, on_timed, on_start, stop, env, retried):
-    from grader.batch.grade.grading import check_handin
     from grader.batch.isolation.conversation import TimingRun
     from grader.batch.isolation.sandbox import Limits, cores_for
 
@@ -251,13 +251,6 @@ def frame(record):
     from benchmarks import report
 
     return pandas.DataFrame(record["speed"]["rows"], columns=list(report.COLUMNS))
-
-
-def spread(row, prefix=""):
-    """Half the p20..p80 width as a share of the median (benchmarks.timing) of a timed
-    benchmark row: the kernel's, or torch.mm's with ``prefix="torch_mm_"``."""
-    return Timing(*(row[f"{prefix}{name}_ms"] for name in ("median", "p20", "p80"))) \
-        .relative_spread
 
 
 def entry(run, record, env):
