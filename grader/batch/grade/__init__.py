@@ -3,6 +3,7 @@
 ``intake`` reads the submissions folder, hostile, into memory; ``grading`` grades one
 submission through two sandboxed runs and judges it; ``session`` runs a batch (its
 manifest, resume, the pool of workers, the speed phase, the class reports) and merges
-shards; ``secret`` keeps the grading secret. It may import every room below it:
+shards; ``secret`` keeps the grading secret and ``machine`` records what graded it
+(environment.json). It may import every room below it:
 grader.batch.outputs, .timing, .isolation and .inside.
 """

@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 
-from grader.batch.grade import grading, intake, secret
+from grader.batch.grade import grading, intake, machine, secret
 from grader.batch.isolation import sandbox
 from grader.batch.outputs import reports
 from grader.batch.timing import speed
@@ -130,7 +130,7 @@ class Session:
         reports.write_class(self.out_dir, ordered, cases_list)
         statuses = count_statuses(ordered)
         after = intake.folder_digest(submissions_dir)
-        reports.write_environment(self.out_dir, reports.environment(self.settings, {
+        reports.write_environment(self.out_dir, machine.environment(self.settings, {
             "jobs": len(self.slots), "devices": [d for d in self.slots if d is not None],
             "shard": list(shard) if shard else None, "students": len(ordered),
             "statuses": statuses, "graded_now": len(todo),
@@ -316,7 +316,7 @@ def merge(shards, out_dir):
             environments.append(json.loads((shard / "environment.json").read_text()))
         except (OSError, ValueError):
             environments.append(None)
-    reports.write_environment(out_dir, reports.environment(settings, {
+    reports.write_environment(out_dir, machine.environment(settings, {
         "merged_shards": len(manifests), "shard_environments": environments,
         "students": len(ordered), "statuses": count_statuses(ordered)}))
     say(f"merged {len(manifests)} shard(s), {len(ordered)} students: {out_dir / 'gradebook.csv'}")

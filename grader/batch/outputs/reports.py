@@ -22,18 +22,14 @@ Hidden cases are named ``hidden_<i> (hidden)`` in everything a student sees,
 with a pass/fail line and no shape, sizes or element positions.
 """
 
-import datetime
 import hashlib
 import hmac
 import json
 import os
 import pathlib
-import platform
 import shutil
-import subprocess
 import tempfile
 
-from benchmarks.environment import git_revision, package_version
 from grader.batch.outputs import spreadsheet
 from grader.batch.status import Status
 
@@ -455,54 +451,6 @@ def write_class(out_dir, records, cases_list):
           "status": r["status"]} for r in sorted(records, key=lambda r: r["student"])],
         columns=["student", "folder", "origin", "status"])
     atomic_write(out_dir / "students.csv", spreadsheet.csv_text(mapping))
-
-
-def _gpus(backend_name):
-    if backend_name != "gpu":
-        return []
-    try:
-        result = subprocess.run(
-            ["nvidia-smi", "--query-gpu=index,name,driver_version,memory.total",
-             "--format=csv,noheader"], capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.SubprocessError):
-        return []
-    gpus = []
-    for line in result.stdout.strip().splitlines():
-        parts = [part.strip() for part in line.split(",")]
-        if len(parts) == 4:
-            gpus.append({"index": parts[0], "name": parts[1], "driver": parts[2],
-                         "memory": parts[3]})
-    return gpus
-
-
-def environment(settings, extra=None):
-    import torch
-
-    gpus = _gpus(settings.backend)
-    info = {
-        "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "backend": settings.backend,
-        "secret_fingerprint": settings.fingerprint,
-        "timeout_s": settings.timeout_s,
-        "memory_limit_gib": round(settings.memory_limit_bytes / 2**30, 3),
-        "isolation": settings.isolation,
-        "gpus": gpus,
-        "gpu": gpus[0]["name"] if gpus else None,
-        "driver": gpus[0]["driver"] if gpus else None,
-        "cuda": torch.version.cuda,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "torch": torch.__version__,
-        "triton": package_version("triton"),
-        "ninetoothed": package_version("ninetoothed"),
-        "pandas": package_version("pandas"),
-        "grader_revision": git_revision(),
-    }
-    from grader.batch.grade.grading import grader_version
-
-    info["grader_version"] = grader_version()
-    info.update(extra or {})
-    return info
 
 
 def write_environment(out_dir, info):
