@@ -17,7 +17,6 @@ command line; 130 when interrupted (run the same command again to resume).
 """
 
 import argparse
-import os
 import pathlib
 
 from grader.core import cases as catalogue
@@ -48,16 +47,6 @@ def _fraction(text):
     if not 0 <= value <= 1:
         raise argparse.ArgumentTypeError(f"--late-penalty must be between 0 and 1, got {text!r}")
     return value
-
-
-def default_jobs(cores, gpus):
-    """Submissions graded at once when -j is not given. On a GPU host a submission spends
-    most of its time in Triton's compiler, on the CPU, two runs at a time: on one H200 with
-    16 cores, 100 submissions took 428 s at -j 8 and 442 s at -j 16 (instructor guide,
-    section 3). On the interpreter every run is CPU work: one per core."""
-    if gpus == 0:
-        return cores
-    return max(gpus, cores // 2)
 
 
 def _jobs(text):
@@ -298,35 +287,10 @@ def _output_option(command, metavar, what):
                        help="the old name of --out (deprecated)")
 
 
-# --------------------------------------------------------------------------- helpers
-
-def decide_backend():
-    """The backend the workers will use, decided without importing triton here.
-
-    An interpreter that cannot run here stops the batch before anyone is graded:
-    otherwise every student would get the same crash as a verdict.
-    """
-    from grader.core import backend as backends
-
-    choice = backends.requested()
-    if choice != "interpreter":
-        import torch
-
-        if torch.cuda.is_available():
-            return "gpu"
-        if choice == "gpu":
-            raise GraderError(f"{backends.ENV_VAR}=gpu, but torch sees no CUDA device")
-    problem = backends.interpreter_problem()
-    if problem:
-        raise GraderError(problem)
-    return "interpreter"
-
-
 # --------------------------------------------------------------------------- grade
 
 def command_grade(args):
-    from grader.batch.grade import grading, secret, session
-    from grader.batch.isolation import sandbox
+    from grader.batch.grade import grading, machine, secret, session
 
     submissions_dir = pathlib.Path(args.submissions)
     out_dir = pathlib.Path(args.out)
@@ -338,7 +302,7 @@ def command_grade(args):
     if out_dir.exists() and not out_dir.is_dir():
         raise GraderError(f"--out {args.out!r} exists and is not a folder")
 
-    backend_name = decide_backend()
+    backend_name = machine.decide_backend()
     case_filter = tuple(item for item in args.cases.split(",") if item)
     seed, warning = secret.choose(*_chosen_seed(args), out_dir)
     if warning:
@@ -348,24 +312,7 @@ def command_grade(args):
                                 case_filter=case_filter, sandboxed=not args.unsafe_no_sandbox,
                                 speed=_speed_settings(args, backend_name),
                                 late_penalty=args.late_penalty, gpu_target=args.gpu_target)
-    os.environ[gpu_compile.ENV_VAR] = args.gpu_target  # the workers' compile check reads it
-    if case_filter and len(settings.cases()) != len(set(case_filter)):
-        known = {case.id for case in catalogue.catalogue(seed, backend_name)}
-        raise GraderError(f"--cases: unknown case ids {sorted(set(case_filter) - known)}")
-
-    devices = []
-    if backend_name == "gpu":
-        import torch
-
-        try:
-            devices = sandbox.parse_gpus(args.gpus, count=torch.cuda.device_count())
-        except ValueError as error:
-            raise GraderError(str(error)) from None
-    jobs = args.jobs or default_jobs(len(os.sched_getaffinity(0)), len(devices))
-    if devices and jobs > len(devices):
-        say(f"note: -j {jobs} with {len(devices)} GPU(s): several workers share a GPU")
-    batch = session.Session(settings, out_dir, sandbox.assign_devices(jobs, devices),
-                            progress=not args.no_progress)
+    batch = session.start(settings, out_dir, args.jobs, args.gpus, progress=not args.no_progress)
     batch.run(submissions_dir, shard=args.shard, force=args.force)
     return ExitCode.OK
 

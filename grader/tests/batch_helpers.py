@@ -24,7 +24,7 @@ NEEDS_INTERPRETER = pytest.mark.skipif(backend.interpreter_problem() is not None
 
 def batch_backend():
     """The backend a batch run by these tests grades on, decided as the grader decides it."""
-    from grader.batch.cli import decide_backend
+    from grader.batch.grade.machine import decide_backend
 
     return decide_backend()
 

@@ -10,7 +10,7 @@ import zipfile
 
 import pytest
 
-from grader.batch.grade import intake
+from grader.batch.grade import intake, machine
 from grader.batch.isolation import sandbox
 from grader.batch.status import ExitCode
 from solutions import MODEL_ANSWER
@@ -99,19 +99,19 @@ def test_shards_partition_the_class_deterministically():
 
 
 def test_one_worker_per_gpu_from_faked_devices():
-    assert sandbox.assign_devices(2, ["0", "1"]) == ["0", "1"]
-    assert sandbox.assign_devices(4, ["2", "5"]) == ["2", "5", "2", "5"]
-    assert sandbox.assign_devices(3, []) == [None, None, None]
-    assert sandbox.parse_gpus(None, environ={"CUDA_VISIBLE_DEVICES": "3,1"}) == ["3", "1"]
-    assert sandbox.parse_gpus(None, environ={}, count=2) == ["0", "1"]
-    assert sandbox.parse_gpus("0,2", environ={}) == ["0", "2"]
-    assert sandbox.parse_gpus("none", environ={"CUDA_VISIBLE_DEVICES": "0"}) == []
+    assert machine.assign_devices(2, ["0", "1"]) == ["0", "1"]
+    assert machine.assign_devices(4, ["2", "5"]) == ["2", "5", "2", "5"]
+    assert machine.assign_devices(3, []) == [None, None, None]
+    assert machine.parse_gpus(None, environ={"CUDA_VISIBLE_DEVICES": "3,1"}) == ["3", "1"]
+    assert machine.parse_gpus(None, environ={}, count=2) == ["0", "1"]
+    assert machine.parse_gpus("0,2", environ={}) == ["0", "2"]
+    assert machine.parse_gpus("none", environ={"CUDA_VISIBLE_DEVICES": "0"}) == []
     env = sandbox.child_environment("gpu", "/tmp/home", "/tmp", "/job/lib", device="1")
     assert env["CUDA_VISIBLE_DEVICES"] == "1" and env["HOME"] == "/tmp/home"
 
 
 def test_default_jobs_fit_the_host():
-    from grader.batch.cli import default_jobs
+    from grader.batch.grade.machine import default_jobs
 
     assert default_jobs(16, 1) == 8  # the H200 host measured in the instructor guide
     assert default_jobs(2, 1) == 1

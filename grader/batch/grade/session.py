@@ -21,7 +21,7 @@ from grader.batch.isolation import sandbox
 from grader.batch.outputs import reports
 from grader.batch.timing import speed
 from grader.batch.status import GraderError, say
-from grader.core import cases
+from grader.core import cases, gpu_compile
 
 MANIFEST = "batch.json"
 
@@ -220,12 +220,10 @@ class Session:
     def _time(self, chosen, cases_list, records):
         """The speed phase (grader.batch.timing.speed), after every correctness verdict; what
         environment.json records of it, or None when the batch times nothing."""
-        from benchmarks import environment
-
         if not self.settings.timed:
             return None
         items = [(s, records[s.student]) for s in chosen if speed.needs_timing(records[s.student])]
-        environments = {device: _gpu_environment(environment, device)
+        environments = {device: machine.gpu_environment(device)
                         for device in sorted(set(self.slots), key=str)}
         started = time.monotonic()
         bar = _bar(len(items), not self.progress, "timing")
@@ -256,6 +254,32 @@ class Session:
         return {**self.settings.speed.describe(), "timed_now": len(items),
                 "elapsed_s": round(time.monotonic() - started, 1),
                 "gpus_at_start": {str(device): env for device, env in environments.items()}}
+
+
+def start(settings, out_dir, jobs=None, gpus=None, progress=True):
+    """The Session that grades with ``settings`` into ``out_dir`` on this machine.
+
+    Worker slots over the GPUs of ``gpus`` (``--gpus``: 'all', 'none' or a list; by default
+    what CUDA_VISIBLE_DEVICES allows), as many as ``machine.default_jobs`` gives unless
+    ``jobs`` (``-j``) says how many; every worker compiles for ``settings.gpu_target``. Unknown ids
+    in ``settings.case_filter`` are a GraderError."""
+    os.environ[gpu_compile.ENV_VAR] = settings.gpu_target  # the workers' compile check reads it
+    if settings.case_filter and len(settings.cases()) != len(set(settings.case_filter)):
+        known = {case.id for case in cases.catalogue(settings.seed, settings.backend)}
+        raise GraderError(f"--cases: unknown case ids {sorted(set(settings.case_filter) - known)}")
+    devices = []
+    if settings.backend == "gpu":
+        import torch
+
+        try:
+            devices = machine.parse_gpus(gpus, count=torch.cuda.device_count())
+        except ValueError as error:
+            raise GraderError(str(error)) from None
+    jobs = jobs or machine.default_jobs(len(os.sched_getaffinity(0)), len(devices))
+    if devices and jobs > len(devices):
+        say(f"note: -j {jobs} with {len(devices)} GPU(s): several workers share a GPU")
+    return Session(settings, pathlib.Path(out_dir), machine.assign_devices(jobs, devices),
+                   progress=progress)
 
 
 def merge(shards, out_dir):
@@ -352,23 +376,6 @@ class _Processes:
         with self.lock:
             for process in self.running:
                 _kill(process)
-
-
-def _gpu_environment(environment, device):
-    """benchmarks.environment's record of one GPU, before any timing heats it.
-
-    ``device`` is what a worker gets as CUDA_VISIBLE_DEVICES; this process sees the GPUs
-    of its own CUDA_VISIBLE_DEVICES, so the device is found by its place in that list."""
-    import torch
-
-    visible = [entry.strip() for entry in
-               os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if entry.strip()]
-    position = visible.index(str(device)) if str(device) in visible else device
-    try:
-        with torch.cuda.device(int(position)):
-            return environment.capture(with_gpu=True)
-    except (ValueError, RuntimeError):  # a UUID, or a GPU this process cannot select
-        return environment.capture(with_gpu=True)
 
 
 def _kill(process):

@@ -700,31 +700,3 @@ def describe_returncode(code):
             name = f"signal {number}"
         return f"killed by {name}" + (f", exit code {code}" if code > 0 else "")
     return f"exit code {code}"
-
-
-def assign_devices(jobs, visible):
-    """The device each of ``jobs`` worker slots gets: one GPU per slot, round robin.
-
-    ``visible`` lists the GPUs the grader may use (from ``--gpus`` or the parent's
-    own ``CUDA_VISIBLE_DEVICES``); an empty list means no GPU (every slot gets None).
-    """
-    if not visible:
-        return [None] * jobs
-    return [visible[slot % len(visible)] for slot in range(jobs)]
-
-
-def parse_gpus(text, environ=None, count=None):
-    """The GPU list from ``--gpus`` (``all``, ``none`` or ``0,2,3``); the default is what
-    ``CUDA_VISIBLE_DEVICES`` allows, else ``count`` devices."""
-    environ = os.environ if environ is None else environ
-    if text is not None and text.strip().lower() == "none":
-        return []
-    if text is not None and text.strip().lower() != "all":
-        items = [item.strip() for item in text.split(",") if item.strip()]
-        if not items:
-            raise ValueError("--gpus: give 'all', 'none' or a comma-separated list such as 0,1")
-        return items
-    if environ.get("CUDA_VISIBLE_DEVICES", "").strip():
-        return [item.strip() for item in environ["CUDA_VISIBLE_DEVICES"].split(",")
-                if item.strip() and item.strip() != "-1"]
-    return [str(index) for index in range(count or 0)]

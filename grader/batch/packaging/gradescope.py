@@ -13,8 +13,8 @@ writes ``DIR/autograder.zip``, which Gradescope takes as it is. At its root:
   its environment;
 * ``ntgemm/`` holds the kit's ``grader`` and ``benchmarks`` packages, without their tests.
 
-The grading goes through the batch grader itself (``python -m grader grade``, on a class of
-one) and so through the same sandboxed runs. Where bubblewrap cannot start (a container
+The grading goes through a session of the batch grader (grader.batch.grade.session, as
+``python -m grader grade`` does), on a class of one, and so through the same sandboxed runs. Where bubblewrap cannot start (a container
 without user namespaces), it refuses to grade and says why in results.json, unless the
 zip was built with ``--allow-unsandboxed``. Then student code runs without the sandbox,
 beside the grader, and what holds is this (grader.batch.isolation.unprivileged):
@@ -22,9 +22,9 @@ beside the grader, and what holds is this (grader.batch.isolation.unprivileged):
 * it runs as ``ntgemm-student``, an unprivileged user that ``setup.sh`` creates (else a
   fixed uid and gid that no account uses), without supplementary groups, with no_new_privs,
   non-dumpable, with at most 4096 processes, 512 MiB per file and no core dumps;
-* it cannot read ``gradescope.json`` (made readable to root only before anything runs), the
-  seed file or the grader's output (a private temporary folder), nor write ``results/``; it
-  reads its own job folder and writes its own scratch folder;
+* it cannot read ``gradescope.json`` (made readable to root only before anything runs) or
+  the grader's output (a private temporary folder, the secret's copy in it), nor write
+  ``results/``; it reads its own job folder and writes its own scratch folder;
 * every process of that user is killed when its runs end (after each, on the CPU, where
   they run one after the other) and again before results.json is written; no process of
   another user is touched; the grader never waits on a pipe that one of them holds open;
@@ -54,6 +54,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 CONFIG = "gradescope.json"
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 STUDENT = "submission"
+MEMORY_LIMIT_BYTES = 8 << 30  # host memory for each run, as grade's --memory-limit default
 SETUP = """#!/usr/bin/env bash
 # Gradescope runs this once, when it builds the autograder image.
 set -euo pipefail
@@ -123,8 +124,7 @@ def _preload():
     """Import every module the grading process uses, before any student code runs."""
     import benchmarks.card  # noqa: F401
     import benchmarks.report  # noqa: F401
-    from grader.batch import cli  # noqa: F401
-    from grader.batch.grade import grading  # noqa: F401
+    from grader.batch.grade import grading, session  # noqa: F401
     from grader.batch.isolation import sandbox  # noqa: F401
     from grader.batch.outputs import class_chart, leaderboard, reports  # noqa: F401
     from grader.batch.timing import handin, speed  # noqa: F401
@@ -163,8 +163,8 @@ def _refuse(root, message, started):
 
 
 def _unsandboxed_user():
-    """The unprivileged user student code will run as (grader.batch.isolation.unprivileged), or why
-    there is none: a str."""
+    """The unprivileged user student code will run as (grader.batch.isolation.unprivileged),
+    or why there is none: a str."""
     from grader.batch.isolation import sandbox, unprivileged
 
     problem = sandbox.check_unsandboxed()
@@ -174,12 +174,37 @@ def _unsandboxed_user():
     return who or "the grader is not root, so it cannot run student code as another user"
 
 
+def _grade(class_dir, out_dir, config, unsafe):
+    """Grade the class of one through a session, as ``python -m grader grade -j 1`` would;
+    whether it did (else stderr says why)."""
+    from grader.batch.grade import grading, machine, secret, session
+    from grader.batch.status import GraderError, say
+    from grader.batch.timing import speed
+
+    try:
+        backend = machine.decide_backend()
+        seed, warning = secret.choose(config["seed"], CONFIG, out_dir)
+        if warning:
+            say(warning)
+        settings = grading.Settings(
+            seed=seed, backend=backend, timeout_s=float(config["timeout_s"]),
+            memory_limit_bytes=MEMORY_LIMIT_BYTES, case_filter=tuple(config.get("cases") or ()),
+            sandboxed=not unsafe,
+            speed=speed.SpeedSettings() if backend == "gpu" else speed.SpeedSettings(sizes=()))
+        session.start(settings, out_dir, jobs=1, progress=False).run(class_dir)
+    except (GraderError, grading.WorkerFailure) as error:
+        say(f"error: {error}")
+        return False
+    except KeyboardInterrupt:
+        say("interrupted")
+        return False
+    return True
+
+
 def run(root):
     """Grade ``root/submission`` and write ``root/results/results.json``; returns 0."""
-    from grader.batch import cli
     from grader.batch.isolation import sandbox, unprivileged
     from grader.batch.outputs import reports
-    from grader.batch.status import ExitCode
 
     started = time.monotonic()
     root = pathlib.Path(root)
@@ -205,21 +230,11 @@ def run(root):
     with tempfile.TemporaryDirectory(prefix="ntgemm-gradescope-") as scratch:
         scratch = pathlib.Path(scratch)
         shutil.copytree(root / "submission", scratch / "class" / STUDENT, symlinks=True)
-        seed_file = scratch / "seed"
-        seed_file.write_text(str(config["seed"]))
-        seed_file.chmod(0o600)
-        arguments = ["grade", str(scratch / "class"), "--out", str(scratch / "out"), "-j", "1",
-                     "--timeout", str(config["timeout_s"]), "--seed-file", str(seed_file),
-                     "--no-progress"]
-        if config.get("cases"):
-            arguments += ["--cases", ",".join(config["cases"])]
-        if unsafe:
-            arguments.append("--unsafe-no-sandbox")
-        status = cli.main(arguments)
+        graded = _grade(scratch / "class", scratch / "out", config, unsafe)
         if who is not None:
             unprivileged.sweep(who)  # each run's end killed them already: make sure
         record = reports.read_record(scratch / "out", STUDENT)
-        if status != ExitCode.OK or record is None:
+        if not graded or record is None:
             results = _failure("The autograder could not grade this submission; please tell "
                                "the course staff.")
         else:
