@@ -23,7 +23,15 @@ LAYERS = (
     ("grader", STUDENT),  # the pytest grader: grader/test_grader.py and its conftest
     ("solutions", STAFF),  # the model answer and the tuned reference
     ("benchmarks.lab", STAFF),  # baselines and the exploration kernels
-    ("grader.batch", STAFF),  # the batch grader: python -m grader
+    # The batch grader (python -m grader), room by room (see grader/batch/__init__.py):
+    ("grader.batch", STAFF),  # status and import_graph, which every room may import
+    ("grader.batch.inside", STAFF),  # what runs in the sandbox, and its protocol
+    ("grader.batch.isolation", STAFF),  # the parent's side of the sandbox
+    ("grader.batch.timing", STAFF),  # the speed phase and the hand-in check
+    ("grader.batch.outputs", STAFF),  # what a batch writes
+    ("grader.batch.grade", STAFF),  # intake, grading, the session, the secret
+    ("grader.batch.packaging", STAFF),  # the handout and the Gradescope autograder
+    ("grader.batch.cli", STAFF),  # the command line, which hands each command to its room
     ("grader.__main__", STAFF),
 )
 TESTS = ("grader.tests", "benchmarks.tests")
