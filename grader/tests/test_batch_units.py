@@ -11,7 +11,7 @@ import zipfile
 import pytest
 
 from grader.batch.grade import intake, machine
-from grader.batch.isolation import sandbox
+from grader.batch.isolation import launch
 from grader.batch.status import ExitCode
 from solutions import MODEL_ANSWER
 
@@ -106,7 +106,7 @@ def test_one_worker_per_gpu_from_faked_devices():
     assert machine.parse_gpus(None, environ={}, count=2) == ["0", "1"]
     assert machine.parse_gpus("0,2", environ={}) == ["0", "2"]
     assert machine.parse_gpus("none", environ={"CUDA_VISIBLE_DEVICES": "0"}) == []
-    env = sandbox.child_environment("gpu", "/tmp/home", "/tmp", "/job/lib", device="1")
+    env = launch.child_environment("gpu", "/tmp/home", "/tmp", "/job/lib", device="1")
     assert env["CUDA_VISIBLE_DEVICES"] == "1" and env["HOME"] == "/tmp/home"
 
 
@@ -271,7 +271,7 @@ def test_flagged_public_case_says_why_in_results_json():
 
 
 def test_child_environment_is_an_allowlist(monkeypatch):
-    from grader.batch.isolation.sandbox import child_environment
+    from grader.batch.isolation.launch import child_environment
 
     monkeypatch.setenv("PWD", "/somewhere/with/the/outputs")
     monkeypatch.setenv("GITHUB_TOKEN", "instructor-secret")

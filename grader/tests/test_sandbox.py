@@ -15,7 +15,7 @@ import pytest
 
 from grader.batch import cli, import_graph
 from grader.batch.inside import protocol
-from grader.batch.isolation import sandbox
+from grader.batch.isolation import launch, sandbox
 from grader.batch.status import ExitCode
 from grader.tests.batch_helpers import DEMO, run_grader
 
@@ -61,7 +61,7 @@ say(dict(os.environ))
 """)
     lines = notes.splitlines()
     assert len(eval(lines[0])) <= 3  # bwrap's init, the probe, and nothing else
-    assert lines[1] == str(sandbox.SANDBOX_UID)
+    assert lines[1] == str(launch.SANDBOX_UID)
     assert lines[2] == "False" and lines[3] == "False"
     assert not any(line.startswith("wrote") for line in lines)
     environment = eval(lines[-1])

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 
-from grader.batch.isolation import sandbox, unprivileged
+from grader.batch.isolation import launch, unprivileged
 
 SETUP = r"""
 import json, os, subprocess, sys
@@ -65,7 +65,7 @@ class View:
         self.tmp.chmod(0o711)
         if who is None:
             return
-        folders = _blocked([*sandbox._python_folders(), sys.executable], who)
+        folders = _blocked([*launch.python_folders(), sys.executable], who)
         if not folders:
             return
         try:

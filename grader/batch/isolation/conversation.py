@@ -35,7 +35,7 @@ class RunReport:
     tiles: list = None
     build: object = None  # grader.core.gpu_compile.Build, as the kernel run claimed it
     cases: dict = dataclasses.field(default_factory=dict)  # job index -> CaseReport
-    stopped: str = ""  # why the build guard (grader.batch.inside.build_guard) ended the run, if it did
+    stopped: str = ""  # why the build guard (grader.batch.inside.build_guard) ended it, if it did
 
 
 def run(mode, source, phases, *, backend_name, limits, device=None, sandboxed=True,
