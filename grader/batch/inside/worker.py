@@ -176,23 +176,23 @@ def _make(module, path):
 
 
 def kernel_run(channel, path, active):
-    from grader.core import diagnosis, gpu_compile
+    from grader.core import gpu_compile, layout
 
     loaded = _import_kernel(channel, path)
     if loaded is None:
         return
     module, untouched = loaded
-    findings = diagnosis.inspect_arrangement(module)
+    findings = layout.inspect_arrangement(module)
     kernel, problem = _make(module, path)
     untouched()
     build = gpu_compile.check(kernel) if kernel is not None else None
-    channel.report(protocol.Diagnosis(findings, diagnosis.tile_sizes(module), build))
+    channel.report(protocol.Diagnosis(findings, layout.tile_sizes(module), build))
     if build is not None and build.checked and not build.ok and active.is_interpreter:
         problem = build.message  # the parent fails every case with the build's verdict
     for work in channel.phases():
         for job, data in work:
             started = time.perf_counter()
-            mismatch = problem or diagnosis.launch_mismatch(module, (job.m, job.n, job.k))
+            mismatch = problem or layout.launch_mismatch(module, (job.m, job.n, job.k))
             if mismatch:
                 channel.report(protocol.CaseResult(job.index, error=mismatch))
                 continue
