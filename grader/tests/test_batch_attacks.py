@@ -13,7 +13,8 @@ before) and that it leaked nothing (no seed, secret, classmate's code, output
 path or hidden shape in what a student is shown).
 
 A second, small batch puts a CPU hog next to three copies of the reference (it keeps
-the machine's cores busy for about one timeout).
+the machine's cores busy for about one timeout). One long file: every check reads the
+one class graded at module scope, which takes minutes to grade.
 
 Knobs, for investigating rather than for CI: ``NTGEMM_ATTACK_TIMEOUT`` (seconds,
 default 20: raise it on a machine loaded by other work, where innocent runs would
