@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from grader.batch.grade import intake
+from grader.batch.grade import intake, names
 from grader.batch.outputs import export
 from grader.tests.batch_helpers import run_grader
 
@@ -34,7 +34,7 @@ from grader.tests.batch_helpers import run_grader
     ("ninetoothed_gemm", False, ("ninetoothed_gemm", "", False)),
 ])
 def test_download_names_keep_the_lms_id_and_lateness(name, folder, expected):
-    who = intake.identity(name, folder=folder)
+    who = names.identity(name, folder=folder)
     assert (who.student, who.lms_id, who.late) == expected
 
 

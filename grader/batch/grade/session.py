@@ -17,6 +17,7 @@ import threading
 import time
 
 from grader.batch.grade import grading, intake, machine, secret
+from grader.batch.grade.folder_digest import folder_digest
 from grader.batch.isolation import sandbox
 from grader.batch.outputs import reports
 from grader.batch.timing import speed
@@ -103,7 +104,7 @@ class Session:
         submissions_dir = pathlib.Path(submissions_dir)
         cases_list = self.settings.cases()
         chosen, folders = self._intake(submissions_dir, shard)
-        before = intake.folder_digest(submissions_dir)
+        before = folder_digest(submissions_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
         secret.keep(self.out_dir, self.settings.seed)
         Manifest.of(self.settings, cases_list, shard,
@@ -129,7 +130,7 @@ class Session:
         ordered = [records[s.student] for s in chosen]
         reports.write_class(self.out_dir, ordered, cases_list)
         statuses = count_statuses(ordered)
-        after = intake.folder_digest(submissions_dir)
+        after = folder_digest(submissions_dir)
         reports.write_environment(self.out_dir, machine.environment(self.settings, {
             "jobs": len(self.slots), "devices": [d for d in self.slots if d is not None],
             "shard": list(shard) if shard else None, "students": len(ordered),
