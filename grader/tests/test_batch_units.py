@@ -260,7 +260,7 @@ def test_a_refused_handout_is_an_error_message_not_a_traceback(tmp_path, monkeyp
 
 
 def test_flagged_public_case_says_why_in_results_json():
-    from grader.batch.outputs.reports import results_json
+    from grader.batch.outputs.feedback import results_json
 
     record = {"status": "flagged", "score": 0, "max_score": 1, "message": "", "cases": [
         {"id": "tail_m-65x128x128", "name": "tail_m", "visibility": "public", "status": "flagged",

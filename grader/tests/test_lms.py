@@ -149,7 +149,7 @@ def test_export_and_share_take_out_as_every_command_does(tmp_path):
 
 def test_a_late_penalty_applies_only_to_late_submissions_and_says_so():
     from grader.batch.grade.grading import apply_late_penalty
-    from grader.batch.outputs.reports import feedback_markdown
+    from grader.batch.outputs.feedback import feedback_markdown
 
     late = {"student": "eli", "score": 12, "max_score": 32, "status": "failed", "late": True,
             "message": "", "cases": [], "flags": []}

@@ -21,7 +21,7 @@ from benchmarks import report
 from grader.batch.grade import intake
 from grader.batch.inside import protocol
 from grader.batch.isolation import conversation
-from grader.batch.outputs import leaderboard, reports
+from grader.batch.outputs import feedback, leaderboard, reports
 from grader.batch.timing import handin, speed
 from grader.batch.grade.grading import Settings
 from grader.tests.batch_helpers import DEMO, run_grader
@@ -122,7 +122,7 @@ def test_nothing_is_timed_on_the_interpreter_and_the_record_says_why_in_one_line
     assert record["speed"]["status"] == "not_measured"
     assert "interpreter" in record["speed"]["message"] and record["max_score"] == \
         sum(case.points for case in settings.cases())
-    lines = reports.speed_markdown(record)
+    lines = feedback.speed_markdown(record)
     assert len([line for line in lines if line.startswith("- ")]) == 2  # English, Chinese
     assert not any(character.isdigit() for character in "".join(lines[2:]).replace("## ", ""))
 
@@ -221,7 +221,7 @@ def test_a_kernel_wrong_at_a_speed_size_is_flagged_but_keeps_its_grade():
     record["speed"] = speed.entry(run, record, H200_ENV)
     assert record["status"] == "passed" and record["score"] == 29
     assert "at 4095" in record["flags"][0] and "123 elements" in record["flags"][0]
-    markdown = reports.feedback_markdown(record, [])
+    markdown = feedback.feedback_markdown(record, [])
     assert "grade unchanged" in markdown and "FAIL" in markdown
 
 
@@ -240,10 +240,10 @@ def test_gradebook_results_and_feedback_carry_the_speed(tmp_path):
     board = leaderboard.frame([slow, failing, fast])
     assert list(board["student"]) == ["ada", "李华"] and list(board["rank"]) == [1, 2]
     assert leaderboard.render(board)[:8] == b"\x89PNG\r\n\x1a\n"
-    results = reports.results_json({**fast, "score": 29, "max_score": 29, "message": ""})
+    results = feedback.results_json({**fast, "score": 29, "max_score": 29, "message": ""})
     assert results["leaderboard"][0] == {"name": "vs torch.mm at 4096", "value": 1.0,
                                          "order": "desc"}
-    assert "leaderboard" not in reports.results_json({**failing, "message": ""})
+    assert "leaderboard" not in feedback.results_json({**failing, "message": ""})
     reports.write_speed(tmp_path, fast)
     assert (tmp_path / "card.png").read_bytes()[:4] == b"\x89PNG"
     back = pandas.read_csv(tmp_path / "speed.csv")

@@ -139,17 +139,17 @@ def _failure(message):
 
 def _student_output(record, config):
     """The feedback Gradescope shows at once: all of it when hidden cases are visible,
-    else only what the public cases say (grader.batch.outputs.reports.public_view), hints
+    else only what the public cases say (grader.batch.outputs.feedback.public_view), hints
     included."""
-    from grader.batch.outputs import reports
+    from grader.batch.outputs import feedback
     from grader.core import cases
 
     if config["hidden_visibility"] != "visible":
-        record = reports.public_view(record)
+        record = feedback.public_view(record)
     shown = {entry["id"] for entry in record["cases"]}
     cases_list = [case for case in cases.catalogue(config["seed"], record["backend"])
                   if case.id in shown]
-    return reports.feedback_markdown(record, reports.hints_for(record, cases_list))
+    return feedback.feedback_markdown(record, feedback.hints_for(record, cases_list))
 
 
 def _refuse(root, message, started):
@@ -204,7 +204,7 @@ def _grade(class_dir, out_dir, config, unsafe):
 def run(root):
     """Grade ``root/submission`` and write ``root/results/results.json``; returns 0."""
     from grader.batch.isolation import sandbox, unprivileged
-    from grader.batch.outputs import reports
+    from grader.batch.outputs import feedback, reports
 
     started = time.monotonic()
     root = pathlib.Path(root)
@@ -238,8 +238,8 @@ def run(root):
             results = _failure("The autograder could not grade this submission; please tell "
                                "the course staff.")
         else:
-            results = reports.results_json(record, config["hidden_visibility"],
-                                           output=_student_output(record, config))
+            results = feedback.results_json(record, config["hidden_visibility"],
+                                            output=_student_output(record, config))
             results["extra_data"]["isolation"] = record["isolation"] + (
                 f"; student code ran as {who.name}" if who is not None else "")
     results["execution_time"] = int(round(time.monotonic() - started))

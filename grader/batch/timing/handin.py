@@ -126,7 +126,7 @@ def check(data, origin, record):
 def check_handin(submission, record):
     """Check the hand-in CSV against what is known now: grading checks it once it has the
     verdict, and the speed phase again with its timings, replacing that. Its flags stay in
-    record["handin"] (grader.batch.outputs.reports.flags shows them with the rest)."""
+    record["handin"] (grader.batch.outputs.feedback.flags shows them with the rest)."""
     if not submission.handin:
         return
     try:
