@@ -14,6 +14,11 @@ Exit status: 0 when every submission got a verdict, whatever the scores; 1 when
 the grader could not do its job (unreadable folder, a worker that cannot start,
 an incomplete shard, a submissions folder changed under it); 2 for a bad
 command line; 130 when interrupted (run the same command again to resume).
+
+It only parses and dispatches: each command's work is in its room (grade, outputs,
+packaging). It stays one file, a little over 400 lines, because most of it is the parser's
+declarations and help texts, which are read together with the handler when an option is
+added or changed.
 """
 
 import argparse
