@@ -1,3 +1,3 @@
 """The benchmark students run (harness, timing, report, card), with the lessons
 (``benchmarks.lessons``) and course staff's performance lab (``benchmarks.lab``) beside
-it; every formula lives in benchmarks.formulas."""
+it; every formula lives in ledger.formulas."""

@@ -151,7 +151,7 @@ def _metadata_lines(frame, ours):
             f"median of do_bench, CUDA events, L2 flushed; {ours}, rounds alternating with "
             "torch.mm", 36))),
         ("Roofline", f"{machine}: {peak:.0f} TFLOPS peak" if machine and peak else
-         "GPU not in benchmarks.formulas"),
+         "GPU not in ledger.formulas"),
         ("At start", at_start),
         ("Date", str(_first(frame, "timestamp", "?")).replace("T", " ")),
         ("Host / rev", f"{_first(frame, 'host', '?')} / {_first(frame, 'git_revision', '?')}"),

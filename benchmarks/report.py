@@ -5,7 +5,7 @@ it) with torch.mm's numbers from the same run beside it, so every row stands on
 its own: the size, the verdict, the times and rates, the tile configuration,
 the roofline columns and the whole environment (DESIGN.md, contract 4).
 
-Roofline columns come from ``benchmarks.formulas`` and need a GPU the formulas
+Roofline columns come from ``ledger.formulas`` and need a GPU the formulas
 know (``machine_for_gpu_name``); on any other GPU they are left empty.
 """
 
@@ -18,9 +18,10 @@ import uuid
 
 import pandas as pd
 
-from benchmarks import environment, formulas
+from benchmarks import environment
 from benchmarks.harness import DTYPE_BYTES, IMPLEMENTATION, PASS, size_label
-from benchmarks.timing import METHOD, tflops
+from benchmarks.timing import METHOD, Timing, tflops
+from ledger import formulas
 
 # The fields contract 4 requires on every row (tests check them).
 CONTRACT_COLUMNS = (
@@ -45,7 +46,7 @@ COLUMNS = (
     # tile configuration
     "autotune", "block_m", "block_n", "block_k", "num_warps", "num_stages", "config_source",
     "config_name",
-    # roofline, tiles and waves (benchmarks.formulas)
+    # roofline, tiles and waves (ledger.formulas)
     "flops", "min_bytes", "arithmetic_intensity", "machine", "peak_tflops",
     "roofline_time_ms", "roofline_tflops", "roofline_fraction", "tile_count",
     "blocks_per_sm_estimate", "waves", "last_wave_utilization",
@@ -187,6 +188,13 @@ def write_csv(frame, out_dir, stem):
 
 def read_csv(path):
     return pd.read_csv(path, keep_default_na=True)
+
+
+def spread(row, prefix=""):
+    """Half the p20..p80 width as a share of the median (benchmarks.timing) of a timed row:
+    the kernel's, or torch.mm's with ``prefix="torch_mm_"``."""
+    return Timing(*(row[f"{prefix}{name}_ms"] for name in ("median", "p20", "p80"))) \
+        .relative_spread
 
 
 # --- the printed table ----------------------------------------------------------------------

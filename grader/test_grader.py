@@ -18,7 +18,7 @@ import warnings
 
 import pytest
 
-from grader.core import diagnosis, kernel_source, suite
+from grader.core import kernel_source, layout, suite
 from grader.core.mistakes import MISTAKES
 
 # The catalogue is expanded into test ids in grader/conftest.py
@@ -34,8 +34,8 @@ def test_arrangement_symbolic(submission, request, record_property):
     record_property("points", 0)
     record_property("group", "diagnosis")
     module = suite.load(submission, request.config)
-    levels = diagnosis.arranged_levels_or_none(module)
-    if levels is not None and not all(diagnosis.is_standard_layout(at) for at in levels.values()):
+    levels = layout.arranged_levels_or_none(module)
+    if levels is not None and not all(layout.is_standard_layout(at) for at in levels.values()):
         pytest.skip("the output is not arranged as a plain 2-D grid of tiles; the symbolic "
                     "check only judges that layout (the cases still grade the kernel)")
     findings = suite.findings(request.config)

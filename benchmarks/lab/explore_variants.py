@@ -25,6 +25,10 @@ leftover rows cut their K loops in chunks). Each is one device call.
 Writes OUT_DIR/explore.csv (one row per measurement), OUT_DIR/explore.log and
 OUT_DIR/sweep_{cold,warm}.json, and prints a short table last. The results and
 what they mean are in docs/perf-notes.md.
+
+It stays one file, longer than the kit's others: it is the one script a GPU lease runs,
+its sections share the Bench and its CSV, and docs/perf-notes.md and the committed
+baselines cite its command lines section by section.
 """
 
 import argparse

@@ -1,14 +1,14 @@
 """The GEMM ledger: is a GEMM compute- or memory-bound, and does a tile config fit?
 
 Run ``python -m benchmarks.lessons.ledger --help``. Nothing is measured: every number comes
-from benchmarks.formulas, so the output is the same on any machine, GPU or not.
+from ledger.formulas, so the output is the same on any machine, GPU or not.
 The small text helpers at the bottom (units, aligned tables) are shared with the
 other lesson CLIs.
 """
 
 import argparse
 
-from benchmarks import formulas as f
+from ledger import formulas as f
 
 SWEEP_SHAPES = [(4096, 4096, 4096), (512, 512, 512), (128, 128, 128), (256, 256, 16384), (8192, 8192, 8192)]
 

@@ -8,8 +8,8 @@ H100's; the latency part uses the datasheet bandwidth (3.35 TB/s) and an assumed
 
 import argparse
 
-from benchmarks import formulas as f
 from benchmarks.lessons.ledger import binary_bytes, decimal, format_table
+from ledger import formulas as f
 
 KIB = f.KIB
 # (threads per block, registers per thread, shared memory per block, what it shows)

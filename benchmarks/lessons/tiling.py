@@ -9,8 +9,8 @@ import argparse
 
 import torch
 
-from benchmarks import formulas as f
 from benchmarks.lessons.ledger import binary_bytes, format_table
+from ledger import formulas as f
 
 N = 256
 TILES = (4, 16, 64)

@@ -2,7 +2,8 @@
 --check-only, the tile-config read-out and the report card.
 
 Nothing here needs a GPU. Timed results are made up (``synthetic_results``) and go
-through the same code that turns real ones into a CSV and a card.
+through the same code that turns real ones into a CSV and a card; every test below
+shares them and the script runner, hence one long file.
 """
 
 import os

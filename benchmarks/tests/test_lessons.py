@@ -13,9 +13,9 @@ import sys
 import pytest
 import torch
 
-from benchmarks import formulas as f
 from benchmarks.lessons.ledger import binary_bytes, decimal
 from benchmarks.lessons.occupancy import parse_bytes
+from ledger import formulas as f
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 KIB = 1024

@@ -16,10 +16,14 @@ Exit status: 0 when every submission got a verdict, whatever the scores; 1 when
 the grader could not do its job (unreadable folder, a worker that cannot start,
 an incomplete shard, a submissions folder changed under it); 2 for a bad
 command line; 130 when interrupted (run the same command again to resume).
+
+It only parses and dispatches: each command's work is in its room (grade, outputs,
+packaging). It stays one file, a little over 400 lines, because most of it is the parser's
+declarations and help texts, which are read together with the handler when an option is
+added or changed.
 """
 
 import argparse
-import os
 import pathlib
 
 from grader.core import cases as catalogue
@@ -105,7 +109,7 @@ def _shard(text):
 
 
 def _speed_sizes(text):
-    from grader.batch import speed
+    from grader.batch.timing import speed
 
     try:
         return speed.parse_sizes(text)
@@ -114,7 +118,7 @@ def _speed_sizes(text):
 
 
 def _speed_points(text):
-    from grader.batch import speed
+    from grader.batch.timing import speed
 
     try:
         return speed.parse_points(text)
@@ -147,8 +151,9 @@ def build_parser():
     grade.add_argument("--out", required=True, metavar="OUT_DIR",
                        help="where the gradebook and the per-student folders go")
     grade.add_argument("-j", "--jobs", type=_jobs, default=None,
-                       help="submissions graded at once (default: one per GPU, or one per CPU "
-                            "core on the interpreter)")
+                       help="submissions graded at once (default on a GPU host: one per two CPU "
+                            "cores, at least one per GPU, since a submission's time goes mostly "
+                            "to Triton compiling on the CPU; on the interpreter: one per core)")
     grade.add_argument("--timeout", type=_positive_float("--timeout"), default=120.0,
                        metavar="S", help="wall-clock seconds for each of a submission's two "
                                          "sandboxed runs, import included (default: 120)")
@@ -315,34 +320,11 @@ def _output_option(command, metavar, what):
                        help="the old name of --out (deprecated)")
 
 
-# --------------------------------------------------------------------------- helpers
-
-def decide_backend():
-    """The backend the workers will use, decided without importing triton here.
-
-    An interpreter that cannot run here stops the batch before anyone is graded:
-    otherwise every student would get the same crash as a verdict.
-    """
-    from grader.core import backend as backends
-
-    choice = backends.requested()
-    if choice != "interpreter":
-        import torch
-
-        if torch.cuda.is_available():
-            return "gpu"
-        if choice == "gpu":
-            raise GraderError(f"{backends.ENV_VAR}=gpu, but torch sees no CUDA device")
-    problem = backends.interpreter_problem()
-    if problem:
-        raise GraderError(problem)
-    return "interpreter"
-
-
 # --------------------------------------------------------------------------- grade
 
 def command_grade(args):
-    from grader.batch import grading, sandbox, secret, session
+    from grader.batch.grade import grading, machine, session
+    from grader.batch.outputs import secret
 
     submissions_dir = pathlib.Path(args.submissions)
     out_dir = pathlib.Path(args.out)
@@ -354,7 +336,7 @@ def command_grade(args):
     if out_dir.exists() and not out_dir.is_dir():
         raise GraderError(f"--out {args.out!r} exists and is not a folder")
 
-    backend_name = decide_backend()
+    backend_name = machine.decide_backend()
     case_filter = tuple(item for item in args.cases.split(",") if item)
     seed, warning = secret.choose(*_chosen_seed(args), out_dir)
     if warning:
@@ -364,30 +346,14 @@ def command_grade(args):
                                 case_filter=case_filter, sandboxed=not args.unsafe_no_sandbox,
                                 speed=_speed_settings(args, backend_name),
                                 late_penalty=args.late_penalty, gpu_target=args.gpu_target)
-    os.environ[gpu_compile.ENV_VAR] = args.gpu_target  # the workers' compile check reads it
-    if case_filter and len(settings.cases()) != len(set(case_filter)):
-        known = {case.id for case in catalogue.catalogue(seed, backend_name)}
-        raise GraderError(f"--cases: unknown case ids {sorted(set(case_filter) - known)}")
-
-    devices = []
-    if backend_name == "gpu":
-        import torch
-
-        try:
-            devices = sandbox.parse_gpus(args.gpus, count=torch.cuda.device_count())
-        except ValueError as error:
-            raise GraderError(str(error)) from None
-    jobs = args.jobs or (len(devices) if devices else len(os.sched_getaffinity(0)))
-    if devices and jobs > len(devices):
-        say(f"note: -j {jobs} with {len(devices)} GPU(s): several workers share a GPU")
-    batch = session.Session(settings, out_dir, sandbox.assign_devices(jobs, devices),
-                            progress=not args.no_progress, overrides_file=args.overrides)
+    batch = session.start(settings, out_dir, args.jobs, args.gpus, progress=not args.no_progress,
+                          overrides_file=args.overrides)
     batch.run(submissions_dir, shard=args.shard, force=args.force)
     return ExitCode.OK
 
 
 def _speed_settings(args, backend_name):
-    from grader.batch import speed
+    from grader.batch.timing import speed
 
     if args.no_speed:
         if args.speed_points:
@@ -405,7 +371,7 @@ def _speed_settings(args, backend_name):
 # --------------------------------------------------------------------------- merge
 
 def command_merge(args):
-    from grader.batch import session
+    from grader.batch.grade import session
 
     session.merge(args.shards, args.out, args.overrides)
     return ExitCode.OK
@@ -414,7 +380,7 @@ def command_merge(args):
 # --------------------------------------------------------------------------- main
 
 def command_handout(args):
-    from grader.batch import handout
+    from grader.batch.packaging import handout
 
     try:
         folder, archive = handout.build(pathlib.Path(args.out))
@@ -425,7 +391,7 @@ def command_handout(args):
 
 
 def command_share(args):
-    from grader.batch import share
+    from grader.batch.outputs import share
 
     try:
         count = share.build(args.out_dir, args.target)
@@ -437,7 +403,8 @@ def command_share(args):
 
 
 def command_gradescope(args):
-    from grader.batch import gradescope, secret
+    from grader.batch.outputs import secret
+    from grader.batch.packaging import gradescope
 
     given, flag = _chosen_seed(args)
     if given is None:
@@ -457,7 +424,7 @@ def command_gradescope(args):
 
 
 def command_export(args):
-    from grader.batch import export
+    from grader.batch.outputs import export
 
     try:
         unmatched = export.export(args.out_dir, args.kind, args.target, args.assignment)
@@ -471,7 +438,7 @@ def command_export(args):
 
 
 def command_constraints(args):
-    from grader.batch import constraints
+    from grader.batch.outputs import constraints
 
     try:
         count = constraints.write(args.out_dir, args.target)
@@ -482,7 +449,7 @@ def command_constraints(args):
 
 
 def batch_failure():
-    from grader.batch.grading import WorkerFailure
+    from grader.batch.grade.grading import WorkerFailure
 
     return WorkerFailure
 

@@ -10,20 +10,28 @@ import functools
 import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-PACKAGES = ("grader", "benchmarks", "solutions")
+PACKAGES = ("ledger", "grader", "benchmarks", "solutions")
 STUDENT, STAFF = "student", "staff"
 # The kit's packages from the bottom up, and who gets them. A module belongs to the
 # longest name that prefixes its own; it may import its own layer and those below,
 # never one above (grader/tests/test_import_graph.py). The kit's tests sit outside.
 LAYERS = (
-    ("benchmarks.formulas", STUDENT),  # the ledger's arithmetic; imports nothing of the kit
+    ("ledger", STUDENT),  # the ledger's formulas: arithmetic that imports nothing of the kit
     ("grader.core", STUDENT),  # cases, checks, diagnosis, backend, compile gate
     ("benchmarks", STUDENT),  # the benchmark students run: harness, timing, report, card
     ("benchmarks.lessons", STUDENT),  # python -m benchmarks.lessons.ledger, .tiling, .occupancy
     ("grader", STUDENT),  # the pytest grader: grader/test_grader.py and its conftest
     ("solutions", STAFF),  # the model answer and the tuned reference
     ("benchmarks.lab", STAFF),  # baselines and the exploration kernels
-    ("grader.batch", STAFF),  # the batch grader: python -m grader
+    # The batch grader (python -m grader), room by room (see grader/batch/__init__.py):
+    ("grader.batch", STAFF),  # status and import_graph, which every room may import
+    ("grader.batch.inside", STAFF),  # what runs in the sandbox, and its protocol
+    ("grader.batch.isolation", STAFF),  # the parent's side of the sandbox
+    ("grader.batch.timing", STAFF),  # the speed phase and the hand-in check
+    ("grader.batch.outputs", STAFF),  # what a batch writes
+    ("grader.batch.grade", STAFF),  # intake, grading, the session, the secret
+    ("grader.batch.packaging", STAFF),  # the handout and the Gradescope autograder
+    ("grader.batch.cli", STAFF),  # the command line, which hands each command to its room
     ("grader.__main__", STAFF),
 )
 TESTS = ("grader.tests", "benchmarks.tests")

@@ -59,7 +59,7 @@ class ExitCode(enum.IntEnum):
     OK = 0
     FAILURE = 1
     USAGE = 2
-    STOPPED = 3  # a worker the build guard ended (grader.batch.build_guard)
+    STOPPED = 3  # a worker the build guard ended (grader.batch.inside.build_guard)
     INTERRUPTED = 130
 
 
@@ -70,3 +70,9 @@ class GraderError(Exception):
 def say(message):
     """A line for whoever runs the command, on stderr: stdout stays for data."""
     print(message, file=sys.stderr, flush=True)
+
+
+def flags(record):
+    """Every flag of a record: the grading's own, then the hand-in check's
+    (grader.batch.timing.handin)."""
+    return list(record.get("flags") or []) + list((record.get("handin") or {}).get("flags") or [])

@@ -344,7 +344,7 @@ def error_verdict(case, error, limit=12):
     error's last line and keeps only the last ``limit`` lines below it; the
     mistake is read from the whole text.
     """
-    from grader.core.diagnosis import NOT_LAUNCHED
+    from grader.core.layout import NOT_LAUNCHED
 
     if str(error).startswith(NOT_LAUNCHED):  # a grid known to be wrong before any launch
         return Verdict(case.id, False, f"the kernel was {error}", "grid_mismatch")

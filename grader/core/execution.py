@@ -10,7 +10,7 @@ from ninetoothed import Tensor
 
 from grader.core import cases as catalogue
 from grader.core.checks import make_inputs
-from grader.core.diagnosis import launch_mismatch
+from grader.core.layout import launch_mismatch
 
 _own_kernels = {}
 

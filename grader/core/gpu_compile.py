@@ -289,11 +289,11 @@ _LIMITERS_ZH = {"blocks": "每个 SM 的块数上限", "warps": "warp 数上限"
 
 
 def _occupancy(build):
-    """benchmarks.formulas.occupancy of the build on the course's H200, or None."""
+    """ledger.formulas.occupancy of the build on the course's H200, or None."""
     if not build.ok or build.registers is None or build.num_warps is None \
             or build.target != "sm_90":
         return None
-    from benchmarks import formulas
+    from ledger import formulas
 
     threads = build.num_warps * formulas.WARP_SIZE
     result = formulas.occupancy(threads, build.registers, build.shared_bytes or 0, formulas.H200)

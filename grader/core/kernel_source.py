@@ -17,96 +17,18 @@ onto its original lines, so tracebacks name the student's own lines;
 everything else is blank. ``nt_gemm`` and any other
 module code never run where the graded outputs are made.
 
-What is kept is checked against an allowlist that is one: every node of its
-syntax tree and every field of every node is visited (``_Checker.visit``), and
-a node type, a non-empty field or an attribute name that is not on the lists
-below is a *violation*. Names resolve as Python resolves them: a function may
-not bind a name that the module, the allowed builtins or Python's builtins
-also define, so every name means one thing wherever it is used; lambdas,
-nested functions and classes are not on the list, comprehensions are (their
-names are bound like any other). Annotations are violations wherever they
-stand, and constants are numbers, except docstrings and the messages of
-``assert`` and ``raise``. The batch grader flags a file with a violation and
-runs nothing from it; grader.batch.build_guard is the second layer, for the
-day this one has a bug.
+What is kept is checked against an allowlist that is one (grader.core.kernel_allowlist):
+every node and every field, names resolved as Python resolves them. The batch grader flags
+a file with a violation and runs nothing from it; grader.batch.inside.build_guard is the
+second layer, for the day the allowlist has a bug.
 """
 
 import ast
-import builtins
 import dataclasses
 
+from grader.core.kernel_allowlist import (ROOT_MODULES, Checker, Violation, attribute_of_module,
+                                          bound_names_in, output_reads)
 from grader.core.loading import STUDENT_FUNCTIONS
-
-BUILTINS = frozenset({
-    "range", "len", "min", "max", "abs", "int", "float", "bool", "tuple", "list", "dict",
-    "enumerate", "zip", "reversed", "sum", "all", "any", "divmod", "round", "pow", "print",
-    "isinstance", "sorted", "map", "True", "False", "None",
-    "ValueError", "TypeError", "NotImplementedError", "AssertionError", "RuntimeError",
-})
-_PYTHON_BUILTINS = frozenset(dir(builtins))
-
-_INTEGER_TYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
-_FLOAT_TYPES = ("float16", "float32", "float64", "bfloat16")
-# What each allowed module may be asked for. ``ninetoothed.language`` stands for what
-# NineToothed's code generator binds it to in a kernel, ``triton.language``.
-MODULE_ATTRIBUTES = {
-    "ninetoothed": frozenset({"block_size", "language", *_FLOAT_TYPES, *_INTEGER_TYPES}),
-    "ninetoothed.language": frozenset({
-        *_FLOAT_TYPES, *_INTEGER_TYPES, "int1", "float8e4nv", "float8e5",
-        "dot", "zeros", "zeros_like", "full", "where", "maximum", "minimum", "max", "min",
-        "sum", "cast", "arange", "trans", "permute", "reshape", "view", "broadcast_to",
-        "expand_dims", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "fma", "cdiv",
-        "program_id", "num_programs", "cumsum", "argmax", "argmin", "sigmoid", "softmax",
-        "floor", "ceil", "clamp", "range", "static_range", "multiple_of", "max_contiguous",
-    }),
-    "math": frozenset({"ceil", "floor", "prod", "gcd", "lcm", "log2", "isqrt", "sqrt", "inf",
-                       "pi"}),
-}
-SUBMODULES = {("ninetoothed", "language"): "ninetoothed.language"}
-ROOT_MODULES = frozenset(MODULE_ATTRIBUTES)
-# Attributes of the values a kernel handles: arranged tensors (NineToothed's Tensor, in
-# arrangement()) and tiles (Triton's tensors, in application()).
-VALUE_ATTRIBUTES = frozenset({
-    "tile", "expand", "squeeze", "unsqueeze", "permute", "flatten", "ravel", "pad",
-    "dtype", "shape", "ndim", "size", "to", "T", "trans", "reshape",
-})
-ASSIGNABLE_ATTRIBUTES = frozenset({"dtype"})  # ``arranged.dtype = arranged.dtype.squeeze(0)``
-
-# Every node type a kept function may hold, with the fields it may fill; any other field
-# must be empty. Operators and contexts have no fields.
-_LEAVES = (ast.operator, ast.unaryop, ast.cmpop, ast.boolop, ast.Load, ast.Store)
-FIELDS = {
-    ast.FunctionDef: {"name", "args", "body"},
-    ast.arguments: {"posonlyargs", "args", "vararg", "kwonlyargs", "kw_defaults", "kwarg",
-                    "defaults"},
-    ast.arg: {"arg"},
-    ast.Expr: {"value"}, ast.Assign: {"targets", "value"},
-    ast.AugAssign: {"target", "op", "value"}, ast.For: {"target", "iter", "body", "orelse"},
-    ast.While: {"test", "body", "orelse"}, ast.If: {"test", "body", "orelse"},
-    ast.Return: {"value"}, ast.Pass: set(), ast.Break: set(), ast.Continue: set(),
-    ast.Assert: {"test", "msg"}, ast.Raise: {"exc"},
-    ast.Name: {"id", "ctx"}, ast.Constant: {"value", "kind"},
-    ast.Attribute: {"value", "attr", "ctx"}, ast.Subscript: {"value", "slice", "ctx"},
-    ast.Slice: {"lower", "upper", "step"}, ast.Tuple: {"elts", "ctx"},
-    ast.List: {"elts", "ctx"}, ast.BinOp: {"left", "op", "right"},
-    ast.UnaryOp: {"op", "operand"}, ast.BoolOp: {"op", "values"},
-    ast.Compare: {"left", "ops", "comparators"}, ast.Call: {"func", "args", "keywords"},
-    ast.keyword: {"arg", "value"}, ast.IfExp: {"test", "body", "orelse"},
-    ast.Starred: {"value", "ctx"}, ast.ListComp: {"elt", "generators"},
-    ast.GeneratorExp: {"elt", "generators"}, ast.comprehension: {"target", "iter", "ifs"},
-}
-MESSAGE_FIELDS = {ast.JoinedStr: {"values"},
-                  ast.FormattedValue: {"value", "conversion", "format_spec"}}
-NUMBERS = (bool, int, float, complex, type(None))
-
-
-@dataclasses.dataclass(frozen=True)
-class Violation:
-    line: int
-    what: str
-
-    def __str__(self):
-        return f"line {self.line}: {self.what}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,17 +42,6 @@ class KernelSource:
     def ok(self):
         return not self.violations
 
-
-def _attribute_of_module(dotted, attribute):
-    """('value', None), ('module', name) or ('denied', why) for ``module.attribute``."""
-    if (dotted, attribute) in SUBMODULES:
-        return "module", SUBMODULES[dotted, attribute]
-    if attribute in MODULE_ATTRIBUTES[dotted]:
-        return "value", None
-    return "denied", f"{dotted}.{attribute}"
-
-
-# --------------------------------------------------------------------------- module level
 
 @dataclasses.dataclass
 class _Scope:
@@ -305,7 +216,7 @@ class _Rebuilder:
                 self.scope.excluded[local] = (f"`from {module} import {alias.name}` "
                                               f"(line {statement.lineno}), which the grader drops")
                 continue
-            kind, detail = _attribute_of_module(module, alias.name)
+            kind, detail = attribute_of_module(module, alias.name)
             if kind == "module":
                 self.scope.modules[local] = detail
             elif kind == "value":
@@ -344,7 +255,7 @@ class _Rebuilder:
             for name in names:
                 self.scope.excluded.pop(name, None)
             return
-        checker = _Checker(self.scope, local_names=set(), where="a module constant")
+        checker = Checker(self.scope, local_names=set(), where="a module constant")
         checker.expression(value)
         if checker.called_functions:
             self.exclude(statement, f"the assignment on line {statement.lineno}, which calls "
@@ -392,316 +303,17 @@ class _Rebuilder:
                 self.violations.append(Violation(node.lineno, f"{name}() is redefined by "
                                                  f"{self.scope.excluded[name]}"))
                 continue
-            checker = _Checker(self.scope, _bound_names_in(node), where=f"{name}()")
+            checker = Checker(self.scope, bound_names_in(node), where=f"{name}()")
             checker.function(node)
             self.violations += checker.violations
             if name == "application":
-                self.violations += _output_reads(node)
+                self.violations += output_reads(node)
             wanted += sorted(checker.called_functions)
             self.keep(node, indent=node.col_offset)
 
     def text(self):
         return "\n".join("; ".join(text for _, text in sorted(self.pieces.get(number, ())))
                          for number in range(1, len(self.lines) + 1)) + "\n"
-
-
-_COMPREHENSIONS = (ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)
-
-
-def _stored_names(node, skip_comprehensions=True):
-    """Names bound by Store targets under ``node``; a comprehension's own targets belong to
-    its scope, not to the function's."""
-    names, todo = set(), [node]
-    while todo:
-        current = todo.pop()
-        if isinstance(current, ast.Name) and isinstance(current.ctx, ast.Store):
-            names.add(current.id)
-        for child in ast.iter_child_nodes(current):
-            if not (skip_comprehensions and isinstance(child, _COMPREHENSIONS)):
-                todo.append(child)
-    return names
-
-
-def _bound_names_in(function):
-    """The names the function's own scope binds: its parameters and its targets (the
-    checker lets no other construct bind one). Comprehensions bind theirs in scopes of
-    their own (``_Checker.visit_ListComp``), as Python does."""
-    arguments = function.args
-    names = {argument.arg for argument in arguments.posonlyargs + arguments.args
-             + arguments.kwonlyargs + [arguments.vararg, arguments.kwarg] if argument}
-    return names | _stored_names(function)
-
-
-OUTPUT_METADATA = ("shape", "dtype", "ndim")
-
-
-def _output_reads(function):
-    """Where application() reads the values of its output (its third parameter).
-
-    C = A @ B never needs them: ``output`` is only assigned, or asked for its
-    shape or dtype. A kernel that looked at what C already holds could skip
-    work done by an earlier launch, and then no timing of it would be fair.
-    """
-    parameters = [argument.arg for argument in function.args.posonlyargs + function.args.args]
-    if len(parameters) < 3:
-        return []
-    output = parameters[2]
-    parent_of = {id(child): parent for parent in ast.walk(function)
-                 for child in ast.iter_child_nodes(parent)}
-    found = []
-    for node in ast.walk(function):
-        if not (isinstance(node, ast.Name) and node.id == output
-                and isinstance(node.ctx, ast.Load)):
-            continue
-        parent = parent_of.get(id(node))
-        if isinstance(parent, ast.Attribute) and parent.attr in OUTPUT_METADATA:
-            continue
-        if isinstance(parent, ast.Subscript) and isinstance(parent.ctx, ast.Store):
-            continue
-        found.append(Violation(node.lineno, f"application(): reads the values of `{output}`, "
-                                            "which C = A @ B never needs (only assign it, or "
-                                            "use its .shape or .dtype)"))
-    return found
-
-
-class _Checker:
-    """Checks one kept function (or a module constant) against the allowlist, every node
-    and every field of it."""
-
-    def __init__(self, scope, local_names, where):
-        self.scope, self.local_names, self.where = scope, local_names, where
-        self.violations, self.called_functions = [], set()
-        self.visited, self.root = set(), None
-        self.inner = []  # the names bound by each comprehension the walk is inside
-
-    def flag(self, node, what):
-        self.violations.append(Violation(getattr(node, "lineno", 0), f"{self.where}: {what}"))
-
-    def function(self, node):
-        arguments = node.args
-        parameters = [argument for argument in arguments.posonlyargs + arguments.args
-                      + arguments.kwonlyargs + [arguments.vararg, arguments.kwarg] if argument]
-        targets = [child for child in ast.walk(node)
-                   if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store)]
-        flagged = set()
-        for binding, name in [(argument, argument.arg) for argument in parameters] + [
-                (target, target.id) for target in targets]:
-            shadowed = self.global_meaning(name)
-            if shadowed and (name, binding.lineno) not in flagged:
-                flagged.add((name, binding.lineno))
-                self.flag(binding, f"binds `{name}`, which is already {shadowed}: a name means "
-                                   "one thing in a kernel")
-        self.root = node
-        self.visit(node)
-        self.check_coverage(node)
-
-    def expression(self, node):
-        self.visit(node)
-        self.check_coverage(node)
-
-    def check_coverage(self, root):
-        """Fail closed: a node the visit did not reach is a violation, never a pass."""
-        if self.violations:
-            return  # rejected already
-        for child in ast.walk(root):
-            if id(child) not in self.visited and not isinstance(child, _LEAVES):
-                self.flag(child, f"`{type(child).__name__}` was not checked")
-                return
-
-    def global_meaning(self, name):
-        """Why a kernel may not bind ``name``, or ''. Other names a module or builtins also
-        define (``input``, ``BLOCK_SIZE_M=BLOCK_SIZE_M``) resolve as Python resolves them."""
-        if name.startswith("__"):
-            return "a dunder name"
-        if name in self.scope.modules:
-            return "an imported module"
-        return ""
-
-    def is_local(self, name):
-        return name in self.local_names or any(name in scope for scope in self.inner)
-
-    # -- the walk
-
-    def visit(self, node, message=False):
-        """Check ``node`` and everything under it. ``message``: inside the message of an
-        ``assert`` or ``raise``, where strings may stand."""
-        self.visited.add(id(node))
-        if isinstance(node, _LEAVES):
-            return
-        kind = type(node)
-        allowed = FIELDS.get(kind, MESSAGE_FIELDS.get(kind) if message else None)
-        if kind is ast.FunctionDef and node is not self.root:
-            allowed = None  # a nested function: a scope of its own
-        if allowed is None:
-            what = "strings" if kind in MESSAGE_FIELDS else f"`{kind.__name__}`"
-            self.flag(node, f"{what} {'are' if what == 'strings' else 'is'} not allowed in a "
-                            "kernel" + (" (only in docstrings, assert and raise messages)"
-                                        if what == "strings" else ""))
-            self.visited.update(id(child) for child in ast.walk(node))
-            return
-        for field, value in ast.iter_fields(node):
-            if field not in allowed:
-                if value not in (None, [], 0, -1):
-                    self.flag(node, _unlisted_field(kind, field))
-                    self.visited.update(id(child) for child in ast.walk(node))
-                    return
-        special = getattr(self, f"visit_{kind.__name__}", None)
-        if special is not None:
-            special(node, message)
-            return
-        self.children(node, message)
-
-    def children(self, node, message, skip=()):
-        for field, value in ast.iter_fields(node):
-            if field in skip:
-                continue
-            for child in value if isinstance(value, list) else [value]:
-                if isinstance(child, ast.AST):
-                    self.visit(child, message)
-
-    def visit_FunctionDef(self, node, message):
-        self.visit(node.args)
-        for statement in node.body:
-            if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant) \
-                    and isinstance(statement.value.value, str):
-                self.mark(statement)  # a docstring, or a string standing as a comment
-            else:
-                self.visit(statement)
-
-    def visit_Assert(self, node, message):
-        self.visit(node.test)
-        if node.msg is not None:
-            self.visit(node.msg, message=True)
-
-    def visit_Raise(self, node, message):
-        if node.exc is not None:
-            self.visit(node.exc, message=True)
-
-    def visit_ListComp(self, node, message):
-        """The first iterable is evaluated where the comprehension stands; the rest, in its
-        own scope, where its targets are bound."""
-        first, *others = node.generators
-        self.visited.add(id(first))
-        if first.is_async:
-            self.flag(first, "`async` comprehensions are not allowed in a kernel")
-        self.visit(first.iter, message)
-        self.inner.append(set().union(*(_stored_names(generator.target, False)
-                                        for generator in node.generators)))
-        try:
-            self.visit(first.target, message)
-            for condition in first.ifs:
-                self.visit(condition, message)
-            for generator in others:
-                self.visit(generator, message)
-            self.visit(node.elt, message)
-        finally:
-            self.inner.pop()
-
-    visit_GeneratorExp = visit_ListComp
-
-    def visit_Constant(self, node, message):
-        if isinstance(node.value, str) and message:
-            return
-        if not isinstance(node.value, NUMBERS):
-            what = "strings are" if isinstance(node.value, str) else \
-                f"the constant {node.value!r} is"
-            self.flag(node, f"{what} not allowed in a kernel (constants are numbers; "
-                            "strings only in docstrings, assert and raise messages)")
-
-    def visit_keyword(self, node, message):
-        if node.arg is None:
-            self.flag(node, "`**` arguments are not allowed in a kernel")
-        elif node.arg.startswith("_"):
-            self.flag(node, f"the keyword `{node.arg}` (names starting with _ are off limits)")
-        self.visit(node.value, message)
-
-    def visit_Name(self, node, message):
-        if isinstance(node.ctx, ast.Store):
-            return  # checked once for the whole function (``function``)
-        if self.scope.modules.get(node.id) and not self.is_local(node.id):
-            self.flag(node, f"uses the module `{self.scope.modules[node.id]}` as a value; only "
-                            "its attributes are allowed")
-            return
-        self.name(node)
-
-    def visit_Attribute(self, node, message):
-        if node.attr.startswith("_"):
-            self.flag(node, f"uses `.{node.attr}` (names starting with _ are off limits)")
-            return
-        module = self.module_of(node.value)
-        if module is not None:
-            self.mark(node.value)
-            if isinstance(node.ctx, ast.Store):
-                self.flag(node, f"assigns to {module}.{node.attr}: a kernel never changes a "
-                                "module")
-                return
-            kind, detail = _attribute_of_module(module, node.attr)
-            if kind == "denied":
-                self.flag(node, f"uses {detail}, which a kernel may not use")
-            elif kind == "module":  # a module's attribute reaches its own Attribute first
-                self.flag(node, f"uses the module `{detail}` as a value; only its attributes "
-                                "are allowed")
-            return
-        base = node.value
-        if isinstance(base, ast.Name) and base.id in self.scope.excluded \
-                and not self.is_local(base.id):
-            self.visit(base, message)  # what the name comes from says it all
-            return
-        if isinstance(node.ctx, ast.Store):
-            if node.attr not in ASSIGNABLE_ATTRIBUTES or not self.rooted_in_a_local(node):
-                self.flag(node, f"assigns to `.{node.attr}`; a kernel assigns only the "
-                                "`.dtype` of its own arranged tensors")
-        elif node.attr not in VALUE_ATTRIBUTES:
-            self.flag(node, f"uses `.{node.attr}`, which is not on the list of what a kernel "
-                            f"may ask of a tensor ({', '.join(sorted(VALUE_ATTRIBUTES))})")
-        self.visit(node.value, message)
-
-    def visit_Subscript(self, node, message):
-        if isinstance(node.ctx, ast.Store) and not self.rooted_in_a_local(node):
-            self.flag(node, "assigns into something that is not a local name of the kernel")
-        self.children(node, message)
-
-    # -- names and modules
-
-    def mark(self, node):
-        self.visited.update(id(child) for child in ast.walk(node))
-
-    def rooted_in_a_local(self, node):
-        while isinstance(node, (ast.Attribute, ast.Subscript)):
-            node = node.value
-        return isinstance(node, ast.Name) and self.is_local(node.id)
-
-    def name(self, node):
-        name = node.id
-        if self.is_local(name) or name in self.scope.constants:
-            return
-        if name in self.scope.functions and name not in self.scope.excluded:
-            self.called_functions.add(name)
-            return
-        if name in self.scope.excluded:
-            self.flag(node, f"uses `{name}`, which comes from {self.scope.excluded[name]}")
-        elif name not in BUILTINS and (name in _PYTHON_BUILTINS or name.startswith("__")):
-            self.flag(node, f"uses the builtin `{name}`, which a kernel never needs")
-        # Any other unknown name is the student's own NameError, reported when it runs.
-
-    def module_of(self, node):
-        """The dotted name of the allowed module ``node`` stands for, or None."""
-        if isinstance(node, ast.Name):
-            return None if self.is_local(node.id) else self.scope.modules.get(node.id)
-        if isinstance(node, ast.Attribute):
-            parent = self.module_of(node.value)
-            if parent is not None:
-                kind, detail = _attribute_of_module(parent, node.attr)
-                return detail if kind == "module" else None
-        return None
-
-
-def _unlisted_field(kind, field):
-    if field in ("annotation", "returns"):
-        return "annotations are not allowed in a kernel"
-    if field == "decorator_list":
-        return "decorators are not allowed on a kernel function"
-    return f"`{kind.__name__}.{field}` is not allowed in a kernel"
 
 
 def extract(source):

@@ -13,7 +13,7 @@ import dataclasses
 
 # Where the evidence for a mistake comes from; explain() reads them in this order.
 FILE = "file"  # the file cannot run at all (grader.core.loading, checks.error_verdict)
-LAYOUT = "layout"  # the arranged tensors' levels (grader.core.diagnosis.inspect_arrangement)
+LAYOUT = "layout"  # the arranged tensors' levels (grader.core.layout.inspect_arrangement)
 OUTPUT = "output"  # one case's verdict names it (grader.core.checks: output, error or build)
 PATTERN = "pattern"  # which cases fail (diagnosis._patterns), or the cases that target it
 SOURCES = (FILE, LAYOUT, OUTPUT, PATTERN)

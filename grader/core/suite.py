@@ -7,7 +7,7 @@ verdict, then the likely mistake behind it, in English and Chinese.
 
 import pytest
 
-from grader.core import cases, checks, diagnosis, execution, gpu_compile
+from grader.core import cases, checks, diagnosis, execution, gpu_compile, layout
 from grader.core.checks import Verdict
 from grader.core.mistakes import MISTAKES
 
@@ -90,7 +90,7 @@ def findings(config):
     """The symbolic findings for the loaded submission, computed once per session."""
     found = getattr(config, "_ntgemm_findings", None)
     if found is None and getattr(config, "_ntgemm_module", None) is not None:
-        found = config._ntgemm_findings = diagnosis.inspect_arrangement(config._ntgemm_module)
+        found = config._ntgemm_findings = layout.inspect_arrangement(config._ntgemm_module)
     return found or []
 
 
@@ -167,7 +167,7 @@ def summary(terminalreporter, config):
     hints = diagnosis.explain(
         findings(config), [verdict for _, verdict in results.values()],
         [case for case, _ in results.values()],
-        tiles=diagnosis.tile_sizes(module) if module is not None else None, reveal=True)
+        tiles=layout.tile_sizes(module) if module is not None else None, reveal=True)
     build = built(config)
     if build is not None:
         write(f"GPU build: {gpu_compile.summary(build)}")

@@ -11,6 +11,8 @@ and flagged lines need those files' exact text (and bob's wrong kernel).
 ``TOKEN`` stands for a per-run unique word: the snippets use it to name what
 they leave behind (files in /tmp and /dev/shm, daemons, markers in stderr), so
 the test can look for exactly those, and only those, afterwards.
+
+A catalogue, so one long file: an entry per attack, read beside test_batch_attacks.
 """
 
 import ast

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from grader.batch import import_graph
 from grader.core import backend, cases
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -23,7 +24,7 @@ NEEDS_INTERPRETER = pytest.mark.skipif(backend.interpreter_problem() is not None
 
 def batch_backend():
     """The backend a batch run by these tests grades on, decided as the grader decides it."""
-    from grader.batch.cli import decide_backend
+    from grader.batch.grade.machine import decide_backend
 
     return decide_backend()
 
@@ -81,7 +82,7 @@ def kit_files_loaded_alone(folder, imports, timeout=300):
 
     paths = [str(folder), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
     code = (f"{imports}\nimport sys\nprint(sorted({{m.__file__ for m in list(sys.modules.values()) "
-            "if m.__name__.split('.')[0] in ('grader', 'benchmarks', 'solutions', 'conftest')}))")
+            f"if m.__name__.split('.')[0] in {(*import_graph.PACKAGES, 'conftest')!r}}}))")
     result = subprocess.run([sys.executable, "-S", "-c", code], cwd=folder, capture_output=True,
                             text=True, timeout=timeout,
                             env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)})

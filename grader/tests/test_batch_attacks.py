@@ -13,7 +13,8 @@ before) and that it leaked nothing (no seed, secret, classmate's code, output
 path or hidden shape in what a student is shown).
 
 A second, small batch puts a CPU hog next to three copies of the reference (it keeps
-the machine's cores busy for about one timeout).
+the machine's cores busy for about one timeout). One long file: every check reads the
+one class graded at module scope, which takes minutes to grade.
 
 Knobs, for investigating rather than for CI: ``NTGEMM_ATTACK_TIMEOUT`` (seconds,
 default 20: raise it on a machine loaded by other work, where innocent runs would
@@ -42,7 +43,8 @@ import psutil
 import pytest
 
 from grader.core import cases as catalogue
-from grader.batch import protocol, reports
+from grader.batch.inside import protocol
+from grader.batch.outputs import reports
 from grader.core.kernel_source import extract
 from grader.tests import attack_sources as sources
 from grader.tests.batch_helpers import NEEDS_INTERPRETER
@@ -232,7 +234,7 @@ def batch(tmp_path_factory):
         result = grade(base, classdir, base / "out")
     finally:
         # What the batch left behind, looked at (and cleaned up) at once, whatever happened.
-        left_processes = survivors([token, "grader.batch.worker"], token, base / "tmp")
+        left_processes = survivors([token, "grader.batch.inside.worker"], token, base / "tmp")
         left_files = host_leftovers(token, base / "tmp", caches)
         changed = tampered_sources(before_sources, token)
     alone = base / "alone"

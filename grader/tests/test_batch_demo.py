@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from grader.batch.share import SHARED_CLASS_FILES
+from grader.batch.outputs.share import SHARED_CLASS_FILES
 from grader.core import cases
 from grader.tests.batch_helpers import (DEMO, ROOT, SEED, batch_backend, copy_class, environment,
                                         grader_command, gradebook, run_grader, small_cases,

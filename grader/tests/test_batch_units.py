@@ -10,7 +10,8 @@ import zipfile
 
 import pytest
 
-from grader.batch import intake, sandbox
+from grader.batch.grade import intake, machine
+from grader.batch.isolation import launch
 from grader.batch.status import ExitCode
 from solutions import MODEL_ANSWER
 
@@ -89,15 +90,25 @@ def test_shards_partition_the_class_deterministically():
 
 
 def test_one_worker_per_gpu_from_faked_devices():
-    assert sandbox.assign_devices(2, ["0", "1"]) == ["0", "1"]
-    assert sandbox.assign_devices(4, ["2", "5"]) == ["2", "5", "2", "5"]
-    assert sandbox.assign_devices(3, []) == [None, None, None]
-    assert sandbox.parse_gpus(None, environ={"CUDA_VISIBLE_DEVICES": "3,1"}) == ["3", "1"]
-    assert sandbox.parse_gpus(None, environ={}, count=2) == ["0", "1"]
-    assert sandbox.parse_gpus("0,2", environ={}) == ["0", "2"]
-    assert sandbox.parse_gpus("none", environ={"CUDA_VISIBLE_DEVICES": "0"}) == []
-    env = sandbox.child_environment("gpu", "/tmp/home", "/tmp", "/job/lib", device="1")
+    assert machine.assign_devices(2, ["0", "1"]) == ["0", "1"]
+    assert machine.assign_devices(4, ["2", "5"]) == ["2", "5", "2", "5"]
+    assert machine.assign_devices(3, []) == [None, None, None]
+    assert machine.parse_gpus(None, environ={"CUDA_VISIBLE_DEVICES": "3,1"}) == ["3", "1"]
+    assert machine.parse_gpus(None, environ={}, count=2) == ["0", "1"]
+    assert machine.parse_gpus("0,2", environ={}) == ["0", "2"]
+    assert machine.parse_gpus("none", environ={"CUDA_VISIBLE_DEVICES": "0"}) == []
+    env = launch.child_environment("gpu", "/tmp/home", "/tmp", "/job/lib", device="1")
     assert env["CUDA_VISIBLE_DEVICES"] == "1" and env["HOME"] == "/tmp/home"
+
+
+def test_default_jobs_fit_the_host():
+    from grader.batch.grade.machine import default_jobs
+
+    assert default_jobs(16, 1) == 8  # the H200 host measured in the instructor guide
+    assert default_jobs(2, 1) == 1
+    assert default_jobs(8, 8) == 8  # never fewer workers than GPUs
+    assert default_jobs(64, 4) == 32
+    assert default_jobs(2, 0) == 2  # the interpreter: one per core
 
 
 @pytest.mark.parametrize("args, words", [
@@ -125,7 +136,7 @@ def test_help_lists_the_options():
 
 
 def test_handout_leaves_out_staff_tools_and_the_modules_that_import_them():
-    from grader.batch import handout
+    from grader.batch.packaging import handout
 
     shipped = {str(relative) for _, relative in handout._handout_files()}
     assert {"benchmarks/harness.py", "benchmarks/cli.py", "benchmarks/lessons/ledger.py"} <= shipped
@@ -165,7 +176,7 @@ def test_handout_holds_no_solution_and_its_public_tests_run(tmp_path):
     reference = MODEL_ANSWER.read_bytes()
     assert not any("solutions" in name or "/tests/" in name or "demo_class" in name
                    for name in names)
-    assert not any(name.endswith(("grader/batch/grading.py", "grader/batch/cli.py"))
+    assert not any(name.endswith(("grader/batch/grade/grading.py", "grader/batch/cli.py"))
                    for name in names)
     with zipfile.ZipFile(archive) as bundle:
         assert all(bundle.read(name) != reference for name in names)
@@ -196,12 +207,12 @@ def test_handout_holds_no_solution_and_its_public_tests_run(tmp_path):
 def test_the_handout_imports_from_itself_alone(tmp_path):
     """Without site (so without this checkout's editable install), every kit module the
     handout ships, and its conftest.py, import from the handout folder alone."""
-    from grader.batch import handout
+    from grader.batch.packaging import handout
     from grader.tests.batch_helpers import kit_files_loaded_alone
 
     folder, _ = handout.build(tmp_path)
     modules = sorted(".".join(path.relative_to(folder).with_suffix("").parts)
-                     for package in ("grader", "benchmarks") for path in
+                     for package in ("ledger", "grader", "benchmarks") for path in
                      (folder / package).rglob("*.py") if path.name != "__init__.py")
     imports = f"import importlib\n[importlib.import_module(m) for m in {modules!r}]"
     loaded = kit_files_loaded_alone(folder, imports + "\nimport conftest")
@@ -209,7 +220,7 @@ def test_the_handout_imports_from_itself_alone(tmp_path):
 
 
 def test_handout_holds_what_the_student_docs_point_to(tmp_path):
-    from grader.batch import handout
+    from grader.batch.packaging import handout
 
     folder, _ = handout.build(tmp_path)
     docs = sorted((folder / "docs").glob("*.md"))
@@ -227,7 +238,8 @@ def test_handout_holds_what_the_student_docs_point_to(tmp_path):
 
 
 def test_a_refused_handout_is_an_error_message_not_a_traceback(tmp_path, monkeypatch, capsys):
-    from grader.batch import cli, handout
+    from grader.batch import cli
+    from grader.batch.packaging import handout
 
     def refuse(out_dir):
         raise ValueError("assignment/ninetoothed_gemm.py is a copy of the reference solution")
@@ -239,7 +251,7 @@ def test_a_refused_handout_is_an_error_message_not_a_traceback(tmp_path, monkeyp
 
 
 def test_flagged_public_case_says_why_in_results_json():
-    from grader.batch.reports import results_json
+    from grader.batch.outputs.feedback import results_json
 
     record = {"status": "flagged", "score": 0, "max_score": 1, "message": "", "cases": [
         {"id": "tail_m-65x128x128", "name": "tail_m", "visibility": "public", "status": "flagged",
@@ -250,7 +262,7 @@ def test_flagged_public_case_says_why_in_results_json():
 
 
 def test_child_environment_is_an_allowlist(monkeypatch):
-    from grader.batch.sandbox import child_environment
+    from grader.batch.isolation.launch import child_environment
 
     monkeypatch.setenv("PWD", "/somewhere/with/the/outputs")
     monkeypatch.setenv("GITHUB_TOKEN", "instructor-secret")
@@ -270,7 +282,7 @@ def test_upper_case_py_extension_is_a_submission(tmp_path):
 def test_a_new_torch_triton_or_ninetoothed_means_grading_again(monkeypatch):
     import types
 
-    from grader.batch import grading
+    from grader.batch.grade import grading
 
     submission = types.SimpleNamespace(sha256="abc", problem="", handin=b"")
     settings = grading.Settings(seed=1, backend="interpreter", timeout_s=10, memory_limit_bytes=1)
@@ -280,7 +292,7 @@ def test_a_new_torch_triton_or_ninetoothed_means_grading_again(monkeypatch):
 
 
 def test_share_refuses_what_is_not_a_fresh_place_or_not_a_gradebook(tmp_path):
-    from grader.batch import share
+    from grader.batch.outputs import share
 
     out = tmp_path / "out"
     (out / "ada").mkdir(parents=True)

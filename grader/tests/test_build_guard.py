@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from grader.batch import build_guard, grading, intake
+from grader.batch.grade import grading, intake
+from grader.batch.inside import build_guard
 from grader.batch.status import Status
 from grader.core import kernel_source
 from grader.tests.batch_helpers import small_cases
@@ -111,9 +112,28 @@ def test_triton_s_compiled_launcher_imports_from_the_run_s_cache_only(policy, tm
         is not None
 
 
+def test_the_module_check_sees_a_class_s_method_swapped(monkeypatch):
+    """Assigning a class attribute raises no audit event: the snapshot sees it instead."""
+    import torch
+    import triton
+
+    before = build_guard.snapshot()
+    monkeypatch.setattr(triton.runtime.jit.JITFunction, "run", lambda *a, **k: None)
+    monkeypatch.setattr(torch.Tensor, "cpu", lambda self: self)
+    monkeypatch.setattr(triton.language.core.tensor, "__repr__", lambda self: "")
+    found = build_guard.changed(before)
+    assert "triton.runtime.jit.JITFunction.run" in found
+    assert "torch.Tensor.cpu" in found
+    after_launch = build_guard.changed(before, build_guard.AFTER_LAUNCH)
+    assert "torch.Tensor.cpu" in after_launch
+    assert not any(name.startswith("triton.language.") for name in after_launch)
+    monkeypatch.undo()
+    assert build_guard.changed(before) == []
+
+
 GUARDED = r'''
 import sys
-from grader.batch import build_guard
+from grader.batch.inside import build_guard
 refused = []
 build_guard.install(build_guard.Policy(sys.argv[1]), refused.append, exit_code=3)
 {action}
@@ -143,12 +163,25 @@ FORGED_ARRANGEMENT = (SIGNATURE + " *extra: (__import__('ninetoothed').__setattr
                       " 0)[1],")
 
 
+# A forgery of the second red team's kind, against the guard itself: a kernel that is wrong
+# on purpose, and Triton's launch (on a GPU JITFunction.run, on the interpreter
+# InterpretedFunction.run) swapped for a product computed by torch.
+SWAPPED_LAUNCH = ANSWER.replace("accumulator +=", "accumulator -=") + """
+import triton.runtime.interpreter as _interpreter, triton.runtime.jit as _jit
+def _stand_in(self, *args, grid, warmup, **kwargs):
+    args[10].copy_((args[0].float() @ args[5].float()).half())
+_interpreter.InterpretedFunction.run = _stand_in
+_jit.JITFunction.run = _stand_in
+"""
+
+
 @pytest.mark.parametrize("forgery", [
     ANSWER.replace(SIGNATURE, FORGED_ARRANGEMENT),
+    SWAPPED_LAUNCH,
     ANSWER.replace(SIGNATURE, SIGNATURE + " *extra: __import__('imaplib'),"),
     ANSWER.replace("    output_arranged = output.tile(",
                    "    open('/etc/hostname').read()\n    output_arranged = output.tile("),
-], ids=["swapped_make", "import", "open"])
+], ids=["swapped_make", "swapped_launch", "import", "open"])
 def test_a_checker_bug_still_forges_no_grade(tmp_path, monkeypatch, forgery):
     """With the checker told to accept everything, the guard ends the kernel run and the
     file is flagged with nothing earned."""

@@ -1,8 +1,9 @@
-"""grader.core.diagnosis alone: the symbolic inspection's edge cases; explain() as a pure function."""
+"""grader.core.layout and grader.core.diagnosis alone: the symbolic inspection's edge cases;
+explain() as a pure function."""
 
 import types
 
-from grader.core import cases, diagnosis
+from grader.core import cases, diagnosis, layout
 from grader.core.checks import Verdict
 from grader.core.mistakes import MISTAKES
 
@@ -35,29 +36,29 @@ def test_inspection_never_raises_and_names_known_mistakes(backend):
         types.SimpleNamespace(),
     ]
     for module in broken:
-        findings = diagnosis.inspect_arrangement(module)
+        findings = layout.inspect_arrangement(module)
         assert _keys(findings) == ["build_error"]
         assert "symbolic" in findings[0]["message"]
 
     def placeholder(lhs, rhs, output):
         raise NotImplementedError
-    assert _keys(diagnosis.inspect_arrangement(_arrangement_module(placeholder))) == [
+    assert _keys(layout.inspect_arrangement(_arrangement_module(placeholder))) == [
         "not_implemented"]
 
-    untiled = diagnosis.inspect_arrangement(
+    untiled = layout.inspect_arrangement(
         _arrangement_module(lambda lhs, rhs, output: (lhs, rhs, output)))
     assert _keys(untiled) == ["grid_mismatch"] and "not tiled" in untiled[0]["message"]
 
 
 def test_inspection_reads_shapes_and_gives_evidence(backend):
-    assert diagnosis.inspect_arrangement(_reference_like()) == []
-    not_expanded = diagnosis.inspect_arrangement(_reference_like(lhs_expand=(-1, 1)))
+    assert layout.inspect_arrangement(_reference_like()) == []
+    not_expanded = layout.inspect_arrangement(_reference_like(lhs_expand=(-1, 1)))
     assert _keys(not_expanded) == ["expand_axis"]
     assert "(2, 1) where the output grid is (2, 4) (M=128, N=256, K=192)" in not_expanded[0][
         "message"]
-    hard = diagnosis.inspect_arrangement(_reference_like(lhs_expand=(-1, 4)))
+    hard = layout.inspect_arrangement(_reference_like(lhs_expand=(-1, 4)))
     assert _keys(hard) == ["hard_coded"] and "always 4" in hard[0]["message"]
-    mismatched = diagnosis.inspect_arrangement(_reference_like(rhs_tile=(32, 64)))
+    mismatched = layout.inspect_arrangement(_reference_like(rhs_tile=(32, 64)))
     assert _keys(mismatched) == ["tile_shape"]
 
 
@@ -65,9 +66,9 @@ def test_inspection_takes_milliseconds(backend):
     import time
 
     module = _reference_like()
-    diagnosis.inspect_arrangement(module)
+    layout.inspect_arrangement(module)
     start = time.perf_counter()
-    diagnosis.inspect_arrangement(module)
+    layout.inspect_arrangement(module)
     assert time.perf_counter() - start < 0.5
 
 

@@ -1,5 +1,5 @@
 """Output folders keep the student's id as written where file systems can hold it
-(grader.batch.folders), escape the rest, and stay put across runs of one OUT_DIR, the
+(grader.batch.outputs.student_folders), escape the rest, and stay put across runs of one OUT_DIR, the
 student-<hash> folders of older graders included."""
 
 import json
@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from grader.batch import folders, reports
+from grader.batch.outputs import reports, student_folders as folders
 from grader.tests.batch_helpers import ROOT, gradebook, run_grader
 
 AS_WRITTEN = ["alice", "李华", "Li Hua", "Zoë", "a_b", "O'Neil", "2+3", "王芳 (2)"]

@@ -12,8 +12,9 @@ import time
 
 import pytest
 
-from grader.batch import protocol, time_budget
-from grader.core import cases, checks, diagnosis, execution, gpu_compile
+from grader.batch.inside import protocol
+from grader.batch.isolation import time_budget
+from grader.core import cases, checks, diagnosis, execution, gpu_compile, layout
 from grader.core.loading import load_submission
 from grader.core.suite import ruled_out
 from grader.tests import build_variants
@@ -134,7 +135,7 @@ def test_a_grid_that_cannot_line_up_fails_before_launch(variant, backend):
     assert time.monotonic() - started < 5
     verdict = checks.error_verdict(case, raised.value)
     assert verdict.mistake == "grid_mismatch" and "(2, 256)" in verdict.message, verdict.message
-    hints = diagnosis.explain(diagnosis.inspect_arrangement(module), [verdict], [case])
+    hints = diagnosis.explain(layout.inspect_arrangement(module), [verdict], [case])
     assert hints[0]["key"] == "grid_mismatch"
 
 
@@ -142,7 +143,7 @@ def test_a_correct_grid_is_never_stopped(variant):
     for name in ("reference", "tiles_16x128x64", "tiles_32x32x32", "tiles_128x64x32"):
         module = variant(name)[1]
         for case in cases.catalogue(SEED, "gpu"):
-            assert diagnosis.launch_mismatch(module, case.shape) is None, (name, case.id)
+            assert layout.launch_mismatch(module, case.shape) is None, (name, case.id)
 
 
 # --------------------------------------------------------------------------- application

@@ -38,7 +38,7 @@ import xml.etree.ElementTree as ElementTree
 
 import pytest
 
-from grader.core import cases, checks, diagnosis, execution
+from grader.core import cases, checks, diagnosis, execution, layout
 from grader.core.checks import Verdict
 from grader.core.loading import SubmissionError, load_submission
 from grader.tests import build_variants
@@ -122,7 +122,7 @@ def test_correct_variant_gets_full_marks(name, backend, variant_path):
     selected, verdicts = _grade(module, CORRECT_SUBSET, backend)
     failed = [f"{verdict.case_id}: {verdict.message}" for verdict in verdicts if not verdict.passed]
     assert not failed, "\n".join(failed)
-    findings = diagnosis.inspect_arrangement(module)
+    findings = layout.inspect_arrangement(module)
     assert diagnosis.explain(findings, verdicts, selected) == []
 
 
@@ -137,14 +137,14 @@ def test_correct_variants_look_right_symbolically(variant_path):
     }
     for name, tiles in expected_tiles.items():
         module = _module(name, variant_path)
-        findings = diagnosis.inspect_arrangement(module)
+        findings = layout.inspect_arrangement(module)
         if name == "unsqueezed_indexing":
             # Right, but unusual: the length-1 level is reported, and only matters
             # (as a hint) if cases fail.
             assert [finding["mistake"] for finding in findings] == ["missing_squeeze"]
         else:
             assert findings == [], (name, findings)
-        assert diagnosis.tile_sizes(module) == tiles, name
+        assert layout.tile_sizes(module) == tiles, name
 
 
 # --------------------------------------------------------------------------
@@ -225,8 +225,8 @@ def test_mistake_variant_fails_and_is_named(name, backend, variant_path):
     for case_id in must_pass:
         assert outcome[case_id].passed, f"{name} should pass {case_id}: {outcome[case_id].message}"
 
-    findings = diagnosis.inspect_arrangement(module)
-    hints = diagnosis.explain(findings, verdicts, selected, tiles=diagnosis.tile_sizes(module))
+    findings = layout.inspect_arrangement(module)
+    hints = diagnosis.explain(findings, verdicts, selected, tiles=layout.tile_sizes(module))
     keys = [hint["key"] for hint in hints]
     assert keys and keys[0] == top, (name, keys, hints)
     for key in also:

@@ -90,7 +90,8 @@ def test_the_zip_holds_every_module_the_autograder_runs(autograder):
     """Imported without site (so without this checkout's editable install), the unpacked
     kit loads every module the grading process and its worker use from the zip alone."""
     kit = autograder / "autograder" / "source" / "ntgemm"
-    imports = ("import grader.batch.gradescope as g, grader.batch.worker, grader.core.gpu_compile"
+    imports = ("import grader.batch.packaging.gradescope as g, grader.batch.inside.worker, "
+               "grader.core.gpu_compile"
                "\ng._preload()")
     loaded = kit_files_loaded_alone(kit, imports, timeout=120)
     assert all(path.startswith(str(kit)) for path in loaded), loaded
@@ -153,7 +154,8 @@ def test_bad_visibility_is_refused_with_the_choices(tmp_path):
 def test_without_its_sandbox_it_refuses_to_grade_and_says_why(autograder, monkeypatch, tmp_path):
     """Where bubblewrap cannot start, grading as root beside the grader could be forged:
     the zip refuses unless built with --allow-unsandboxed."""
-    from grader.batch import gradescope, sandbox
+    from grader.batch.isolation import sandbox
+    from grader.batch.packaging import gradescope
 
     root = tmp_path / "autograder"
     shutil.copytree(autograder / "autograder" / "source", root / "source")
@@ -249,7 +251,7 @@ def test_unsandboxed_a_hostile_submission_cannot_touch_the_grade(autograder, tmp
     """A container without bwrap, a zip built with --allow-unsandboxed, a submission whose
     daemon attacks the grader: results.json stays as the grader wrote it, the daemon is
     dead, and a process of the grader's own user, started beside the run, lives on."""
-    from grader.batch import unprivileged
+    from grader.batch.isolation import unprivileged
     from grader.tests.unprivileged_view import View
 
     who = unprivileged.identity()
@@ -279,7 +281,8 @@ def test_unsandboxed_a_hostile_submission_cannot_touch_the_grade(autograder, tmp
         shim = base / "python"
         shim.write_text(  # run_autograder's interpreter, in a container where bwrap fails
             f"#!/bin/sh\nshift 2\nexec {sys.executable} -c 'import sys\n"
-            "from grader.batch import gradescope, sandbox\n"
+            "from grader.batch.isolation import sandbox\n"
+            "from grader.batch.packaging import gradescope\n"
             "sandbox.check = lambda gpu: \"no user namespaces in this container\"\n"
             "sys.exit(gradescope.main(sys.argv[1:]))' \"$@\"\n")
         shim.chmod(0o755)
@@ -326,7 +329,8 @@ def test_unsandboxed_a_hostile_submission_cannot_touch_the_grade(autograder, tmp
 def test_unsandboxed_it_refuses_where_it_cannot_change_user(autograder, monkeypatch, tmp_path):
     """A grader that is not root, or whose unprivileged user cannot run the kit's Python,
     grades nothing without the sandbox, and says why."""
-    from grader.batch import gradescope, sandbox, unprivileged
+    from grader.batch.isolation import sandbox, unprivileged
+    from grader.batch.packaging import gradescope
 
     for reason, identity, expected in (
             (None, None, "not root"),
@@ -354,7 +358,7 @@ def test_the_zip_keeps_a_long_hex_secret_as_written(tmp_path):
     """A batch's .grader-secret is 64 hex digits; int() of it failed before."""
     import zipfile
 
-    from grader.batch import gradescope
+    from grader.batch.packaging import gradescope
 
     secret = "0f" * 32
     path = gradescope.build(tmp_path, seed=secret)

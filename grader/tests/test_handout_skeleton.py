@@ -10,7 +10,8 @@ import pathlib
 
 import pytest
 
-from grader.batch import cli, handout
+from grader.batch import cli
+from grader.batch.packaging import handout
 from grader.batch.status import ExitCode
 from solutions import MODEL_ANSWER
 

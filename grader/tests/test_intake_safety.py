@@ -7,7 +7,9 @@ import threading
 
 import pytest
 
-from grader.batch import intake
+from grader.batch import names
+from grader.batch.grade import intake
+from grader.batch.grade.folder_digest import folder_digest
 
 needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs os.mkfifo")
 
@@ -114,12 +116,12 @@ def test_control_characters_in_ids_are_escaped_at_intake(tmp_path):
 
 def test_printable_keeps_fine_text_and_escapes_the_rest():
     for fine in ("李华", "ada", "eli", "Zoë", "a b", "张伟_2"):
-        assert intake.printable(fine) == fine
-    assert intake.printable("\x1b[31m") == "\\x1b[31m"
-    assert intake.printable("a\u2066b\u2069\x7f") == "a\\u2066b\\u2069\\x7f"
+        assert names.printable(fine) == fine
+    assert names.printable("\x1b[31m") == "\\x1b[31m"
+    assert names.printable("a\u2066b\u2069\x7f") == "a\\u2066b\\u2069\\x7f"
     messy = "\x00\x85\u2028\ud800\u202a"
-    assert intake.printable(messy).isprintable() and intake.printable(messy).isascii()
-    assert intake.printable(intake.printable(messy)) == intake.printable(messy)
+    assert names.printable(messy).isprintable() and names.printable(messy).isascii()
+    assert names.printable(names.printable(messy)) == names.printable(messy)
 
 
 @needs_fifo
@@ -136,27 +138,27 @@ def test_folder_digest_skips_a_fifo_keeps_links_and_odd_names(tmp_path):
         pass
     os.truncate(tmp_path / "sparse.bin", 2 << 30)
     skipped = []
-    first = within(30, intake.folder_digest, tmp_path, skipped)
-    assert len(first) == 64 and within(30, intake.folder_digest, tmp_path) == first
+    first = within(30, folder_digest, tmp_path, skipped)
+    assert len(first) == 64 and within(30, folder_digest, tmp_path) == first
     assert skipped == [("ada/pipe", "a FIFO (named pipe)")]
     os.unlink(tmp_path / "ada" / "link")
     os.symlink("/etc/hosts", tmp_path / "ada" / "link")
-    assert within(30, intake.folder_digest, tmp_path) != first
+    assert within(30, folder_digest, tmp_path) != first
 
 
 def test_folder_digest_changes_when_one_byte_changes(tmp_path):
     (tmp_path / "ada").mkdir()
     path = tmp_path / "ada" / "ninetoothed_gemm.py"
     path.write_bytes(b"x" * (3 << 20))  # more than one chunk
-    before = intake.folder_digest(tmp_path)
+    before = folder_digest(tmp_path)
     with open(path, "r+b") as stream:
         stream.seek((3 << 20) - 7)
         stream.write(b"y")
-    after = intake.folder_digest(tmp_path)
+    after = folder_digest(tmp_path)
     assert after != before
     with open(path, "r+b") as stream:
         stream.seek((3 << 20) - 7)
         stream.write(b"x")
-    assert intake.folder_digest(tmp_path) == before
+    assert folder_digest(tmp_path) == before
     (tmp_path / "ada" / "new").write_bytes(b"")
-    assert intake.folder_digest(tmp_path) != before
+    assert folder_digest(tmp_path) != before

@@ -1,4 +1,4 @@
-"""The leaderboard students may see (grader.batch.leaderboard, grader.batch.pseudonyms):
+"""The leaderboard students may see (grader.batch.outputs.leaderboard, grader.batch.outputs.pseudonyms):
 pseudonyms by default, stable for one grading secret, names the students chose, an
 opt-out, the staff copy with the real ids, and names drawn as written or said to be not."""
 
@@ -6,7 +6,8 @@ import csv
 
 import pytest
 
-from grader.batch import leaderboard, overrides, pseudonyms, reports, secret
+from grader.batch.outputs import secret
+from grader.batch.outputs import leaderboard, overrides, pseudonyms, reports
 from grader.tests.test_speed import timed_record
 
 SECRET = "5eed5eed5eed5eed5eed5eed5eed5eed"
@@ -136,7 +137,7 @@ def test_fonts_are_found_by_what_they_draw():
 
 
 def test_share_hands_out_the_public_copy_only(tmp_path):
-    from grader.batch import share
+    from grader.batch.outputs import share
     from grader.core import cases
 
     out, catalogue = tmp_path / "out", cases.catalogue(0, "gpu")[:1]

@@ -7,7 +7,9 @@ import json
 
 import pytest
 
-from grader.batch import export, intake
+from grader.batch import names
+from grader.batch.grade import intake
+from grader.batch.outputs import export
 from grader.tests.batch_helpers import run_grader
 
 
@@ -33,7 +35,7 @@ from grader.tests.batch_helpers import run_grader
     ("ninetoothed_gemm", False, ("ninetoothed_gemm", "", False)),
 ])
 def test_download_names_keep_the_lms_id_and_lateness(name, folder, expected):
-    who = intake.identity(name, folder=folder)
+    who = names.identity(name, folder=folder)
     assert (who.student, who.lms_id, who.late) == expected
 
 
@@ -147,8 +149,8 @@ def test_export_and_share_take_out_as_every_command_does(tmp_path):
 
 
 def test_a_late_penalty_applies_only_to_late_submissions_and_says_so():
-    from grader.batch.grading import apply_late_penalty
-    from grader.batch.reports import feedback_markdown
+    from grader.batch.grade.grading import apply_late_penalty
+    from grader.batch.outputs.feedback import feedback_markdown
 
     late = {"student": "eli", "score": 12, "max_score": 32, "status": "failed", "late": True,
             "message": "", "cases": [], "flags": []}

@@ -15,7 +15,7 @@ import stat
 import pytest
 import torch
 
-from grader.batch import grading
+from grader.batch.grade import grading, verdict
 from grader.core import cases, checks
 from grader.tests.batch_helpers import DEMO, batch_backend, run_grader
 
@@ -206,7 +206,7 @@ def test_nothing_in_the_output_folder_carries_the_secret_or_a_hidden_case(graded
     record = json.loads((out / "dana" / "record.json").read_text())
     for entry in record["cases"]:
         if entry["visibility"] != "public":
-            assert entry["message"] == grading.HIDDEN_MESSAGE and not entry.get("details")
+            assert entry["message"] == verdict.HIDDEN_MESSAGE and not entry.get("details")
             assert entry["id"] in BATCH_CASES
             assert not entry["id"].startswith("hidden_") or re.fullmatch(r"hidden_\d", entry["id"])
     fingerprint = cases.fingerprint(secret)

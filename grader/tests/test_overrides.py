@@ -1,4 +1,4 @@
-"""Staff overrides (grader.batch.overrides): checked whole before any applies, shown
+"""Staff overrides (grader.batch.outputs.overrides): checked whole before any applies, shown
 everywhere a grade is, and kept through a --force regrade, a two-shard merge, the Canvas
 export and the Gradescope results.
 
@@ -13,7 +13,7 @@ import shutil
 
 import pytest
 
-from grader.batch import leaderboard, overrides, reports
+from grader.batch.outputs import leaderboard, overrides, reports
 from grader.tests.batch_helpers import DEMO, gradebook, run_grader
 
 SEED = "5eed5eed5eed5eed5eed5eed5eed5eed"

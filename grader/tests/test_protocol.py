@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from grader.batch import protocol
+from grader.batch.inside import protocol
 from grader.core.gpu_compile import Build
 
 BUILD = Build("sm_90", True, registers=128, spilled_bytes=0, shared_bytes=65536, num_warps=4,

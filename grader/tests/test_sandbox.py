@@ -1,7 +1,7 @@
 """The sandbox from the inside and the outside: what a worker can see and keep, how it ends,
 and what the grader does when bubblewrap cannot start.
 
-A probe worker here is plain Python run by grader.batch.sandbox.Worker in place of the
+A probe worker here is plain Python run by grader.batch.isolation.sandbox.Worker in place of the
 grader's worker, so each test takes a second or two and runs no kernel.
 """
 
@@ -13,7 +13,9 @@ import time
 import psutil
 import pytest
 
-from grader.batch import cli, import_graph, protocol, sandbox
+from grader.batch import cli, import_graph
+from grader.batch.inside import protocol
+from grader.batch.isolation import launch, sandbox
 from grader.batch.status import ExitCode
 from grader.tests.batch_helpers import DEMO, run_grader
 
@@ -27,7 +29,7 @@ def _probe(code, limits=LIMITS):
 
     The probe's stream ends without the protocol's closing messages, so every
     probe's ending is ``crashed`` unless a limit ended it first."""
-    program = ("import os, sys\nfrom grader.batch import protocol\n"
+    program = ("import os, sys\nfrom grader.batch.inside import protocol\n"
                "out = os.fdopen(os.dup(1), 'wb')\n"
                "def say(text):\n    protocol.send(out, 'hello', note=str(text))\n" + code)
     worker = sandbox.Worker("kernel", b"", backend_name="interpreter", limits=limits,
@@ -47,7 +49,7 @@ def test_a_worker_sees_only_itself_and_writes_only_its_tmpfs(tmp_path, monkeypat
 say(sorted(p for p in os.listdir('/proc') if p.isdigit()))
 say(os.getuid())
 say(os.path.exists({str(secret)!r}) or os.path.exists({str(pathlib.Path.home())!r} + '/.bashrc'))
-say(os.path.exists({str(import_graph.ROOT / 'grader' / 'batch' / 'grading.py')!r}))
+say(os.path.exists({str(import_graph.ROOT / 'grader' / 'batch' / 'grade' / 'grading.py')!r}))
 for target in ('/usr/x', '/job/x', '/etc/x', {str(tmp_path)!r} + '/x'):
     try:
         open(target, 'w').write('x')
@@ -59,7 +61,7 @@ say(dict(os.environ))
 """)
     lines = notes.splitlines()
     assert len(eval(lines[0])) <= 3  # bwrap's init, the probe, and nothing else
-    assert lines[1] == str(sandbox.SANDBOX_UID)
+    assert lines[1] == str(launch.SANDBOX_UID)
     assert lines[2] == "False" and lines[3] == "False"
     assert not any(line.startswith("wrote") for line in lines)
     environment = eval(lines[-1])

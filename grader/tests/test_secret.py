@@ -12,7 +12,9 @@ import sys
 
 import pytest
 
-from grader.batch import private_file, secret, session
+from grader.batch.grade import session
+from grader.batch.outputs import secret
+from grader.batch.outputs import private_file
 from grader.batch.status import GraderError
 from grader.core import cases
 from grader.tests.batch_helpers import DEMO, ROOT, environment, run_grader

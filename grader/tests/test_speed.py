@@ -1,10 +1,12 @@
-"""Speed grading (grader.batch.speed, grader.batch.handin, grader.batch.leaderboard) without a GPU.
+"""Speed grading (grader.batch.timing.speed and .handin, grader.batch.outputs.leaderboard)
+without a GPU.
 
 The timing itself needs a GPU (the last test, skipped elsewhere); everything
 around it is checked here with timing runs made up in the test: the one-at-a-
 time rule per GPU, the retry, the record's rows, points, the gradebook
 columns, the feedback, the Gradescope leaderboard, the class leaderboard, and
-the hand-in check against made-up and genuine numbers.
+the hand-in check against made-up and genuine numbers. One file, a little over 400
+lines: the tests share the made-up timing runs and records defined at its top.
 """
 
 import io
@@ -16,8 +18,12 @@ import pandas
 import pytest
 
 from benchmarks import report
-from grader.batch import conversation, handin, intake, leaderboard, protocol, reports, speed
-from grader.batch.grading import Settings
+from grader.batch.grade import intake
+from grader.batch.inside import protocol
+from grader.batch.isolation import conversation
+from grader.batch.outputs import feedback, leaderboard, reports
+from grader.batch.timing import handin, speed
+from grader.batch.grade.grading import Settings
 from grader.tests.batch_helpers import DEMO, run_grader
 from solutions import MODEL_ANSWER
 
@@ -110,13 +116,13 @@ def test_nothing_is_timed_on_the_interpreter_and_the_record_says_why_in_one_line
     settings = Settings(seed=0, backend="interpreter", timeout_s=5, memory_limit_bytes=1 << 30,
                         speed=speed.SpeedSettings(SIZES, ((0.5, 2),)))
     assert not settings.timed
-    from grader.batch.grading import base_record
+    from grader.batch.grade.grading import base_record
 
     record = base_record(intake.Submission("ada", "ada.py", b"x"), settings, "ada")
     assert record["speed"]["status"] == "not_measured"
     assert "interpreter" in record["speed"]["message"] and record["max_score"] == \
         sum(case.points for case in settings.cases())
-    lines = reports.speed_markdown(record)
+    lines = feedback.speed_markdown(record)
     assert len([line for line in lines if line.startswith("- ")]) == 2  # English, Chinese
     assert not any(character.isdigit() for character in "".join(lines[2:]).replace("## ", ""))
 
@@ -192,7 +198,7 @@ def test_a_timed_record_holds_benchmark_rows_and_earns_its_tier():
     assert [row["size"] for row in rows] == ["4096", "4095"]
     assert rows[0]["ratio_vs_torch_mm"] == pytest.approx(0.8)
     assert rows[0]["tflops"] == pytest.approx(2 * 4096 ** 3 / 0.25e-3 / 1e12)
-    assert 0 < rows[0]["roofline_fraction"] < 1  # the H200 is in benchmarks.formulas
+    assert 0 < rows[0]["roofline_fraction"] < 1  # the H200 is in ledger.formulas
     assert rows[0]["submission_sha256"] == "a" * 64
     assert set(report.CONTRACT_COLUMNS) <= set(speed.frame(record).columns)
     assert "0.80x torch.mm at 4096" in record["speed"]["message"]
@@ -215,7 +221,7 @@ def test_a_kernel_wrong_at_a_speed_size_is_flagged_but_keeps_its_grade():
     record["speed"] = speed.entry(run, record, H200_ENV)
     assert record["status"] == "passed" and record["score"] == 29
     assert "at 4095" in record["flags"][0] and "123 elements" in record["flags"][0]
-    markdown = reports.feedback_markdown(record, [])
+    markdown = feedback.feedback_markdown(record, [])
     assert "grade unchanged" in markdown and "FAIL" in markdown
 
 
@@ -234,10 +240,10 @@ def test_gradebook_results_and_feedback_carry_the_speed(tmp_path):
     board = leaderboard.frame([slow, failing, fast])
     assert list(board["student"]) == ["ada", "李华"] and list(board["rank"]) == [1, 2]
     assert leaderboard.render(board)[:8] == b"\x89PNG\r\n\x1a\n"
-    results = reports.results_json({**fast, "score": 29, "max_score": 29, "message": ""})
+    results = feedback.results_json({**fast, "score": 29, "max_score": 29, "message": ""})
     assert results["leaderboard"][0] == {"name": "vs torch.mm at 4096", "value": 1.0,
                                          "order": "desc"}
-    assert "leaderboard" not in reports.results_json({**failing, "message": ""})
+    assert "leaderboard" not in feedback.results_json({**failing, "message": ""})
     reports.write_speed(tmp_path, fast)
     assert (tmp_path / "card.png").read_bytes()[:4] == b"\x89PNG"
     back = pandas.read_csv(tmp_path / "speed.csv")
@@ -414,7 +420,7 @@ def test_the_reference_is_timed_against_torch_mm_on_a_gpu():
     if not torch.cuda.is_available():
         pytest.skip("timing needs a GPU: the Triton interpreter gives no speeds")
     from grader.core import kernel_source
-    from grader.batch.sandbox import Limits
+    from grader.batch.isolation.sandbox import Limits
 
     source = kernel_source.extract(MODEL_ANSWER.read_text()).text
     run = conversation.TimingRun(source.encode(), [(512, 512, 512), (511, 513, 515)],

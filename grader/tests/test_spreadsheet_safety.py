@@ -12,7 +12,8 @@ import re
 
 import pytest
 
-from grader.batch import export, folders, grading, intake, reports, share
+from grader.batch.grade import grading, intake
+from grader.batch.outputs import export, reports, share, student_folders as folders
 from grader.tests.batch_helpers import ROOT
 from grader.tests.test_speed import timed_record
 

@@ -1,4 +1,5 @@
-"""The unsandboxed mode (grader.batch.unprivileged, sandbox.Worker with sandboxed=False): as
+"""The unsandboxed mode (grader.batch.isolation.unprivileged, sandbox.Worker with
+sandboxed=False): as
 root, student code runs as an unprivileged user with its own limits and nothing of the
 grader's within reach, every process of that user and only those is ended, and no pipe a
 leftover process holds keeps the grader waiting.
@@ -19,18 +20,18 @@ import uuid
 import psutil
 import pytest
 
-from grader.batch import sandbox, unprivileged
+from grader.batch.isolation import sandbox, unprivileged
 from grader.tests.batch_helpers import DEMO, environment, gradebook, grader_command, small_cases
 from grader.tests.unprivileged_view import View
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="only a grader running as root "
                                "changes user; as another user the worker runs as that user")
-PROBE = ("import os, sys\nfrom grader.batch import protocol\n"
+PROBE = ("import os, sys\nfrom grader.batch.inside import protocol\n"
          "out = os.fdopen(os.dup(1), 'wb')\n"
          "def say(text):\n    protocol.send(out, 'hello', note=str(text))\n")
 SCRIPT = """
 import json, sys, time
-from grader.batch import sandbox, unprivileged
+from grader.batch.isolation import sandbox, unprivileged
 {setup}
 started = time.monotonic()
 worker = sandbox.Worker("kernel", b"", backend_name="interpreter", sandboxed=False,

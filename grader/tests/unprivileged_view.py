@@ -1,5 +1,5 @@
 """A machine whose Python the unprivileged user can run, for the tests of the unsandboxed
-mode as root (grader.batch.unprivileged).
+mode as root (grader.batch.isolation.unprivileged).
 
 On Gradescope, ``setup.sh`` installs Python and the kit where every user may read them. A
 test machine may keep them behind a folder that only root may search (a Python under
@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 
-from grader.batch import sandbox, unprivileged
+from grader.batch.isolation import launch, unprivileged
 
 SETUP = r"""
 import json, os, subprocess, sys
@@ -65,7 +65,7 @@ class View:
         self.tmp.chmod(0o711)
         if who is None:
             return
-        folders = _blocked([*sandbox._python_folders(), sys.executable], who)
+        folders = _blocked([*launch.python_folders(), sys.executable], who)
         if not folders:
             return
         try:

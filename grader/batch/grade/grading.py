@@ -1,0 +1,285 @@
+"""Grade one submission from the parent process: run it in the sandbox, judge, decide.
+
+The parent never imports student code. It reads the source as text (the
+syntax, the contract's names, the placeholders, and grader.core.kernel_source's
+rebuild of the kernel), then starts two sandboxed workers side by side
+(grader.batch.isolation.sandbox, grader.batch.isolation.conversation):
+
+* the **kernel run** gets the rebuilt file, only the two functions and their
+  constants, builds the kernel itself and launches it on the inputs the parent
+  sends, the public cases first, then the hidden ones. Every point comes from
+  the outputs of these launches, judged by grader.core.checks;
+* the **wrapper run** gets the whole file, imports it and calls its
+  ``nt_gemm`` once, on the smallest public case. It holds nothing secret. It
+  can only cost points: the file as handed in must import and work, and
+  ``nt_gemm`` must return exactly what its kernel writes.
+
+The result is one plain dict per student, the *record*, from which
+grader.batch.outputs.reports writes everything.
+
+What the runs sent back is judged, and the status decided, by grader.batch.grade.verdict.
+"""
+
+import concurrent.futures
+import dataclasses
+import hashlib
+import json
+
+from benchmarks.environment import package_version
+from grader import __version__
+from grader.batch import import_graph
+from grader.batch.grade import verdict
+from grader.batch.inside import protocol
+from grader.batch.isolation import conversation
+from grader.batch.timing import speed
+from grader.core import checks, kernel_source, loading
+from grader.core import cases as catalogue
+from grader.batch.isolation.sandbox import Limits, cores_for
+from grader.batch.timing.handin import check_handin
+from grader.batch.timing.speed import SpeedSettings
+from grader.batch.status import Status
+
+
+class WorkerFailure(Exception):
+    """The worker died before any student code ran: the grader's fault, not the student's."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    seed: str = dataclasses.field(repr=False)  # the grading secret (grader.batch.outputs.secret)
+    backend: str
+    timeout_s: float
+    memory_limit_bytes: int
+    case_filter: tuple = ()  # test-only subset of case ids; empty means the whole catalogue
+    sandboxed: bool = True  # False only with --unsafe-no-sandbox
+    speed: SpeedSettings = SpeedSettings(sizes=())  # grader.batch.timing.speed; off unless given
+    late_penalty: float = 0.0  # share of the case points a late submission loses (--late-penalty)
+    gpu_target: str = "sm_90"  # what every kernel is compiled for first (grader.core.gpu_compile)
+
+    @property
+    def fingerprint(self):
+        """What the outputs keep of the secret (grader.core.cases.fingerprint)."""
+        return catalogue.fingerprint(self.seed)
+
+    @property
+    def timed(self):
+        """Whether passing submissions are timed: on a GPU, with speed sizes."""
+        return self.backend == "gpu" and bool(self.speed.sizes)
+
+    def cases(self):
+        selected = catalogue.catalogue(self.seed, self.backend)
+        if self.case_filter:
+            selected = [case for case in selected if case.id in self.case_filter]
+        return selected
+
+    @property
+    def isolation(self):
+        from grader.batch.isolation import sandbox
+
+        return sandbox.BUBBLEWRAP if self.sandboxed else sandbox.UNSAFE
+
+
+def grader_version():
+    """The version plus a digest of the grading code: any change to it means regrading."""
+    digest = hashlib.sha256()
+    for relative in import_graph.closure_files(["grader.batch.grade.grading",
+                                                "grader.batch.inside.worker"]):
+        digest.update(relative.encode() + b"\0" + (import_graph.ROOT / relative).read_bytes())
+    return f"{__version__}+{digest.hexdigest()[:12]}"
+
+
+def grading_key(submission, settings):
+    """What a stored result depends on; a different key means grading again."""
+    material = {
+        "file": submission.sha256 or submission.problem,
+        "handin": hashlib.sha256(submission.handin).hexdigest() if submission.handin else "",
+        "lms": [getattr(submission, "lms_id", ""), getattr(submission, "late", False)],
+        "grader": grader_version(),
+        "secret": settings.fingerprint,
+        "backend": settings.backend,
+        "timeout_s": settings.timeout_s,
+        "memory_limit_bytes": settings.memory_limit_bytes,
+        "cases": list(settings.case_filter),
+        "late_penalty": settings.late_penalty,
+        "gpu_target": settings.gpu_target,
+        "isolation": settings.isolation,
+        "speed": settings.speed.describe() if settings.timed else None,
+        # The stack the kernels are compiled and run with: a new one may judge differently.
+        "stack": [package_version(name) for name in ("torch", "triton", "ninetoothed")],
+    }
+    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
+
+
+def syntax_problem(source):
+    """The import_error message for a file that does not compile, in grader.core.loading's words."""
+    try:
+        compile(source, "ninetoothed_gemm.py", "exec", dont_inherit=True)
+    except SyntaxError as error:
+        return (f"syntax error in ninetoothed_gemm.py, line {error.lineno}: {error.msg}\n"
+                f"    {(error.text or '').rstrip()}")
+    except ValueError as error:  # e.g. null bytes
+        return f"ninetoothed_gemm.py cannot be compiled: {error}"
+    return ""
+
+
+def case_entries_for(cases_list, reason):
+    names = verdict.display_names(cases_list)
+    return [{"id": case.id, "name": names[case.id], "visibility": case.visibility,
+             "points": 0, "max_points": case.points, "status": "not_run", "message": reason,
+             "mistake": "", "flags": []} for case in cases_list]
+
+
+def base_record(submission, settings, folder):
+    cases_list = settings.cases()
+    return {
+        "student": submission.student,
+        "folder": folder,
+        "origin": submission.origin,
+        "lms_id": submission.lms_id,
+        "late": submission.late,
+        "sha256": submission.sha256,
+        "key": grading_key(submission, settings),
+        "grader_version": grader_version(),
+        "secret_fingerprint": settings.fingerprint,
+        "backend": settings.backend,
+        "isolation": settings.isolation,
+        "status": "",
+        "message": "",
+        "score": 0,
+        "max_score": sum(case.points for case in cases_list)
+        + (settings.speed.max_points if settings.timed else 0),
+        "flags": [],
+        "cases": case_entries_for(cases_list, "not run"),
+        "findings": [],
+        "tiles": None,
+        "speed": _speed_placeholder(settings),
+        "handin": None,
+        "wall_time_s": 0.0,
+        "stdout": "",
+        "stderr": "",
+    }
+
+
+def _speed_placeholder(settings):
+    """What the record says of speed until the speed phase (grader.batch.timing.speed) times it."""
+    if settings.backend != "gpu":
+        return speed.not_measured("interpreter")
+    if not settings.speed.sizes:
+        return speed.not_measured("off")
+    return {"status": "not_timed", "message": speed.NOT_TIMED[0], "message_zh": speed.NOT_TIMED[1]}
+
+
+def _static_verdict(source):
+    """(status, message, flags) for a file the grader must not run at all, else None."""
+    problem = syntax_problem(source)
+    if problem:
+        return Status.IMPORT_ERROR, problem, []
+    missing = [name for name in loading.REQUIRED_NAMES
+               if name not in kernel_source.defined_names(source)]
+    if missing:
+        return Status.IMPORT_ERROR, f"ninetoothed_gemm.py does not define {', '.join(missing)}", []
+    unfinished = loading.unfinished_functions(source)
+    if unfinished:
+        return Status.NOT_IMPLEMENTED, loading.not_implemented_message(unfinished), []
+    return None
+
+
+def _phases(cases_list, seed):
+    """The kernel run's phases: the public cases, then the hidden ones, as (Job, lhs, rhs)."""
+    public, hidden = [], []
+    for index, case in enumerate(cases_list):
+        lhs, rhs, _ = checks.judging_material(case, seed, "cpu")
+        job = protocol.Job(index, case.m, case.n, case.k, verdict.ROLES[case.check])
+        (public if case.visibility == "public" else hidden).append((job, lhs, rhs))
+    return [phase for phase in (public, hidden) if phase]
+
+
+def _wrapper_phase(phases, cases_list):
+    """The wrapper run's one job: the smallest public product case, else the smallest case."""
+    candidates = [item for item in phases[0] if cases_list[item[0].index].check == catalogue.GEMM]
+    job, lhs, rhs = min(candidates or phases[0], key=lambda item: item[0].input_bytes)
+    return [[(dataclasses.replace(job, roles=("out",)), lhs, rhs)]]
+
+
+def grade(submission, settings, folder, device=None, on_start=None):
+    """Grade one intake.Submission; returns its record (never raises for the student's doing)."""
+    record = base_record(submission, settings, folder)
+    cases_list = settings.cases()
+    if submission.problem:
+        record.update(status=Status.MISSING_FILE, message=submission.problem)
+        record["cases"] = case_entries_for(cases_list, "no submission file")
+        return record
+    source = submission.data.decode("utf-8", errors="replace")
+    refused = _static_verdict(source)
+    if refused:
+        record.update(status=refused[0], message=refused[1])
+        record["cases"] = case_entries_for(cases_list, f"not run: {refused[0]}")
+        return record
+    kernel = kernel_source.extract(source)
+    if kernel.violations:
+        record.update(status=Status.FLAGGED, flags=[f"kernel: {item}" for item in kernel.violations],
+                      message="arrangement() or application() uses what a kernel may not (see "
+                              "flags); nothing was run and the score is 0")
+        record["cases"] = case_entries_for(cases_list, "not run: flagged")
+        return record
+
+    phases = _phases(cases_list, settings.seed)
+    wrapper_phases = _wrapper_phase(phases, cases_list)
+    options = dict(backend_name=settings.backend, device=device, sandboxed=settings.sandboxed,
+                   limits=Limits(settings.timeout_s, settings.memory_limit_bytes,
+                                 cores_for(settings.backend)),
+                   on_start=on_start)
+    # Side by side on a GPU, where they overlap; one after the other on the interpreter,
+    # whose -j already keeps every core busy, and where the wrapper's time limit grows
+    # with the tiles the kernel run showed (grader.batch.isolation.time_budget).
+    if settings.backend == "gpu":
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+            kernel_future = pool.submit(conversation.run, "kernel", kernel.text.encode("utf-8"),
+                                        phases, **options)
+            wrapper_future = pool.submit(conversation.run, "wrapper", submission.data,
+                                         wrapper_phases, **options)
+            kernel_run, wrapper_run = kernel_future.result(), wrapper_future.result()
+    else:
+        kernel_run = conversation.run("kernel", kernel.text.encode("utf-8"), phases, **options)
+        wrapper_run = conversation.run("wrapper", submission.data, wrapper_phases,
+                                       tiles=kernel_run.tiles, **options)
+    for run in (kernel_run, wrapper_run):
+        if run.stage == "starting" and run.ending.kind == "crashed":
+            raise WorkerFailure(f"the grading worker failed before loading {submission.student}'s "
+                                f"file ({run.ending.detail}):\n{run.ending.stderr[-3000:]}")
+
+    record["wall_time_s"] = round(max(kernel_run.ending.wall_time_s,
+                                      wrapper_run.ending.wall_time_s), 2)
+    record["peak_cores"] = max(kernel_run.ending.peak_cores, wrapper_run.ending.peak_cores)
+    record["stdout"] = ""
+    record["stderr"] = verdict.tidy(
+        f"[kernel run: {kernel_run.ending.kind} {kernel_run.ending.detail}]\n"
+        f"{kernel_run.ending.stderr}\n"
+        f"[nt_gemm run: {wrapper_run.ending.kind} {wrapper_run.ending.detail}]"
+        f"\n{wrapper_run.ending.stderr}")
+    record["findings"] = kernel_run.findings
+    record["tiles"] = kernel_run.tiles
+    build = kernel_run.build
+    record["gpu_build"] = build.to_fields() if build else None
+    unbuilt = build if (build is not None and build.checked and not build.ok) else None
+    record["cases"] = verdict.judge_cases(cases_list, kernel_run, settings.seed, unbuilt,
+                                          source, every=settings.backend == "interpreter")
+    verdict.decide(record, kernel_run, wrapper_run, wrapper_phases[0][0][0], cases_list)
+    record["score"] = sum(entry["points"] for entry in record["cases"])
+    apply_late_penalty(record, settings.late_penalty)
+    if record["status"] == "passed" and settings.timed:
+        record["speed"] = None  # to be timed (grader.batch.timing.speed.needs_timing)
+    check_handin(submission, record)
+    return record
+
+
+def apply_late_penalty(record, penalty):
+    """A late submission (the LMS marked it, grader.batch.grade.intake) keeps (1 - penalty) of
+    its case points, rounded to two decimals: score = round(points * (1 - penalty), 2)."""
+    if not (penalty and record.get("late")):
+        return
+    kept = round(record["score"] * (1 - penalty), 2)
+    record["late_deduction"] = round(record["score"] - kept, 2)
+    record["score"] = kept
+
+

@@ -1,0 +1,298 @@
+"""Find every student's submission in a folder, without changing anything in it.
+
+Accepted layouts, mixed freely in one folder:
+
+* a folder per student: ``<id>/ninetoothed_gemm.py`` (the shallowest file of that
+  name inside the folder counts). A folder without it is a ``missing_file``
+  student. The shallowest ``*.csv`` beside it, if any, is kept as the student's
+  hand-in benchmark CSV (grader.batch.timing.handin checks it); other files are ignored;
+* flat files: ``<id>.py``, or an LMS download name (``identity``): Canvas's
+  ``<name>[_LATE]_<user id>_<file id>_<file>``, Moodle's
+  ``<full name>_<participant id>_assignsubmission_file_<file>``, or the generic
+  ``<id>_<anything>_ninetoothed_gemm.py``. The LMS's id and Canvas's late mark are
+  kept (``Submission.lms_id``, ``Submission.late``); Moodle's and Gradescope's
+  (``submission_<id>``) folder names are read the same way;
+* ``.zip`` archives, ``<id>.zip`` (or LMS style), holding ``ninetoothed_gemm.py``
+  somewhere inside. Archives are never extracted: the one member is read into
+  memory, after guards on member count, total uncompressed size, member size,
+  symlinks and paths that would escape the archive. A rejected archive is a
+  ``missing_file`` student, with the reason. The shallowest ``*.csv`` member is
+  kept as the hand-in CSV, read the same way.
+
+Everything is read once, here, into memory (``Submission.data``): the batch
+grader then works on private copies and never opens the submissions folder again.
+Hidden entries (``.git``, ``.DS_Store``, ``__MACOSX``) and ``__pycache__`` are skipped.
+
+The folder is treated as hostile:
+
+* only regular files are ever opened, never blocking, and at most ``MAX_FILE_BYTES + 1``
+  bytes of one are read (grader.batch.grade.safe_read), so a FIFO, a device or a huge
+  (or sparse) file costs nothing; a submission that is not a regular file is a
+  ``missing_file`` student, with the reason. Symbolic links are never followed;
+* names are raw bytes on disk: ids are decoded and made printable, so that no control
+  character, ANSI escape or bidi override reaches a terminal, CSV or JSON file
+  (grader.batch.names).
+
+grader.batch.grade.folder_digest checks that the folder is unchanged after the batch.
+"""
+
+import dataclasses
+import hashlib
+import os
+import pathlib
+import re
+import stat
+import zipfile
+
+from grader.batch.names import decode_name, display, identity, printable
+from grader.batch.grade.safe_read import NotRegular, open_regular, read_limited
+
+FILE_NAME = "ninetoothed_gemm.py"
+MAX_FILE_BYTES = 1 << 20  # a submission is one small source file
+MAX_ZIP_MEMBERS = 500
+MAX_ZIP_TOTAL_BYTES = 64 << 20
+MAX_ZIP_BYTES = MAX_ZIP_TOTAL_BYTES + (4 << 20)  # the archive file itself, before opening it
+MAX_FOLDER_ENTRIES = 100_000  # entries looked at in one student's folder
+_SUBMISSION_STEM = re.compile(r"^ninetoothed_gemm(-(?P<version>\d+))?$")
+
+
+class IntakeError(Exception):
+    """The folder cannot be read as a class: the grader stops and says why."""
+
+
+@dataclasses.dataclass
+class Submission:
+    student: str
+    origin: str  # where it came from, relative to the submissions folder
+    data: bytes = b""
+    problem: str = ""  # non-empty: the student has no usable file (missing_file)
+    handin: bytes = b""  # the benchmark CSV handed in beside the file, if any
+    handin_origin: str = ""
+    lms_id: str = ""  # the LMS's own id for the student, from its download names
+    late: bool = False  # the LMS marked the submission late
+
+    def __post_init__(self):
+        # Everything here came from the students' folder: safe to print and to write.
+        self.student = printable(self.student)
+        self.origin = printable(self.origin)
+        self.problem = printable(self.problem)
+        self.handin_origin = printable(self.handin_origin)
+
+    @property
+    def sha256(self):
+        return hashlib.sha256(self.data).hexdigest() if not self.problem else ""
+
+
+def _hidden(name):
+    return name.startswith(".") or name in ("__pycache__", "__MACOSX")
+
+
+def _relative(root, path):
+    """``path`` relative to ``root``, as printable text with ``/`` separators."""
+    parts = pathlib.PurePath(os.path.relpath(path, root)).parts
+    return "/".join(display(part) for part in parts)
+
+
+def discover(root):
+    """Every submission under ``root``, sorted by student id."""
+    root = pathlib.Path(root)
+    if not root.is_dir():
+        raise IntakeError(f"SUBMISSIONS_DIR {printable(str(root))!r} is not a folder")
+    found = {}
+    with os.scandir(root) as listing:
+        entries = sorted(listing, key=lambda e: e.name)
+    for entry in entries:
+        if _hidden(entry.name):
+            continue
+        try:
+            mode = os.lstat(entry.path).st_mode
+        except OSError:
+            continue  # gone since the listing
+        if stat.S_ISLNK(mode):
+            continue
+        suffix = pathlib.PurePath(entry.name).suffix.lower()
+        stem = entry.name[:-len(suffix)] if suffix else entry.name
+        if stat.S_ISDIR(mode):
+            who = identity(entry.name, folder=True)
+            submission = _from_folder(root, entry.path, who.student)
+        elif suffix == ".py":
+            who = identity(stem)
+            if who.uploaded and not _SUBMISSION_STEM.match(who.uploaded):
+                continue  # another file the student uploaded beside the submission
+            submission = _from_file(root, entry.path, who.student)
+        elif suffix == ".zip":
+            who = identity(stem)
+            submission = _from_zip(root, entry.path, who.student)
+        else:
+            continue  # a CSV, a picture, an LMS index, a stray FIFO: not a submission
+        submission.lms_id, submission.late = who.lms_id, who.late
+        if submission.student in found and _same_upload(found[submission.student], submission):
+            found[submission.student] = max(found[submission.student], submission,
+                                            key=_upload_version)
+            continue
+        if submission.student in found:
+            raise IntakeError(
+                f"two entries for student {submission.student!r}: "
+                f"{found[submission.student].origin!r} and {submission.origin!r}; "
+                "keep one of them"
+            )
+        found[submission.student] = submission
+    return [found[key] for key in sorted(found)]
+
+
+def _upload_version(submission):
+    """The LMS's number for a re-upload (``ninetoothed_gemm-2.py`` is 2), 0 for the first."""
+    stem = pathlib.PurePath(submission.origin).stem
+    match = re.search(r"-(\d+)$", stem)
+    return int(match.group(1)) if match else 0
+
+
+def _same_upload(first, second):
+    """Two versions of one student's file in one LMS download (same LMS id)."""
+    return bool(first.lms_id) and first.lms_id == second.lms_id
+
+
+def _from_file(root, path, student):
+    data, problem = read_limited(path, MAX_FILE_BYTES)
+    return Submission(student, _relative(root, path), data or b"", problem)
+
+
+def _is_submission(name):
+    return name == FILE_NAME
+
+
+def _is_handin(name):
+    return name.lower().endswith(".csv")
+
+
+def _find_in_folder(folder, wanted=_is_submission):
+    """(path, problem): the shallowest entry whose name is ``wanted``, not a link or folder.
+
+    Breadth first, ties broken by relative path; hidden folders, ``__pycache__``
+    and ``__MACOSX`` are skipped; links are never followed; nothing is opened.
+    """
+    level, seen, links = [(folder, "")], 0, []
+    while level:
+        candidates, deeper = [], []
+        for directory, relative in level:
+            try:
+                with os.scandir(directory) as listing:
+                    entries = list(listing)
+            except OSError:
+                continue
+            seen += len(entries)
+            if seen > MAX_FOLDER_ENTRIES:
+                return None, f"stopped looking after {MAX_FOLDER_ENTRIES} entries"
+            for entry in entries:
+                if _hidden(entry.name):
+                    continue
+                try:
+                    mode = os.lstat(entry.path).st_mode
+                except OSError:
+                    continue
+                inside = f"{relative}/{entry.name}" if relative else entry.name
+                if stat.S_ISLNK(mode):
+                    if wanted(entry.name):
+                        links.append(inside)
+                elif stat.S_ISDIR(mode):
+                    deeper.append((entry.path, inside))
+                elif wanted(entry.name):
+                    candidates.append((inside, entry.path))
+        if candidates:
+            return min(candidates)[1], ""
+        level = sorted(deeper, key=lambda item: item[1])
+    if links:
+        return None, f"{display(min(links))} is a symbolic link, which is not followed"
+    return None, ""
+
+
+def _from_folder(root, folder, student):
+    name = display(os.path.basename(folder))
+    origin = _relative(root, folder) + "/"
+    path, note = _find_in_folder(folder)
+    if path is None:
+        return Submission(student, origin, problem=f"no {FILE_NAME} in the folder {name}/"
+                          + (f" ({note})" if note else ""))
+    data, problem = read_limited(path, MAX_FILE_BYTES)
+    submission = Submission(student, _relative(root, path), data or b"", problem)
+    handin, _ = _find_in_folder(folder, _is_handin)
+    if handin is not None:
+        handin_data, handin_problem = read_limited(handin, MAX_FILE_BYTES)
+        if not handin_problem:
+            submission.handin = handin_data
+            submission.handin_origin = _relative(folder, handin)
+    return submission
+
+
+def _from_zip(root, path, student):
+    origin = _relative(root, path)
+    name = display(os.path.basename(path))
+    try:
+        fd = open_regular(path)
+    except NotRegular as error:
+        return Submission(student, origin, problem=f"{name} is not a regular file (it is {error})")
+    except OSError as error:
+        return Submission(student, origin, problem=f"archive unreadable: {error.strerror or error}")
+    with os.fdopen(fd, "rb") as stream:
+        size = os.fstat(fd).st_size
+        if size > MAX_ZIP_BYTES:
+            return Submission(student, origin, problem=f"archive rejected: {name} is {size} "
+                                                       f"bytes, over the limit of {MAX_ZIP_BYTES}")
+        try:
+            with zipfile.ZipFile(stream) as archive:
+                problem, member = _check_archive(archive)
+                if problem:
+                    return Submission(student, origin, problem=f"archive rejected: {problem}")
+                if member is None:
+                    return Submission(student, origin, problem=f"no {FILE_NAME} in {name}")
+                with archive.open(member) as handle:
+                    data = handle.read(MAX_FILE_BYTES + 1)
+                if len(data) > MAX_FILE_BYTES:
+                    return Submission(student, origin,
+                                      problem=f"archive rejected: {member.filename} is too large")
+                submission = Submission(student, f"{origin}:{member.filename}", data)
+                handin = _member(archive, _is_handin)
+                if handin is not None and handin.file_size <= MAX_FILE_BYTES:
+                    with archive.open(handin) as handle:
+                        submission.handin = handle.read(MAX_FILE_BYTES + 1)[:MAX_FILE_BYTES]
+                    submission.handin_origin = printable(decode_name(handin.filename))
+                return submission
+        except (zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError, ValueError,
+                EOFError) as error:
+            return Submission(student, origin, problem=f"archive unreadable: {error}")
+
+
+def _check_archive(archive):
+    """(problem, member): the reason to reject the archive, or the member to read."""
+    members = archive.infolist()
+    if len(members) > MAX_ZIP_MEMBERS:
+        return f"{len(members)} members, over the limit of {MAX_ZIP_MEMBERS}", None
+    total = sum(info.file_size for info in members)
+    if total > MAX_ZIP_TOTAL_BYTES:
+        return f"{total} bytes uncompressed, over the limit of {MAX_ZIP_TOTAL_BYTES}", None
+    for info in members:
+        name = info.filename
+        parts = pathlib.PurePosixPath(name.replace("\\", "/")).parts
+        if name.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", name) or ".." in parts:
+            return f"member {name!r} would land outside the archive's folder", None
+        if stat.S_ISLNK(info.external_attr >> 16):
+            return f"member {name!r} is a symbolic link", None
+    return "", _member(archive, _is_submission)
+
+
+def _member(archive, wanted):
+    """The shallowest regular member whose name is ``wanted`` (ties by name), or None."""
+    candidates = []
+    for info in archive.infolist():
+        parts = pathlib.PurePosixPath(info.filename.replace("\\", "/")).parts
+        if info.is_dir() or not parts or parts[0] == "__MACOSX":
+            continue
+        if wanted(parts[-1]) and not any(part.startswith(".") for part in parts):
+            candidates.append((len(parts), info.filename, info))
+    return min(candidates, key=lambda c: c[:2])[2] if candidates else None
+
+
+def shard(submissions, index, count):
+    """The ``index``-th (1-based) of ``count`` deterministic slices: every count-th sorted id."""
+    ordered = sorted(submissions, key=lambda s: s.student)
+    return [s for position, s in enumerate(ordered) if position % count == index - 1]

@@ -1,0 +1,421 @@
+"""A grading session: one class graded into one folder, from its settings to its gradebook.
+
+``python -m grader grade`` and ``merge`` only parse their arguments and report; this
+module owns what a batch is: the settings and the manifest that records them
+(``batch.json``), resuming from what is already graded, the pool of sandboxed
+workers, the speed phase, the class reports, and merging shards.
+"""
+
+import concurrent.futures
+import dataclasses
+import json
+import os
+import pathlib
+import queue
+import sys
+import threading
+import time
+
+from grader.batch.grade import grading, intake, machine
+from grader.batch.outputs import secret
+from grader.batch.grade.folder_digest import folder_digest
+from grader.batch.isolation import sandbox
+from grader.batch.outputs import overrides, reports
+from grader.batch.outputs import student_folders as folder_names
+from grader.batch.timing import speed
+from grader.batch.status import GraderError, say
+from grader.core import cases, gpu_compile
+
+MANIFEST = "batch.json"
+
+
+@dataclasses.dataclass
+class Manifest:
+    """What ``batch.json`` records of a session: its settings, cases and students.
+
+    ``resume`` and ``merge`` rebuild the settings from it, so every setting that
+    changes a grade is a field here."""
+
+    grader_version: str
+    backend: str
+    timeout_s: float
+    memory_limit_bytes: int
+    isolation: str
+    speed: dict | None
+    late_penalty: float
+    cases: list
+    case_filter: list
+    shard: list | None
+    students: dict
+    gpu_target: str = grading.Settings.gpu_target
+    secret_fingerprint: str = ""  # never the secret itself (grader.batch.outputs.secret)
+    overrides: dict | None = None  # the staff's file applied (grader.batch.outputs.overrides.describe)
+
+    # What shards must share to be merged into one gradebook.
+    SHARED = ("grader_version", "secret_fingerprint", "backend", "cases", "timeout_s",
+              "memory_limit_bytes", "isolation", "speed", "late_penalty", "gpu_target")
+
+    @classmethod
+    def of(cls, settings, cases_list, shard, students):
+        return cls(grader_version=grading.grader_version(),
+                   secret_fingerprint=settings.fingerprint, backend=settings.backend,
+                   timeout_s=settings.timeout_s, memory_limit_bytes=settings.memory_limit_bytes,
+                   isolation=settings.isolation,
+                   speed=settings.speed.describe() if settings.timed else None,
+                   late_penalty=settings.late_penalty, cases=[case.id for case in cases_list],
+                   case_filter=list(settings.case_filter), shard=list(shard) if shard else None,
+                   students=students, gpu_target=settings.gpu_target)
+
+    @classmethod
+    def read(cls, folder):
+        path = pathlib.Path(folder) / MANIFEST
+        if not path.is_file():
+            raise GraderError(f"{str(folder)!r} is not the output of 'python -m grader grade' "
+                               f"(no {MANIFEST})")
+        fields = json.loads(path.read_text(encoding="utf-8"))
+        known = {field.name for field in dataclasses.fields(cls)}
+        return cls(**{name: value for name, value in fields.items() if name in known})
+
+    def write(self, folder):
+        reports.atomic_write(pathlib.Path(folder) / MANIFEST,
+                             json.dumps(dataclasses.asdict(self), indent=2, ensure_ascii=False))
+
+    def settings(self, seed):
+        """The batch's settings, with ``seed`` its secret (batch.json keeps only its fingerprint)."""
+        return grading.Settings(seed=seed, backend=self.backend, timeout_s=self.timeout_s,
+                                memory_limit_bytes=self.memory_limit_bytes,
+                                case_filter=tuple(self.case_filter or ()),
+                                sandboxed=self.isolation != sandbox.UNSAFE,
+                                speed=speed.from_description(self.speed),
+                                late_penalty=self.late_penalty, gpu_target=self.gpu_target)
+
+
+@dataclasses.dataclass
+class Session:
+    """One batch: grade ``submissions_dir`` into ``out_dir`` with ``settings``.
+
+    ``slots`` holds one entry per worker, the GPU it uses (None on the interpreter);
+    ``overrides_file`` is the staff's overrides.csv given on the command line, if any."""
+
+    settings: grading.Settings
+    out_dir: pathlib.Path
+    slots: list
+    progress: bool = True
+    overrides_file: pathlib.Path | None = None
+    book: overrides.Overrides = overrides.Overrides()
+
+    def run(self, submissions_dir, shard=None, force=False):
+        """Grade whoever is not graded yet, time who passed, write the class reports;
+        returns the count of each status."""
+        submissions_dir = pathlib.Path(submissions_dir)
+        cases_list = self.settings.cases()
+        previous = Manifest.read(self.out_dir) if (self.out_dir / MANIFEST).is_file() else None
+        chosen, folders, everyone = self._intake(submissions_dir, shard,
+                                                 previous and previous.students)
+        before = folder_digest(submissions_dir)
+        self.book = overrides.for_batch(self.overrides_file, self.out_dir,  # before any write
+                                        previous and previous.overrides, everyone, self.settings)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        secret.keep(self.out_dir, self.settings.seed)
+        overrides.keep(self.out_dir, self.book)
+        manifest = Manifest.of(self.settings, cases_list, shard,
+                               {s.student: folders[s.student] for s in chosen})
+        dataclasses.replace(manifest, overrides=self.book.describe()).write(self.out_dir)
+
+        records, todo = self.resume(chosen, folders, force)
+        for record in records.values():  # the overrides may have changed since
+            reports.write_feedback(self.out_dir, record, cases_list, self.book)
+        untimed = self.settings.timed and any(speed.needs_timing(r) for r in records.values())
+        if (todo or untimed) and self.settings.sandboxed:
+            problem = sandbox.check(self.settings.backend == "gpu")
+            if problem:
+                raise GraderError(
+                    f"the sandbox (bubblewrap) cannot start here: {problem}\nFix that, or pass "
+                    "--unsafe-no-sandbox to grade without isolation (each submission could then "
+                    "read your files and harm the others)")
+        if self.book.rows:
+            kept = self.out_dir / overrides.FILE
+            say(f"overrides: {len(self.book.rows)} row(s) "
+                + (f"of {self.overrides_file}, kept as {kept}" if self.overrides_file
+                   else f"kept in {kept}, given before"))
+        say(f"ntgemm grader: {len(chosen)} submission(s), {len(records)} already graded, "
+            f"{len(todo)} to grade; backend {self.settings.backend}, {len(cases_list)} cases, "
+            f"-j {len(self.slots)}, timeout {self.settings.timeout_s:g} s, memory "
+            f"{self.settings.memory_limit_bytes / 2**30:g} GiB")
+
+        started = time.monotonic()
+        self._grade(todo, folders, cases_list, records)
+        speed_record = self._time(chosen, cases_list, records)
+        ordered = [records[s.student] for s in chosen]
+        reports.write_class(self.out_dir, ordered, cases_list, self.book)
+        statuses = count_statuses(ordered)
+        after = folder_digest(submissions_dir)
+        reports.write_environment(self.out_dir, machine.environment(self.settings, {
+            "jobs": len(self.slots), "devices": [d for d in self.slots if d is not None],
+            "shard": list(shard) if shard else None, "students": len(ordered),
+            "statuses": statuses, "graded_now": len(todo),
+            "elapsed_s": round(time.monotonic() - started, 1),
+            "submissions_unchanged": before == after, "isolation": self.settings.isolation,
+            "speed": speed_record,
+        }))
+        say("statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())))
+        say(f"gradebook: {self.out_dir / 'gradebook.csv'}")
+        if before != after:
+            raise GraderError(f"the submissions folder {str(submissions_dir)!r} changed during "
+                               "the batch; the grades used the copies read at the start, but "
+                               "check it")
+        return statuses
+
+    def _intake(self, submissions_dir, shard, kept=None):
+        """(the submissions to grade, their folders, every id of the class); ``kept``: the
+        folders an earlier run of this OUT_DIR gave (grader.batch.folders.assign)."""
+        try:
+            everyone = intake.discover(submissions_dir)
+        except intake.IntakeError as error:
+            raise GraderError(str(error)) from None
+        chosen = intake.shard(everyone, *shard) if shard else everyone
+        students = [submission.student for submission in everyone]
+        assigned = folder_names.assign(students, kept)
+        folders = {submission.student: assigned[submission.student] for submission in chosen}
+        if len(set(folders.values())) < len(folders):
+            raise GraderError("two student ids map to one folder "
+                              f"({sorted(folders.values())}); rename one")
+        return chosen, folders, students
+
+    def resume(self, chosen, folders, force=False):
+        """(records already graded with these settings and files, submissions to grade)."""
+        records, todo = {}, []
+        for submission in chosen:
+            stored = reports.read_record(self.out_dir, folders[submission.student])
+            key = grading.grading_key(submission, self.settings)
+            if stored and stored.get("key") == key and stored.get("student") == submission.student \
+                    and not force:
+                records[submission.student] = stored
+            else:
+                todo.append(submission)
+        return records, todo
+
+    def _grade(self, todo, folders, cases_list, records):
+        """Grade ``todo`` on the worker slots, writing each student's folder as it ends."""
+        if not todo:
+            return
+        free = queue.Queue()
+        for device in self.slots:
+            free.put(device)
+        processes = _Processes()
+
+        def work(submission):
+            if processes.stop.is_set():
+                return None
+            device = free.get()
+            try:
+                record = grading.grade(submission, self.settings, folders[submission.student],
+                                       device, on_start=processes.track)
+            finally:
+                free.put(device)
+            if processes.stop.is_set():
+                return None
+            reports.write_student(self.out_dir, record, cases_list, self.book)
+            return record
+
+        bar = _bar(len(todo), not self.progress)
+        executor = concurrent.futures.ThreadPoolExecutor(max_workers=len(self.slots))
+        try:
+            futures = {executor.submit(work, s): s for s in todo}
+            for future in concurrent.futures.as_completed(futures):
+                record = future.result()
+                if record is None:
+                    continue
+                records[record["student"]] = record
+                bar.update(1)
+                bar.write(f"  {record['student']}: {record['status']} "
+                          f"{record['score']}/{record['max_score']} "
+                          f"({record['wall_time_s']:.1f} s)")
+        except BaseException:
+            processes.stop_all()
+            executor.shutdown(wait=False, cancel_futures=True)
+            bar.close()
+            raise
+        executor.shutdown(wait=True)
+        bar.close()
+
+    def _time(self, chosen, cases_list, records):
+        """The speed phase (grader.batch.timing.speed), after every correctness verdict; what
+        environment.json records of it, or None when the batch times nothing."""
+        if not self.settings.timed:
+            return None
+        items = [(s, records[s.student]) for s in chosen if speed.needs_timing(records[s.student])]
+        environments = {device: machine.gpu_environment(device)
+                        for device in sorted(set(self.slots), key=str)}
+        started = time.monotonic()
+        bar = _bar(len(items), not self.progress, "timing")
+        processes = _Processes()
+        # Drawing a card takes about a second: a thread of its own does the writing, so that
+        # the GPU goes on to the next timing meanwhile.
+        writer, written = concurrent.futures.ThreadPoolExecutor(max_workers=1), []
+
+        def write(record):
+            reports.write_student(self.out_dir, record, cases_list, self.book)
+            bar.update(1)
+            bar.write(f"  {record['student']}: {record['speed']['message']}")
+
+        try:
+            speed.time_class(items, self.settings, self.slots,
+                             on_timed=lambda record: written.append(writer.submit(write, record)),
+                             on_start=processes.track, stop=processes.stop,
+                             environments=environments)
+            for future in written:
+                future.result()
+        except BaseException:
+            processes.stop_all()
+            writer.shutdown(wait=True)
+            bar.close()
+            raise
+        writer.shutdown(wait=True)
+        bar.close()
+        return {**self.settings.speed.describe(), "timed_now": len(items),
+                "elapsed_s": round(time.monotonic() - started, 1),
+                "gpus_at_start": {str(device): env for device, env in environments.items()}}
+
+
+def start(settings, out_dir, jobs=None, gpus=None, progress=True, overrides_file=None):
+    """The Session that grades with ``settings`` into ``out_dir`` on this machine.
+
+    Worker slots over the GPUs of ``gpus`` (``--gpus``: 'all', 'none' or a list; by default
+    what CUDA_VISIBLE_DEVICES allows), as many as ``machine.default_jobs`` gives unless
+    ``jobs`` (``-j``) says how many; every worker compiles for ``settings.gpu_target``. Unknown ids
+    in ``settings.case_filter`` are a GraderError. ``overrides_file`` is the staff's
+    ``--overrides`` (grader.batch.outputs.overrides)."""
+    os.environ[gpu_compile.ENV_VAR] = settings.gpu_target  # the workers' compile check reads it
+    if settings.case_filter and len(settings.cases()) != len(set(settings.case_filter)):
+        known = {case.id for case in cases.catalogue(settings.seed, settings.backend)}
+        raise GraderError(f"--cases: unknown case ids {sorted(set(settings.case_filter) - known)}")
+    devices = []
+    if settings.backend == "gpu":
+        import torch
+
+        try:
+            devices = machine.parse_gpus(gpus, count=torch.cuda.device_count())
+        except ValueError as error:
+            raise GraderError(str(error)) from None
+    jobs = jobs or machine.default_jobs(len(os.sched_getaffinity(0)), len(devices))
+    if devices and jobs > len(devices):
+        say(f"note: -j {jobs} with {len(devices)} GPU(s): several workers share a GPU")
+    return Session(settings, pathlib.Path(out_dir), machine.assign_devices(jobs, devices),
+                   progress=progress, overrides_file=overrides_file)
+
+
+def merge(shards, out_dir, overrides_file=None):
+    """One gradebook from the output folders of ``grade --shard``, with the staff's overrides
+    (``overrides_file``, else the shards' own); returns the student count."""
+    out_dir = pathlib.Path(out_dir)
+    manifests = []
+    for shard in shards:
+        manifests.append((pathlib.Path(shard), Manifest.read(shard)))
+        if inside(out_dir, shard):
+            raise GraderError(f"--out {str(out_dir)!r} must not be inside the shard {shard!r}")
+    first = manifests[0][1]
+    for shard, manifest in manifests[1:]:
+        if manifest.secret_fingerprint != first.secret_fingerprint:
+            raise GraderError(f"cannot merge: {shard} was graded with a different secret "
+                               f"(fingerprint {manifest.secret_fingerprint!r} against "
+                               f"{first.secret_fingerprint!r}); grade every shard with the same "
+                               "--seed-file")
+        for field in Manifest.SHARED:
+            if getattr(manifest, field) != getattr(first, field):
+                raise GraderError(f"cannot merge: {shard} was graded with a different {field} "
+                                   f"({getattr(manifest, field)!r} against "
+                                   f"{getattr(first, field)!r})")
+    seed = secret.stored(manifests[0][0])
+    if seed is None or cases.fingerprint(seed) != first.secret_fingerprint:
+        raise GraderError(f"cannot merge: {manifests[0][0]} has no {secret.FILE} matching its "
+                           f"{MANIFEST}; copy the shard's folder whole, dot files included")
+    records, sources = {}, {}
+    for shard, manifest in manifests:
+        for student, folder in manifest.students.items():
+            record = reports.read_record(shard, folder)
+            if record is None or record.get("student") != student:
+                raise GraderError(f"cannot merge: {student!r} has no finished result in "
+                                   f"{shard}; run that shard's grade command again to finish it")
+            if record.get("status") == "passed" and first.speed and speed.needs_timing(record):
+                raise GraderError(f"cannot merge: {student!r} passed but was never timed in "
+                                   f"{shard}; run that shard's grade command again to time it")
+            if student in records and records[student]["key"] != record["key"]:
+                raise GraderError(f"cannot merge: {student!r} was graded differently in "
+                                   f"{sources[student]} and {shard}")
+            records[student] = record
+            sources[student] = shard
+    settings = first.settings(seed)
+    cases_list = settings.cases()
+    if [case.id for case in cases_list] != first.cases:
+        raise GraderError("cannot merge: this grader's case catalogue differs from the shards'")
+    book = overrides.for_merge(overrides_file, [(shard, manifest.overrides) for shard, manifest
+                                                in manifests], list(records), settings)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    secret.keep(out_dir, seed)
+    overrides.keep(out_dir, book)
+    for student, record in sorted(records.items()):
+        reports.copy_student_folder(sources[student] / record["folder"], out_dir / record["folder"])
+        reports.write_feedback(out_dir, record, cases_list, book)
+    ordered = [records[student] for student in sorted(records)]
+    reports.write_class(out_dir, ordered, cases_list, book)
+    dataclasses.replace(first, shard=None, overrides=book.describe(), students={
+        student: records[student]["folder"] for student in sorted(records)}).write(out_dir)
+    environments = []
+    for shard, _ in manifests:
+        try:
+            environments.append(json.loads((shard / "environment.json").read_text()))
+        except (OSError, ValueError):
+            environments.append(None)
+    reports.write_environment(out_dir, machine.environment(settings, {
+        "merged_shards": len(manifests), "shard_environments": environments,
+        "students": len(ordered), "statuses": count_statuses(ordered)}))
+    say(f"merged {len(manifests)} shard(s), {len(ordered)} students: {out_dir / 'gradebook.csv'}")
+    return len(ordered)
+
+
+def count_statuses(records):
+    statuses = {}
+    for record in records:
+        statuses[record["status"]] = statuses.get(record["status"], 0) + 1
+    return statuses
+
+
+def inside(child, parent):
+    child, parent = pathlib.Path(child).resolve(), pathlib.Path(parent).resolve()
+    return child == parent or parent in child.parents
+
+
+class _Processes:
+    """The workers a phase started, so that an interrupt can stop every one of them."""
+
+    def __init__(self):
+        self.running, self.lock, self.stop = set(), threading.Lock(), threading.Event()
+
+    def track(self, process):
+        with self.lock:
+            self.running.add(process)
+        if self.stop.is_set():
+            _kill(process)
+
+    def stop_all(self):
+        self.stop.set()
+        with self.lock:
+            for process in self.running:
+                _kill(process)
+
+
+def _kill(process):
+    import signal
+
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _bar(total, disabled, what="grading"):
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="student", desc=what, file=sys.stderr,
+                disable=disabled, dynamic_ncols=True, smoothing=0.1)

@@ -1,0 +1,153 @@
+"""Judge what a submission's two runs sent back, and decide its status and score.
+
+Every case is judged in the parent from the bytes the kernel run sent (grader.core.checks);
+the wrapper run can only cost points. Status precedence: ``missing_file``,
+``import_error``, ``not_implemented``, ``flagged`` for a kernel that uses what the grader
+does not run (nothing runs, score 0; grader.batch.grade.grading decides those before any
+run); ``flagged`` for a kernel run the build guard stopped (grader.batch.inside.build_guard,
+score 0); then how the kernel run ended (``timeout``, ``memory_limit``, ``crashed``: the
+cases judged before keep their points); then the wrapper run (its ending, an ``nt_gemm``
+that asks to exit: ``crashed``; an ``nt_gemm`` whose result is not its kernel's:
+``flagged``; one that raises: ``failed``; each scores 0); then ``passed`` when every case
+passed, else ``failed``.
+"""
+
+import re
+
+from grader.batch.isolation import conversation
+from grader.batch.status import Status
+from grader.core import cases as catalogue
+from grader.core import checks
+
+ROLES = {catalogue.GEMM: ("out",), catalogue.DETERMINISM: ("first", "second"),
+         catalogue.COVERAGE: ("prefilled",)}
+
+
+def tidy(text):
+    """Messages without the sandbox's paths."""
+    text = (text or "").replace("/job/", "")
+    return re.sub(r"ntgemm_submission_[0-9a-f]{16}", "ntgemm_gemm", text)
+
+
+def display_names(cases_list):
+    """What a student sees for each case: the id when public, a numbered name when hidden."""
+    names, seen = {}, {}
+    for case in cases_list:
+        base = case.describe(reveal=False)
+        if case.visibility != "public":
+            seen[base] = seen.get(base, 0) + 1
+            if sum(c.describe(reveal=False) == base for c in cases_list) > 1:
+                base = base.replace(" (hidden)", f" #{seen[base]} (hidden)")
+        names[case.id] = base
+    return names
+
+
+def judge_cases(cases_list, run, seed, unbuilt=None, source="", every=True):
+    """Each case's entry. ``unbuilt``: the Build of a kernel that does not build for the
+    course's GPU. It fails every case on the interpreter (``every``), whatever the worker
+    sent; on a GPU it explains the cases whose launch raised."""
+    names, entries = display_names(cases_list), []
+    for index, case in enumerate(cases_list):
+        base = {"id": case.id, "name": names[case.id], "visibility": case.visibility,
+                "points": 0, "max_points": case.points, "mistake": "", "flags": []}
+        got = run.cases.get(index)
+        if unbuilt is not None and (every or (got is not None and got.error)):
+            verdict = checks.build_verdict(case, unbuilt, source)
+            entries.append({**base, "status": "error", "passed": False,
+                            "message": verdict.message, "mistake": verdict.mistake,
+                            "details": verdict.details})
+            continue
+        if got is None:
+            ended = run.ending.kind if run.ending.kind != "finished" else "crashed"
+            entries.append({**base, "status": "not_run",
+                            "message": f"not run: the kernel run ended ({ended})"})
+            continue
+        if got.error:
+            verdict = checks.error_verdict(case, tidy(got.error))
+        elif set(got.outputs) != set(ROLES[case.check]):
+            verdict = checks.Verdict(case.id, False, "the kernel run sent no output for this case")
+        else:
+            verdict = checks.judge(case, got.outputs, seed, "cpu")
+        status = "passed" if verdict.passed else ("error" if got.error else "failed")
+        message, details = verdict.message, verdict.details
+        if case.visibility != "public":
+            message, details = HIDDEN_MESSAGE, {}
+        entries.append({**base, "status": status, "passed": verdict.passed,
+                        "points": case.points if verdict.passed else 0,
+                        "message": message, "mistake": verdict.mistake or "",
+                        "details": details})
+    return entries
+
+
+# record.json lies in the student's folder, and a hidden case's message and details can
+# hold its shape or values of its inputs and reference: they stay out of the record.
+HIDDEN_MESSAGE = ("a hidden case: its message is not kept (replay it with pytest grader "
+                  "--seed-file OUT_DIR/.grader-secret)")
+
+
+def _ending_message(run, who):
+    if run.ending.kind == "crashed" and run.phase > 0:
+        # How a process holding hidden inputs ended is the one thing it can choose to say.
+        return f"{who}: the process ended abnormally while running the hidden cases"
+    message = f"{who}: {run.ending.detail}"
+    return message + (" (while importing the file)" if run.stage == "importing" else "")
+
+
+def decide(record, kernel_run, wrapper_run, wrapper_job, cases_list):
+    """Status, message and flags from both runs; wrapper problems zero the score."""
+    entries = record["cases"]
+    case = cases_list[wrapper_job.index]
+    zero = True
+    if kernel_run.load_status == "import_error":
+        status, message = Status.IMPORT_ERROR, tidy(kernel_run.load_message)
+    elif wrapper_run.load_status in ("import_error", "not_implemented"):
+        status, message = Status(wrapper_run.load_status), tidy(wrapper_run.load_message)
+    elif wrapper_run.load_status == "exited":
+        status, message = Status.CRASHED, wrapper_run.load_message
+    elif kernel_run.stopped:
+        record["flags"].append(f"kernel run: the build guard stopped it at {kernel_run.stopped}")
+        status, message = Status.FLAGGED, ("anti-cheat evidence: the kernel run did what no "
+                                           "kernel build needs (see flags); the score is 0")
+    elif kernel_run.ending.kind != "finished":
+        status, zero = Status(kernel_run.ending.kind), False
+        message = _ending_message(kernel_run, "the kernel run")
+    elif wrapper_run.ending.kind != "finished":
+        status, message = Status(wrapper_run.ending.kind), _ending_message(wrapper_run,
+                                                                            "running your nt_gemm")
+    else:
+        status, message = _wrapper_verdict(record, kernel_run, wrapper_run, wrapper_job, case)
+        zero = bool(status)
+    if zero:
+        for entry in entries:
+            entry["points"] = 0
+    if not status:
+        failing = sum(entry["status"] != "passed" for entry in entries)
+        status = Status.FAILED if failing else Status.PASSED
+        message = f"{failing} of {len(entries)} cases failed" if failing else ""
+    record.update(status=status, message=message)
+
+
+def _wrapper_verdict(record, kernel_run, wrapper_run, job, case):
+    """('', '') when nt_gemm returned exactly its kernel's output, else what went wrong."""
+    import torch
+
+    got = wrapper_run.cases.get(job.index)
+    if got is None:
+        return Status.CRASHED, "running your nt_gemm: the process ended before nt_gemm returned"
+    if got.exited:
+        return Status.CRASHED, f"running your nt_gemm on {case.id}: {got.error}"
+    if got.error:
+        return Status.FAILED, (f"your nt_gemm failed on the public case {case.id}, so the file as "
+                          f"handed in does not compute C (score 0):\n{tidy(got.error)}")
+    mine = (kernel_run.cases.get(job.index) or conversation.CaseReport()).outputs.get("out")
+    theirs = got.outputs.get("out")
+    passed = next(entry for entry in record["cases"] if entry["id"] == case.id).get("passed")
+    if not passed or mine is None or torch.equal(mine, theirs):
+        return "", ""
+    differing = int((mine.view(torch.int16) != theirs.view(torch.int16)).sum())
+    record["flags"].append(
+        f"nt_gemm: on {case.id} it did not return its kernel's output ({differing} of "
+        f"{mine.numel()} elements differ from what the grader's own launch of arrangement() "
+        "and application() wrote)")
+    return Status.FLAGGED, ("anti-cheat evidence: nt_gemm returned something other than its own "
+                       "kernel's output (see flags); the score is 0")

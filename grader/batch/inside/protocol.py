@@ -1,0 +1,356 @@
+"""What crosses between the batch grader and a sandboxed worker: typed records, encoded
+right beside their decoding.
+
+The channel is a pair of pipes: the parent writes to the worker's stdin, the
+worker writes to a private copy of its stdout (its fd 1 then points at stderr,
+so nothing a submission prints can reach the channel by accident). A message is
+
+    8 bytes: the header's length, little-endian
+    header:  UTF-8 JSON, at most MAX_HEADER bytes: {"kind": ..., "payload": n, ...}
+    payload: n raw bytes (float16 matrices, row-major)
+
+The parent never unpickles anything and never reads more than it asked for:
+before reading a payload it checks the header against what it expects (the
+exact byte count of the outputs of the case it sent), so a worker can neither
+make it read gigabytes nor slip in a value of another shape.
+
+Messages, in the order a run sends them:
+
+| from   | kind        | fields                                   | payload |
+| ------ | ----------- | ---------------------------------------- | ------- |
+| worker | hello       | (the worker is up; no student code ran)  | |
+| worker | loaded      | Loaded: status (LOADED_STATUSES), message | |
+| worker | diagnosis   | Diagnosis: findings, tiles, build (kernel runs only) | |
+| parent | phase       | cases: [Job], last: bool                 | every job's lhs then rhs |
+| worker | case        | CaseResult: index, error, exited, seconds | the job's outputs, role by role |
+| worker | phase_done  |                                          | |
+| worker | stopped     | Stopped: why (the build guard ended the run; at any point) | |
+
+A timing run (grader.batch.timing.speed) instead sends, after ``loaded``:
+
+| from   | kind        | fields                                   |
+| ------ | ----------- | ---------------------------------------- |
+| parent | sizes       | sizes: [[m, n, k], ...]                  |
+| worker | ready       | Ready: note, num_warps, num_stages (compiled, nothing launched) |
+| parent | go          | (the GPU is this run's alone now)        |
+| worker | timing      | SizeTiming: m, n, k, verdict, wrong, kernel, torch, error (one per size) |
+
+Each record's ``to_fields`` is what the worker sends and its ``from_fields`` what the
+parent keeps: bounded text, numbers of the right type, or a ProtocolError.
+| worker | timing_done |                                          |
+"""
+
+import dataclasses
+import json
+import struct
+
+MAX_HEADER = 256 * 1024
+MAX_TEXT = 8000  # characters kept of any text a worker sends
+LOADED_STATUSES = ("ok", "import_error", "not_implemented", "exited")
+_LENGTH = struct.Struct("<Q")
+
+
+class ProtocolError(Exception):
+    """The other side broke the protocol: the run is over, and says so."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Message:
+    kind: str
+    fields: dict
+    payload: bytes = b""
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """One case as a worker sees it: shapes and the outputs wanted, never its id or seed."""
+
+    index: int
+    m: int
+    n: int
+    k: int
+    roles: tuple  # names of the outputs to make, each a fresh NaN-filled (m, n) float16
+
+    @property
+    def input_bytes(self):
+        return 2 * (self.m * self.k + self.k * self.n)
+
+    @property
+    def output_bytes(self):
+        return 2 * self.m * self.n * len(self.roles)
+
+    def to_fields(self):
+        return {"index": self.index, "m": self.m, "n": self.n, "k": self.k,
+                "roles": list(self.roles)}
+
+    @classmethod
+    def from_fields(cls, fields):
+        return cls(int(fields["index"]), int(fields["m"]), int(fields["n"]), int(fields["k"]),
+                   tuple(str(role) for role in fields["roles"]))
+
+    def inputs(self, data):
+        """(lhs, rhs) as float16 CPU tensors from this job's ``input_bytes`` of a phase."""
+        split = 2 * self.m * self.k
+        return _matrix(data[:split], self.m, self.k), _matrix(data[split:], self.k, self.n)
+
+    def outputs(self, payload):
+        """{role: float16 (m, n) CPU tensor} from a case message's payload."""
+        size = 2 * self.m * self.n
+        return {role: _matrix(payload[place * size:(place + 1) * size], self.m, self.n)
+                for place, role in enumerate(self.roles)} if payload else {}
+
+
+def matrices(tensors):
+    """The bytes of float16 matrices, row-major, one after another: a phase's inputs
+    (each job's lhs then rhs) or a case's outputs (role by role)."""
+    return b"".join(tensor.detach().contiguous().cpu().numpy().tobytes() for tensor in tensors)
+
+
+def _matrix(data, rows, columns):
+    import torch
+
+    return torch.frombuffer(bytearray(data), dtype=torch.float16).reshape(rows, columns)
+
+
+@dataclasses.dataclass(frozen=True)
+class Loaded:
+    """How the worker's import of the file went."""
+
+    KIND = "loaded"
+    status: str  # one of LOADED_STATUSES
+    message: str = ""
+
+    def to_fields(self):
+        return {"status": self.status, "message": text(self.message)}
+
+    @classmethod
+    def from_fields(cls, fields):
+        status = str(fields.get("status"))
+        if status not in LOADED_STATUSES:
+            raise ProtocolError(f"load status {status!r}")
+        return cls(status, text(fields.get("message", "")))
+
+
+@dataclasses.dataclass(frozen=True)
+class Diagnosis:
+    """What a kernel run found before any case: the arrangement's findings, its tiles,
+    and its build for the course's GPU (a grader.core.gpu_compile.Build, or None)."""
+
+    KIND = "diagnosis"
+    findings: list
+    tiles: list = None
+    build: object = None
+
+    def to_fields(self):
+        return {"findings": findings(self.findings), "tiles": tiles(self.tiles),
+                "build": self.build.to_fields() if self.build else None}
+
+    @classmethod
+    def from_fields(cls, fields):
+        from grader.core import gpu_compile
+
+        return cls(findings(fields.get("findings")), tiles(fields.get("tiles")),
+                   gpu_compile.Build.from_fields(fields.get("build")))
+
+
+@dataclasses.dataclass(frozen=True)
+class CaseResult:
+    """One job's report; its outputs travel as the message's payload."""
+
+    KIND = "case"
+    index: int
+    error: str = ""
+    exited: bool = False  # the submission asked the process to exit (a wrapper run)
+    seconds: float = 0.0
+
+    def to_fields(self):
+        return {"index": self.index, "error": text(self.error), "exited": self.exited,
+                "seconds": round(self.seconds, 3)}
+
+    @classmethod
+    def from_fields(cls, fields):
+        seconds = fields.get("seconds")
+        return cls(fields.get("index"), text(fields.get("error") or ""),
+                   bool(fields.get("exited")),
+                   float(seconds) if isinstance(seconds, (int, float)) else 0.0)
+
+
+@dataclasses.dataclass(frozen=True)
+class Stopped:
+    """The build guard (grader.batch.inside.build_guard) ended a kernel or timing run at an event
+    no build needs; the worker exits right after sending it, at any point of the run."""
+
+    KIND = "stopped"
+    why: str
+
+    def to_fields(self):
+        return {"why": text(self.why, 1000)}
+
+    @classmethod
+    def from_fields(cls, fields):
+        return cls(text(fields.get("why", ""), 1000))
+
+
+@dataclasses.dataclass(frozen=True)
+class Ready:
+    """A timing run has compiled its kernel for every size and launched nothing."""
+
+    KIND = "ready"
+    note: str = ""
+    num_warps: object = "unknown"
+    num_stages: object = "unknown"
+
+    def to_fields(self):
+        return {"note": text(self.note, 2000), "num_warps": self.num_warps,
+                "num_stages": self.num_stages}
+
+    @classmethod
+    def from_fields(cls, fields):
+        return cls(text(fields.get("note") or "", 2000), small_int(fields.get("num_warps")),
+                   small_int(fields.get("num_stages")))
+
+
+@dataclasses.dataclass(frozen=True)
+class SizeTiming:
+    """What a timing run reported for one size: its verdict and both [median, p20, p80] ms."""
+
+    KIND = "timing"
+    m: int
+    n: int
+    k: int
+    verdict: str  # PASS, FAIL (wrong output there) or ERROR (the kernel raised)
+    wrong: int = 0
+    kernel: tuple = None
+    torch: tuple = None
+    error: str = ""
+
+    def to_fields(self):
+        return {"m": self.m, "n": self.n, "k": self.k, "verdict": self.verdict,
+                "wrong": self.wrong, "kernel": list(self.kernel) if self.kernel else None,
+                "torch": list(self.torch) if self.torch else None, "error": text(self.error)}
+
+    @classmethod
+    def from_fields(cls, size, fields):
+        """The report for ``size`` (m, n, k); a PASS without two valid timings is an ERROR."""
+        verdict = fields.get("verdict") if fields.get("verdict") in ("PASS", "FAIL", "ERROR") \
+            else "ERROR"
+        kernel, torch_mm = timing(fields.get("kernel")), timing(fields.get("torch"))
+        if verdict == "PASS" and (kernel is None or torch_mm is None):
+            verdict = "ERROR"
+        wrong = fields.get("wrong")
+        return cls(*size, verdict=verdict,
+                   wrong=wrong if isinstance(wrong, int) and wrong >= 0 else 0,
+                   kernel=kernel if verdict == "PASS" else None,
+                   torch=torch_mm if verdict == "PASS" else None,
+                   error=text(fields.get("error") or "", 3000))
+
+
+def send_record(stream, record, payload=b""):
+    """Send one of the records above as its message."""
+    send(stream, record.KIND, payload, **record.to_fields())
+
+
+def send(stream, kind, payload=b"", **fields):
+    header = json.dumps({"kind": kind, "payload": len(payload), **fields}).encode("utf-8")
+    if len(header) > MAX_HEADER:
+        raise ProtocolError(f"a {kind} header of {len(header)} bytes is over {MAX_HEADER}")
+    stream.write(_LENGTH.pack(len(header)) + header)
+    if payload:
+        stream.write(payload)
+    stream.flush()
+
+
+def _read_exactly(stream, count):
+    chunks, left = [], count
+    while left:
+        chunk = stream.read(min(left, 1 << 20))
+        if not chunk:
+            raise EOFError(f"the stream ended {left} bytes early")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def receive(stream, accept):
+    """The next message, or None at a clean end of stream.
+
+    ``accept(kind, fields)`` returns how many payload bytes that message may
+    carry (it raises ProtocolError for a message that is not expected); the
+    payload is read only once its size is allowed.
+    """
+    start = stream.read(_LENGTH.size)
+    if not start:
+        return None
+    try:
+        if len(start) < _LENGTH.size:
+            start += _read_exactly(stream, _LENGTH.size - len(start))
+        (length,) = _LENGTH.unpack(start)
+        if length > MAX_HEADER:
+            raise ProtocolError(f"a header of {length} bytes is over the {MAX_HEADER}-byte limit")
+        header = json.loads(_read_exactly(stream, length).decode("utf-8"))
+    except (EOFError, ValueError, UnicodeDecodeError) as error:
+        raise ProtocolError(f"a malformed message: {error}") from None
+    if not isinstance(header, dict) or not isinstance(header.get("kind"), str) \
+            or not isinstance(header.get("payload"), int):
+        raise ProtocolError("a message without a kind or a payload size")
+    kind, size = header.pop("kind"), header.pop("payload")
+    allowed = accept(kind, header)
+    if size not in (0, allowed):
+        raise ProtocolError(f"a {kind} message carries {size} bytes where {allowed} were expected")
+    try:
+        payload = _read_exactly(stream, size) if size else b""
+    except EOFError as error:
+        raise ProtocolError(str(error)) from None
+    return Message(kind, header, payload)
+
+
+def text(value, limit=MAX_TEXT):
+    """A worker's text as the parent keeps it: a bounded str, control characters escaped."""
+    value = value if isinstance(value, str) else repr(value)
+    if len(value) > limit:
+        value = value[: limit // 2] + "\n[...]\n" + value[-limit // 2:]
+    return "".join(character if character in "\n\t" or character.isprintable()
+                   else character.encode("unicode_escape").decode("ascii")
+                   for character in value)
+
+
+def findings(value):
+    """The diagnosis findings a kernel run sent, kept only in their documented shape."""
+    kept = []
+    for item in value if isinstance(value, list) else []:
+        if isinstance(item, dict) and isinstance(item.get("mistake"), str):
+            kept.append({"mistake": text(item["mistake"], 64),
+                         "message": text(item.get("message", ""), 2000)})
+    return kept[:20]
+
+
+def timing(value):
+    """A [median, p20, p80] in milliseconds, kept only when it is three ordered positive
+    finite numbers (as a tuple), else None."""
+    if not (isinstance(value, list) and len(value) == 3
+            and all(isinstance(item, (int, float)) and not isinstance(item, bool)
+                    for item in value)):
+        return None
+    try:
+        median, p20, p80 = (float(item) for item in value)
+    except OverflowError:  # an int too large for a float
+        return None
+    if not (0 < p20 <= median <= p80 < 1e6):  # also false for NaN
+        return None
+    return (median, p20, p80)
+
+
+def small_int(value, limit=1 << 16):
+    """A positive int up to ``limit`` as sent, else "unknown"."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= limit:
+        return value
+    return "unknown"
+
+
+def tiles(value):
+    """(BM, BN, BK) as a list of three positive ints, else None."""
+    if isinstance(value, (list, tuple)) and len(value) == 3 and all(
+            isinstance(size, int) and not isinstance(size, bool) and 0 < size <= 1 << 16
+            for size in value):
+        return list(value)
+    return None

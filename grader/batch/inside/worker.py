@@ -1,0 +1,306 @@
+"""The batch grader's worker: runs inside the sandbox, speaks grader.batch.inside.protocol,
+judges nothing.
+
+    python -m grader.batch.inside.worker kernel FILE   # the rebuilt kernel (grader.core.kernel_source)
+    python -m grader.batch.inside.worker wrapper FILE  # the student's whole file
+    python -m grader.batch.inside.worker timing FILE   # the rebuilt kernel, to be timed
+
+A *kernel* run imports the rebuilt file (the two functions and their constants,
+nothing else), reports the symbolic diagnosis, builds the kernel with
+``ninetoothed.make`` as the skeleton does, and for every job of every phase
+launches it on the inputs the parent sent, into fresh NaN-filled outputs.
+A *wrapper* run imports the whole file and calls its ``nt_gemm`` on the one
+job it gets, so that the parent can check that the file as handed in works.
+A *timing* run builds the rebuilt kernel like a kernel run, compiles it for the
+sizes the parent names without launching anything, says it is ready, and
+times it (grader.batch.inside.speed_probe) only when the parent says go: the parent lets
+one timing run at a time touch a GPU, after every other run there has ended.
+
+The worker never sees a seed, a case id, a path outside the sandbox or the
+inputs of a phase before that phase starts (public cases come first, in a
+phase of their own). What it reports is only ever a claim: the parent judges
+the bytes it sent back, and takes nothing else from it that could raise a grade.
+"""
+
+import functools
+import os
+import sys
+import time
+import traceback
+
+from grader.batch.inside import build_guard, protocol
+from grader.batch.status import ExitCode
+
+
+class Channel:
+    """The protocol's pipes, moved off fds 0 and 1 so that prints cannot reach them."""
+
+    def __init__(self):
+        self.incoming = os.fdopen(os.dup(0), "rb", buffering=0)
+        self.outgoing = os.fdopen(os.dup(1), "wb")
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
+
+    def send(self, kind, payload=b"", **fields):
+        protocol.send(self.outgoing, kind, payload, **fields)
+
+    def report(self, record, payload=b""):
+        protocol.send_record(self.outgoing, record, payload)
+
+    def expect(self, kind):
+        """The next message from the parent, which must be a ``kind`` without a payload."""
+        def accept(got, fields):
+            if got != kind:
+                raise protocol.ProtocolError(f"expected {kind}, got {got}")
+            return 0
+
+        message = protocol.receive(self.incoming, accept)
+        if message is None:
+            raise protocol.ProtocolError(f"the parent closed the channel before {kind}")
+        return message
+
+    def phases(self):
+        """Each phase the parent sends, as [(Job, its input bytes)], until the last."""
+        while True:
+            message = protocol.receive(self.incoming, _phase_size)
+            if message is None:
+                return
+            jobs = [protocol.Job.from_fields(fields) for fields in message.fields["cases"]]
+            offset, work = 0, []
+            for job in jobs:
+                work.append((job, message.payload[offset:offset + job.input_bytes]))
+                offset += job.input_bytes
+            yield work
+            if message.fields.get("last"):
+                return
+
+
+def _phase_size(kind, fields):
+    if kind != "phase":
+        raise protocol.ProtocolError(f"expected a phase, got {kind}")
+    return sum(protocol.Job.from_fields(job).input_bytes for job in fields["cases"])
+
+
+def _student_traceback(error, path, limit=8):
+    """The error and the frames in the student's own file, bounded."""
+    frames = [frame for frame in traceback.extract_tb(error.__traceback__)
+              if frame.filename == str(path)]
+    lines = traceback.format_list(frames[-limit:])
+    return "".join(lines)
+
+
+def _error_text(error, path):
+    if hasattr(error, "error_message") and hasattr(error, "src"):  # Triton's compile error
+        from grader.core import gpu_compile
+
+        message, line = gpu_compile.describe_error(error)
+        text = (f"at the generated line: {line}\n" if line else "") + message
+    else:
+        text = f"{type(error).__name__}: {error}"
+    return protocol.text(text + "\n" + _student_traceback(error, path))
+
+
+def _operands(job, data, device):
+    """The job's lhs and rhs, float16 on ``device``."""
+    return tuple(matrix.to(device) for matrix in job.inputs(data))
+
+
+def _launch(kernel, job, lhs, rhs, device):
+    """Each wanted output made by one launch into a NaN-filled tensor, as bytes."""
+    import torch
+
+    outputs = []
+    for _ in job.roles:
+        out = torch.full((job.m, job.n), float("nan"), dtype=torch.float16, device=device)
+        kernel(lhs, rhs, out)
+        outputs.append(out)
+    if device != "cpu":
+        torch.cuda.synchronize()
+    return protocol.matrices(outputs)
+
+
+def _import_kernel(channel, path):
+    """(the rebuilt kernel file as a module, a check that it changed no library) once the
+    parent knows it loaded; else None. The build guard watches from just before the
+    import to the end of the run."""
+    import ninetoothed  # noqa: F401 - the kernel stack, imported before the guard
+    import triton
+
+    # Triton's driver starts on first use (on a GPU it compiles its cuda_utils and asks
+    # `file` about the interpreter): that is the stack's setup, done before the guard.
+    triton.runtime.driver.active.get_current_device()
+
+    from grader.core.loading import SubmissionError, import_file
+
+    build_guard.install(build_guard.Policy(path), lambda why: _stop(channel, why),
+                        ExitCode.STOPPED)
+    before = build_guard.snapshot()
+    try:
+        module = import_file(path)
+    except SubmissionError as error:
+        channel.report(protocol.Loaded(error.status, str(error)))
+        return None
+    _check_untouched(channel, before)
+    channel.report(protocol.Loaded("ok"))
+    return module, functools.partial(_check_untouched, channel, before)
+
+
+def _stop(channel, why):
+    channel.report(protocol.Stopped(why))
+
+
+def _check_untouched(channel, before, packages=build_guard.BEFORE_LAUNCH):
+    """End the run if the file rebound a name of NineToothed, the grader or Triton (no audit
+    event sees a module's attribute set): a patched ``ninetoothed.make`` could build a
+    stand-in instead of the student's kernel. After a launch, ask for AFTER_LAUNCH only."""
+    found = build_guard.changed(before, packages)
+    if found:
+        _stop(channel, f"a change of {', '.join(found[:5])}, which no kernel build makes")
+        sys.stderr.flush()
+        os._exit(ExitCode.STOPPED)
+
+
+def _make(module, path):
+    """(kernel, None) built as the skeleton builds it, or (None, the error as text)."""
+    import ninetoothed
+    from ninetoothed import Tensor
+
+    try:
+        return ninetoothed.make(module.arrangement, module.application,
+                                (Tensor(2), Tensor(2), Tensor(2))), None
+    except Exception as error:  # noqa: BLE001 - the student's kernel may fail to build
+        return None, _error_text(error, path)
+
+
+def kernel_run(channel, path, active):
+    from grader.core import gpu_compile, layout
+
+    loaded = _import_kernel(channel, path)
+    if loaded is None:
+        return
+    module, untouched = loaded
+    findings = layout.inspect_arrangement(module)
+    kernel, problem = _make(module, path)
+    untouched()
+    build = gpu_compile.check(kernel) if kernel is not None else None
+    channel.report(protocol.Diagnosis(findings, layout.tile_sizes(module), build))
+    if build is not None and build.checked and not build.ok and active.is_interpreter:
+        problem = build.message  # the parent fails every case with the build's verdict
+    for work in channel.phases():
+        for job, data in work:
+            started = time.perf_counter()
+            mismatch = problem or layout.launch_mismatch(module, (job.m, job.n, job.k))
+            if mismatch:
+                channel.report(protocol.CaseResult(job.index, error=mismatch))
+                continue
+            try:
+                lhs, rhs = _operands(job, data, active.device)
+                payload = _launch(kernel, job, lhs, rhs, active.device)
+            except Exception as error:  # noqa: BLE001 - whatever the kernel raises
+                channel.report(protocol.CaseResult(job.index, error=_error_text(error, path),
+                                                   seconds=time.perf_counter() - started))
+                continue
+            channel.report(protocol.CaseResult(job.index, seconds=time.perf_counter() - started),
+                           payload)
+        untouched(build_guard.AFTER_LAUNCH)
+        channel.send("phase_done")
+
+
+def wrapper_run(channel, path, active):
+    from grader.core.loading import SubmissionError, load_submission
+
+    try:
+        module = load_submission(path)
+    except SubmissionError as error:
+        channel.report(protocol.Loaded(error.status, str(error)))
+        return
+    except (SystemExit, KeyboardInterrupt) as error:
+        channel.report(protocol.Loaded(
+            "exited", f"the file called exit while being imported ({error!r})"))
+        return
+    except BaseException as error:  # noqa: BLE001 - anything at import time
+        channel.report(protocol.Loaded("import_error", _error_text(error, path)))
+        return
+    channel.report(protocol.Loaded("ok"))
+    import torch
+
+    for work in channel.phases():
+        for job, data in work:
+            started = time.perf_counter()
+            try:
+                lhs, rhs = _operands(job, data, active.device)
+                result = module.nt_gemm(lhs, rhs)
+                payload, error = b"", ""
+                if not isinstance(result, torch.Tensor):
+                    error = f"nt_gemm returned {type(result).__name__}, not a tensor"
+                elif tuple(result.shape) != (job.m, job.n) or result.dtype != torch.float16:
+                    error = (f"nt_gemm returned a {result.dtype} tensor of shape "
+                             f"{tuple(result.shape)}, not float16 ({job.m}, {job.n})")
+                else:
+                    payload = protocol.matrices([result])
+                channel.report(protocol.CaseResult(job.index, error=error,
+                                                   seconds=time.perf_counter() - started), payload)
+            except (SystemExit, KeyboardInterrupt) as error:
+                channel.report(protocol.CaseResult(
+                    job.index, error=f"nt_gemm asked the process to exit ({error!r})",
+                    exited=True))
+                return
+            except BaseException as error:  # noqa: BLE001 - student code may raise anything
+                channel.report(protocol.CaseResult(job.index, error=_error_text(error, path),
+                                                   seconds=time.perf_counter() - started))
+        channel.send("phase_done")
+
+
+def timing_run(channel, path, active):
+    from grader.batch.inside import speed_probe
+
+    loaded = _import_kernel(channel, path)
+    if loaded is None:
+        return
+    module, untouched = loaded
+    kernel, problem = _make(module, path)
+    untouched()
+    request = channel.expect("sizes")
+    sizes = [tuple(int(value) for value in size) for size in request.fields["sizes"]]
+    if problem:
+        channel.report(protocol.Ready(problem))
+        return
+    note = speed_probe.precompile(kernel, sizes, active.device)
+    channel.report(protocol.Ready(note, **speed_probe.launch_settings(kernel)))
+    channel.expect("go")
+    for m, n, k in sizes:
+        try:
+            fields = speed_probe.measure(kernel, m, n, k, active.device)
+        except Exception as error:  # noqa: BLE001 - whatever the kernel raises at this size
+            fields = {"verdict": "ERROR", "wrong": 0, "kernel": None, "torch": None,
+                      "error": _error_text(error, path)}
+        channel.report(protocol.SizeTiming(m, n, k, **fields))
+    untouched(build_guard.AFTER_LAUNCH)
+    channel.send("timing_done")
+
+
+RUNS = {"kernel": kernel_run, "wrapper": wrapper_run, "timing": timing_run}
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2 or argv[0] not in RUNS:
+        print(f"usage: python -m grader.batch.inside.worker {'|'.join(RUNS)} FILE", file=sys.stderr)
+        return ExitCode.USAGE
+    mode, path = argv
+    channel = Channel()
+    channel.send("hello")
+    from grader.core import backend as backends
+
+    active = backends.activate()
+    RUNS[mode](channel, path, active)
+    return ExitCode.OK
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.stderr.flush()
+    os._exit(code)  # skip interpreter teardown: a submission's atexit hooks do not run

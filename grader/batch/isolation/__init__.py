@@ -1,0 +1,11 @@
+"""The parent's side of the sandbox: it starts a worker confined, watches it, talks to it.
+
+Read in this order: ``sandbox`` (one worker's process, its wall, memory and CPU limits,
+how it ended, and whether a worker can start here at all), ``launch`` (the bubblewrap
+command line and the environment allowlist), ``folders`` (the read-only job folder and the
+scratch folder), ``pipes`` (pipes no stray process can block), ``unprivileged`` (the user
+student code runs as where there is no sandbox), ``time_budget`` (the interpreter's extra
+seconds) and ``conversation`` (each run's messages, in order, into a RunReport; nothing is
+judged here). With grader.batch.inside this is everything that crosses the boundary. It
+may import grader.batch.inside (the protocol), grader.batch's own modules and grader.core.
+"""

@@ -1,0 +1,247 @@
+"""The parent's half of a worker run: send each phase's inputs, collect the outputs.
+
+grader.batch.inside.worker speaks the other half (see grader.batch.inside.protocol for the
+messages). Nothing here judges; grader.batch.grade.grading does, from the RunReport.
+"""
+
+import dataclasses
+import time
+
+from grader.batch.inside import protocol
+from grader.batch.isolation import sandbox, time_budget
+
+KINDS = ("hello", protocol.Loaded.KIND, protocol.Diagnosis.KIND, protocol.CaseResult.KIND,
+         "phase_done", protocol.Stopped.KIND)
+
+
+@dataclasses.dataclass
+class CaseReport:
+    """What a worker sent back for one job: outputs by role, or the error it met."""
+
+    error: str = ""
+    exited: bool = False  # the submission asked the process to exit (a wrapper run)
+    outputs: dict = dataclasses.field(default_factory=dict)
+    seconds: float = 0.0
+
+
+@dataclasses.dataclass
+class RunReport:
+    ending: sandbox.Ending
+    stage: str  # how far it got: "starting", "importing", "running" or "done"
+    phase: int = -1  # the phase it was sent last (0: the public cases)
+    load_status: str = ""
+    load_message: str = ""
+    findings: list = dataclasses.field(default_factory=list)
+    tiles: list = None
+    build: object = None  # grader.core.gpu_compile.Build, as the kernel run claimed it
+    cases: dict = dataclasses.field(default_factory=dict)  # job index -> CaseReport
+    stopped: str = ""  # why the build guard (grader.batch.inside.build_guard) ended it, if it did
+
+
+def run(mode, source, phases, *, backend_name, limits, device=None, sandboxed=True,
+        on_start=None, tiles=None):
+    """Run a worker through ``phases`` (lists of (Job, lhs, rhs) with CPU float16
+    tensors); always returns a RunReport, whatever the submission does.
+
+    On the interpreter the wall limit grows by grader.batch.isolation.time_budget for the
+    kernel's tiles: a kernel run's own (from its diagnosis), or ``tiles`` for a wrapper run.
+    """
+    sizes = {job.index: job.output_bytes for phase in phases for job, _, _ in phase}
+
+    def accept(kind, fields):
+        if kind not in KINDS:
+            raise protocol.ProtocolError(f"an unknown message kind {kind!r}")
+        if kind != "case":
+            return 0
+        index = fields.get("index")
+        if index not in sizes:
+            raise protocol.ProtocolError(f"a report for a case that was never sent ({index!r})")
+        return sizes[index]
+
+    worker = sandbox.Worker(mode, source, backend_name=backend_name, limits=limits,
+                            device=device, sandboxed=sandboxed, on_start=on_start)
+    report = RunReport(ending=None, stage="starting")
+    jobs = [job for phase in phases for job, _, _ in phase]
+    extend = (lambda found: worker.extend_limit(time_budget.interpreter_extra(jobs, found))) \
+        if backend_name == "interpreter" else (lambda found: None)
+    if mode != "kernel":
+        extend(tiles)
+    try:
+        _converse(_Guarded(worker, report), accept, phases, report,
+                  diagnosis=mode == "kernel", extend=extend)
+    finally:
+        report.ending = worker.finish()
+    return report
+
+
+class _Guarded:
+    """A worker whose ``receive`` turns the build guard's report into the run's end."""
+
+    def __init__(self, worker, report):
+        self.worker, self.report = worker, report
+
+    def receive(self, accept):
+        message = self.worker.receive(accept)
+        if message is not None and message.kind == protocol.Stopped.KIND:
+            self.report.stopped = protocol.Stopped.from_fields(message.fields).why
+            self.worker.stop("crashed", "the build guard stopped it")
+            return None
+        return message
+
+    def __getattr__(self, name):
+        return getattr(self.worker, name)
+
+
+def _expect(worker, accept, kind):
+    message = worker.receive(accept)
+    if message is not None and message.kind != kind:
+        worker.stop("crashed", f"its report was out of order ({message.kind} before {kind})")
+        return None
+    return message
+
+
+def _converse(worker, accept, phases, report, diagnosis, extend):
+    if _expect(worker, accept, "hello") is None:
+        return
+    report.stage = "importing"
+    loaded = _expect(worker, accept, "loaded")
+    if loaded is None:
+        return
+    try:
+        load = protocol.Loaded.from_fields(loaded.fields)
+    except protocol.ProtocolError as error:
+        worker.stop("crashed", f"its report was malformed ({error})")
+        return
+    report.load_status, report.load_message = load.status, load.message
+    if report.load_status != "ok":
+        report.stage = "done"
+        return
+    report.stage = "running"
+    if diagnosis:
+        found = _expect(worker, accept, "diagnosis")
+        if found is None:
+            return
+        claimed = protocol.Diagnosis.from_fields(found.fields)
+        report.findings, report.tiles, report.build = claimed.findings, claimed.tiles, \
+            claimed.build
+        extend(report.tiles)
+    for number, phase in enumerate(phases):
+        jobs = {job.index: job for job, _, _ in phase}
+        payload = protocol.matrices(matrix for _, lhs, rhs in phase for matrix in (lhs, rhs))
+        worker.send("phase", payload, cases=[job.to_fields() for job in jobs.values()],
+                    last=number == len(phases) - 1)
+        report.phase = number
+        while True:
+            message = worker.receive(accept)
+            if message is None:
+                return
+            if message.kind == "phase_done":
+                break
+            if message.kind != "case" or message.fields.get("index") not in jobs:
+                worker.stop("crashed", f"its report was out of order ({message.kind})")
+                return
+            job = jobs.pop(message.fields["index"])
+            report.cases[job.index] = _case_report(job, message)
+            if report.cases[job.index].exited:
+                return
+    report.stage = "done"
+
+
+def _case_report(job, message):
+    result = protocol.CaseResult.from_fields(message.fields)
+    return CaseReport(error=result.error, exited=result.exited,
+                      outputs=job.outputs(message.payload), seconds=result.seconds)
+
+
+class TimingRun:
+    """The parent's half of a timing run: start it, let it compile, then let it time.
+
+    ``prepare`` returns once the worker has built and compiled the kernel (or
+    ended); nothing has touched the GPU yet. ``measure`` says go and collects one
+    SizeTiming per size. The caller decides when ``measure`` may run: never while
+    anything else runs on that GPU.
+    """
+
+    KINDS = ("hello", protocol.Loaded.KIND, protocol.Ready.KIND, protocol.SizeTiming.KIND,
+             "timing_done", protocol.Stopped.KIND)
+
+    def __init__(self, source, sizes, *, backend_name, limits, device=None, sandboxed=True,
+                 on_start=None):
+        self.sizes = [tuple(size) for size in sizes]
+        self.stopped = ""  # why the build guard ended the run, if it did
+        self.worker = _Guarded(sandbox.Worker("timing", source, backend_name=backend_name,
+                                              limits=limits, device=device, sandboxed=sandboxed,
+                                              on_start=on_start), self)
+        self.ready = False
+        self.note = ""
+        self.launch = {}
+        self.results = []
+        self.ending = None
+        self.prepare_s = self.measure_s = 0.0  # wall seconds of each step, for the record
+
+    def _accept(self, kind, fields):
+        if kind not in self.KINDS:
+            raise protocol.ProtocolError(f"an unknown message kind {kind!r}")
+        return 0
+
+    def _next(self, kind):
+        return _expect(self.worker, self._accept, kind)
+
+    def prepare(self):
+        started = time.monotonic()
+        try:
+            self._prepare()
+        finally:
+            self.prepare_s = time.monotonic() - started
+        return self
+
+    def _prepare(self):
+        if self._next("hello") is None:
+            return
+        loaded = self._next("loaded")
+        if loaded is None:
+            return
+        try:
+            load = protocol.Loaded.from_fields(loaded.fields)
+        except protocol.ProtocolError as error:
+            self.worker.stop("crashed", f"its report was malformed ({error})")
+            return
+        if load.status != "ok":
+            self.note = load.message
+            self.worker.stop("crashed", "the kernel did not load")
+            return
+        self.worker.send("sizes", sizes=[list(size) for size in self.sizes])
+        ready = self._next("ready")
+        if ready is None:
+            return
+        ready = protocol.Ready.from_fields(ready.fields)
+        self.note = ready.note
+        self.launch = {"num_warps": ready.num_warps, "num_stages": ready.num_stages}
+        self.ready = True
+
+    def measure(self):
+        """Let the worker time every size; returns the SizeTimings it reported."""
+        started = time.monotonic()
+        if self.ready:
+            self.worker.restart_clock()
+            self.worker.send("go")
+            while len(self.results) < len(self.sizes):
+                message = self.worker.receive(self._accept)
+                if message is None:
+                    break
+                size = self.sizes[len(self.results)]
+                if message.kind != "timing" or tuple(message.fields.get(key) for key in "mnk") \
+                        != size:
+                    self.worker.stop("crashed", f"its report was out of order ({message.kind})")
+                    break
+                self.results.append(protocol.SizeTiming.from_fields(size, message.fields))
+            else:
+                self._next("timing_done")
+        self.ending = self.worker.finish()
+        self.measure_s = time.monotonic() - started
+        return self.results
+
+    def abandon(self):
+        """End a prepared run that will not be timed (the batch is stopping)."""
+        self.worker.stop("crashed", "not timed: the batch stopped")
+        self.ending = self.worker.finish()

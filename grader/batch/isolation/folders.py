@@ -1,0 +1,86 @@
+"""A run's private folders: its read-only job folder and, unsandboxed, its scratch folder.
+
+Every run's folders lie in one private folder of the grading process (``batch_root``). A
+job folder holds the one file the run imports and ``lib/``, a copy of the modules the
+worker imports (``child_files``: their import closure, derived, never listed by hand).
+"""
+
+import functools
+import os
+import pathlib
+import shutil
+import stat
+import tempfile
+import threading
+
+from grader.batch import import_graph
+
+
+@functools.cache
+def child_files():
+    """What a job folder's ``lib/`` holds: the worker's import closure, as relative paths."""
+    return import_graph.closure_files(["grader.batch.inside.worker"])
+
+
+_batch_root = None
+_batch_lock = threading.Lock()
+
+
+def batch_root():
+    """One private folder per grading process holding every run's job folder."""
+    global _batch_root
+    with _batch_lock:
+        if _batch_root is None:
+            import atexit
+
+            _batch_root = pathlib.Path(tempfile.mkdtemp(prefix="ntgemm-batch-"))
+            atexit.register(remove_tree, _batch_root)
+        return _batch_root
+
+
+def prepare_job(source):
+    """A job folder: ``ninetoothed_gemm.py`` and ``lib/grader/`` (the worker's modules)."""
+    job = pathlib.Path(tempfile.mkdtemp(prefix="run-", dir=batch_root()))
+    (job / "lib" / "grader").mkdir(parents=True)
+    for relative in child_files():
+        (job / "lib" / relative).parent.mkdir(exist_ok=True)
+        shutil.copyfile(import_graph.ROOT / relative, job / "lib" / relative)
+    (job / "ninetoothed_gemm.py").write_bytes(source)
+    for path in [job, *job.rglob("*")]:
+        path.chmod(0o555 if path.is_dir() else 0o444)
+    return job
+
+
+def prepare_scratch():
+    """An unsandboxed run's private folder: its ``$TMPDIR``, with its ``$HOME`` inside."""
+    scratch = pathlib.Path(tempfile.mkdtemp(prefix="scratch-", dir=batch_root()))
+    (scratch / "home").mkdir()
+    return scratch
+
+
+def remove_tree(path):
+    """Delete a folder, read-only parts included. Root needs no permission to, and changes
+    none: an unprivileged run may swap a folder of its scratch for a link meanwhile."""
+    def retry(function, target, _excinfo):
+        try:
+            os.chmod(os.path.dirname(target), stat.S_IRWXU)
+            function(target)
+        except OSError:
+            pass
+
+    if not os.path.exists(path):
+        return
+    if os.geteuid() == 0:
+        shutil.rmtree(path, ignore_errors=True)
+        return
+    for root, dirs, _files in os.walk(path):
+        for name in dirs:
+            try:
+                os.chmod(os.path.join(root, name), stat.S_IRWXU)
+            except OSError:
+                pass
+    try:
+        os.chmod(path, stat.S_IRWXU)
+    except OSError:
+        pass
+    shutil.rmtree(path, onerror=retry)

