@@ -101,13 +101,7 @@ def discover(root):
     found = {}
     with os.scandir(root) as listing:
         entries = sorted(listing, key=lambda e: e.name)
-    for entry in entries:
-        if _hidden(entry.name):
-            continue
-        try:
-            mode = os.lstat(entry.path).st_mode
-        except OSError:
-            continue  # gone since the listing
+    for entry, mode in _visible(entries):
         if stat.S_ISLNK(mode):
             continue
         suffix = pathlib.PurePath(entry.name).suffix.lower()
@@ -165,6 +159,18 @@ def _is_handin(name):
     return name.lower().endswith(".csv")
 
 
+def _visible(entries):
+    """(entry, its lstat mode) for each entry not hidden and not gone since the listing."""
+    for entry in entries:
+        if _hidden(entry.name):
+            continue
+        try:
+            mode = os.lstat(entry.path).st_mode
+        except OSError:
+            continue
+        yield entry, mode
+
+
 def _find_in_folder(folder, wanted=_is_submission):
     """(path, problem): the shallowest entry whose name is ``wanted``, not a link or folder.
 
@@ -183,13 +189,7 @@ def _find_in_folder(folder, wanted=_is_submission):
             seen += len(entries)
             if seen > MAX_FOLDER_ENTRIES:
                 return None, f"stopped looking after {MAX_FOLDER_ENTRIES} entries"
-            for entry in entries:
-                if _hidden(entry.name):
-                    continue
-                try:
-                    mode = os.lstat(entry.path).st_mode
-                except OSError:
-                    continue
+            for entry, mode in _visible(entries):
                 inside = f"{relative}/{entry.name}" if relative else entry.name
                 if stat.S_ISLNK(mode):
                     if wanted(entry.name):
