@@ -24,7 +24,7 @@ class Status(str, enum.Enum):
     IMPORT_ERROR = ("import_error", 3, "The file could not be imported.", "文件无法导入。")
     MISSING_FILE = ("missing_file", 3, "No ninetoothed_gemm.py was found for you.",
                     "没有找到你的 ninetoothed_gemm.py。")
-    TIMEOUT = ("timeout", 3, "Grading stopped at the wall timeout.", "评测超过了时间限制，已被终止。")
+    TIMEOUT = ("timeout", 3, "Grading stopped at the time limit.", "评测超过了时间限制，已被终止。")
     CRASHED = ("crashed", 3, "The process running your code ended abnormally.",
                "运行你代码的进程异常退出。")
     MEMORY_LIMIT = ("memory_limit", 3, "Your code used more host memory than allowed.",

@@ -112,6 +112,22 @@ def test_the_parent_observes_the_ending_a_worker_cannot_choose():
     assert ending.kind == "memory_limit"
 
 
+def test_the_time_limit_counts_cpu_seconds_and_the_wall_clock_only_stops_a_waiting_run():
+    """A run is charged the CPU it used, so waiting (for a core on a loaded box, here for a
+    sleep standing in for it) costs it nothing until the wall clock reaches WALL_FACTOR
+    times the limit."""
+    limits = sandbox.Limits(timeout_s=4, memory_bytes=2 << 30)
+    busy = "import time\nstart = time.process_time()\nwhile time.process_time() - start < 1: pass\n"
+    _, ending = _probe(f"say('up')\n{busy}time.sleep(4.5)\n", limits)
+    assert ending.kind == "crashed", ending.detail  # it ended by itself, after 5.5 s of wall time
+    _, ending = _probe("say('up')\nwhile True: pass\n", limits)
+    assert ending.kind == "timeout" and "of CPU time" in ending.detail
+    assert ending.wall_time_s < sandbox.WALL_FACTOR * 4
+    _, ending = _probe("say('up')\nimport time\ntime.sleep(60)\n", limits)
+    assert ending.kind == "timeout" and "waited for something that never came" in ending.detail
+    assert ending.wall_time_s >= sandbox.WALL_FACTOR * 4
+
+
 @pytest.mark.parametrize("garbage", [
     b"\xff" * 64,
     protocol.struct.pack("<Q", 1 << 40),

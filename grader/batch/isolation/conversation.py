@@ -43,7 +43,7 @@ def run(mode, source, phases, *, backend_name, limits, device=None, sandboxed=Tr
     """Run a worker through ``phases`` (lists of (Job, lhs, rhs) with CPU float16
     tensors); always returns a RunReport, whatever the submission does.
 
-    On the interpreter the wall limit grows by grader.batch.isolation.time_budget for the
+    On the interpreter the time limit grows by grader.batch.isolation.time_budget for the
     kernel's tiles: a kernel run's own (from its diagnosis), or ``tiles`` for a wrapper run.
     """
     sizes = {job.index: job.output_bytes for phase in phases for job, _, _ in phase}

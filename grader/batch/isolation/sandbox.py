@@ -18,10 +18,16 @@ What a sandboxed worker gets (grader.batch.isolation.launch.bwrap_arguments):
   device nodes and ``/sys``.
 
 The parent talks to it through pipes (grader.batch.inside.protocol), and observes for itself
-how it ended (``Ending``): a wall timeout and a host-memory limit (the resident
+how it ended (``Ending``): a time limit and a host-memory limit (the resident
 memory of its whole process tree, polled with psutil) are enforced by killing
 it; any other end before the conversation finished is a crash. A worker's
 exit code is never taken as a verdict.
+
+The time limit is charged in CPU seconds, as judges do, so that load cannot fail a
+correct kernel: on a busy 2-core box a run waits for a core for many times its own
+work, and a wall limit then killed a correct file whose run needs 5 s of CPU. A run
+that waits on something that never comes uses no CPU, so the wall clock still stops
+it, at WALL_FACTOR times the limit.
 
 Where bubblewrap cannot start, grading stops unless the instructor passes
 ``--unsafe-no-sandbox``: then the worker runs as a plain child process with the
@@ -57,12 +63,13 @@ UNSAFE = "none (--unsafe-no-sandbox): submissions ran as plain child processes"
 
 @dataclasses.dataclass(frozen=True)
 class Limits:
-    timeout_s: float
+    timeout_s: float  # CPU seconds of its whole process tree; the wall allows WALL_FACTOR times
     memory_bytes: int
     cores: float = float("inf")  # CPU cores its processes may keep busy, over CPU_WINDOW_S
 
 
 CPU_WINDOW_S = 3.0  # a worker over its cores for this long is stopped
+WALL_FACTOR = 2.0  # wall seconds a run may take per CPU second of its limit: room to wait
 CORES = {"interpreter": 1.5, "gpu": 4.0}  # an interpreter worker is one thread; see cores_for
 
 
@@ -189,7 +196,7 @@ class Worker:
             command = inner or [sys.executable, "-m", "grader.batch.inside.worker", mode,
                                 str(self.job / "ninetoothed_gemm.py")]
             cwd = self.scratch / "home"
-        self.started = self.clock = time.monotonic()  # the wall limit counts from ``clock``
+        self.started = self.clock = time.monotonic()  # the time limit counts from ``clock``
         try:
             if who is not None:
                 unprivileged.admit(folders.batch_root(), self.job, self.scratch, who)
@@ -223,6 +230,7 @@ class Worker:
         self.peak = 0
         self.peak_cores = 0.0
         self.cpu_samples = collections.deque()
+        self.cpu_used = self.cpu_base = 0.0  # CPU seconds its processes used; the limit's start
         self.reader = self.stdout.thread = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
         self.writer = self.stdin.thread = threading.Thread(target=self._write, daemon=True)
@@ -285,9 +293,15 @@ class Worker:
         if rss > self.limits.memory_bytes:
             self.stop("memory_limit", f"used more than {self.limits.memory_bytes / 2**30:.2f} "
                                        "GiB of host memory; its processes were killed")
-        elif time.monotonic() - self.clock > self.limits.timeout_s:
-            self.stop("timeout", f"still running after the {self.limits.timeout_s:g} s wall "
-                                  "timeout; its processes were killed")
+        elif self.cpu_used - self.cpu_base > self.limits.timeout_s:
+            self.stop("timeout", f"still running after {self.cpu_used - self.cpu_base:.1f} s of "
+                                 f"CPU time (the timeout is {self.limits.timeout_s:g} s); its "
+                                 "processes were killed")
+        elif time.monotonic() - self.clock > WALL_FACTOR * self.limits.timeout_s:
+            self.stop("timeout", f"still running after {time.monotonic() - self.clock:.0f} s, "
+                                 f"{WALL_FACTOR:g} times the {self.limits.timeout_s:g} s timeout, "
+                                 f"having used {self.cpu_used - self.cpu_base:.0f} s of CPU: it "
+                                 "waited for something that never came; its processes were killed")
         elif cores > self.limits.cores:
             self.stop("timeout", f"kept {cores:.1f} CPU cores busy for {CPU_WINDOW_S:g} s, over "
                                  f"the {self.limits.cores:g} a submission may use; its "
@@ -302,7 +316,9 @@ class Worker:
                 self.stop("crashed", None)
 
     def _cores(self, members):
-        """Cores its living processes kept busy, on average over the last CPU_WINDOW_S."""
+        """Cores its living processes kept busy, on average over the last CPU_WINDOW_S; also
+        counts the CPU time they used (``cpu_used``, never decreasing: a process that ended
+        unreaped takes its time with it)."""
         used = 0.0
         for member in members:
             try:
@@ -310,6 +326,7 @@ class Worker:
                 used += times.user + times.system + times.children_user + times.children_system
             except psutil.Error:
                 pass
+        self.cpu_used = max(self.cpu_used, used)
         now = time.monotonic()
         self.cpu_samples.append((now, used))
         while len(self.cpu_samples) > 2 and self.cpu_samples[1][0] <= now - CPU_WINDOW_S:
@@ -351,14 +368,15 @@ class Worker:
                 pass
 
     def extend_limit(self, seconds):
-        """Add ``seconds`` to the wall limit (grader.batch.isolation.time_budget: the
+        """Add ``seconds`` to the time limit (grader.batch.isolation.time_budget: the
         interpreter's share)."""
         self.limits = dataclasses.replace(self.limits, timeout_s=self.limits.timeout_s + seconds)
 
     def restart_clock(self):
-        """Let the wall limit count from now: a run that waited for its turn (a timing run
+        """Let the time limit count from now: a run that waited for its turn (a timing run
         waits while others are timed) gets the whole limit for its own work."""
         self.clock = time.monotonic()
+        self.cpu_base = self.cpu_used
 
     def finish(self):
         """End the conversation (stdin closes) and return how the worker ended."""
@@ -366,7 +384,8 @@ class Worker:
         self.writer.join(timeout=2)  # what was sent before goes out first
         self.stdin.close()
         if self.ending is None:
-            deadline = min(self.clock + self.limits.timeout_s, time.monotonic() + 10)
+            deadline = min(self.clock + WALL_FACTOR * self.limits.timeout_s,
+                           time.monotonic() + 10)
             while self.ending is None and self.process.poll() is None \
                     and time.monotonic() < deadline:
                 self._watch()

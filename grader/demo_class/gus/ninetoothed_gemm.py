@@ -1,6 +1,6 @@
 """Demo student gus: nt_gemm waits forever for a condition that never holds.
 
-The batch grader kills it at the wall timeout (expected status: timeout).
+The batch grader kills it at the time limit (expected status: timeout).
 """
 
 import functools
