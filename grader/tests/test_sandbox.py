@@ -9,6 +9,7 @@ import os
 import pathlib
 import sys
 import time
+import types
 
 import psutil
 import pytest
@@ -126,6 +127,15 @@ def test_the_time_limit_counts_cpu_seconds_and_the_wall_clock_only_stops_a_waiti
     _, ending = _probe("say('up')\nimport time\ntime.sleep(60)\n", limits)
     assert ending.kind == "timeout" and "waited for something that never came" in ending.detail
     assert ending.wall_time_s >= sandbox.WALL_FACTOR * 4
+
+
+def test_a_run_busy_on_several_cores_is_charged_its_wall_time_not_more():
+    """9 s of CPU in 3 s of wall time (three busy cores) is charged 3 s, as a plain wall limit
+    would: counting CPU never stops a run sooner than the wall clock did."""
+    run = types.SimpleNamespace(cpu_used=10.0, cpu_base=1.0, clock=time.monotonic() - 3.0)
+    assert 3.0 <= sandbox.Worker.charged(run) < 3.5
+    run.cpu_used = 2.0  # 1 s of CPU in 3 s: it waited for a core the rest of the time
+    assert sandbox.Worker.charged(run) == 1.0
 
 
 @pytest.mark.parametrize("garbage", [

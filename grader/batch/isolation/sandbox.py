@@ -26,8 +26,10 @@ exit code is never taken as a verdict.
 The time limit is charged in CPU seconds, as judges do, so that load cannot fail a
 correct kernel: on a busy 2-core box a run waits for a core for many times its own
 work, and a wall limit then killed a correct file whose run needs 5 s of CPU. A run
-that waits on something that never comes uses no CPU, so the wall clock still stops
-it, at WALL_FACTOR times the limit.
+is charged the smaller of its CPU time and its wall time (``charged``), so one that
+keeps several cores busy is held to the wall clock as before: no run is stopped
+sooner than under a plain wall limit. A run that waits on something that never comes
+uses no CPU, so the wall clock still stops it, at WALL_FACTOR times the limit.
 
 Where bubblewrap cannot start, grading stops unless the instructor passes
 ``--unsafe-no-sandbox``: then the worker runs as a plain child process with the
@@ -293,10 +295,10 @@ class Worker:
         if rss > self.limits.memory_bytes:
             self.stop("memory_limit", f"used more than {self.limits.memory_bytes / 2**30:.2f} "
                                        "GiB of host memory; its processes were killed")
-        elif self.cpu_used - self.cpu_base > self.limits.timeout_s:
-            self.stop("timeout", f"still running after {self.cpu_used - self.cpu_base:.1f} s of "
-                                 f"CPU time (the timeout is {self.limits.timeout_s:g} s); its "
-                                 "processes were killed")
+        elif self.charged() > self.limits.timeout_s:
+            self.stop("timeout", f"still running after {self.charged():.1f} s of CPU time "
+                                 f"(the timeout is {self.limits.timeout_s:g} s); its processes "
+                                 "were killed")
         elif time.monotonic() - self.clock > WALL_FACTOR * self.limits.timeout_s:
             self.stop("timeout", f"still running after {time.monotonic() - self.clock:.0f} s, "
                                  f"{WALL_FACTOR:g} times the {self.limits.timeout_s:g} s timeout, "
@@ -337,6 +339,11 @@ class Worker:
         cores = max(0.0, used - before) / (now - then)
         self.peak_cores = max(self.peak_cores, cores)
         return cores
+
+    def charged(self):
+        """Seconds its time limit is charged since ``clock``: CPU seconds, never more than the
+        wall clock's."""
+        return min(self.cpu_used - self.cpu_base, time.monotonic() - self.clock)
 
     def _members(self):
         try:
