@@ -91,6 +91,7 @@ class Ending:
     stderr: str
     peak_rss: int = 0
     peak_cores: float = 0.0
+    cpu_time_s: float = 0.0  # of its whole process tree, as the time limit counts it
 
 
 @functools.cache
@@ -360,7 +361,7 @@ class Worker:
         if detail is None:
             detail = f"the process ended ({describe_returncode(code)}) before grading finished"
         self.ending = Ending(kind, detail, time.monotonic() - self.started, "", self.peak,
-                             round(self.peak_cores, 2))
+                             round(self.peak_cores, 2), round(self.cpu_used, 2))
 
     def _kill(self):
         members = self._members()
@@ -401,7 +402,7 @@ class Worker:
                 self._kill()
                 self.process.wait()
                 self.ending = Ending("finished", "", time.monotonic() - self.started, "",
-                                     self.peak, round(self.peak_cores, 2))
+                                     self.peak, round(self.peak_cores, 2), round(self.cpu_used, 2))
         self._kill()  # whatever it left running
         self._release()
         self.stdout.draining = self.stderr_pipe.draining = True
