@@ -7,7 +7,7 @@ import csv
 import pytest
 
 from grader.batch.outputs import secret
-from grader.batch.outputs import leaderboard, overrides, pseudonyms, reports
+from grader.batch.outputs import leaderboard, override_view, overrides, pseudonyms, reports
 from grader.tests.test_speed import timed_record
 
 SECRET = "5eed5eed5eed5eed5eed5eed5eed5eed"
@@ -27,7 +27,7 @@ def staff_rows(*rows, students=("ada", "李华", "mia")):
 
 def written(out, book=None, secret_text=SECRET):
     secret.keep(out, secret_text)
-    leaderboard.write(out, [overrides.applied(record, book) for record in records()])
+    leaderboard.write(out, [override_view.applied(record, book) for record in records()])
     return {name: list(csv.DictReader(open(out / name, encoding="utf-8-sig")))
             for name in ("leaderboard.csv", "leaderboard-staff.csv")}
 

@@ -13,7 +13,7 @@ import shutil
 
 import pytest
 
-from grader.batch.outputs import leaderboard, overrides, reports
+from grader.batch.outputs import leaderboard, override_view, overrides, reports
 from grader.tests.batch_helpers import DEMO, gradebook, run_grader
 
 SEED = "5eed5eed5eed5eed5eed5eed5eed5eed"
@@ -284,13 +284,13 @@ def book(*rows, penalty=0.0):
 
 def test_lateness_recomputes_the_penalty_and_a_hand_set_score_has_the_last_word():
     late = {**record(late=True), "score": 1.5, "late_deduction": 1.5}
-    assert overrides.applied(late, book("ada,late,,extension,r,b,2026-12-01", penalty=0.5))[
+    assert override_view.applied(late, book("ada,late,,extension,r,b,2026-12-01", penalty=0.5))[
         "score"] == 3
-    view = overrides.applied(late, book("ada,late,,excused,r,b,2026-12-01", penalty=0.5))
+    view = override_view.applied(late, book("ada,late,,excused,r,b,2026-12-01", penalty=0.5))
     assert (view["score"], view["late"], "late_deduction" in view) == (3, True, False)
-    on_time = overrides.applied(record(), book("ada,late,,late,r,b,2026-12-01", penalty=0.5))
+    on_time = override_view.applied(record(), book("ada,late,,late,r,b,2026-12-01", penalty=0.5))
     assert (on_time["score"], on_time["late_deduction"]) == (1.5, 1.5)
-    both = overrides.applied(record(), book("ada,score,,2.5,r,b,2026-12-01",
+    both = override_view.applied(record(), book("ada,score,,2.5,r,b,2026-12-01",
                                             "ada,points,hidden_1,0,r,b,2026-12-01"))
     assert both["score"] == 2.5
     assert [(e["change"], e["from"], e["to"]) for e in both["overrides"]] == [
@@ -302,7 +302,7 @@ def test_a_status_set_to_flagged_zeroes_the_grade_and_leaves_the_leaderboard():
 
     fast, slow = timed_record("ada", 0.2, 0.2), timed_record("李华", 1.0, 0.2)
     flagged = book("ada,status,,flagged,the kernel was copied,Prof. Li,2026-12-01")
-    views = [overrides.applied(r, flagged) for r in (fast, slow)]
+    views = [override_view.applied(r, flagged) for r in (fast, slow)]
     assert views[0]["score"] == 0 and views[0]["status"] == "flagged"
     assert all(entry["points"] == 0 for entry in views[0]["cases"])
     assert views[1]["score"] == slow["score"]
@@ -311,5 +311,5 @@ def test_a_status_set_to_flagged_zeroes_the_grade_and_leaves_the_leaderboard():
 
 
 def test_markdown_from_the_staff_stays_text():
-    assert overrides.markdown_text("a | b\n# c <img src=x> `d` [e](f)") == \
+    assert override_view.markdown_text("a | b\n# c <img src=x> `d` [e](f)") == \
         r"a \| b \# c \<img src=x\> \`d\` \[e\](f)"

@@ -7,7 +7,7 @@ student sees, with a pass/fail line and no shape, sizes or element positions.
 grader.batch.outputs.reports writes them into each student's folder.
 """
 
-from grader.batch.outputs import overrides
+from grader.batch.outputs import override_view
 from grader.batch.status import Status, flags
 
 
@@ -77,7 +77,7 @@ def results_json(record, hidden_visibility=HIDDEN_VISIBILITY, output=None, total
                       "score": -record["late_deduction"], "max_score": 0, "status": "failed",
                       "output": "points deducted by the course's late policy",
                       "tags": ["late"], "visibility": "visible"})
-    for test in overrides.gradescope_tests(record):
+    for test in override_view.gradescope_tests(record):
         tests.append({**test, "number": str(len(tests) + 1)})
     summary = f"status: {record['status']}"
     if record.get("message"):
@@ -186,7 +186,7 @@ def feedback_markdown(record, hints):
         lines += ["", f"- Late: {record['late_deduction']} points deducted by the course's late "
                   "policy. / 迟交：按课程的迟交规定扣除 "
                   f"{record['late_deduction']} 分。"]
-    lines += overrides.markdown(record)
+    lines += override_view.markdown(record)
     if flags(record) and record["status"] == "flagged":
         lines += ["", "## Anti-cheat evidence / 违规证据", ""]
         lines += [f"- {flag}" for flag in flags(record)]
@@ -224,13 +224,13 @@ def feedback_markdown(record, hints):
 
 def leaderboard_markdown(view):
     """feedback.md's line on the class leaderboard: the pseudonym of a timed student who
-    chose nothing (grader.batch.outputs.overrides.markdown shows what a student chose), where the
+    chose nothing (grader.batch.outputs.override_view.markdown shows what a student chose), where the
     batch writes a class board (grader.batch.outputs.reports.write_feedback names the student)."""
     from grader.batch.timing import speed
 
     chosen = {entry["change"] for entry in view.get("overrides") or []} & {"alias", "leaderboard"}
     if speed.headline(view) is None or chosen or not view.get("leaderboard_name"):
         return []  # not on a class board (Gradescope's), or the staff's section says it
-    shown = overrides.markdown_text(view["leaderboard_name"])
+    shown = override_view.markdown_text(view["leaderboard_name"])
     return ["", f"- On the class leaderboard you are **{shown}**.",
             f"- 在全班可见的排行榜上，你的名字是 **{shown}**。"]

@@ -28,7 +28,7 @@ import pathlib
 import shutil
 import tempfile
 
-from grader.batch.outputs import feedback, overrides, spreadsheet
+from grader.batch.outputs import feedback, override_view, spreadsheet
 from grader.batch.outputs.atomic_file import atomic_write
 from grader.batch.outputs.private_file import KEY_FILE, signing_key
 
@@ -67,7 +67,7 @@ def write_feedback(out_dir, record, cases_list, book=None):
     record["hints"] = hints
     from grader.batch.outputs import pseudonyms
 
-    shown = overrides.applied(record, book)
+    shown = override_view.applied(record, book)
     shown["leaderboard_name"] = pseudonyms.name(shown, pseudonyms.key(out_dir))
     text = feedback.feedback_markdown(shown, hints)
     atomic_write(folder / "results.json",
@@ -136,7 +136,7 @@ def gradebook_frame(records, cases_list):
         row.update(speed_columns)
         row["wall_time_s"] = record.get("wall_time_s", 0.0)
         row["isolation"] = record.get("isolation", "")
-        row["overrides"] = overrides.summary(record)
+        row["overrides"] = override_view.summary(record)
         rows.append(row)
     columns = ["student", "score", "max_score", "status", "flags", "lms_id", "late"] + \
         [case.id for case in cases_list] + list(_speed_columns(None, speed_sizes)) + \
@@ -203,7 +203,7 @@ def write_class(out_dir, records, cases_list, book=None):
     import pandas
 
     out_dir = pathlib.Path(out_dir)
-    records = [overrides.applied(record, book) for record in records]
+    records = [override_view.applied(record, book) for record in records]
     gradebook = gradebook_frame(records, cases_list)
     summary = summary_frame(records, cases_list)
     atomic_write(out_dir / "gradebook.csv", spreadsheet.csv_text(gradebook, bom=True))
