@@ -23,13 +23,9 @@ memory of its whole process tree, polled with psutil) are enforced by killing
 it; any other end before the conversation finished is a crash. A worker's
 exit code is never taken as a verdict.
 
-The time limit is charged in CPU seconds, as judges do, so that load cannot fail a
-correct kernel: on a busy 2-core box a run waits for a core for many times its own
-work, and a wall limit then killed a correct file whose run needs 5 s of CPU. A run
-is charged the smaller of its CPU time and its wall time (``charged``), so one that
-keeps several cores busy is held to the wall clock as before: no run is stopped
-sooner than under a plain wall limit. A run that waits on something that never comes
-uses no CPU, so the wall clock still stops it, at WALL_FACTOR times the limit.
+The time limit is charged in CPU seconds (grader.batch.isolation.usage says why and how),
+and a run that waits on something that never comes is stopped by the wall clock, at
+WALL_FACTOR times the limit.
 
 Where bubblewrap cannot start, grading stops unless the instructor passes
 ``--unsafe-no-sandbox``: then the worker runs as a plain child process with the
@@ -41,7 +37,6 @@ Whatever a worker leaves behind, the parent never waits on its pipes: a daemon m
 hold them open for ever (grader.batch.isolation.pipes).
 """
 
-import collections
 import dataclasses
 import functools
 import os
@@ -55,7 +50,7 @@ import time
 import psutil
 
 from grader.batch.inside import protocol
-from grader.batch.isolation import folders, launch, pipes, unprivileged
+from grader.batch.isolation import folders, launch, pipes, unprivileged, usage
 from grader.batch.status import GraderError
 
 OUTPUT_LIMIT = 64 * 1024  # bytes kept of stderr (head and tail)
@@ -70,7 +65,6 @@ class Limits:
     cores: float = float("inf")  # CPU cores its processes may keep busy, over CPU_WINDOW_S
 
 
-CPU_WINDOW_S = 3.0  # a worker over its cores for this long is stopped
 WALL_FACTOR = 2.0  # wall seconds a run may take per CPU second of its limit: room to wait
 CORES = {"interpreter": 1.5, "gpu": 4.0}  # an interpreter worker is one thread; see cores_for
 
@@ -221,7 +215,6 @@ class Worker:
             raise
         if on_start:
             on_start(self.process)
-        self.watched = psutil.Process(self.process.pid)
         self.stdin, self.stdout, self.stderr_pipe = (
             pipes.Pipe(stream) for stream in (self.process.stdin, self.process.stdout,
                                          self.process.stderr))
@@ -230,10 +223,8 @@ class Worker:
         self.outbox = queue.Queue()
         self.accept = None
         self.ending = None
-        self.peak = 0
-        self.peak_cores = 0.0
-        self.cpu_samples = collections.deque()
-        self.cpu_used = self.cpu_base = 0.0  # CPU seconds its processes used; the limit's start
+        self.usage = usage.TreeUsage(psutil.Process(self.process.pid))
+        self.cpu_base = 0.0  # CPU seconds its processes had used when the limit's clock started
         self.reader = self.stdout.thread = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
         self.writer = self.stdin.thread = threading.Thread(target=self._write, daemon=True)
@@ -284,15 +275,7 @@ class Worker:
 
     def _watch(self):
         """Enforce the limits; notice an exit."""
-        members = self._members()
-        rss = 0
-        for member in members:
-            try:
-                rss += member.memory_info().rss
-            except psutil.Error:
-                pass
-        self.peak = max(self.peak, rss)
-        cores = self._cores(members)
+        rss, cores = self.usage.sample()
         if rss > self.limits.memory_bytes:
             self.stop("memory_limit", f"used more than {self.limits.memory_bytes / 2**30:.2f} "
                                        "GiB of host memory; its processes were killed")
@@ -300,14 +283,15 @@ class Worker:
             self.stop("timeout", f"still running after {self.charged():.1f} s of CPU time "
                                  f"(the timeout is {self.limits.timeout_s:g} s); its processes "
                                  "were killed")
-        elif time.monotonic() - self.clock > WALL_FACTOR * self.limits.timeout_s:
-            self.stop("timeout", f"still running after {time.monotonic() - self.clock:.0f} s, "
-                                 f"{WALL_FACTOR:g} times the {self.limits.timeout_s:g} s timeout, "
-                                 f"having used {self.cpu_used - self.cpu_base:.0f} s of CPU: it "
-                                 "waited for something that never came; its processes were killed")
+        elif (waited := time.monotonic() - self.clock) > WALL_FACTOR * self.limits.timeout_s:
+            used = self.usage.cpu_used - self.cpu_base
+            self.stop("timeout", f"still running after {waited:.0f} s, {WALL_FACTOR:g} times the "
+                                 f"{self.limits.timeout_s:g} s timeout, having used {used:.0f} s "
+                                 "of CPU: it waited for something that never came; its "
+                                 "processes were killed")
         elif cores > self.limits.cores:
-            self.stop("timeout", f"kept {cores:.1f} CPU cores busy for {CPU_WINDOW_S:g} s, over "
-                                 f"the {self.limits.cores:g} a submission may use; its "
+            self.stop("timeout", f"kept {cores:.1f} CPU cores busy for {usage.CPU_WINDOW_S:g} "
+                                 f"s, over the {self.limits.cores:g} a submission may use; its "
                                  "processes were killed")
         elif self.process.poll() is not None:
             self._kill()
@@ -318,39 +302,9 @@ class Worker:
             if self.reader.is_alive():
                 self.stop("crashed", None)
 
-    def _cores(self, members):
-        """Cores its living processes kept busy, on average over the last CPU_WINDOW_S; also
-        counts the CPU time they used (``cpu_used``, never decreasing: a process that ended
-        unreaped takes its time with it)."""
-        used = 0.0
-        for member in members:
-            try:
-                times = member.cpu_times()
-                used += times.user + times.system + times.children_user + times.children_system
-            except psutil.Error:
-                pass
-        self.cpu_used = max(self.cpu_used, used)
-        now = time.monotonic()
-        self.cpu_samples.append((now, used))
-        while len(self.cpu_samples) > 2 and self.cpu_samples[1][0] <= now - CPU_WINDOW_S:
-            self.cpu_samples.popleft()
-        then, before = self.cpu_samples[0]
-        if now - then < CPU_WINDOW_S:
-            return 0.0
-        cores = max(0.0, used - before) / (now - then)
-        self.peak_cores = max(self.peak_cores, cores)
-        return cores
-
     def charged(self):
-        """Seconds its time limit is charged since ``clock``: CPU seconds, never more than the
-        wall clock's."""
-        return min(self.cpu_used - self.cpu_base, time.monotonic() - self.clock)
-
-    def _members(self):
-        try:
-            return [self.watched] + self.watched.children(recursive=True)
-        except psutil.Error:
-            return [self.watched]
+        """Seconds its time limit is charged since ``clock`` (grader.batch.isolation.usage)."""
+        return usage.charge(self.usage.cpu_used - self.cpu_base, time.monotonic() - self.clock)
 
     def stop(self, kind, detail):
         """Kill the worker and record how it ended (``detail`` None: describe its exit)."""
@@ -360,11 +314,14 @@ class Worker:
         code = self.process.wait()
         if detail is None:
             detail = f"the process ended ({describe_returncode(code)}) before grading finished"
-        self.ending = Ending(kind, detail, time.monotonic() - self.started, "", self.peak,
-                             round(self.peak_cores, 2), round(self.cpu_used, 2))
+        self.ending = self._ending(kind, detail)
+
+    def _ending(self, kind, detail):
+        return Ending(kind, detail, time.monotonic() - self.started, "", self.usage.peak_rss,
+                      round(self.usage.peak_cores, 2), round(self.usage.cpu_used, 2))
 
     def _kill(self):
-        members = self._members()
+        members = self.usage.members()
         try:
             os.killpg(self.process.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -384,7 +341,7 @@ class Worker:
         """Let the time limit count from now: a run that waited for its turn (a timing run
         waits while others are timed) gets the whole limit for its own work."""
         self.clock = time.monotonic()
-        self.cpu_base = self.cpu_used
+        self.cpu_base = self.usage.cpu_used
 
     def finish(self):
         """End the conversation (stdin closes) and return how the worker ended."""
@@ -401,8 +358,7 @@ class Worker:
             if self.ending is None:
                 self._kill()
                 self.process.wait()
-                self.ending = Ending("finished", "", time.monotonic() - self.started, "",
-                                     self.peak, round(self.peak_cores, 2), round(self.cpu_used, 2))
+                self.ending = self._ending("finished", "")
         self._kill()  # whatever it left running
         self._release()
         self.stdout.draining = self.stderr_pipe.draining = True
