@@ -155,9 +155,9 @@ def build_parser():
                             "cores, at least one per GPU, since a submission's time goes mostly "
                             "to Triton compiling on the CPU; on the interpreter: one per core)")
     grade.add_argument("--timeout", type=_positive_float("--timeout"), default=120.0,
-                       metavar="S", help="CPU seconds for each of a submission's two sandboxed "
-                                         "runs, import included; a run that waits instead "
-                                         "is stopped at twice that on the wall clock "
+                       metavar="S", help="seconds for each of a submission's two sandboxed "
+                                         "runs, import included, on the wall clock less the "
+                                         "time a run waits for a CPU core that others hold "
                                          "(default: 120)")
     grade.add_argument("--memory-limit", type=_positive_float("--memory-limit"), default=8.0,
                        metavar="GiB",
@@ -245,9 +245,9 @@ def build_parser():
                             help="when students see the hidden cases' results (default: "
                                  "after_due_date)")
     gradescope.add_argument("--timeout", type=_positive_float("--timeout"), default=300.0,
-                            metavar="S", help="CPU seconds for each of the two sandboxed runs, "
-                                              "twice that on the wall clock (default: 300, "
-                                              "for Gradescope's CPUs)")
+                            metavar="S", help="seconds for each of the two sandboxed runs, "
+                                              "waits for a CPU core not counted (default: "
+                                              "300, for Gradescope's CPUs)")
     gradescope.add_argument("--allow-unsandboxed", action="store_true",
                             help="grade even where bubblewrap cannot start in Gradescope's "
                                  "container; student code then runs as root beside the "

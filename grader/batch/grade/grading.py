@@ -252,6 +252,7 @@ def grade(submission, settings, folder, device=None, on_start=None):
                                       wrapper_run.ending.wall_time_s), 2)
     record["peak_cores"] = max(kernel_run.ending.peak_cores, wrapper_run.ending.peak_cores)
     record["cpu_time_s"] = max(kernel_run.ending.cpu_time_s, wrapper_run.ending.cpu_time_s)
+    record["cpu_wait_s"] = max(kernel_run.ending.cpu_wait_s, wrapper_run.ending.cpu_wait_s)
     record["stdout"] = ""
     record["stderr"] = verdict.tidy(
         f"[kernel run: {kernel_run.ending.kind} {kernel_run.ending.detail}]\n"

@@ -23,9 +23,9 @@ memory of its whole process tree, polled with psutil) are enforced by killing
 it; any other end before the conversation finished is a crash. A worker's
 exit code is never taken as a verdict.
 
-The time limit is charged in CPU seconds (grader.batch.isolation.usage says why and how),
-and a run that waits on something that never comes is stopped by the wall clock, at
-WALL_FACTOR times the limit.
+The time limit is charged on the wall clock, less the time the run waited for a CPU core
+that others held (grader.batch.isolation.usage says why and how); WALL_FACTOR times the limit
+on the wall clock stops even a run starved for ever.
 
 Where bubblewrap cannot start, grading stops unless the instructor passes
 ``--unsafe-no-sandbox``: then the worker runs as a plain child process with the
@@ -60,12 +60,12 @@ UNSAFE = "none (--unsafe-no-sandbox): submissions ran as plain child processes"
 
 @dataclasses.dataclass(frozen=True)
 class Limits:
-    timeout_s: float  # CPU seconds of its whole process tree; the wall allows WALL_FACTOR times
+    timeout_s: float  # seconds charged (grader.batch.isolation.usage.charge)
     memory_bytes: int
     cores: float = float("inf")  # CPU cores its processes may keep busy, over CPU_WINDOW_S
 
 
-WALL_FACTOR = 2.0  # wall seconds a run may take per CPU second of its limit: room to wait
+WALL_FACTOR = 10.0  # wall seconds a starved run may take per second of its limit
 CORES = {"interpreter": 1.5, "gpu": 4.0}  # an interpreter worker is one thread; see cores_for
 
 
@@ -85,7 +85,8 @@ class Ending:
     stderr: str
     peak_rss: int = 0
     peak_cores: float = 0.0
-    cpu_time_s: float = 0.0  # of its whole process tree, as the time limit counts it
+    cpu_time_s: float = 0.0  # of its whole process tree
+    cpu_wait_s: float = 0.0  # its threads waited, runnable, for a core: not charged
 
 
 @functools.cache
@@ -224,7 +225,7 @@ class Worker:
         self.accept = None
         self.ending = None
         self.usage = usage.TreeUsage(psutil.Process(self.process.pid))
-        self.cpu_base = 0.0  # CPU seconds its processes had used when the limit's clock started
+        self.cpu_base = self.wait_base = 0.0  # usage when the limit's clock started
         self.reader = self.stdout.thread = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
         self.writer = self.stdin.thread = threading.Thread(target=self._write, daemon=True)
@@ -280,14 +281,14 @@ class Worker:
             self.stop("memory_limit", f"used more than {self.limits.memory_bytes / 2**30:.2f} "
                                        "GiB of host memory; its processes were killed")
         elif self.charged() > self.limits.timeout_s:
-            self.stop("timeout", f"still running after {self.charged():.1f} s of CPU time "
-                                 f"(the timeout is {self.limits.timeout_s:g} s); its processes "
-                                 "were killed")
+            self.stop("timeout", f"still running after {self.charged():.1f} s, not counting "
+                                 f"{self._starved():.1f} s spent waiting for a CPU core (the "
+                                 f"timeout is {self.limits.timeout_s:g} s); its processes were "
+                                 "killed")
         elif (waited := time.monotonic() - self.clock) > WALL_FACTOR * self.limits.timeout_s:
-            used = self.usage.cpu_used - self.cpu_base
-            self.stop("timeout", f"still running after {waited:.0f} s, {WALL_FACTOR:g} times the "
-                                 f"{self.limits.timeout_s:g} s timeout, having used {used:.0f} s "
-                                 "of CPU: it waited for something that never came; its "
+            self.stop("timeout", f"still running after {waited:.0f} s on the wall clock, "
+                                 f"{WALL_FACTOR:g} times the {self.limits.timeout_s:g} s timeout, "
+                                 f"{self._starved():.0f} s of it waiting for a CPU core; its "
                                  "processes were killed")
         elif cores > self.limits.cores:
             self.stop("timeout", f"kept {cores:.1f} CPU cores busy for {usage.CPU_WINDOW_S:g} "
@@ -304,7 +305,11 @@ class Worker:
 
     def charged(self):
         """Seconds its time limit is charged since ``clock`` (grader.batch.isolation.usage)."""
-        return usage.charge(self.usage.cpu_used - self.cpu_base, time.monotonic() - self.clock)
+        return usage.charge(self.usage.cpu_used - self.cpu_base, time.monotonic() - self.clock,
+                            self._starved())
+
+    def _starved(self):
+        return self.usage.starved_s - self.wait_base
 
     def stop(self, kind, detail):
         """Kill the worker and record how it ended (``detail`` None: describe its exit)."""
@@ -318,7 +323,8 @@ class Worker:
 
     def _ending(self, kind, detail):
         return Ending(kind, detail, time.monotonic() - self.started, "", self.usage.peak_rss,
-                      round(self.usage.peak_cores, 2), round(self.usage.cpu_used, 2))
+                      round(self.usage.peak_cores, 2), round(self.usage.cpu_used, 2),
+                      round(self.usage.starved_s, 2))
 
     def _kill(self):
         members = self.usage.members()
@@ -341,7 +347,7 @@ class Worker:
         """Let the time limit count from now: a run that waited for its turn (a timing run
         waits while others are timed) gets the whole limit for its own work."""
         self.clock = time.monotonic()
-        self.cpu_base = self.usage.cpu_used
+        self.cpu_base, self.wait_base = self.usage.cpu_used, self.usage.starved_s
 
     def finish(self):
         """End the conversation (stdin closes) and return how the worker ended."""

@@ -1,15 +1,27 @@
-"""What a worker's process tree uses, polled from outside: host memory, CPU seconds, cores.
+"""What a worker's process tree uses, polled from outside: host memory, CPU seconds, cores,
+and the seconds its threads spent ready to run but waiting for a CPU core.
 
-The time limit is charged in CPU seconds, as judges do, so that load cannot fail a
-correct kernel: on a busy 2-core box a run waits for a core for many times its own
-work, and a wall limit then killed a correct file whose run needs 5 s of CPU. A run
-is charged the smaller of its CPU time and its wall time (``charge``), so one that
-keeps several cores busy is held to the wall clock as before: no run is stopped
-sooner than under a plain wall limit. A run that waits uses no CPU; the sandbox's
-wall clock stops it (grader.batch.isolation.sandbox.WALL_FACTOR).
+The time limit is charged for the wall clock, less the time the run was starved, so that
+load cannot fail a correct kernel: in CI a correct file got 3 s of CPU in 40 s on a 2-core
+box whose cores its neighbours held, and a wall limit killed it. Linux counts, for every
+thread, the time it sat runnable in the scheduler's queue (``/proc/PID/task/TID/schedstat``,
+second field); the sum over the tree is ``starved_s``. A run is charged (``charge``)
+
+* its wall time less ``starved_s``: a run that works or sleeps is charged as on a plain
+  wall clock, so a sleeping hang is stopped at the timeout, as before;
+* never less than its CPU time: threads that starve each other on cores the run holds
+  itself do not buy it time;
+* never more than its wall time: a run that keeps several cores busy is stopped no sooner
+  than under a plain wall limit.
+
+Where the kernel does not report it (not Linux, no schedstats), ``starved_s`` stays 0 and
+the charge is the wall clock. A run that is starved for ever is still stopped: the sandbox
+gives every run at most WALL_FACTOR times its limit on the wall clock
+(grader.batch.isolation.sandbox).
 """
 
 import collections
+import os
 import time
 
 import psutil
@@ -17,9 +29,27 @@ import psutil
 CPU_WINDOW_S = 3.0  # cores kept busy are averaged over this long
 
 
-def charge(cpu_s, wall_s):
-    """Seconds a run's time limit is charged for ``cpu_s`` of CPU in ``wall_s`` of wall time."""
-    return min(cpu_s, wall_s)
+def charge(cpu_s, wall_s, starved_s):
+    """Seconds a run's time limit is charged for ``wall_s`` of wall time, of which its
+    threads used ``cpu_s`` of CPU and waited ``starved_s`` for a core (summed over threads)."""
+    return min(wall_s, max(cpu_s, wall_s - starved_s))
+
+
+def waits(pid):
+    """{thread id: seconds it has waited, runnable, for a CPU core} for the threads of ``pid``;
+    empty where the kernel does not say."""
+    found = {}
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in threads:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat", encoding="ascii") as stream:
+                found[tid] = int(stream.read().split()[1]) / 1e9
+        except (OSError, ValueError, IndexError):
+            pass
+    return found
 
 
 class TreeUsage:
@@ -30,7 +60,12 @@ class TreeUsage:
         self.peak_rss = 0
         self.peak_cores = 0.0
         self.cpu_used = 0.0  # never decreasing: a process that ended unreaped takes its time
+        self.waited = {}  # (pid, tid): seconds that thread waited for a core, as last seen
         self.samples = collections.deque()
+
+    @property
+    def starved_s(self):
+        return sum(self.waited.values())
 
     def members(self):
         try:
@@ -48,6 +83,8 @@ class TreeUsage:
                 used += times.user + times.system + times.children_user + times.children_system
             except psutil.Error:
                 pass
+            for tid, seconds in waits(member.pid).items():
+                self.waited[member.pid, tid] = seconds
         self.peak_rss = max(self.peak_rss, rss)
         self.cpu_used = max(self.cpu_used, used)
         now = time.monotonic()
