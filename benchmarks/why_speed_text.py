@@ -65,12 +65,12 @@ def sentence(why):
               f"速度（{w['predicted_tflops']:.0f} TFLOPS）的 {w['share']:.0%}。")
     elif limit == "ragged":
         en = (f"The ragged cliff: N or K ({w['n']}, {w['k']}) is not a multiple of 16, so the loads "
-              f"along it are masked element by element; you reach {w['share']:.0%} of the "
-              f"{w['predicted_tflops']:.0f} TFLOPS your tiles allow on aligned sizes "
+              f"along it are masked element by element; your {w['tflops']:.0f} TFLOPS are "
+              f"{w['share']:.0%} of the {w['predicted_tflops']:.0f} your tiles allow on aligned sizes "
               f"(torch.mm here: {w['torch_tflops']:.0f} TFLOPS).")
         zh = (f"非对齐悬崖：N 或 K（{w['n']}，{w['k']}）不是 16 的倍数，沿它的加载逐元素掩码；"
-              f"你只达到对齐规模下分块所允许的 {w['predicted_tflops']:.0f} TFLOPS 的 "
-              f"{w['share']:.0%}（此规模下 torch.mm：{w['torch_tflops']:.0f} TFLOPS）。")
+              f"你的 {w['tflops']:.0f} TFLOPS 只是对齐规模下分块所允许的 "
+              f"{w['predicted_tflops']:.0f} 的 {w['share']:.0%}（此规模下 torch.mm：{w['torch_tflops']:.0f} TFLOPS）。")
     elif limit == "waves":
         en = (f"The waves: {w['tile_count']} tiles make {w['waves']} waves of {w['per_wave']}, the "
               f"last {w['last_wave']:.0%} full, so the SMs are busy {w['busy']:.0%} of the time; "
