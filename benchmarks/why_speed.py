@@ -27,6 +27,7 @@ from ledger import formulas
 
 DTYPE_BYTES = 2  # fp16 operands and output
 ALIGN = 16  # K or N not a multiple of this: the ragged cliff (docs/perf-notes.md)
+CUBIN_TARGET = "sm_90"  # the machines the ledger models (H100, H200); other cubins are not read
 
 # Named thresholds, each read by one rule below.
 SHORT_RUN_US = 20.0  # below this the launch and the pipeline's fill weigh on the time
@@ -93,7 +94,8 @@ def _blocks_per_sm(row, build, machine):
     """(blocks per SM, registers or None, shared bytes, source): the cubin's when the build
     has them, else ledger.formulas.occupancy_estimate's."""
     warps = _int(row.get("num_warps"))
-    if build and build.get("ok") and build.get("registers") is not None and warps:
+    if build and build.get("ok") and build.get("registers") is not None and warps \
+            and build.get("target") == CUBIN_TARGET:
         result = formulas.occupancy(warps * formulas.WARP_SIZE, build["registers"],
                                     build.get("shared_bytes") or 0, machine)
         return (result["blocks_per_sm"], build["registers"], build.get("shared_bytes") or 0,
