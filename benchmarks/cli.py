@@ -248,6 +248,11 @@ def main(argv=None, prog=None, default_submission=DEFAULT_SUBMISSION):
         print(f"\ncompared with {args.compare}:")
         print(compare.summary(frame))
 
+    build = _gpu_build(module)
+    why = report.why_text(frame, build.to_fields() if build is not None else None)
+    if why:
+        print(why)
+
     stem = report.run_stem(env, autotune=autotune, label=args.label, run_id=run_id)
     csv_path = report.write_csv(frame, args.out, stem)
     print(f"\nCSV:  {csv_path}")

@@ -240,6 +240,16 @@ def format_table(headers, rows):
     return "\n".join(lines)
 
 
+def why_text(frame, build=None):
+    """The "why this speed" section for a run's timed rows (benchmarks.why_speed), with the
+    cubin's registers and shared memory from the compile gate's ``build`` fields when given;
+    empty when no row can be explained (no timed size, or a GPU the ledger does not model)."""
+    from benchmarks import why_speed, why_speed_text
+
+    rows = frame.where(frame.notna(), "").to_dict("records")
+    return "\n".join(why_speed_text.markdown(why_speed.explain_rows(rows, build)))
+
+
 def notes(results):
     """The FAIL and SKIP explanations, one block per size."""
     lines = []

@@ -144,7 +144,7 @@ def explain(row, build=None):
     predicted = roof * busy if waves_hold else roof
     roofline = formulas.roofline_tflops(m, n, k, DTYPE_BYTES, machine)
     why = {
-        "size": row.get("size") or f"{m}x{n}x{k}", "m": m, "n": n, "k": k,
+        "size": str(row.get("size") or f"{m}x{n}x{k}"), "m": m, "n": n, "k": k,
         "tiles": f"{bm}x{bn}x{bk}", "num_warps": _int(row.get("num_warps")),
         "num_stages": _int(row.get("num_stages")), "machine": machine.name,
         "tflops": tflops, "torch_tflops": _number(row.get("torch_mm_tflops")),

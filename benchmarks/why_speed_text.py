@@ -26,6 +26,16 @@ LIMITERS_ZH = {"blocks": "每个 SM 的块数上限", "warps": "warp 数上限",
 ROOF_NAMES = {"memory": ("the HBM bandwidth for the estimated traffic", "按估计流量计算的 HBM 带宽"),
               "tile_feed": ("feeding tiles into the SMs", "向 SM 输送分块数据的速度"),
               "tensor_cores": ("the tensor cores' practical peak", "张量核心的实际峰值")}
+# The limit in a few words, for the report card's highlights.
+LIMIT_SHORT = {"impossible": "measurement not trusted", "short_run": "per-call costs",
+               "spills": "register spills", "ragged": "ragged N or K", "waves": "the last wave",
+               "memory": "HBM bandwidth", "tile_feed": "tile feed", "tensor_cores": "tensor cores",
+               "unexplained": "not explained"}
+
+
+def short(why):
+    """'limit: tile feed (likely)'."""
+    return f"limit: {LIMIT_SHORT[why['limit']]} ({why['certainty']})"
 
 
 def _gb(count):

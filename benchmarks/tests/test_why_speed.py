@@ -124,3 +124,12 @@ def test_no_explanation_without_a_known_gpu_or_a_pass():
     assert why_speed.explain({**row, "gpu_name": "NVIDIA A100"}) is None
     assert why_speed.explain({**row, "verdict": "FAIL"}) is None
     assert why_speed_text.markdown([]) == []
+
+
+def test_the_benchmark_prints_the_section_from_its_frame():
+    from benchmarks import report
+
+    text = report.why_text(report.read_csv(ROOT / "docs" / "demo-speed" / "mia-speed.csv"))
+    assert text.startswith("\n## Why this speed") and "### 4095" in text
+    assert report.why_text(report.read_csv(ROOT / "docs" / "demo-speed" / "mia-speed.csv")
+                           .assign(gpu_name="NVIDIA A100")) == ""
