@@ -103,8 +103,8 @@ def test_recorded_kernels_get_the_limit_perf_notes_gives_them(name, limit):
 
 
 def test_a_roof_the_measurement_passes_is_never_named():
-    """At 8192^3 the HBM estimate (no reuse across a wave's 134 MiB of panels) would cap the
-    grouped reference at 393 TFLOPS; it ran at 641, so that roof is refuted, not named."""
+    """At 8192^3 the HBM estimate (no reuse: a wave's 140 MiB of panels overflow L2) would cap the
+    grouped reference at 405 TFLOPS; it ran at 641, so that roof is refuted, not named."""
     why = _why("reference-autotune-targets-8192")
     assert "memory" in why["refuted"] and why["limit"] == "tensor_cores"
     assert "L2 keeps more than one wave" in why_speed_text.facts(why)[1][0]
