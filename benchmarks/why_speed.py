@@ -34,8 +34,8 @@ SHORT_RUN_US = 20.0  # below this the launch and the pipeline's fill weigh on th
 OVERHEAD_US = 50.0  # below this, and far under every roof: the per-call costs still dominate
 RAGGED_SHARE = 0.5  # a ragged K or N at under half the prediction: the cliff
 BUSY_LOW = 0.85  # the waves keep fewer of the SMs busy than this
-LIKELY_SHARE = 0.8  # measured within 80% of a roof: that roof is likely the limit
-POSSIBLE_SHARE = 0.6  # within 60%: possibly, with something else costing too
+LIKELY_SHARE = 0.8  # measured at 80% of a roof or more: that roof is likely the limit
+POSSIBLE_SHARE = 0.6  # at 60% or more: possibly, with something else costing too
 ABOVE_MODEL = 1.1  # measured more than 10% above a roof (times the busy share): it does not bind
 
 SURE, LIKELY, POSSIBLY, NOT_SURE = "sure", "likely", "possibly", "not sure"
@@ -137,7 +137,9 @@ def explain(row, build=None):
     # A roof the measured rate passes is refuted: the model behind it does not describe this
     # kernel (an HBM estimate for a launch order that L2 serves better, say). So are the waves
     # when the rate passes the lowest standing roof times the busy share (a tail run otherwise).
-    standing = {name: roof for name, roof in roofs.items() if tflops <= roof * ABOVE_MODEL}
+    # A roof above the datasheet peak never binds: the tensor cores stop the kernel first.
+    standing = {name: roof for name, roof in roofs.items()
+                if tflops <= roof * ABOVE_MODEL and roof < machine.peak_tflops}
     binding = min(standing, key=standing.get) if standing else None
     roof = roofs[binding] if binding else max(roofs.values())
     waves_hold = tflops <= roof * busy * ABOVE_MODEL

@@ -90,11 +90,18 @@ def sentence(why):
               f"最后一波只满 {w['last_wave']:.0%}，SM 的忙碌比例为 {w['busy']:.0%}；结合{zh_roof}"
               f"（{w['roofs'][w['binding']]:.0f} TFLOPS），预测 {w['predicted_tflops']:.0f}，"
               f"实测 {w['tflops']:.0f}。")
+    elif limit == "unexplained" and w["binding"] is None:
+        en = (f"None of the kit's formulas explains {w['tflops']:.0f} TFLOPS: it is above every "
+              f"roof they give (the highest, {w['predicted_tflops']:.0f}), so the kernel does "
+              "something its tile columns do not show.")
+        zh = (f"套件的公式都解释不了 {w['tflops']:.0f} TFLOPS：它高于公式给出的所有上限（最高为 "
+              f"{w['predicted_tflops']:.0f}），说明 kernel 做了分块列没有体现的事。")
     elif limit == "unexplained":
-        en = (f"None of the kit's formulas explains {w['tflops']:.0f} TFLOPS: the lowest roof that "
-              f"stands gives {w['predicted_tflops']:.0f} ({w['share']:.0%} of it measured).")
-        zh = (f"套件的公式都解释不了 {w['tflops']:.0f} TFLOPS：成立的最低上限为 "
-              f"{w['predicted_tflops']:.0f}（实测为其 {w['share']:.0%}）。")
+        en = (f"None of the kit's formulas explains {w['tflops']:.0f} TFLOPS: the lowest roof "
+              f"that stands predicts {w['predicted_tflops']:.0f}, and {w['share']:.0%} of it is "
+              "too far from it to name it the limit.")
+        zh = (f"套件的公式都解释不了 {w['tflops']:.0f} TFLOPS：成立的最低上限预测为 "
+              f"{w['predicted_tflops']:.0f}，实测只有其 {w['share']:.0%}，相差太远，不能说它就是限制。")
     else:  # memory, tile_feed, tensor_cores: the binding roof
         after = " after your waves" if w["waves_hold"] else ""
         after_zh = "（计入波次）" if w["waves_hold"] else ""

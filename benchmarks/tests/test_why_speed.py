@@ -110,6 +110,15 @@ def test_a_roof_the_measurement_passes_is_never_named():
     assert "L2 keeps more than one wave" in why_speed_text.facts(why)[1][0]
 
 
+def test_a_rate_above_every_roof_is_not_explained_and_never_memory_bound():
+    """Made up: 64x64 tiles at 900 TFLOPS pass the tile feed and torch.mm's best; the HBM roof
+    (1063 TFLOPS) lies above the datasheet peak, so it cannot be the limit either."""
+    row = dict(RECORDED)["reference-64x64x64-4096"]
+    why = why_speed.explain({**row, "tflops": 900.0, "median_ms": 2 * 4096 ** 3 / 900e9})
+    assert why["limit"] == "unexplained" and why["binding"] is None
+    assert "above every roof" in why_speed_text.sentence(why)[0]
+
+
 def test_spills_from_the_cubin_are_named_only_under_the_roof():
     row = dict(RECORDED)["demo-board-李华"]
     build = {"ok": True, "target": "sm_90", "registers": 255, "shared_bytes": 43008, "spilled_bytes": 64}
