@@ -95,7 +95,7 @@ def _blocks_per_sm(row, build, machine):
     has them, else ledger.formulas.occupancy_estimate's."""
     warps = _int(row.get("num_warps"))
     if build and build.get("ok") and build.get("registers") is not None and warps \
-            and build.get("target") == CUBIN_TARGET:
+            and build.get("target") == CUBIN_TARGET and build.get("num_warps") in (None, warps):
         result = formulas.occupancy(warps * formulas.WARP_SIZE, build["registers"],
                                     build.get("shared_bytes") or 0, machine)
         return (result["blocks_per_sm"], build["registers"], build.get("shared_bytes") or 0,

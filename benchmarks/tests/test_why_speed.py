@@ -126,6 +126,8 @@ def test_spills_from_the_cubin_are_named_only_under_the_roof():
     assert (why["occupancy_source"], why["limit"], why["certainty"]) == ("cubin", "spills",
                                                                           "possibly")
     assert why_speed.explain(dict(RECORDED)["mia-speed-4096"], build)["limit"] == "tile_feed"
+    other_launch = why_speed.explain(row, {**build, "num_warps": 4})  # not the timed build
+    assert other_launch["occupancy_source"] == "estimate"
 
 
 def test_no_explanation_without_a_known_gpu_or_a_pass():
