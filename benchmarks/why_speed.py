@@ -67,7 +67,11 @@ RULES = (
          lambda why: LIKELY),
     Rule("waves", lambda why: why["busy"] < BUSY_LOW and why["waves_hold"] and _fits(why),
          _by_share),
-    Rule("memory", lambda why: why["binding"] == "memory" and _fits(why), _by_share),
+    # The HBM estimate is an upper bound (L2 may keep more than a wave's panels), so HBM is
+    # likely the limit only when even the minimum traffic runs the memory near its bandwidth.
+    Rule("memory", lambda why: why["binding"] == "memory" and _fits(why),
+         lambda why: LIKELY if why["min_bytes"] / why["median_us"] / 1e6
+         >= LIKELY_SHARE * why["bandwidth_tbs"] else POSSIBLY),
     Rule("tile_feed", lambda why: why["binding"] == "tile_feed" and _fits(why), _by_share),
     Rule("tensor_cores", lambda why: why["binding"] == "tensor_cores" and _fits(why), _by_share),
     Rule("unexplained", lambda why: True, lambda why: NOT_SURE),

@@ -114,6 +114,10 @@ def sentence(why):
             zh += (f"{w['tiles'].rsplit('x', 1)[0]} 的分块每加载 1 字节做 {w['tile_intensity']:.1f}"
                    " 次浮点运算；更大的分块（128x128：64，128x256：85）能抬高这个上限。")
     en_how, zh_how = HOW_SURE_BY_LIMIT.get(limit) or HOW_SURE[why["certainty"]]
+    if limit == "memory" and why["certainty"] == "possibly":
+        en_how, zh_how = ("the traffic is an upper estimate: if L2 keeps more than one wave's "
+                          "panels, HBM moves less", "流量是上限估计：若 L2 保留的不止一波的数据，"
+                          "HBM 搬运的会更少")
     en += f" How sure: {why['certainty']} ({en_how.format(share=why['share'])})."
     zh += f"把握：{CERTAINTY_ZH[why['certainty']]}（{zh_how.format(share=why['share'])}）。"
     return en, zh
