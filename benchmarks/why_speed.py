@@ -146,7 +146,7 @@ def explain(row, build=None):
                 if tflops <= roof * ABOVE_MODEL and roof < machine.peak_tflops}
     binding = min(standing, key=standing.get) if standing else None
     roof = roofs[binding] if binding else max(roofs.values())
-    waves_hold = tflops <= roof * busy * ABOVE_MODEL
+    waves_hold = binding is not None and tflops <= roof * busy * ABOVE_MODEL
     predicted = roof * busy if waves_hold else roof
     roofline = formulas.roofline_tflops(m, n, k, DTYPE_BYTES, machine)
     why = {
