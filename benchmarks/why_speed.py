@@ -142,8 +142,9 @@ def explain(row, build=None):
     # kernel (an HBM estimate for a launch order that L2 serves better, say). So are the waves
     # when the rate passes the lowest standing roof times the busy share (a tail run otherwise).
     # A roof above the datasheet peak never binds: the tensor cores stop the kernel first.
+    refuted = sorted(name for name, roof in roofs.items() if tflops > roof * ABOVE_MODEL)
     standing = {name: roof for name, roof in roofs.items()
-                if tflops <= roof * ABOVE_MODEL and roof < machine.peak_tflops}
+                if name not in refuted and roof < machine.peak_tflops}
     binding = min(standing, key=standing.get) if standing else None
     roof = roofs[binding] if binding else max(roofs.values())
     waves_hold = binding is not None and tflops <= roof * busy * ABOVE_MODEL
@@ -172,7 +173,7 @@ def explain(row, build=None):
         "tile_count": tiles, "waves": num_waves, "last_wave": last_wave, "busy": busy,
         "roofline_tflops": roofline, "roofline_fraction": tflops / roofline,
         "bound": formulas.bound(m, n, k, DTYPE_BYTES, machine),
-        "roofs": roofs, "refuted": sorted(set(roofs) - set(standing)), "binding": binding,
+        "roofs": roofs, "refuted": refuted, "binding": binding,
         "waves_hold": waves_hold, "predicted_tflops": predicted,
         "share": tflops / predicted, "ragged": bool(n % ALIGN or k % ALIGN),
     }

@@ -101,6 +101,8 @@ def test_the_sentence_agrees_with_the_numbers(name, row):
     if "HBM" in en:  # never memory-bound above the bandwidth roof for that traffic
         assert why["tflops"] <= why["roofs"]["memory"] * ABOVE_MODEL
     assert f"{why['tflops']:.0f}" in en or limit == "short_run"
+    if "L2 keeps more than one wave" in why_speed_text.facts(why)[1][0]:
+        assert why["tflops"] > why["roofs"]["memory"]
     assert zh and all(line for pair in why_speed_text.facts(why) for line in pair)
 
 
