@@ -76,11 +76,13 @@ def sentence(why):
     elif limit == "ragged":
         en = (f"The ragged cliff: N or K ({w['n']}, {w['k']}) is not a multiple of 16, so the loads "
               f"along it are masked element by element; your {w['tflops']:.0f} TFLOPS are "
-              f"{w['share']:.0%} of the {w['predicted_tflops']:.0f} your tiles allow on aligned sizes "
+              f"{w['share']:.0%} of the {w['predicted_tflops']:.0f} your tiles allow on aligned "
+              "sizes "
               f"(torch.mm here: {w['torch_tflops']:.0f} TFLOPS).")
         zh = (f"非对齐悬崖：N 或 K（{w['n']}，{w['k']}）不是 16 的倍数，沿它的加载逐元素掩码；"
               f"你的 {w['tflops']:.0f} TFLOPS 只是对齐规模下分块所允许的 "
-              f"{w['predicted_tflops']:.0f} 的 {w['share']:.0%}（此规模下 torch.mm：{w['torch_tflops']:.0f} TFLOPS）。")
+              f"{w['predicted_tflops']:.0f} 的 {w['share']:.0%}（此规模下 torch.mm："
+              f"{w['torch_tflops']:.0f} TFLOPS）。")
     elif limit == "waves":
         en = (f"The waves: {w['tile_count']} tiles make {w['waves']} waves of {w['per_wave']}, the "
               f"last {w['last_wave']:.0%} full, so the SMs are busy {w['busy']:.0%} of the time; "
@@ -108,6 +110,12 @@ def sentence(why):
         en = (f"The limit is {en_roof}: {w['predicted_tflops']:.0f} TFLOPS{after}, and you "
               f"measured {w['tflops']:.0f}.")
         zh = f"限制来自{zh_roof}：{w['predicted_tflops']:.0f} TFLOPS{after_zh}，实测 {w['tflops']:.0f}。"
+        if limit == "tensor_cores":
+            en += (" That roof is the best torch.mm reached on the H200, "
+                   f"{w['roofs']['tensor_cores']:.0f} TFLOPS: closing the rest means what "
+                   "cuBLAS does beyond tiling.")
+            zh += (f"这个上限是 torch.mm 在 H200 上达到的最好成绩 {w['roofs']['tensor_cores']:.0f} TFLOPS："
+                   "剩下的差距要靠 cuBLAS 在分块之外的手段。")
         if limit == "tile_feed":
             en += (f" A {w['tiles'].rsplit('x', 1)[0]} tile does {w['tile_intensity']:.1f} FLOP per "
                    "byte it loads; larger tiles (128x128: 64, 128x256: 85) raise this roof.")

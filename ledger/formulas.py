@@ -70,7 +70,8 @@ H100_SXM = Machine(
 H100_SXM_DATASHEET = dataclasses.replace(
     H100_SXM, name="H100 SXM (datasheet)", peak_tflops=989.0, mem_bw_tbs=3.35
 )
-# Same SM as the H100; the memory (HBM3e) is faster, and the H200 the kit ran on reported 60 MB of L2.
+# Same SM as the H100; the memory (HBM3e) is faster, and the H200 the kit ran on reported
+# 60 MB of L2 (docs/perf-notes.md).
 H200 = dataclasses.replace(H100_SXM, name="H200", peak_tflops=989.0, mem_bw_tbs=4.8,
                            l2_bytes=60 * 1024 * KIB)
 

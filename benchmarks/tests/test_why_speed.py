@@ -157,7 +157,8 @@ def test_hbm_named_from_an_upper_estimate_is_only_possibly_the_limit():
 
 def test_spills_from_the_cubin_are_named_only_under_the_roof():
     row = dict(RECORDED)["demo-board-李华"]
-    build = {"ok": True, "target": "sm_90", "registers": 255, "shared_bytes": 43008, "spilled_bytes": 64}
+    build = {"ok": True, "target": "sm_90", "registers": 255, "shared_bytes": 43008,
+             "spilled_bytes": 64}
     why = why_speed.explain(row, build)
     assert (why["occupancy_source"], why["limit"], why["certainty"]) == ("cubin", "spills",
                                                                           "possibly")
