@@ -77,8 +77,7 @@ def sentence(why):
         en = (f"The ragged cliff: N or K ({w['n']}, {w['k']}) is not a multiple of 16, so the loads "
               f"along it are masked element by element; your {w['tflops']:.0f} TFLOPS are "
               f"{w['share']:.0%} of the {w['predicted_tflops']:.0f} your tiles allow on aligned "
-              "sizes "
-              f"(torch.mm here: {w['torch_tflops']:.0f} TFLOPS).")
+              f"sizes (torch.mm here: {w['torch_tflops']:.0f} TFLOPS).")
         zh = (f"非对齐悬崖：N 或 K（{w['n']}，{w['k']}）不是 16 的倍数，沿它的加载逐元素掩码；"
               f"你的 {w['tflops']:.0f} TFLOPS 只是对齐规模下分块所允许的 "
               f"{w['predicted_tflops']:.0f} 的 {w['share']:.0%}（此规模下 torch.mm："
