@@ -24,6 +24,7 @@ TORCH_COLOR = "#00798C"
 ROOF_COLOR = "#6C757D"
 PEAK_COLOR = "#30343F"
 FAIL_COLOR = "#B00020"
+from benchmarks import why_speed, why_speed_text  # noqa: E402
 from benchmarks.fonts import CJK_FONTS  # noqa: E402
 
 
@@ -118,6 +119,12 @@ def _highlight(row):
     if fraction:
         parts.append(f"{fraction:.0%} of roofline")
     return ", ".join(parts)
+
+
+def _limit(row):
+    """', limit: tile feed (likely)' from benchmarks.why_speed, or '' where it cannot say."""
+    why = why_speed.explain(row)
+    return "" if why is None else f", {why_speed_text.short(why)}"
 
 
 def _metadata_lines(frame, ours):
@@ -288,7 +295,7 @@ def _draw(frame, path, title, ours, xs, labels, log2):
                      weight="bold", va="top", color=PEAK_COLOR)
         y -= 0.04
         for i in largest:  # the largest first: if the panel fills up, the smallest goes
-            lines = textwrap.wrap(_highlight(frame.iloc[i]), 44)
+            lines = textwrap.wrap(_highlight(frame.iloc[i]) + _limit(frame.iloc[i]), 44)
             if y - 0.03 * (1 + len(lines)) < 0.01:
                 break
             ax_meta.text(0.04, y, labels[i], transform=ax_meta.transAxes, fontsize=8, va="top")

@@ -248,6 +248,13 @@ def main(argv=None, prog=None, default_submission=DEFAULT_SUBMISSION):
         print(f"\ncompared with {args.compare}:")
         print(compare.summary(frame))
 
+    # The compile gate builds the file's own configuration; an autotuned row ran another one.
+    build = None if autotune or not any(r.verdict == harness.PASS for r in results) \
+        else _gpu_build(module)
+    why = report.why_text(frame, build.to_fields() if build is not None else None)
+    if why:
+        print(why)
+
     stem = report.run_stem(env, autotune=autotune, label=args.label, run_id=run_id)
     csv_path = report.write_csv(frame, args.out, stem)
     print(f"\nCSV:  {csv_path}")

@@ -10,7 +10,6 @@ know (``machine_for_gpu_name``); on any other GPU they are left empty.
 """
 
 import datetime
-import math
 import pathlib
 import re
 import socket
@@ -61,19 +60,12 @@ def _or_blank(value):
 
 
 def blocks_per_sm_estimate(config, machine):
-    """Resident blocks per SM from the tile's shared memory and warps (registers unknown).
-
-    Uses the stage count of the launch; the registers are only the accumulator's
-    lower bound, so this is an upper estimate when registers are what limits.
-    """
+    """Resident blocks per SM from the launch's tiles, warps and stages (ledger.formulas)."""
     if machine is None or not (config.blocks_known and config.launch_known):
         return None
-    threads = config.num_warps * formulas.WARP_SIZE
-    regs = math.ceil(formulas.accumulator_regs_per_thread(config.block_m, config.block_n, threads))
-    smem = formulas.smem_bytes(config.block_m, config.block_n, config.block_k, DTYPE_BYTES,
-                               config.num_stages)
-    blocks = formulas.occupancy(threads, regs, smem, machine)["blocks_per_sm"]
-    return blocks or None
+    return formulas.occupancy_estimate(config.block_m, config.block_n, config.block_k,
+                                       config.num_warps, config.num_stages, DTYPE_BYTES,
+                                       machine)["blocks_per_sm"] or None
 
 
 def roofline_columns(m, n, k, median_ms, config, machine):
@@ -246,6 +238,16 @@ def format_table(headers, rows):
     for row in rows:
         lines.append("  ".join(str(c).rjust(w) for c, w in zip(row, widths)))
     return "\n".join(lines)
+
+
+def why_text(frame, build=None):
+    """The "why this speed" section for a run's timed rows (benchmarks.why_speed), with the
+    cubin's registers and shared memory from the compile gate's ``build`` fields when given;
+    empty when no row can be explained (no timed size, or a GPU the ledger does not model)."""
+    from benchmarks import why_speed, why_speed_text
+
+    rows = frame.where(frame.notna(), "").to_dict("records")
+    return "\n".join(why_speed_text.markdown(why_speed.explain_rows(rows, build)))
 
 
 def notes(results):

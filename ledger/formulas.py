@@ -33,7 +33,13 @@ class Machine:
     max_regs_per_thread: int
     max_warps_per_sm: int
     max_blocks_per_sm: int
+    l2_bytes: int
     mem_latency_ns: float  # an assumed round number, not a measurement
+    # Read from recorded kernels, not datasheets (docs/perf-notes.md, "Why 64x64x64 reaches about
+    # 0.4x"): the rate at which L2 and shared memory fed tiles into the SMs, the same 7.8-9.0 TB/s
+    # whatever the tile, and the best rate torch.mm reached at 2048-8192.
+    tile_feed_tbs: float
+    practical_tflops: float
     max_threads_per_block: int = 1024
 
     @property
@@ -54,15 +60,20 @@ H100_SXM = Machine(
     max_regs_per_thread=255,
     max_warps_per_sm=64,
     max_blocks_per_sm=32,
+    l2_bytes=50 * 1024 * KIB,
     mem_latency_ns=500.0,
+    tile_feed_tbs=8.9,
+    practical_tflops=720.0,
 )
 # The shipping datasheet (989 TFLOPS, 3.35 TB/s): what a real H100 SXM should be compared with,
 # and the bandwidth the latency-hiding lesson uses.
 H100_SXM_DATASHEET = dataclasses.replace(
     H100_SXM, name="H100 SXM (datasheet)", peak_tflops=989.0, mem_bw_tbs=3.35
 )
-# Same SM as the H100; only the memory (HBM3e) is faster.
-H200 = dataclasses.replace(H100_SXM, name="H200", peak_tflops=989.0, mem_bw_tbs=4.8)
+# Same SM as the H100; the memory (HBM3e) is faster, and the H200 the kit ran on reported
+# 60 MB of L2 (docs/perf-notes.md).
+H200 = dataclasses.replace(H100_SXM, name="H200", peak_tflops=989.0, mem_bw_tbs=4.8,
+                           l2_bytes=60 * 1024 * KIB)
 
 MACHINES = {"h100": H100_SXM, "h100-datasheet": H100_SXM_DATASHEET, "h200": H200}
 
@@ -117,6 +128,11 @@ def roofline_time_s(m: int, n: int, k: int, dtype_bytes: int, machine: Machine) 
 def roofline_tflops(m: int, n: int, k: int, dtype_bytes: int, machine: Machine) -> float:
     """The best rate the roofline allows for this shape; a measured rate can be judged against it."""
     return gemm_flops(m, n, k) / roofline_time_s(m, n, k, dtype_bytes, machine) / 1e12
+
+
+def bandwidth_roof_tflops(flops: int, traffic_bytes: float, machine: Machine) -> float:
+    """The best rate a kernel that moves ``traffic_bytes`` through DRAM can reach."""
+    return flops / (traffic_bytes / (machine.mem_bw_tbs * 1e12)) / 1e12
 
 
 # --- tile footprint -----------------------------------------------------------------------
@@ -181,6 +197,49 @@ def tile_intensity(tm: int, tn: int, dtype_bytes: int = 2) -> float:
     return 2 * tm * tn / ((tm + tn) * dtype_bytes)
 
 
+def tile_feed_roof_tflops(tm: int, tn: int, machine: Machine, dtype_bytes: int = 2) -> float:
+    """The rate tiles of tm x tn allow when the SMs are fed at the machine's tile feed rate."""
+    return tile_intensity(tm, tn, dtype_bytes) * machine.tile_feed_tbs
+
+
+# --- re-reads, L2 and HBM traffic ---------------------------------------------------------
+
+
+def re_reads(m: int, n: int, block_m: int, block_n: int) -> tuple[int, int]:
+    """(times A is read, times B is read): once per column of tiles, once per row of tiles."""
+    return cdiv(n, block_n), cdiv(m, block_m)
+
+
+def l2_request_bytes(m: int, n: int, k: int, block_m: int, block_n: int, dtype_bytes: int) -> int:
+    """Bytes the tiles ask of L2: every program loads its whole A row panel and B column panel,
+    and C is written once."""
+    a_reads, b_reads = re_reads(m, n, block_m, block_n)
+    return (m * k * a_reads + k * n * b_reads + m * n) * dtype_bytes
+
+
+def wave_footprint_bytes(m: int, n: int, k: int, block_m: int, block_n: int, dtype_bytes: int,
+                         per_wave: int) -> int:
+    """A and B panels one wave of ``per_wave`` programs touches, launched row-major over the
+    tile grid: a run of whole tile rows (one more when it starts mid-row) and up to every column."""
+    rows, cols = cdiv(m, block_m), cdiv(n, block_n)
+    wave_rows = min(rows, cdiv(per_wave, cols) + (per_wave % cols != 0))
+    return (wave_rows * block_m + min(per_wave, cols) * block_n) * k * dtype_bytes
+
+
+def hbm_bytes_estimate(m: int, n: int, k: int, block_m: int, block_n: int, dtype_bytes: int,
+                       per_wave: int, machine: Machine) -> int:
+    """DRAM traffic if L2 keeps one wave's panels and nothing longer: each wave reads its
+    footprint once. When a wave's panels do not fit in L2, every tile load goes to DRAM.
+    Never below ``min_bytes``: an estimate for a row-major launch, not a measurement."""
+    footprint = wave_footprint_bytes(m, n, k, block_m, block_n, dtype_bytes, per_wave)
+    requested = l2_request_bytes(m, n, k, block_m, block_n, dtype_bytes)
+    if footprint > machine.l2_bytes:
+        return requested
+    num_waves = cdiv(tile_count(m, n, block_m, block_n), per_wave)
+    estimate = min(requested, num_waves * footprint + m * n * dtype_bytes)
+    return max(estimate, min_bytes(m, n, k, dtype_bytes))
+
+
 # --- occupancy and latency ----------------------------------------------------------------
 
 
@@ -222,6 +281,19 @@ def occupancy(threads_per_block: int, regs_per_thread: int, smem_per_block: int,
         "limiter": limiter,
         "limits": limits,
     }
+
+
+def occupancy_estimate(block_m: int, block_n: int, block_k: int, num_warps: int, num_stages: int,
+                       dtype_bytes: int, machine: Machine) -> dict:
+    """``occupancy`` from a launch's tiles, warps and stages, when no cubin is at hand.
+
+    Shared memory is the stages' tiles and registers are only the accumulator's lower bound,
+    so this is an upper estimate when registers are what limits.
+    """
+    threads = num_warps * WARP_SIZE
+    regs = math.ceil(accumulator_regs_per_thread(block_m, block_n, threads))
+    smem = smem_bytes(block_m, block_n, block_k, dtype_bytes, num_stages)
+    return occupancy(threads, regs, smem, machine)
 
 
 def bytes_in_flight_needed(machine: Machine) -> float:

@@ -206,6 +206,20 @@ def test_a_timed_record_holds_benchmark_rows_and_earns_its_tier():
     assert record["speed"]["points"] == 2 and record["score"] == 31
 
 
+def test_a_timed_record_says_why_this_speed_in_both_languages():
+    record = passed_record()  # 64x64 tiles at 275 TFLOPS, as the course default ran on the H200
+    record["gpu_build"] = {"ok": True, "target": "sm_90", "registers": 128, "shared_bytes": 98304}
+    run = FakeRun(b"", SIZES)
+    run.measure()
+    record["speed"] = speed.entry(run, record, H200_ENV)
+    why = record["speed"]["why"]
+    assert [entry["size"] for entry in why] == ["4096", "4095"]
+    assert why[0]["occupancy_source"] == "cubin" and why[0]["limit"] == "tile_feed"
+    markdown = feedback.feedback_markdown(record, [])
+    assert "## Why this speed / 为什么是这个速度" in markdown
+    assert "The limit is feeding tiles into the SMs" in markdown and "限制来自" in markdown
+
+
 def test_a_speed_beyond_the_roofline_is_flagged():
     record = timed_record(kernel_ms=0.05, torch_ms=0.2)  # 2750 TFLOPS on a 989 TFLOPS GPU
     assert any("of the roofline bound, which no correct kernel can" in flag

@@ -106,7 +106,8 @@ def results_json(record, hidden_visibility=HIDDEN_VISIBILITY, output=None, total
 
 
 def speed_markdown(record):
-    """The feedback's speed section: one line when nothing was timed, else a table."""
+    """The feedback's speed section: one line when nothing was timed, else a table and, per
+    timed size, why this speed (benchmarks.why_speed_text)."""
     entry = record.get("speed")
     if not entry:
         return []
@@ -135,7 +136,9 @@ def speed_markdown(record):
                          f"±{report.spread(row):.1%} |")
     if entry.get("points") is not None:
         lines += ["", f"Speed points / 速度加分: {entry['points']}"]
-    return lines
+    from benchmarks import why_speed_text
+
+    return lines + why_speed_text.markdown(entry.get("why") or [])
 
 
 def hints_for(record, cases_list):

@@ -254,10 +254,11 @@ def frame(record):
 
 
 def entry(run, record, env):
-    """The record's ``speed``: status, message, configuration, and the benchmark's CSV rows."""
+    """The record's ``speed``: status, message, configuration, the benchmark's CSV rows, and
+    ``why``: each timed size explained by benchmarks.why_speed from its row and the GPU build."""
     import json
 
-    from benchmarks import report
+    from benchmarks import report, why_speed
 
     tiles = record.get("tiles")
     base = {"gpu": env.get("gpu_name", ""), "tiles": tiles,
@@ -300,7 +301,7 @@ def entry(run, record, env):
         message = f"Speed: the kernel failed at {first['size']}, so it has no speed there"
         message_zh = f"速度：kernel 在 {first['size']} 规模下结果错误，因此没有速度"
     return {**base, "status": "timed", "message": message, "message_zh": message_zh,
-            "rows": rows}
+            "rows": rows, "why": why_speed.explain_rows(rows, record.get("gpu_build"))}
 
 
 def headline(record):

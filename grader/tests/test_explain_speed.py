@@ -1,0 +1,58 @@
+"""The staff's why-this-speed command on a batch folder and on a CSV, from recorded H200 rows."""
+
+import json
+import pathlib
+
+import pandas
+
+from grader.batch.outputs import explain_speed, reports
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+MIA_CSV = ROOT / "docs" / "demo-speed" / "mia-speed.csv"
+
+
+def _batch(tmp_path):
+    """An OUT_DIR with mia timed (a record from before ``why`` was kept) and ben not timed."""
+    rows = json.loads(pandas.read_csv(MIA_CSV, dtype={"size": str}).to_json(orient="records"))
+    records = [
+        {"student": "mia", "folder": "mia", "status": "passed",
+         "speed": {"status": "timed", "rows": rows}},
+        {"student": "ben", "folder": "ben", "status": "failed",
+         "speed": {"status": "not_timed", "message": "Speed: not timed: only a submission "
+                   "that passes every case is timed."}},
+    ]
+    for record in records:
+        (tmp_path / record["folder"]).mkdir()
+        reports.store_record(tmp_path, record)
+    (tmp_path / "students.csv").write_text("student,folder\nmia,mia\nben,ben\n", encoding="utf-8")
+    return tmp_path
+
+
+def test_a_batch_folder_prints_each_students_why(tmp_path, capsys):
+    out_dir = _batch(tmp_path)
+    assert explain_speed.main([str(out_dir)]) == explain_speed.OK
+    printed = capsys.readouterr().out
+    assert "# mia" in printed and "The limit is feeding tiles into the SMs" in printed
+    assert "ragged cliff" in printed  # her 4095 row
+    assert "# ben" in printed and "only a submission that passes every case" in printed
+    assert explain_speed.main([str(out_dir), "--student", "ben"]) == explain_speed.OK
+    assert "# mia" not in capsys.readouterr().out
+
+
+def test_a_tampered_record_or_a_wrong_path_is_said_not_explained(tmp_path, capsys):
+    out_dir = _batch(tmp_path)
+    path = out_dir / "mia" / "record.json"
+    path.write_text(path.read_text(encoding="utf-8").replace("336.", "936."), encoding="utf-8")
+    assert explain_speed.main([str(out_dir), "--student", "mia"]) == explain_speed.OK
+    assert "signature does not hold" in capsys.readouterr().out
+    assert explain_speed.main([str(out_dir / "missing")]) == explain_speed.UNUSABLE
+    assert explain_speed.main([str(ROOT / "benchmarks" / "baselines" /
+                                   "explore-round5-tma.csv")]) == explain_speed.UNUSABLE
+    assert "benchmark's columns" in capsys.readouterr().err
+
+
+def test_a_benchmark_csv_is_explained_as_the_feedback_would(capsys):
+    assert explain_speed.main([str(MIA_CSV)]) == explain_speed.OK
+    printed = capsys.readouterr().out
+    assert printed.startswith("## Why this speed / 为什么是这个速度")
+    assert "A is read 64 times and B 32 times" in printed and "A 被读 64 次" in printed
