@@ -64,7 +64,7 @@ def arranged_levels(module, shapes=DEFAULT_SHAPES):
                 f"arrangement() returned {type(tensor).__name__} for {role}, not a Tensor"
             )
 
-    symbols = _block_size_symbols(module)
+    symbols = block_size_symbols(module)
     levels = {}
     for shape in shapes:
         m, n, k = shape
@@ -85,7 +85,7 @@ def arranged_levels_or_none(module, shapes=DEFAULT_SHAPES):
         return None
 
 
-def _block_size_symbols(module):
+def block_size_symbols(module):
     """Concrete stand-ins for any ninetoothed Symbols the module defines (autotune)."""
     from ninetoothed.symbol import Symbol
 

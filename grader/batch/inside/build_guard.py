@@ -16,8 +16,9 @@ What a build needs (measured with the interpreter and on the H200):
   sympy and the grader's modules, their ``exec``), the rebuilt file, and the caches;
 * writing under the run's private folders only: ``$HOME`` (NineToothed's
   ``~/.ninetoothed``), ``$TMPDIR`` and Triton's cache;
-* ``exec`` of code that names nothing (``ninetoothed.eval`` evaluates its arithmetic
-  from text), and ``compile`` (``ast.parse``), which runs nothing;
+* ``exec`` of code that names nothing but arithmetic (``ninetoothed.eval`` evaluates its
+  arithmetic from text, and ``Tensor.eval`` its offsets with ``np.where`` and
+  ``np.arange``), and ``compile`` (``ast.parse``), which runs nothing;
 * three kinds of subprocess: the compile gate (``python -m grader.core.gpu_compile``),
   the tools Triton ships (ptxas, cuobjdump), and on a GPU the C compiler and ldconfig
   that Triton's launcher build calls;
@@ -52,6 +53,8 @@ WRITES = frozenset({"os.mkdir", "os.remove", "os.rmdir", "os.chmod", "os.utime",
 SYMBOLIC_NAMES = frozenset({"sympy", "Integer", "Float", "Rational", "Symbol", "Add", "Mul",
                             "Pow", "Mod", "floor", "ceiling", "Max", "Min", "Abs", "Eq", "Ne",
                             "Lt", "Le", "Gt", "Ge"})
+# What Tensor.eval (ninetoothed.eval, the arrangement's simulation) adds: np.where, np.arange.
+SIMULATION_NAMES = frozenset({"np", "where", "arange", "slice"})
 TOOLS = frozenset({"cc", "gcc", "clang", "ldconfig", "ldconfig.real"})
 # Extension modules Triton compiles into its cache and imports (on a GPU).
 TRITON_EXTENSIONS = frozenset({"cuda_utils", "__triton_launcher", "hip_utils"})
@@ -184,7 +187,7 @@ class Policy:
         filename = getattr(code, "co_filename", "")
         if filename and not filename.startswith("<") and _under(filename, self.readable):
             return None  # a module's own code, from its file
-        if filename == "<string>" and _names(code) <= SYMBOLIC_NAMES:
+        if filename == "<string>" and _names(code) <= SYMBOLIC_NAMES | SIMULATION_NAMES:
             return None  # arithmetic from text: ninetoothed.eval, sympy's parser
         caller = _caller_file()
         if filename == "<string>" and caller != self.kernel_file and (

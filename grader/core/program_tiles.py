@@ -1,0 +1,100 @@
+"""Which tiles of lhs, rhs and output one program gets, read from NineToothed's own
+simulation of the arrangement.
+
+``Tensor.eval`` (ninetoothed.eval) turns an arranged tensor into the flat source offset of
+every element at every level, as the kernel would index it: the arrangement simulated,
+no kernel built. ``program_tiles`` reads one program's share of each tensor as rectangles
+of the source matrix, one per K step, and keeps the first program whose share differs
+from ``expected_tiles`` (the block sizes alone say what that is). What it returns is plain
+numbers: the batch grader computes it inside the sandbox, where the student's
+``arrangement`` may run, and draws it outside (grader.core.tile_picture).
+"""
+
+import math
+
+from grader.core.layout import arranged_levels, block_size_symbols, ceil_div
+
+ROLES = ("lhs", "rhs", "output")
+REFERENCE_TILES = (64, 64, 64)  # the model answer's, for a layout whose own are unknown
+MAX_ELEMENTS = 1 << 23  # elements evaluated per tensor: Tensor.eval takes ~1 s per million
+MAX_PROGRAMS = 4096  # programs compared with what they should get
+MAX_STEPS = 64  # rectangles kept per tensor and program
+
+
+def expected_tiles(shape, tiles, program):
+    """{role: [[row0, row1, col0, col1], ...]}: what program ``program`` should get, row-major
+    over the output's block grid; lhs and rhs one rectangle per K step. Empty past the grid."""
+    (m, n, k), (bm, bn, bk) = shape, tiles
+    grid_n = ceil_div(n, bn)
+    if program >= ceil_div(m, bm) * grid_n:
+        return {role: [] for role in ROLES}
+    i, j = divmod(program, grid_n)
+    rows, columns = [i * bm, min(m, (i + 1) * bm)], [j * bn, min(n, (j + 1) * bn)]
+    steps = [[s * bk, min(k, (s + 1) * bk)] for s in range(ceil_div(k, bk))]
+    return {"lhs": [rows + step for step in steps], "rhs": [step + columns for step in steps],
+            "output": [rows + columns]}
+
+
+def program_tiles(module, shape, tiles=None):
+    """``{"shape", "program", "grids", "tiles"}`` for the first program that does not get
+    what it should at ``shape`` (M, N, K); None when every program does, or when the
+    arrangement cannot be simulated there cheaply. Never raises.
+
+    ``grids`` are the arranged tensors' outer shapes: NineToothed launches one program per
+    element of lhs's and finds each tensor's tile in its own.
+    """
+    try:
+        return _program_tiles(module, tuple(shape), tuple(tiles or REFERENCE_TILES))
+    except Exception:  # the student's arrangement can fail in any way; layout says how
+        return None
+
+
+def _program_tiles(module, shape, tiles):
+    from ninetoothed import Tensor
+
+    levels = arranged_levels(module, (shape,))[shape]
+    if any(math.prod(size for level in levels[role] for size in level) > MAX_ELEMENTS
+           for role in ROLES):
+        return None
+    m, n, k = shape
+    sources = {"lhs": (m, k), "rhs": (k, n), "output": (m, n)}
+    originals = (Tensor(2), Tensor(2), Tensor(2))
+    arranged = module.arrangement(*originals)
+    subs = {tensor: {"shape": sources[role]} for role, tensor in zip(ROLES, originals)}
+    subs.update(block_size_symbols(module))
+    offsets = {role: tensor.eval(subs) for role, tensor in zip(ROLES, arranged)}
+    grids = {role: list(levels[role][0]) for role in ROLES}
+    launched = math.prod(grids["lhs"])
+    wanted = ceil_div(m, tiles[0]) * ceil_div(n, tiles[1])
+    for program in range(min(max(launched, wanted), MAX_PROGRAMS)):
+        got = {role: _share(offsets[role], levels[role], program, sources[role][1])
+               for role in ROLES}
+        if got != expected_tiles(shape, tiles, program):
+            return {"shape": list(shape), "program": program, "grids": grids, "tiles": got}
+    return None
+
+
+def _share(offsets, levels, program, width):
+    """One program's rectangles of a source matrix ``width`` columns wide, step by step;
+    a step with no element in bounds is left out (it loads nothing)."""
+    outer, inner = levels[0], levels[-1]
+    if len(levels) < 2 or program >= math.prod(outer):
+        return []
+    block = offsets[tuple(int(i) for i in divmod_all(program, outer))]
+    rectangles = []
+    for step in block.reshape(-1, *inner)[:MAX_STEPS]:
+        inside = step[step >= 0]
+        if inside.size:
+            rows, columns = inside // width, inside % width
+            rectangles.append([int(rows.min()), int(rows.max()) + 1,
+                               int(columns.min()), int(columns.max()) + 1])
+    return rectangles
+
+
+def divmod_all(index, shape):
+    """``index`` unravelled row-major over ``shape`` (numpy.unravel_index without numpy)."""
+    place = []
+    for size in reversed(shape):
+        index, rest = divmod(index, size)
+        place.append(rest)
+    return tuple(reversed(place))
