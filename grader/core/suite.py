@@ -185,23 +185,22 @@ def summary(terminalreporter, config):
     folder = config.getoption("--pictures", default=None)
     if folder and module is not None:
         failing = [case for case, verdict in results.values() if not verdict.passed]
-        drawn = picture(module, failing, pathlib.Path(folder))
+        drawn = picture(module, failing, pathlib.Path(folder) / "arrangement.png")
         if drawn is not None:
             write("")
             write(f"picture of the arrangement: {drawn} (yours above, the expected below)")
             write(f"布局示意图：{drawn}（上面一行是你的布局，下面一行是期望的布局）")
 
 
-def picture(module, failing, folder, tries=4):
-    """Draw arrangement.png in ``folder`` for the first failing case's shape at which a
-    program gets other tiles than it should (grader.core.program_tiles); its path, or None."""
+def picture(module, failing, path, tries=4):
+    """Draw ``path`` (a PNG) for the first failing case's shape at which a program gets
+    other tiles than it should (grader.core.program_tiles); the path, or None."""
     from grader.core import program_tiles, tile_picture
 
     tiles = layout.tile_sizes(module)
     for shape in list(dict.fromkeys(case.shape for case in failing))[:tries]:
         found = program_tiles.program_tiles(module, shape, tiles)
         if found is not None:
-            folder.mkdir(parents=True, exist_ok=True)
-            return tile_picture.draw(found, tiles or program_tiles.REFERENCE_TILES,
-                                     folder / "arrangement.png")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            return tile_picture.draw(found, tiles or program_tiles.REFERENCE_TILES, path)
     return None
