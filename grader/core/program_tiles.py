@@ -3,21 +3,22 @@ simulation of the arrangement.
 
 ``Tensor.eval`` (ninetoothed.eval) turns an arranged tensor into the flat source offset of
 every element at every level, as the kernel would index it: the arrangement simulated,
-no kernel built. ``program_tiles`` reads one program's share of each tensor as rectangles
-of the source matrix, one per K step, and keeps the first program whose share differs
-from ``expected_tiles`` (the block sizes alone say what that is). What it returns is plain
-numbers: the batch grader computes it inside the sandbox, where the student's
-``arrangement`` may run, and draws it outside (grader.core.tile_picture).
+no kernel built. It evaluates every program's every K step (seconds when lhs is expanded
+by N itself, say), so ``program_tiles`` takes the same steps for one program at a time and
+stops at the first program whose share differs from ``expected_tiles`` (the block sizes
+alone say what that is). It keeps that share as rectangles of the source matrices, one per
+K step: plain numbers. The batch grader computes them inside the sandbox, where the
+student's ``arrangement`` may run, and draws them outside (grader.core.tile_picture).
 """
 
+import itertools
 import math
 
 from grader.core.layout import arranged_levels, block_size_symbols, ceil_div
 
 ROLES = ("lhs", "rhs", "output")
 REFERENCE_TILES = (64, 64, 64)  # the model answer's, for a layout whose own are unknown
-MAX_ELEMENTS = 1 << 23  # elements evaluated per tensor: Tensor.eval takes ~1 s per million
-MAX_PROGRAMS = 4096  # programs compared with what they should get
+MAX_PROGRAMS = 64  # programs compared with what they should get, in launch order
 MAX_STEPS = 64  # rectangles kept per tensor and program
 
 
@@ -51,44 +52,59 @@ def program_tiles(module, shape, tiles=None):
 
 def _program_tiles(module, shape, tiles):
     from ninetoothed import Tensor
+    from ninetoothed.eval import _generate_replacements
 
     levels = arranged_levels(module, (shape,))[shape]
-    if any(math.prod(size for level in levels[role] for size in level) > MAX_ELEMENTS
-           for role in ROLES):
-        return None
     m, n, k = shape
     sources = {"lhs": (m, k), "rhs": (k, n), "output": (m, n)}
     originals = (Tensor(2), Tensor(2), Tensor(2))
-    arranged = module.arrangement(*originals)
+    arranged = dict(zip(ROLES, module.arrangement(*originals)))
     subs = {tensor: {"shape": sources[role]} for role, tensor in zip(ROLES, originals)}
     subs.update(block_size_symbols(module))
-    offsets = {role: tensor.eval(subs) for role, tensor in zip(ROLES, arranged)}
+    replacements = _generate_replacements(subs)
     grids = {role: list(levels[role][0]) for role in ROLES}
     launched = math.prod(grids["lhs"])
     wanted = ceil_div(m, tiles[0]) * ceil_div(n, tiles[1])
     for program in range(min(max(launched, wanted), MAX_PROGRAMS)):
-        got = {role: _share(offsets[role], levels[role], program, sources[role][1])
-               for role in ROLES}
+        got = {role: _share(arranged[role], levels[role], replacements, program,
+                            sources[role][1]) for role in ROLES}
         if got != expected_tiles(shape, tiles, program):
             return {"shape": list(shape), "program": program, "grids": grids, "tiles": got}
     return None
 
 
-def _share(offsets, levels, program, width):
+def _share(tensor, levels, replacements, program, width):
     """One program's rectangles of a source matrix ``width`` columns wide, step by step;
     a step with no element in bounds is left out (it loads nothing)."""
-    outer, inner = levels[0], levels[-1]
+    outer = levels[0]
     if len(levels) < 2 or program >= math.prod(outer):
         return []
-    block = offsets[tuple(int(i) for i in divmod_all(program, outer))]
+    place = divmod_all(program, outer)
+    middle = [size for level in levels[1:-1] for size in level]
     rectangles = []
-    for step in block.reshape(-1, *inner)[:MAX_STEPS]:
-        inside = step[step >= 0]
+    for step in list(itertools.product(*map(range, middle)))[:MAX_STEPS]:
+        offsets = _offsets(tensor, replacements, place + step)
+        inside = offsets[offsets >= 0]
         if inside.size:
             rows, columns = inside // width, inside % width
             rectangles.append([int(rows.min()), int(rows.max()) + 1,
                                int(columns.min()), int(columns.max()) + 1])
     return rectangles
+
+
+def _offsets(tensor, replacements, index):
+    """The source offsets of the innermost tile at ``index`` (outer and middle levels), -1
+    where masked: the body of Tensor.eval's loop (ninetoothed.eval._eval), at one index."""
+    import numpy
+    from ninetoothed.eval import _replace
+    from ninetoothed.generation import CodeGenerator
+    from ninetoothed.symbol import Symbol
+
+    offsets, mask = CodeGenerator._generate_overall_offsets_and_mask(
+        tensor, tuple(Symbol(i) for i in index)
+        + CodeGenerator._generate_innermost_indices(tensor, use_power_of_2_sizes=False))
+    return eval(f"np.where({_replace(str(mask), replacements)}, "
+                f"{_replace(str(offsets), replacements)}, -1)", {"np": numpy})
 
 
 def divmod_all(index, shape):

@@ -261,6 +261,17 @@ def test_a_size_where_a_count_belongs_is_named_with_its_call(name, backend, vari
     assert size in evidence and call in evidence and "not a block" in evidence, evidence
 
 
+def test_pytest_grader_names_the_size_and_draws_the_arrangement(tmp_path, variant_path):
+    """One case, which does not launch (the grids cannot line up): seconds, as the summary
+    weighs it and draws the program that gets the wrong tiles."""
+    pictures = tmp_path / "pictures"
+    done, _ = _run_grader(variant_path("expand_by_size"), tmp_path, "--pictures", str(pictures),
+                          "-k", "nonsquare-128x256x192")
+    assert "[size_for_count]" in done.stdout and "N itself (256" in done.stdout, done.stdout
+    assert f"picture of the arrangement: {pictures / 'arrangement.png'}" in done.stdout
+    assert (pictures / "arrangement.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 def test_placeholder_is_refused_at_load_time_and_named(variant_path):
     with pytest.raises(SubmissionError) as refused:
         load_submission(variant_path("placeholder"))
