@@ -38,8 +38,8 @@ def expected_tiles(shape, tiles, program):
 
 def program_tiles(module, shape, tiles=None):
     """``{"shape", "program", "grids", "tiles"}`` for the first program that does not get
-    what it should at ``shape`` (M, N, K); None when every program does, or when the
-    arrangement cannot be simulated there cheaply. Never raises.
+    what it should at ``shape`` (M, N, K); None when the first MAX_PROGRAMS all do, or when
+    the arrangement cannot be simulated. Never raises.
 
     ``grids`` are the arranged tensors' outer shapes: NineToothed launches one program per
     element of lhs's and finds each tensor's tile in its own.
@@ -48,6 +48,19 @@ def program_tiles(module, shape, tiles=None):
         return _program_tiles(module, tuple(shape), tuple(tiles or REFERENCE_TILES))
     except Exception:  # the student's arrangement can fail in any way; layout says how
         return None
+
+
+def first_difference(module, shapes, tries=4):
+    """``program_tiles`` at the first of ``shapes`` (a failing case's, say) where a program
+    gets other tiles than it should, with the tiles the arrangement uses; else None."""
+    from grader.core.layout import tile_sizes
+
+    tiles = tile_sizes(module)
+    for shape in list(dict.fromkeys(tuple(shape) for shape in shapes))[:tries]:
+        found = program_tiles(module, shape, tiles)
+        if found is not None:
+            return found
+    return None
 
 
 def _program_tiles(module, shape, tiles):
@@ -82,7 +95,7 @@ def _share(tensor, levels, replacements, program, width):
     place = divmod_all(program, outer)
     middle = [size for level in levels[1:-1] for size in level]
     rectangles = []
-    for step in list(itertools.product(*map(range, middle)))[:MAX_STEPS]:
+    for step in itertools.islice(itertools.product(*map(range, middle)), MAX_STEPS):
         offsets = _offsets(tensor, replacements, place + step)
         inside = offsets[offsets >= 0]
         if inside.size:

@@ -192,15 +192,14 @@ def summary(terminalreporter, config):
             write(f"布局示意图：{drawn}（上面一行是你的布局，下面一行是期望的布局）")
 
 
-def picture(module, failing, path, tries=4):
+def picture(module, failing, path):
     """Draw ``path`` (a PNG) for the first failing case's shape at which a program gets
     other tiles than it should (grader.core.program_tiles); the path, or None."""
     from grader.core import program_tiles, tile_picture
 
-    tiles = layout.tile_sizes(module)
-    for shape in list(dict.fromkeys(case.shape for case in failing))[:tries]:
-        found = program_tiles.program_tiles(module, shape, tiles)
-        if found is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            return tile_picture.draw(found, tiles or program_tiles.REFERENCE_TILES, path)
-    return None
+    found = program_tiles.first_difference(module, [case.shape for case in failing])
+    if found is None:
+        return None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return tile_picture.draw(found, layout.tile_sizes(module) or program_tiles.REFERENCE_TILES,
+                             path)

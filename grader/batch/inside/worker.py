@@ -192,8 +192,11 @@ def kernel_run(channel, path, active):
     if build is not None and build.checked and not build.ok and active.is_interpreter:
         problem = build.message  # the parent fails every case with the build's verdict
     for number, work in enumerate(channel.phases()):
-        if number == 0 and findings:
-            _send_arrangement(channel, module, program_tiles, [job for job, _ in work])
+        if number == 0 and findings:  # the layout is off: what one program gets, to be drawn
+            picture = program_tiles.first_difference(module,
+                                                     [(job.m, job.n, job.k) for job, _ in work])
+            if picture is not None:
+                channel.report(protocol.Arrangement(picture))
         for job, data in work:
             started = time.perf_counter()
             mismatch = problem or layout.launch_mismatch(module, (job.m, job.n, job.k))
@@ -211,19 +214,6 @@ def kernel_run(channel, path, active):
                            payload)
         untouched(build_guard.AFTER_LAUNCH)
         channel.send("phase_done")
-
-
-def _send_arrangement(channel, module, program_tiles, public_jobs, tries=4):
-    """What one program gets at the first public case's shape where it is not what it
-    should be (the findings say the layout is off), for the picture beside feedback.md."""
-    from grader.core import layout
-
-    tiles = layout.tile_sizes(module)
-    for shape in list(dict.fromkeys((job.m, job.n, job.k) for job in public_jobs))[:tries]:
-        picture = program_tiles.program_tiles(module, shape, tiles)
-        if picture is not None:
-            channel.report(protocol.Arrangement(picture))
-            return
 
 
 def wrapper_run(channel, path, active):
