@@ -1,5 +1,7 @@
 """Pytest hooks for the grader suite (grader/test_grader.py) only.
 
+* Adds ``--pictures DIR``: where the grade's summary draws the arrangement of a failing
+  submission (grader.core.suite.picture).
 * Expands the case catalogue into tests: one per case, with the case's id, for
   this run's backend and grading secret (``--seed`` or ``--seed-file``). GPU-only
   cases stay in the list and are skipped on the interpreter, so the skip and its
@@ -11,6 +13,16 @@ The grade printed at the end comes from grader.core.suite, through the root conf
 from grader.core import cases
 
 CASE_FIXTURE = "grader_case"
+
+
+def pytest_addoption(parser):
+    parser.getgroup("ntgemm").addoption(
+        "--pictures",
+        default=None,
+        metavar="DIR",
+        help="when cases fail and the arrangement is off, draw DIR/arrangement.png: which "
+             "tiles one program gets, beside the expected ones",
+    )
 
 
 def grader_cases(seed, backend_name):

@@ -401,7 +401,8 @@ def command_share(args):
     except ValueError as error:
         raise GraderError(str(error)) from None
     say(f"shared the feedback of {count} student(s) into {args.target}: "
-         f"{' and '.join(share.SHARED_FILES)} each, and {share.INDEX} for the staff")
+         f"{' and '.join(share.SHARED_FILES)} each ({', '.join(share.SHARED_IF_DRAWN)} where "
+         f"the feedback links one), and {share.INDEX} for the staff")
     return ExitCode.OK
 
 

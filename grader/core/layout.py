@@ -4,7 +4,8 @@
 only, substitutes a few concrete sizes with ``Tensor.subs`` and compares the nested shapes
 with what a GEMM needs: every arranged tensor has the output's block grid as its outer
 shape, lhs carries a sequence of ceil(K / BK) tiles of (BM, BK) and rhs one of (BK, BN).
-It takes milliseconds and never raises; its findings feed grader.core.diagnosis.explain.
+It takes milliseconds and never raises; its findings feed grader.core.diagnosis.explain,
+a matrix size passed where a block count belongs (grader.core.size_slips) first.
 ``tile_sizes`` and ``launch_mismatch`` read the same layout for the tiles a kernel really
 uses and for a launch that cannot be right. A layout this module does not recognise yields
 no finding: a hint is only worth giving when it is right.
@@ -12,6 +13,8 @@ no finding: a hint is only worth giving when it is right.
 It runs the student's ``arrangement``, so the batch grader calls it inside the sandbox
 (grader.batch.inside.worker), never in the process that judges.
 """
+
+from grader.core.size_slips import size_slips
 
 # (M, N, K) sizes the arrangement is evaluated at. They differ in M, N and K
 # (so swapped axes show), include tails in all three dimensions, a size where
@@ -61,7 +64,7 @@ def arranged_levels(module, shapes=DEFAULT_SHAPES):
                 f"arrangement() returned {type(tensor).__name__} for {role}, not a Tensor"
             )
 
-    symbols = _block_size_symbols(module)
+    symbols = block_size_symbols(module)
     levels = {}
     for shape in shapes:
         m, n, k = shape
@@ -82,7 +85,7 @@ def arranged_levels_or_none(module, shapes=DEFAULT_SHAPES):
         return None
 
 
-def _block_size_symbols(module):
+def block_size_symbols(module):
     """Concrete stand-ins for any ninetoothed Symbols the module defines (autotune)."""
     from ninetoothed.symbol import Symbol
 
@@ -126,7 +129,7 @@ def inspect_arrangement(module, shapes=DEFAULT_SHAPES):
                  "message": f"arrangement() fails on symbolic tensors, before any kernel is "
                             f"built: {type(error).__name__}: {_one_line(error)}"}]
     try:
-        return _judge_levels(levels)
+        return _dedupe(size_slips(module, levels) + _judge_levels(levels))
     except Exception as error:  # a bug here must never cost the student a grade
         return [{"mistake": "grid_mismatch",
                  "message": f"the arranged shapes could not be compared ({type(error).__name__}: "

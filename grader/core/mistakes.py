@@ -61,6 +61,22 @@ MISTAKES = {
             found_by=(LAYOUT, PATTERN),
         ),
         Mistake(
+            "size_for_count",
+            "a matrix size where a block count or block size belongs",
+            "A call in arrangement() gets a matrix size (M, N or K, read as `lhs.shape[...]`, "
+            "`rhs.shape[...]` or `output.shape[...]`) where a number of blocks or a block size "
+            "belongs. expand() repeats a tensor once per block: take the counts from the tiled "
+            "output (`output_arranged.shape[0]`, `output_arranged.shape[1]`). tile() takes the "
+            "block sizes (BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K), or -1 to keep every tile "
+            "along a dimension.",
+            "arrangement() 中有一次调用，在应当填块数或分块大小的地方填了矩阵的尺寸（M、N 或 K，"
+            "即 `lhs.shape[...]`、`rhs.shape[...]` 或 `output.shape[...]`）。expand() 是按块重复："
+            "块数应取自分块后的输出（`output_arranged.shape[0]`、`output_arranged.shape[1]`）。"
+            "tile() 接收的是分块大小（BLOCK_SIZE_M、BLOCK_SIZE_N、BLOCK_SIZE_K），或者用 -1 "
+            "表示保留该维上的全部块。",
+            found_by=(LAYOUT,),
+        ),
+        Mistake(
             "missing_squeeze",
             "a squeeze is missing",
             "Each program's lhs should be a sequence of (BLOCK_SIZE_M, BLOCK_SIZE_K) tiles and "

@@ -5,6 +5,8 @@ Shared by the public tests (``pytest assignment``) and the full grader
 verdict, then the likely mistake behind it, in English and Chinese.
 """
 
+import pathlib
+
 import pytest
 
 from grader.core import cases, checks, diagnosis, execution, gpu_compile, layout
@@ -180,3 +182,24 @@ def summary(terminalreporter, config):
             write(f"   {entry['zh']}")
             for line in entry["evidence"]:
                 write(f"   - {line}")
+    folder = config.getoption("--pictures", default=None)
+    if folder and module is not None:
+        failing = [case for case, verdict in results.values() if not verdict.passed]
+        drawn = picture(module, failing, pathlib.Path(folder) / "arrangement.png")
+        if drawn is not None:
+            write("")
+            write(f"picture of the arrangement: {drawn} (yours above, the expected below)")
+            write(f"布局示意图：{drawn}（上面一行是你的布局，下面一行是期望的布局）")
+
+
+def picture(module, failing, path):
+    """Draw ``path`` (a PNG) for the first failing case's shape at which a program gets
+    other tiles than it should (grader.core.program_tiles); the path, or None."""
+    from grader.core import program_tiles, tile_picture
+
+    found = program_tiles.first_difference(module, [case.shape for case in failing])
+    if found is None:
+        return None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return tile_picture.draw(found, layout.tile_sizes(module) or program_tiles.REFERENCE_TILES,
+                             path)

@@ -12,6 +12,7 @@ from grader.tests.source_edits import Variant, function, write_class
 
 LHS_TILE = "lhs.tile((block_size_m, block_size_k))"
 RHS_TILE = "rhs.tile((block_size_k, block_size_n))"
+OUTPUT_TILE = "output.tile((block_size_m, block_size_n))"
 LHS_EXPAND = "lhs_arranged.expand((-1, grid_n))"
 RHS_EXPAND = "rhs_arranged.expand((grid_m, -1))"
 LHS_SQUEEZE = "    lhs_arranged.dtype = lhs_arranged.dtype.squeeze(0)\n"
@@ -126,9 +127,28 @@ MISTAKES = {
     "output_transposed": Variant("the accumulator stored transposed (output_tile)",
                                  ((STORE, STORE.replace("= accumulator ",
                                                         "= ntl.trans(accumulator) ")),)),
-    "expand_by_size": Variant("lhs expanded by the output's width, not its block count: the "
-                              "grids cannot line up (grid_mismatch, before launch)",
+    "expand_by_size": Variant("lhs expanded by the output's width N, not its block count: "
+                              "the grids cannot line up, so no case launches",
                               ((LHS_EXPAND, "lhs_arranged.expand((-1, output.shape[1]))"),)),
+    # A matrix size where a block count or a block size belongs (size_for_count): the
+    # arrangement's own calls are named, whichever tensor the size was read from.
+    "expand_rhs_by_size": Variant("rhs expanded by the output's height M, not its block count",
+                                  ((RHS_EXPAND, "rhs_arranged.expand((output.shape[0], -1))"),)),
+    "expand_lhs_by_rhs_width": Variant("lhs expanded by rhs's width N, not the N block count",
+                                       ((LHS_EXPAND, "lhs_arranged.expand((-1, rhs.shape[1]))"),)),
+    "expand_rhs_by_lhs_height": Variant("rhs expanded by lhs's height M, not the M block count",
+                                        ((RHS_EXPAND,
+                                          "rhs_arranged.expand((lhs.shape[0], -1))"),)),
+    "expand_lhs_by_k": Variant("lhs expanded by its own width K where the N block count belongs",
+                               ((LHS_EXPAND, "lhs_arranged.expand((-1, lhs.shape[1]))"),)),
+    "expand_rhs_by_k": Variant("rhs expanded by its own height K where the M block count "
+                               "belongs", ((RHS_EXPAND, "rhs_arranged.expand((rhs.shape[0], -1))"),)),
+    "tile_lhs_by_m": Variant("lhs tiled with M where BLOCK_SIZE_M belongs",
+                             ((LHS_TILE, "lhs.tile((lhs.shape[0], block_size_k))"),)),
+    "tile_rhs_by_n": Variant("rhs tiled with N where BLOCK_SIZE_N belongs",
+                             ((RHS_TILE, "rhs.tile((block_size_k, rhs.shape[1]))"),)),
+    "tile_output_by_n": Variant("the output tiled with N where BLOCK_SIZE_N belongs",
+                                ((OUTPUT_TILE, "output.tile((block_size_m, output.shape[1]))"),)),
     # NineToothed's 7 stages on an H200 need 448 KiB of shared memory at 128^3 (measured on
     # the H200, 2026-11-30: OutOfResources at every size divisible by 16).
     "tiles_128x128x128": Variant("128x128x128 tiles: more shared memory than an H200 has "

@@ -111,6 +111,10 @@ def test_per_student_files_and_hidden_cases_stay_hidden(graded):
         assert "Status / 状态" in feedback and hidden.label not in feedback
     chen = (out / "chen" / "feedback.md").read_text(encoding="utf-8")
     assert "expanded along the wrong axis" in chen and "expand" in chen
+    # chen's arrangement, drawn by the parent at the failing public shape, beside feedback.md
+    assert "](arrangement.png)" in chen and "M=128, N=256, K=192" in chen
+    assert (out / "chen" / "arrangement.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not (out / "dana" / "arrangement.png").exists()  # its arrangement is right
     hana = json.loads((out / "hana" / "record.json").read_text())
     assert "line" in hana["message"]
     kai = json.loads((out / "kai" / "record.json").read_text())
@@ -142,9 +146,13 @@ def test_share_hands_back_feedback_and_nothing_that_names_a_hidden_case(graded):
     shared = sorted(str(path.relative_to(base / "share"))
                     for path in (base / "share").rglob("*") if path.is_file())
     board = [name for name in SHARED_CLASS_FILES if (base / "out" / name).is_file()]  # on a GPU
-    assert shared == sorted(["index.csv"] + board + [f"{folder}/{name}"
-                                                     for folder in folders.values()
-                                                     for name in ("feedback.md", "results.json")])
+    drawn = [f"{folder}/arrangement.png" for folder in folders.values()
+             if (base / "out" / folder / "arrangement.png").is_file()]
+    assert "chen/arrangement.png" in drawn
+    assert shared == sorted(["index.csv"] + board + drawn + [f"{folder}/{name}"
+                                                             for folder in folders.values()
+                                                             for name in ("feedback.md",
+                                                                          "results.json")])
     for path in (base / "share").rglob("*.*"):
         if path.suffix != ".png":
             assert hidden.label not in path.read_text(encoding="utf-8"), path

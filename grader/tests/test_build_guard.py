@@ -15,6 +15,7 @@ from grader.batch.inside import build_guard
 from grader.batch.status import Status
 from grader.core import kernel_source
 from grader.tests.batch_helpers import small_cases
+from grader.tests.build_variants import VARIANTS
 from solutions import MODEL_ANSWER
 
 ANSWER = MODEL_ANSWER.read_text(encoding="utf-8")
@@ -204,3 +205,18 @@ def test_the_model_answer_runs_under_the_guard_untouched(tmp_path, monkeypatch):
                                 case_filter=tuple(small_cases().split(",")))
     record = grading.grade(intake.Submission("ada", "ada.py", ANSWER.encode()), settings, "ada")
     assert record["status"] == Status.PASSED, (record["message"], record["stderr"][-2000:])
+
+
+def test_a_matrix_size_as_a_tile_size_is_a_mistake_named_and_drawn(tmp_path, monkeypatch):
+    """rhs tiled with N itself: NineToothed's build simplifies the symbolic tile with sympy,
+    whose polynomial rings exec monomial code. An honest slip, so graded and explained."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    settings = grading.Settings(seed=7, backend="interpreter", timeout_s=120,
+                                memory_limit_bytes=4 << 30,
+                                case_filter=tuple(small_cases().split(",")))
+    source = VARIANTS["tile_rhs_by_n"].source("tile_rhs_by_n")
+    record = grading.grade(intake.Submission("tom", "tom.py", source.encode()), settings, "tom")
+    assert record["status"] == Status.FAILED, (record["message"], record["stderr"][-2000:])
+    assert record["findings"][0]["mistake"] == "size_for_count", record["findings"]
+    assert record["arrangement"]["shape"] == [128, 256, 192]  # nonsquare, a public case
+    assert record["arrangement"]["grids"]["rhs"] == [2, 1]

@@ -3,7 +3,7 @@ explain() as a pure function."""
 
 import types
 
-from grader.core import cases, diagnosis, layout
+from grader.core import cases, diagnosis, layout, program_tiles, tile_picture
 from grader.core.checks import Verdict
 from grader.core.mistakes import MISTAKES
 
@@ -60,6 +60,23 @@ def test_inspection_reads_shapes_and_gives_evidence(backend):
     assert _keys(hard) == ["hard_coded"] and "always 4" in hard[0]["message"]
     mismatched = layout.inspect_arrangement(_reference_like(rhs_tile=(32, 64)))
     assert _keys(mismatched) == ["tile_shape"]
+
+
+def test_program_tiles_names_the_first_program_that_gets_other_tiles(tmp_path):
+    assert program_tiles.program_tiles(_reference_like(), (128, 256, 192)) is None
+    found = program_tiles.program_tiles(_reference_like(lhs_expand=(-1, 1)), (128, 256, 192))
+    # lhs's grid is (2, 1): program 1 takes lhs's second row block where C tile (0, 1) wants
+    # the first.
+    assert found["program"] == 1 and found["grids"]["lhs"] == [2, 1]
+    assert found["tiles"]["lhs"] == [[64, 128, 0, 64], [64, 128, 64, 128], [64, 128, 128, 192]]
+    assert found["tiles"]["rhs"] == program_tiles.expected_tiles((128, 256, 192), (64, 64, 64),
+                                                                 1)["rhs"]
+    tails = program_tiles.expected_tiles((65, 97, 130), (64, 64, 64), 3)
+    assert tails == {"lhs": [[64, 65, 0, 64], [64, 65, 64, 128], [64, 65, 128, 130]],
+                     "rhs": [[0, 64, 64, 97], [64, 128, 64, 97], [128, 130, 64, 97]],
+                     "output": [[64, 65, 64, 97]]}
+    drawn = tile_picture.draw(found, (64, 64, 64), tmp_path / "arrangement.png")
+    assert drawn.read_bytes().startswith(b"\x89PNG")
 
 
 def test_inspection_takes_milliseconds(backend):

@@ -234,6 +234,44 @@ def test_mistake_variant_fails_and_is_named(name, backend, variant_path):
     assert all(hint["evidence"] for hint in hints), hints
 
 
+# A matrix size where a block count or size belongs: (the size named, the call quoted).
+# Every one fails before launch, so the whole check is symbolic and takes milliseconds.
+SIZE_SLIPS = {
+    "expand_by_size": ("N itself (256", "expand((-1, output.shape[1]))"),
+    "expand_rhs_by_size": ("M itself (128", "expand((output.shape[0], -1))"),
+    "expand_lhs_by_rhs_width": ("N itself (256", "expand((-1, rhs.shape[1]))"),
+    "expand_rhs_by_lhs_height": ("M itself (128", "expand((lhs.shape[0], -1))"),
+    "expand_lhs_by_k": ("K itself (192", "expand((-1, lhs.shape[1]))"),
+    "expand_rhs_by_k": ("K itself (192", "expand((rhs.shape[0], -1))"),
+    "tile_lhs_by_m": ("M itself (128", "lhs.tile((lhs.shape[0], block_size_k))"),
+    "tile_rhs_by_n": ("N itself (256", "rhs.tile((block_size_k, rhs.shape[1]))"),
+    "tile_output_by_n": ("N itself (256", "output.tile((block_size_m, output.shape[1]))"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SIZE_SLIPS))
+def test_a_size_where_a_count_belongs_is_named_with_its_call(name, backend, variant_path):
+    size, call = SIZE_SLIPS[name]
+    selected, verdicts = _grade(_module(name, variant_path), ["nonsquare-128x256x192"], backend)
+    assert verdicts[0].mistake == "grid_mismatch", verdicts[0].message  # not launched
+    hints = diagnosis.explain(layout.inspect_arrangement(_module(name, variant_path)),
+                              verdicts, selected)
+    assert hints[0]["key"] == "size_for_count", hints
+    evidence = hints[0]["evidence"][0]
+    assert size in evidence and call in evidence and "not a block" in evidence, evidence
+
+
+def test_pytest_grader_names_the_size_and_draws_the_arrangement(tmp_path, variant_path):
+    """One case, which does not launch (the grids cannot line up): seconds, as the summary
+    weighs it and draws the program that gets the wrong tiles."""
+    pictures = tmp_path / "pictures"
+    done, _ = _run_grader(variant_path("expand_by_size"), tmp_path, "--pictures", str(pictures),
+                          "-k", "nonsquare-128x256x192")
+    assert "[size_for_count]" in done.stdout and "N itself (256" in done.stdout, done.stdout
+    assert f"picture of the arrangement: {pictures / 'arrangement.png'}" in done.stdout
+    assert (pictures / "arrangement.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 def test_placeholder_is_refused_at_load_time_and_named(variant_path):
     with pytest.raises(SubmissionError) as refused:
         load_submission(variant_path("placeholder"))

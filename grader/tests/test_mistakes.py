@@ -48,7 +48,7 @@ def _patterns():
 
 FOUND_IN = {
     mistakes.FILE: _reported("suite") | _reported("checks"),
-    mistakes.LAYOUT: _reported("layout"),
+    mistakes.LAYOUT: _reported("layout") | _reported("size_slips"),
     mistakes.OUTPUT: _reported("checks"),
     mistakes.PATTERN: _patterns() | {case.targets for case in cases.all_fixed_cases()},
 }

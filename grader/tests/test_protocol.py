@@ -81,3 +81,25 @@ def test_matrices_cross_as_the_job_says():
     assert list(outputs) == ["first", "second"] and torch.equal(outputs["first"], first)
     assert outputs["second"].isnan().all() and len(protocol.matrices([first])) == job.output_bytes // 2
     assert job.outputs(b"") == {}
+
+
+PICTURE = {"shape": [128, 256, 192], "program": 4,
+           "grids": {"lhs": [2, 256], "rhs": [2, 4], "output": [2, 4]},
+           "tiles": {"lhs": [[0, 64, 0, 64], [0, 64, 64, 128], [0, 64, 128, 192]],
+                     "rhs": [[0, 64, 0, 64], [64, 128, 0, 64], [128, 192, 0, 64]],
+                     "output": [[64, 128, 0, 64]]}}
+
+
+def test_an_arrangement_arrives_as_sent_only_at_a_public_shape_and_in_bounds():
+    fields = _over_the_pipe(protocol.Arrangement(PICTURE))
+    assert protocol.Arrangement.from_fields(fields, {(128, 256, 192)}).picture == PICTURE
+    with pytest.raises(protocol.ProtocolError, match="no public case"):
+        protocol.Arrangement.from_fields(fields, {(65, 97, 130)})  # a hidden shape, say
+    hostile = [{**PICTURE, "program": -1},
+               {**PICTURE, "grids": {**PICTURE["grids"], "rhs": [2] * 9}},
+               {**PICTURE, "tiles": {**PICTURE["tiles"], "output": [[0, 64, 0, 300]]}},
+               {**PICTURE, "tiles": {**PICTURE["tiles"], "lhs": [[0, 64, 0, 64]] * 65}},
+               {**PICTURE, "tiles": {**PICTURE["tiles"], "rhs": [[5, 5, 0, 1]]}}]
+    for picture in hostile:
+        with pytest.raises(protocol.ProtocolError):
+            protocol.Arrangement.from_fields(picture, {(128, 256, 192)})

@@ -152,6 +152,7 @@ def base_record(submission, settings, folder):
         "cases": case_entries_for(cases_list, "not run"),
         "findings": [],
         "tiles": None,
+        "arrangement": None,
         "speed": _speed_placeholder(settings),
         "handin": None,
         "wall_time_s": 0.0,
@@ -266,6 +267,8 @@ def grade(submission, settings, folder, device=None, on_start=None):
     unbuilt = build if (build is not None and build.checked and not build.ok) else None
     record["cases"] = verdict.judge_cases(cases_list, kernel_run, settings.seed, unbuilt,
                                           source, every=settings.backend == "interpreter")
+    record["arrangement"] = _failing_arrangement(kernel_run.arrangement, record["cases"],
+                                                 cases_list)
     verdict.decide(record, kernel_run, wrapper_run, wrapper_phases[0][0][0], cases_list)
     record["score"] = sum(entry["points"] for entry in record["cases"])
     apply_late_penalty(record, settings.late_penalty)
@@ -273,6 +276,16 @@ def grade(submission, settings, folder, device=None, on_start=None):
         record["speed"] = None  # to be timed (grader.batch.timing.speed.needs_timing)
     check_handin(submission, record)
     return record
+
+
+def _failing_arrangement(picture, entries, cases_list):
+    """The kernel run's picture of one program's tiles (grader.core.program_tiles), kept
+    when a public case of its shape failed: the feedback draws it beside feedback.md."""
+    if picture is None:
+        return None
+    failed = {case.shape for case, entry in zip(cases_list, entries)
+              if case.visibility == "public" and entry["status"] != "passed"}
+    return picture if tuple(picture["shape"]) in failed else None
 
 
 def apply_late_penalty(record, penalty):

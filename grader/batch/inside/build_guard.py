@@ -16,8 +16,11 @@ What a build needs (measured with the interpreter and on the H200):
   sympy and the grader's modules, their ``exec``), the rebuilt file, and the caches;
 * writing under the run's private folders only: ``$HOME`` (NineToothed's
   ``~/.ninetoothed``), ``$TMPDIR`` and Triton's cache;
-* ``exec`` of code that names nothing (``ninetoothed.eval`` evaluates its arithmetic
-  from text), and ``compile`` (``ast.parse``), which runs nothing;
+* ``exec`` of the monomial functions sympy's polynomial rings write from a template
+  (when a tile's size is a symbol: a mistake, not a trick);
+* ``exec`` of code that names nothing but arithmetic (``ninetoothed.eval`` evaluates its
+  arithmetic from text, and ``Tensor.eval`` its offsets with ``np.where`` and
+  ``np.arange``), and ``compile`` (``ast.parse``), which runs nothing;
 * three kinds of subprocess: the compile gate (``python -m grader.core.gpu_compile``),
   the tools Triton ships (ptxas, cuobjdump), and on a GPU the C compiler and ldconfig
   that Triton's launcher build calls;
@@ -51,7 +54,10 @@ WRITES = frozenset({"os.mkdir", "os.remove", "os.rmdir", "os.chmod", "os.utime",
 # What sympy's parser and ninetoothed.eval put in the code they evaluate from text.
 SYMBOLIC_NAMES = frozenset({"sympy", "Integer", "Float", "Rational", "Symbol", "Add", "Mul",
                             "Pow", "Mod", "floor", "ceiling", "Max", "Min", "Abs", "Eq", "Ne",
-                            "Lt", "Le", "Gt", "Ge"})
+                            "Lt", "Le", "Gt", "Ge",
+                            "E"})  # sympy's parser names its constant e where a size is symbolic
+# What Tensor.eval (ninetoothed.eval, the arrangement's simulation) adds: np.where, np.arange.
+SIMULATION_NAMES = frozenset({"np", "where", "arange", "slice"})
 TOOLS = frozenset({"cc", "gcc", "clang", "ldconfig", "ldconfig.real"})
 # Extension modules Triton compiles into its cache and imports (on a GPU).
 TRITON_EXTENSIONS = frozenset({"cuda_utils", "__triton_launcher", "hip_utils"})
@@ -142,6 +148,8 @@ class Policy:
         self.stdlib = (_real(sysconfig.get_paths()["stdlib"]),)
         triton = sys.modules.get("triton")
         self.triton = (os.path.dirname(_real(triton.__file__)),) if triton else ()
+        monomials = sys.modules.get("sympy.polys.monomials")
+        self.monomials = _real(monomials.__file__) if monomials else None
 
     def judge(self, event, args):
         if event in HARMLESS or event.startswith("ctypes."):
@@ -184,12 +192,15 @@ class Policy:
         filename = getattr(code, "co_filename", "")
         if filename and not filename.startswith("<") and _under(filename, self.readable):
             return None  # a module's own code, from its file
-        if filename == "<string>" and _names(code) <= SYMBOLIC_NAMES:
+        if filename == "<string>" and _names(code) <= SYMBOLIC_NAMES | SIMULATION_NAMES:
             return None  # arithmetic from text: ninetoothed.eval, sympy's parser
         caller = _caller_file()
         if filename == "<string>" and caller != self.kernel_file and (
                 _under(caller, self.stdlib) or _under(caller, self.triton)):
             return None  # code the standard library (dataclasses) or Triton (its binder) writes
+        if filename == "<string>" and caller == self.monomials:
+            return None  # sympy's polynomial rings write their monomial arithmetic from a
+            # template: NineToothed simplifies a tile whose size is a symbol (M, say) that way
         return f"exec of code from {filename!r} (called from {caller!r})"
 
     def _os_posix_spawn(self, args):

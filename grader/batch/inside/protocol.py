@@ -22,6 +22,7 @@ Messages, in the order a run sends them:
 | worker | loaded      | Loaded: status (LOADED_STATUSES), message | |
 | worker | diagnosis   | Diagnosis: findings, tiles, build (kernel runs only) | |
 | parent | phase       | cases: [Job], last: bool                 | every job's lhs then rhs |
+| worker | arrangement | Arrangement: shape, program, grids, tiles (phase 0 only, at most once) | |
 | worker | case        | CaseResult: index, error, exited, seconds | the job's outputs, role by role |
 | worker | phase_done  |                                          | |
 | worker | stopped     | Stopped: why (the build guard ended the run; at any point) | |
@@ -151,6 +152,61 @@ class Diagnosis:
 
         return cls(findings(fields.get("findings")), tiles(fields.get("tiles")),
                    gpu_compile.Build.from_fields(fields.get("build")))
+
+
+@dataclasses.dataclass(frozen=True)
+class Arrangement:
+    """What one program gets where it differs from what it should, at a public case's shape
+    (grader.core.program_tiles): plain numbers the parent draws (grader.core.tile_picture)."""
+
+    KIND = "arrangement"
+    picture: dict
+
+    def to_fields(self):
+        return dict(self.picture)
+
+    @classmethod
+    def from_fields(cls, fields, shapes):
+        """The picture, if its shape is one of ``shapes`` and every number is in bounds."""
+        from grader.core.program_tiles import MAX_STEPS, ROLES
+
+        shape = fields.get("shape")
+        if not isinstance(shape, list) or tuple(shape) not in shapes:
+            raise ProtocolError(f"an arrangement at a shape no public case has ({shape!r})")
+        m, n, k = shape
+        bounds = {"lhs": (m, k), "rhs": (k, n), "output": (m, n)}
+        grids, tiles = fields.get("grids"), fields.get("tiles")
+        if not (isinstance(grids, dict) and isinstance(tiles, dict)):
+            raise ProtocolError("an arrangement without grids or tiles")
+        kept = {"shape": list(shape), "program": _bounded(fields.get("program"), 1 << 20),
+                "grids": {}, "tiles": {}}
+        for role in ROLES:
+            grid = grids.get(role)
+            if not (isinstance(grid, list) and 1 <= len(grid) <= 4):
+                raise ProtocolError(f"an arrangement's {role} grid {grid!r}")
+            kept["grids"][role] = [_bounded(size, 1 << 20) for size in grid]
+            rectangles = tiles.get(role)
+            if not (isinstance(rectangles, list) and len(rectangles) <= MAX_STEPS):
+                raise ProtocolError(f"an arrangement's {role} tiles")
+            rows, columns = bounds[role]
+            kept["tiles"][role] = [_rectangle(item, rows, columns) for item in rectangles]
+        return cls(kept)
+
+
+def _bounded(value, limit):
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= limit:
+        return value
+    raise ProtocolError(f"{value!r} is not a whole number up to {limit}")
+
+
+def _rectangle(value, rows, columns):
+    """[row0, row1, col0, col1] inside a rows x columns matrix, not empty."""
+    if not (isinstance(value, list) and len(value) == 4):
+        raise ProtocolError(f"a tile {value!r}")
+    row0, row1, col0, col1 = (_bounded(item, max(rows, columns)) for item in value)
+    if not (row0 < row1 <= rows and col0 < col1 <= columns):
+        raise ProtocolError(f"a tile {value!r} outside a {rows} x {columns} matrix")
+    return [row0, row1, col0, col1]
 
 
 @dataclasses.dataclass(frozen=True)

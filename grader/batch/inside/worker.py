@@ -8,7 +8,9 @@ judges nothing.
 A *kernel* run imports the rebuilt file (the two functions and their constants,
 nothing else), reports the symbolic diagnosis, builds the kernel with
 ``ninetoothed.make`` as the skeleton does, and for every job of every phase
-launches it on the inputs the parent sent, into fresh NaN-filled outputs.
+launches it on the inputs the parent sent, into fresh NaN-filled outputs. When the
+diagnosis found the layout off, it first reports what one program gets at a public
+case's shape (grader.core.program_tiles), which the parent draws.
 A *wrapper* run imports the whole file and calls its ``nt_gemm`` on the one
 job it gets, so that the parent can check that the file as handed in works.
 A *timing* run builds the rebuilt kernel like a kernel run, compiles it for the
@@ -176,7 +178,7 @@ def _make(module, path):
 
 
 def kernel_run(channel, path, active):
-    from grader.core import gpu_compile, layout
+    from grader.core import gpu_compile, layout, program_tiles  # before the guard's snapshot
 
     loaded = _import_kernel(channel, path)
     if loaded is None:
@@ -189,7 +191,12 @@ def kernel_run(channel, path, active):
     channel.report(protocol.Diagnosis(findings, layout.tile_sizes(module), build))
     if build is not None and build.checked and not build.ok and active.is_interpreter:
         problem = build.message  # the parent fails every case with the build's verdict
-    for work in channel.phases():
+    for number, work in enumerate(channel.phases()):
+        if number == 0 and findings:  # the layout is off: what one program gets, to be drawn
+            picture = program_tiles.first_difference(module,
+                                                     [(job.m, job.n, job.k) for job, _ in work])
+            if picture is not None:
+                channel.report(protocol.Arrangement(picture))
         for job, data in work:
             started = time.perf_counter()
             mismatch = problem or layout.launch_mismatch(module, (job.m, job.n, job.k))

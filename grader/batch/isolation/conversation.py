@@ -10,8 +10,8 @@ import time
 from grader.batch.inside import protocol
 from grader.batch.isolation import sandbox, time_budget
 
-KINDS = ("hello", protocol.Loaded.KIND, protocol.Diagnosis.KIND, protocol.CaseResult.KIND,
-         "phase_done", protocol.Stopped.KIND)
+KINDS = ("hello", protocol.Loaded.KIND, protocol.Diagnosis.KIND, protocol.Arrangement.KIND,
+         protocol.CaseResult.KIND, "phase_done", protocol.Stopped.KIND)
 
 
 @dataclasses.dataclass
@@ -34,6 +34,7 @@ class RunReport:
     findings: list = dataclasses.field(default_factory=list)
     tiles: list = None
     build: object = None  # grader.core.gpu_compile.Build, as the kernel run claimed it
+    arrangement: dict = None  # one program's tiles at a public shape (protocol.Arrangement)
     cases: dict = dataclasses.field(default_factory=dict)  # job index -> CaseReport
     stopped: str = ""  # why the build guard (grader.batch.inside.build_guard) ended it, if it did
 
@@ -127,6 +128,7 @@ def _converse(worker, accept, phases, report, diagnosis, extend):
         extend(report.tiles)
     for number, phase in enumerate(phases):
         jobs = {job.index: job for job, _, _ in phase}
+        shapes = {(job.m, job.n, job.k) for job in jobs.values()}
         payload = protocol.matrices(matrix for _, lhs, rhs in phase for matrix in (lhs, rhs))
         worker.send("phase", payload, cases=[job.to_fields() for job in jobs.values()],
                     last=number == len(phases) - 1)
@@ -137,6 +139,15 @@ def _converse(worker, accept, phases, report, diagnosis, extend):
                 return
             if message.kind == "phase_done":
                 break
+            if message.kind == protocol.Arrangement.KIND and number == 0 \
+                    and report.arrangement is None:
+                try:
+                    report.arrangement = protocol.Arrangement.from_fields(message.fields,
+                                                                          shapes).picture
+                except protocol.ProtocolError as error:
+                    worker.stop("crashed", f"its report was malformed ({error})")
+                    return
+                continue
             if message.kind != "case" or message.fields.get("index") not in jobs:
                 worker.stop("crashed", f"its report was out of order ({message.kind})")
                 return

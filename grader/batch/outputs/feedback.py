@@ -171,6 +171,26 @@ def build_markdown(record):
             f"- {gpu_compile.summary_zh(build)}"]
 
 
+ARRANGEMENT_PICTURE = "arrangement.png"
+
+
+def arrangement_markdown(record):
+    """feedback.md's pointer to the picture of one program's tiles (grader.core.tile_picture),
+    which grader.batch.outputs.reports draws beside it from the record."""
+    picture = record.get("arrangement")
+    if not picture:
+        return []
+    m, n, k = picture["shape"]
+    return ["", "## Your arrangement, drawn / 布局示意图", "",
+            f"![program {picture['program']}: your tiles and the expected ones]"
+            f"({ARRANGEMENT_PICTURE})", "",
+            f"{ARRANGEMENT_PICTURE}, next to this file, draws which tiles of A, B and C program "
+            f"{picture['program']} gets at M={m}, N={n}, K={k}: yours above, the expected ones "
+            "below, K steps numbered in order.",
+            f"同目录的 {ARRANGEMENT_PICTURE} 画出了在 M={m}、N={n}、K={k} 时第 {picture['program']} "
+            "个程序拿到的 A、B、C 块：上面一行是你的布局，下面一行是期望的布局，K 方向的块按顺序编号。"]
+
+
 def feedback_markdown(record, hints):
     status = Status(record["status"])
     en, zh = status.en, status.zh
@@ -205,6 +225,7 @@ def feedback_markdown(record, hints):
             for evidence in hint.get("evidence") or []:
                 lines.append(f"- evidence / 依据: {evidence}")
             lines.append("")
+    lines += arrangement_markdown(record)
     lines += build_markdown(record)
     lines += speed_markdown(record)
     lines += leaderboard_markdown(record)

@@ -13,6 +13,8 @@ grader.batch.outputs.student_folders and ``OUT/students.csv``):
   score, each case, the likely mistakes, in English and Chinese (both made by
   grader.batch.outputs.feedback);
 * ``stdout.log`` and ``stderr.log``: the submission's output, truncated;
+* ``arrangement.png``, when a public case failed and the arrangement was off there: which
+  tiles one program gets, drawn beside the expected ones (grader.core.tile_picture);
 * on a GPU, for a timed submission (grader.batch.timing.speed): ``speed.csv``, the grader's
   measurement in the benchmark's CSV columns, and ``card.png``, the benchmark's
   report card drawn from it.
@@ -56,6 +58,8 @@ def write_student(out_dir, record, cases_list, book=None):
     atomic_write(folder / "stderr.log", _truncate(record.get("stderr", "")))
     if (record.get("speed") or {}).get("rows"):
         write_speed(folder, record)
+    if record.get("arrangement"):
+        write_arrangement(folder, record)
     write_feedback(out_dir, record, cases_list, book)
 
 
@@ -89,6 +93,18 @@ def write_speed(folder, record):
                             title="NineToothed GEMM speed, measured by the grader",
                             ours=speed.CARD_LABEL)
         atomic_write(folder / "card.png", drawn.read_bytes())
+
+
+def write_arrangement(folder, record):
+    """arrangement.png: the kernel run's numbers for one program's tiles, drawn here, in the
+    parent, beside the expected ones for the tiles it claimed (grader.core.tile_picture)."""
+    from grader.core import program_tiles, tile_picture
+
+    with tempfile.TemporaryDirectory(dir=folder) as scratch:
+        drawn = tile_picture.draw(record["arrangement"],
+                                  record.get("tiles") or program_tiles.REFERENCE_TILES,
+                                  pathlib.Path(scratch) / feedback.ARRANGEMENT_PICTURE)
+        atomic_write(folder / feedback.ARRANGEMENT_PICTURE, drawn.read_bytes())
 
 
 def store_record(out_dir, record):

@@ -1,0 +1,97 @@
+"""A matrix size passed where a block count or a block size belongs, named with its call.
+
+``lhs_arranged.expand((-1, output.shape[1]))`` repeats lhs N times instead of once per
+N block: the grids cannot line up, and the shapes alone only say that 256 is not 4.
+``size_slips(module)`` runs the arrangement once on symbolic tensors while recording each
+``tile`` and ``expand`` call made from the submission's own file, and reports every
+argument that is one of the matrices' sizes itself (M, N or K, whichever tensor it was
+read from), with the line that made the call. Symbols are compared, not numbers, so the
+slip is found however the size was named (``N = output.shape[1]``) and never confused
+with a block count that happens to equal it.
+
+It runs the student's ``arrangement``, so like grader.core.layout it runs inside the
+batch grader's sandbox; it never raises.
+"""
+
+import contextlib
+import linecache
+import sys
+
+_RECORDED = ("tile", "expand")
+
+
+@contextlib.contextmanager
+def _recording_calls(filename):
+    """Record (method, line, first argument) for tile/expand calls made from ``filename``."""
+    from ninetoothed import Tensor
+
+    calls = []
+    originals = {name: getattr(Tensor, name) for name in _RECORDED}
+
+    def recorder(name, original):
+        def recorded(self, *args, **kwargs):
+            caller = sys._getframe(1)
+            if caller.f_code.co_filename == filename:
+                first = args[0] if args else kwargs.get("tile_shape", kwargs.get("shape"))
+                calls.append((name, caller.f_lineno, first))
+            return original(self, *args, **kwargs)
+        return recorded
+
+    try:
+        for name, original in originals.items():
+            setattr(Tensor, name, recorder(name, original))
+        yield calls
+    finally:
+        for name, original in originals.items():
+            setattr(Tensor, name, original)
+
+
+def size_slips(module, levels):
+    """Findings ``{"mistake": "size_for_count", "message": ...}``, one per slipped argument.
+
+    ``levels`` is grader.core.layout.arranged_levels's answer; its first size is the one
+    quoted, and its output grid the block counts that belong in an expand.
+    """
+    try:
+        return _size_slips(module, levels)
+    except Exception:  # the student's arrangement can fail in any way; layout says how
+        return []
+
+
+def _size_slips(module, levels):
+    from ninetoothed import Tensor
+
+    arrangement = module.arrangement
+    filename = arrangement.__code__.co_filename
+    lhs, rhs, output = Tensor(2), Tensor(2), Tensor(2)
+    sizes = {str(lhs.shape[0]): "M", str(lhs.shape[1]): "K", str(rhs.shape[0]): "K",
+             str(rhs.shape[1]): "N", str(output.shape[0]): "M", str(output.shape[1]): "N"}
+    with _recording_calls(filename) as calls:
+        arrangement(lhs, rhs, output)
+    shape, at = next(iter(levels.items()))
+    m, n, k = shape
+    value = {"M": m, "N": n, "K": k}
+    grid = at["output"][0] if len(at["output"]) > 1 else ()
+    where = f"M={m}, N={n}, K={k}"
+    findings = []
+    for method, line, argument in calls:
+        if not isinstance(argument, (tuple, list)):
+            continue
+        code = linecache.getline(filename, line).strip()
+        for position, size in enumerate(argument):
+            letter = sizes.get(str(size))
+            if letter is None:
+                continue
+            if method == "expand":
+                count = f", {grid[position]} here" if position < len(grid) else ""
+                belongs = (f"not a block count: that entry wants the number of blocks "
+                           f"along its axis (output_arranged.shape[{position}]{count})")
+            else:
+                belongs = (f"not a block size: that entry wants BLOCK_SIZE_{letter} (or -1 "
+                           f"to keep every tile along its axis)")
+            findings.append({"mistake": "size_for_count",
+                             "message": f"line {line}, `{code}`: {method}() gets {letter} itself "
+                                        f"({value[letter]} at {where}) as entry {position} of "
+                                        f"its shape, {belongs}"})
+    return findings
+
