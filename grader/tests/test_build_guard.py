@@ -157,6 +157,19 @@ def test_the_first_refused_event_ends_the_process(tmp_path, action):
     assert "still running" not in done.stdout
 
 
+def test_sympy_may_exec_its_monomial_templates_and_nothing_else(tmp_path):
+    """NineToothed's build has sympy write monomial functions from a template when a tile's
+    size is a symbol; the same _build would exec any text it were handed."""
+    script = tmp_path / "run.py"
+    script.write_text("import sympy.polys.monomials as m\n" + GUARDED.replace(
+        "{action}", "print(m.MonomialOps(3).mul()((1, 2, 3), (4, 5, 6)))\n"
+                    "m.MonomialOps(1)._build('x = 1', 'x')"))
+    done = subprocess.run([sys.executable, str(script), str(script)], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "HOME": str(tmp_path)})
+    assert done.stdout.startswith("(5, 7, 9)"), done.stderr
+    assert done.returncode == 3 and "still running" not in done.stdout, done.stderr
+
+
 # A forgery the first checker missed, in the red team's shape: a construct it never
 # inspected, run when the rebuilt file is imported, swaps the kernel build for a stand-in.
 FORGED_ARRANGEMENT = (SIGNATURE + " *extra: (__import__('ninetoothed').__setattr__("

@@ -35,6 +35,7 @@ call through ``ctypes``) passes: the hook is a second layer, not a sandbox.
 """
 
 import os
+import re
 import sys
 import threading
 import traceback
@@ -58,6 +59,9 @@ SYMBOLIC_NAMES = frozenset({"sympy", "Integer", "Float", "Rational", "Symbol", "
                             "E"})  # sympy's parser names its constant e where a size is symbolic
 # What Tensor.eval (ninetoothed.eval, the arrangement's simulation) adds: np.where, np.arange.
 SIMULATION_NAMES = frozenset({"np", "where", "arange", "slice"})
+# Every name sympy.polys.monomials.MonomialOps's templates use (monomial_mul(A, B), with a0,
+# b0, r0, ... and k): its _build would exec any text, so the text must be one of those.
+MONOMIAL_NAME = re.compile(r"monomial_[a-z]+|[ABk]|[abr][0-9]+")
 TOOLS = frozenset({"cc", "gcc", "clang", "ldconfig", "ldconfig.real"})
 # Extension modules Triton compiles into its cache and imports (on a GPU).
 TRITON_EXTENSIONS = frozenset({"cuda_utils", "__triton_launcher", "hip_utils"})
@@ -198,7 +202,8 @@ class Policy:
         if filename == "<string>" and caller != self.kernel_file and (
                 _under(caller, self.stdlib) or _under(caller, self.triton)):
             return None  # code the standard library (dataclasses) or Triton (its binder) writes
-        if filename == "<string>" and caller == self.monomials:
+        if filename == "<string>" and caller == self.monomials and all(
+                MONOMIAL_NAME.fullmatch(name) for name in _names(code)):
             return None  # sympy's polynomial rings write their monomial arithmetic from a
             # template: NineToothed simplifies a tile whose size is a symbol (M, say) that way
         return f"exec of code from {filename!r} (called from {caller!r})"
