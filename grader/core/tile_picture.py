@@ -27,7 +27,7 @@ def draw(picture, tiles, path):
     sizes = {"M": m, "N": n, "K": k}
     blocks = {"M": tiles[0], "N": tiles[1], "K": tiles[2]}
     grid_n = ceil_div(n, tiles[1])
-    figure = Figure(figsize=(13, 8), layout="constrained")
+    figure = Figure(figsize=(13, 10), layout="constrained")
     grids = picture["grids"]
     rows = [("Your arrangement, outer shapes: "
              + ", ".join(f"{role} {tuple(grids[role])}" for role in ROLES), picture["tiles"]),
