@@ -62,6 +62,33 @@ def test_inspection_reads_shapes_and_gives_evidence(backend):
     assert _keys(mismatched) == ["tile_shape"]
 
 
+def test_a_quoted_line_cannot_write_markdown_into_the_feedback(tmp_path, backend):
+    """size_for_count quotes the student's line between backticks; a backtick of its own (in a
+    comment, which the batch's rebuilt file keeps on a call's first line) closed the span and
+    put the rest of the line into feedback.md as markdown and HTML."""
+    import importlib.util
+
+    path = tmp_path / "slip.py"
+    path.write_text(
+        "def arrangement(lhs, rhs, output):\n"
+        "    output_arranged = output.tile((64, 64))\n"
+        "    lhs_arranged = lhs.tile((64, 64)).tile((1, -1)).expand(  # ` **28 / 28** <img>"
+        + "x" * 200 + "\n"
+        "        (-1, output.shape[1]))\n"
+        "    lhs_arranged.dtype = lhs_arranged.dtype.squeeze(0)\n"
+        "    rhs_arranged = rhs.tile((64, 64)).tile((-1, 1))\n"
+        "    rhs_arranged = rhs_arranged.expand((output_arranged.shape[0], -1))\n"
+        "    rhs_arranged.dtype = rhs_arranged.dtype.squeeze(1)\n"
+        "    return lhs_arranged, rhs_arranged, output_arranged\n")
+    spec = importlib.util.spec_from_file_location("slip", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    slip = next(finding["message"] for finding in layout.inspect_arrangement(module)
+                if finding["mistake"] == "size_for_count")
+    assert slip.startswith("line 3, `lhs_arranged = lhs.tile(") and slip.count("`") == 2, slip
+    assert len(slip) < 400
+
+
 def test_program_tiles_names_the_first_program_that_gets_other_tiles(tmp_path):
     assert program_tiles.program_tiles(_reference_like(), (128, 256, 192)) is None
     found = program_tiles.program_tiles(_reference_like(lhs_expand=(-1, 1)), (128, 256, 192))
