@@ -106,6 +106,24 @@ def test_program_tiles_names_the_first_program_that_gets_other_tiles(tmp_path):
     assert drawn.read_bytes().startswith(b"\x89PNG")
 
 
+def test_tiles_of_one_cost_the_parent_no_more_drawing_than_usual(tmp_path):
+    """The parent draws with the tiles the kernel run claims (1 to 65536 each): tiles of 1 at
+    512^3 drew 512 labelled K steps and a line per element, five times a usual picture's
+    time, in the parent, for each such student."""
+    import time
+
+    picture = {"shape": [512, 512, 512], "program": 0, "grids": {role: [8, 8] for role in
+                                                                  program_tiles.ROLES},
+               "tiles": {role: [[0, 512, 0, 512]] * program_tiles.MAX_STEPS
+                         for role in program_tiles.ROLES}}
+    times = []
+    for tiles in ((64, 64, 64), (1, 1, 1)):
+        start = time.perf_counter()
+        tile_picture.draw(picture, tiles, tmp_path / "arrangement.png")
+        times.append(time.perf_counter() - start)
+    assert times[1] < 3 * times[0], times
+
+
 def test_inspection_takes_milliseconds(backend):
     import time
 
