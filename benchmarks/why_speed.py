@@ -115,9 +115,12 @@ def _blocks_per_sm(row, build, machine):
 
 def explain(row, build=None):
     """The why of one timed size: numbers, the limit and how sure, as plain JSON values;
-    None when the row was not timed, its GPU or its tiles are unknown."""
+    None when the row was not timed, its GPU, its tiles or torch.mm's rate (which the
+    sentences quote; a hand-in CSV may leave it out) are unknown."""
     machine = formulas.machine_for_gpu_name(str(row.get("gpu_name") or ""))
     tflops, median_ms = _number(row.get("tflops")), _number(row.get("median_ms"))
+    if _number(row.get("torch_mm_tflops")) is None:
+        return None
     m, n, k = (_int(row.get(axis)) for axis in "mnk")
     bm, bn, bk = (_int(row.get(f"block_{axis}")) for axis in "mnk")
     if machine is None or row.get("verdict") != "PASS" or not (tflops and median_ms) \

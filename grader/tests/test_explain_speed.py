@@ -56,3 +56,13 @@ def test_a_benchmark_csv_is_explained_as_the_feedback_would(capsys):
     printed = capsys.readouterr().out
     assert printed.startswith("## Why this speed / 为什么是这个速度")
     assert "A is read 64 times and B 32 times" in printed and "A 被读 64 次" in printed
+
+
+def test_a_csv_without_torch_mm_numbers_is_said_not_explained(tmp_path, capsys):
+    """The staff run it on students' hand-in CSVs: an empty torch.mm cell crashed it."""
+    frame = pandas.read_csv(MIA_CSV, dtype={"size": str})
+    frame["torch_mm_tflops"] = None
+    path = tmp_path / "hand-in.csv"
+    frame.to_csv(path, index=False)
+    assert explain_speed.main([str(path)]) == explain_speed.OK
+    assert "No explanation for hand-in.csv" in capsys.readouterr().out
