@@ -58,11 +58,15 @@ def test_a_benchmark_csv_is_explained_as_the_feedback_would(capsys):
     assert "A is read 64 times and B 32 times" in printed and "A 被读 64 次" in printed
 
 
-def test_a_csv_without_torch_mm_numbers_is_said_not_explained(tmp_path, capsys):
-    """The staff run it on students' hand-in CSVs: an empty torch.mm cell crashed it."""
-    frame = pandas.read_csv(MIA_CSV, dtype={"size": str})
-    frame["torch_mm_tflops"] = None
-    path = tmp_path / "hand-in.csv"
-    frame.to_csv(path, index=False)
-    assert explain_speed.main([str(path)]) == explain_speed.OK
-    assert "No explanation for hand-in.csv" in capsys.readouterr().out
+def test_a_hand_in_csv_with_hostile_cells_is_said_not_explained(tmp_path, capsys):
+    """The staff run it on students' hand-in CSVs, whose cells may be anything: an empty
+    torch.mm rate, an infinite K, a tile of 1e308 or a negative size each crashed it."""
+    frame = pandas.read_csv(MIA_CSV, dtype=str)
+    for column, cell in (("torch_mm_tflops", ""), ("k", "inf"), ("block_m", "1e308"),
+                         ("m", "-1"), ("median_ms", "0")):
+        frame[column] = cell
+        path = tmp_path / "hand-in.csv"
+        frame.to_csv(path, index=False)
+        assert explain_speed.main([str(path)]) == explain_speed.OK, column
+        assert "No explanation for hand-in.csv" in capsys.readouterr().out
+        frame = pandas.read_csv(MIA_CSV, dtype=str)
