@@ -171,7 +171,10 @@ class Arrangement:
         from grader.core.program_tiles import MAX_STEPS, ROLES
 
         shape = fields.get("shape")
-        if not isinstance(shape, list) or tuple(shape) not in shapes:
+        # Whole numbers before the look-up: a list among them cannot be looked up (TypeError,
+        # which would end the batch, not the run), and 128.0 would pass it and be drawn.
+        if not (isinstance(shape, list) and all(isinstance(size, int) and not isinstance(
+                size, bool) for size in shape)) or tuple(shape) not in shapes:
             raise ProtocolError(f"an arrangement at a shape no public case has ({shape!r})")
         m, n, k = shape
         bounds = {"lhs": (m, k), "rhs": (k, n), "output": (m, n)}
