@@ -142,3 +142,22 @@ def test_an_arrangement_whose_shape_is_not_whole_numbers_ends_the_run_not_the_ba
                            extend=lambda tiles: None)
     assert worker.ended[0] == "crashed" and "malformed" in worker.ended[1]
     assert report.arrangement is None
+
+
+def test_a_timing_faster_than_any_launch_is_an_error_not_a_crash_of_the_speed_phase():
+    """A timing run's report of 1e-300 ms passed as a PASS; its infinite rate made the speed
+    entry (and feedback.md and the card) raise in the parent, which ends the batch."""
+    from grader.batch.timing import speed
+    from grader.tests.test_speed import H200_ENV, passed_record
+
+    fields = {"verdict": "PASS", "kernel": [1e-300] * 3, "torch": [0.2] * 3}
+    reported = protocol.SizeTiming.from_fields((4096, 4096, 4096), fields)
+
+    class Run:
+        stopped = note = ""
+        sizes, results, launch, ending = [(4096, 4096, 4096)], [reported], {}, None
+        prepare_s = measure_s = 0.0
+
+    record = passed_record()
+    record["speed"] = speed.entry(Run(), record, H200_ENV)
+    assert "failed at 4096" in record["speed"]["message"] and reported.verdict == "ERROR"

@@ -383,9 +383,13 @@ def findings(value):
     return kept[:20]
 
 
+MIN_MS = 1e-3  # no launch and its events take less than a microsecond
+
+
 def timing(value):
-    """A [median, p20, p80] in milliseconds, kept only when it is three ordered positive
-    finite numbers (as a tuple), else None."""
+    """A [median, p20, p80] in milliseconds, kept only when it is three ordered finite
+    numbers from MIN_MS (as a tuple), else None: a median of 1e-300 ms made the rate
+    infinite, and the speed message, the feedback and the card raised in the parent."""
     if not (isinstance(value, list) and len(value) == 3
             and all(isinstance(item, (int, float)) and not isinstance(item, bool)
                     for item in value)):
@@ -394,7 +398,7 @@ def timing(value):
         median, p20, p80 = (float(item) for item in value)
     except OverflowError:  # an int too large for a float
         return None
-    if not (0 < p20 <= median <= p80 < 1e6):  # also false for NaN
+    if not (MIN_MS <= p20 <= median <= p80 < 1e6):  # also false for NaN
         return None
     return (median, p20, p80)
 
