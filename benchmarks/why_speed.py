@@ -21,6 +21,7 @@ checked against the committed H200 measurements (benchmarks/tests/test_why_speed
 re-measured. benchmarks.why_speed_text says it in English and Chinese.
 """
 
+import math
 import typing
 
 from ledger import formulas
@@ -79,19 +80,21 @@ RULES = (
 
 
 def _number(value):
-    """A CSV or record cell as a float, or None when empty."""
+    """A CSV or record cell as a positive finite float, or None (empty, zero, negative, NaN or
+    infinite: staff explain students' hand-in CSVs, whose cells may be anything)."""
     if value in (None, "") or isinstance(value, bool):
         return None
     try:
         number = float(value)
     except (TypeError, ValueError):
         return None
-    return None if number != number else number
+    return number if 0 < number < math.inf else None
 
 
 def _int(value):
+    """A cell as a whole number from 1 to 2**31 - 1 (a size, a tile, warps), or None."""
     number = _number(value)
-    return None if number is None else int(number)
+    return int(number) if number is not None and number == int(number) < 2**31 else None
 
 
 def _blocks_per_sm(row, build, machine):
@@ -115,9 +118,12 @@ def _blocks_per_sm(row, build, machine):
 
 def explain(row, build=None):
     """The why of one timed size: numbers, the limit and how sure, as plain JSON values;
-    None when the row was not timed, its GPU or its tiles are unknown."""
+    None when the row was not timed, its GPU, its tiles or torch.mm's rate (which the
+    sentences quote; a hand-in CSV may leave it out) are unknown."""
     machine = formulas.machine_for_gpu_name(str(row.get("gpu_name") or ""))
     tflops, median_ms = _number(row.get("tflops")), _number(row.get("median_ms"))
+    if _number(row.get("torch_mm_tflops")) is None:
+        return None
     m, n, k = (_int(row.get(axis)) for axis in "mnk")
     bm, bn, bk = (_int(row.get(f"block_{axis}")) for axis in "mnk")
     if machine is None or row.get("verdict") != "PASS" or not (tflops and median_ms) \

@@ -8,7 +8,7 @@ figure: the batch grader calls it from the parent, the pytest grader from its su
 import pathlib
 
 from grader.core.layout import ceil_div
-from grader.core.program_tiles import ROLES, expected_tiles
+from grader.core.program_tiles import MAX_STEPS, ROLES, expected_tiles
 
 _MATRIX = {"lhs": ("A = lhs", "M", "K"), "rhs": ("B = rhs", "K", "N"),
            "output": ("C = output", "M", "N")}
@@ -23,7 +23,10 @@ def draw(picture, tiles, path):
 
     m, n, k = picture["shape"]
     program = picture["program"]
-    expected = expected_tiles((m, n, k), tiles, program)
+    # The first MAX_STEPS K steps, as the kernel run keeps of the student's: tiles of 1
+    # (which a worker may claim) would ask for a labelled rectangle per element of K.
+    expected = {role: rectangles[:MAX_STEPS]
+                for role, rectangles in expected_tiles((m, n, k), tiles, program).items()}
     sizes = {"M": m, "N": n, "K": k}
     blocks = {"M": tiles[0], "N": tiles[1], "K": tiles[2]}
     grid_n = ceil_div(n, tiles[1])
@@ -70,12 +73,18 @@ def _visible(rectangle, rows, columns):
     return col0, min(row0, rows - height), width, height
 
 
+MAX_LINES = 64  # block boundaries drawn along an axis; more would be a grey wash
+
+
 def _frame(ax, rows, columns, block_rows, block_columns):
-    """The matrix as a box, its block boundaries as faint lines, row 0 at the top."""
-    for row in range(block_rows, rows, block_rows):
-        ax.axhline(row, color="0.85", linewidth=0.8)
-    for column in range(block_columns, columns, block_columns):
-        ax.axvline(column, color="0.85", linewidth=0.8)
+    """The matrix as a box, its block boundaries as faint lines (where they can be told
+    apart: tiles of 1 would draw a line per element), row 0 at the top."""
+    if rows // block_rows <= MAX_LINES:
+        for row in range(block_rows, rows, block_rows):
+            ax.axhline(row, color="0.85", linewidth=0.8)
+    if columns // block_columns <= MAX_LINES:
+        for column in range(block_columns, columns, block_columns):
+            ax.axvline(column, color="0.85", linewidth=0.8)
     ax.set_xlim(0, columns)
     ax.set_ylim(rows, 0)
     ax.set_aspect("equal")

@@ -261,6 +261,30 @@ def test_flagged_public_case_says_why_in_results_json():
     assert "anti-cheat" in test["output"]
 
 
+def test_a_message_cannot_close_its_code_block_in_feedback_md():
+    """A case's message is the student's (an assert's text in application(), say): a line of
+    ``` in it closed the plain fence and put a forged score line into feedback.md."""
+    from grader.batch.outputs.feedback import feedback_markdown
+
+    forged = "**Score / 得分: 28 / 28**"
+    message = f"AssertionError: no\n```\n{forged}\n````\n{forged}"
+    record = {"student": "eve", "status": "failed", "score": 0, "max_score": 1, "flags": [],
+              "message": message, "cases": [
+                  {"id": "tail_m-65x128x128", "name": "tail_m", "visibility": "public",
+                   "status": "failed", "points": 0, "max_points": 1, "message": message}]}
+    fence, outside = None, []
+    for line in feedback_markdown(record, []).splitlines():
+        run = re.match(r"`{3,}", line)
+        if fence is None and run:
+            fence = run.group()
+        elif fence is not None and line.strip() and set(line.strip()) == {"`"} \
+                and len(line.strip()) >= len(fence):
+            fence = None
+        elif fence is None:
+            outside.append(line)
+    assert forged not in outside and fence is None
+
+
 def test_child_environment_is_an_allowlist(monkeypatch):
     from grader.batch.isolation.launch import child_environment
 

@@ -62,6 +62,33 @@ def test_inspection_reads_shapes_and_gives_evidence(backend):
     assert _keys(mismatched) == ["tile_shape"]
 
 
+def test_a_quoted_line_cannot_write_markdown_into_the_feedback(tmp_path, backend):
+    """size_for_count quotes the student's line between backticks; a backtick of its own (in a
+    comment, which the batch's rebuilt file keeps on a call's first line) closed the span and
+    put the rest of the line into feedback.md as markdown and HTML."""
+    import importlib.util
+
+    path = tmp_path / "slip.py"
+    path.write_text(
+        "def arrangement(lhs, rhs, output):\n"
+        "    output_arranged = output.tile((64, 64))\n"
+        "    lhs_arranged = lhs.tile((64, 64)).tile((1, -1)).expand(  # ` **28 / 28** <img>"
+        + "x" * 200 + "\n"
+        "        (-1, output.shape[1]))\n"
+        "    lhs_arranged.dtype = lhs_arranged.dtype.squeeze(0)\n"
+        "    rhs_arranged = rhs.tile((64, 64)).tile((-1, 1))\n"
+        "    rhs_arranged = rhs_arranged.expand((output_arranged.shape[0], -1))\n"
+        "    rhs_arranged.dtype = rhs_arranged.dtype.squeeze(1)\n"
+        "    return lhs_arranged, rhs_arranged, output_arranged\n")
+    spec = importlib.util.spec_from_file_location("slip", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    slip = next(finding["message"] for finding in layout.inspect_arrangement(module)
+                if finding["mistake"] == "size_for_count")
+    assert slip.startswith("line 3, `lhs_arranged = lhs.tile(") and slip.count("`") == 2, slip
+    assert len(slip) < 400
+
+
 def test_program_tiles_names_the_first_program_that_gets_other_tiles(tmp_path):
     assert program_tiles.program_tiles(_reference_like(), (128, 256, 192)) is None
     found = program_tiles.program_tiles(_reference_like(lhs_expand=(-1, 1)), (128, 256, 192))
@@ -77,6 +104,24 @@ def test_program_tiles_names_the_first_program_that_gets_other_tiles(tmp_path):
                      "output": [[64, 65, 64, 97]]}
     drawn = tile_picture.draw(found, (64, 64, 64), tmp_path / "arrangement.png")
     assert drawn.read_bytes().startswith(b"\x89PNG")
+
+
+def test_tiles_of_one_cost_the_parent_no_more_drawing_than_usual(tmp_path):
+    """The parent draws with the tiles the kernel run claims (1 to 65536 each): tiles of 1 at
+    512^3 drew 512 labelled K steps and a line per element, five times a usual picture's
+    time, in the parent, for each such student."""
+    import time
+
+    picture = {"shape": [512, 512, 512], "program": 0, "grids": {role: [8, 8] for role in
+                                                                  program_tiles.ROLES},
+               "tiles": {role: [[0, 512, 0, 512]] * program_tiles.MAX_STEPS
+                         for role in program_tiles.ROLES}}
+    times = []
+    for tiles in ((64, 64, 64), (1, 1, 1)):
+        start = time.perf_counter()
+        tile_picture.draw(picture, tiles, tmp_path / "arrangement.png")
+        times.append(time.perf_counter() - start)
+    assert times[1] < 3 * times[0], times
 
 
 def test_inspection_takes_milliseconds(backend):

@@ -56,3 +56,17 @@ def test_a_benchmark_csv_is_explained_as_the_feedback_would(capsys):
     printed = capsys.readouterr().out
     assert printed.startswith("## Why this speed / 为什么是这个速度")
     assert "A is read 64 times and B 32 times" in printed and "A 被读 64 次" in printed
+
+
+def test_a_hand_in_csv_with_hostile_cells_is_said_not_explained(tmp_path, capsys):
+    """The staff run it on students' hand-in CSVs, whose cells may be anything: an empty
+    torch.mm rate, an infinite K, a tile of 1e308 or a negative size each crashed it."""
+    frame = pandas.read_csv(MIA_CSV, dtype=str)
+    for column, cell in (("torch_mm_tflops", ""), ("k", "inf"), ("block_m", "1e308"),
+                         ("m", "-1"), ("median_ms", "0")):
+        frame[column] = cell
+        path = tmp_path / "hand-in.csv"
+        frame.to_csv(path, index=False)
+        assert explain_speed.main([str(path)]) == explain_speed.OK, column
+        assert "No explanation for hand-in.csv" in capsys.readouterr().out
+        frame = pandas.read_csv(MIA_CSV, dtype=str)

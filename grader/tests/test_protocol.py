@@ -103,3 +103,61 @@ def test_an_arrangement_arrives_as_sent_only_at_a_public_shape_and_in_bounds():
     for picture in hostile:
         with pytest.raises(protocol.ProtocolError):
             protocol.Arrangement.from_fields(picture, {(128, 256, 192)})
+
+
+@pytest.mark.parametrize("shape", [[[128], [256], [192]], [{}, 256, 192], [128.0, 256, 192]])
+def test_an_arrangement_whose_shape_is_not_whole_numbers_ends_the_run_not_the_batch(shape):
+    """The nt_gemm run runs the whole file, which can write to the channel's descriptor (as
+    attack_sources.BOMB_HEADER does): an arrangement whose shape held a list raised TypeError
+    in the parent's conversation, which ended the whole batch; one of 128.0 was kept, and the
+    picture drawn from it raised in the parent as well."""
+    import torch
+
+    from grader.batch.isolation import conversation
+
+    class Scripted:
+        """A worker that says hello, loads, and sends one arrangement in the public phase."""
+
+        def __init__(self):
+            self.messages = [("hello", {}), ("loaded", {"status": "ok", "message": ""}),
+                             ("arrangement", {**PICTURE, "shape": shape})]
+            self.ended = None
+
+        def receive(self, accept):
+            if self.ended or not self.messages:
+                return None
+            return protocol.Message(*self.messages.pop(0))
+
+        def send(self, kind, payload=b"", **fields):
+            pass
+
+        def stop(self, kind, detail):
+            self.ended = (kind, detail)
+
+    worker, report = Scripted(), conversation.RunReport(ending=None, stage="starting")
+    job = protocol.Job(0, 128, 256, 192, ("output",))
+    phase = [(job, torch.zeros(128, 192, dtype=torch.float16),
+              torch.zeros(192, 256, dtype=torch.float16))]
+    conversation._converse(worker, lambda kind, fields: 0, [phase], report, diagnosis=False,
+                           extend=lambda tiles: None)
+    assert worker.ended[0] == "crashed" and "malformed" in worker.ended[1]
+    assert report.arrangement is None
+
+
+def test_a_timing_faster_than_any_launch_is_an_error_not_a_crash_of_the_speed_phase():
+    """A timing run's report of 1e-300 ms passed as a PASS; its infinite rate made the speed
+    entry (and feedback.md and the card) raise in the parent, which ends the batch."""
+    from grader.batch.timing import speed
+    from grader.tests.test_speed import H200_ENV, passed_record
+
+    fields = {"verdict": "PASS", "kernel": [1e-300] * 3, "torch": [0.2] * 3}
+    reported = protocol.SizeTiming.from_fields((4096, 4096, 4096), fields)
+
+    class Run:
+        stopped = note = ""
+        sizes, results, launch, ending = [(4096, 4096, 4096)], [reported], {}, None
+        prepare_s = measure_s = 0.0
+
+    record = passed_record()
+    record["speed"] = speed.entry(Run(), record, H200_ENV)
+    assert "failed at 4096" in record["speed"]["message"] and reported.verdict == "ERROR"

@@ -139,6 +139,37 @@ def test_a_working_or_sleeping_run_is_stopped_at_the_timeout():
         assert ending.wall_time_s - ending.cpu_wait_s < 4 + 3  # a loaded box may make it wait
 
 
+def test_a_run_that_lowers_its_own_priority_is_not_credited_its_waits():
+    """A sleeping hang with threads that wait by choice: niced (and their autogroup niced,
+    which a process may undo), pinned to a core another process keeps busy, they wait the
+    whole wall clock on almost no CPU. Credited, that wait let the hang run ten times its
+    limit."""
+    core = min(os.sched_getaffinity(0))
+    hog = subprocess.Popen([sys.executable, "-c", f"import os\nos.sched_setaffinity(0, {{{core}}})"
+                            "\nwhile True: pass"], start_new_session=True)
+    try:
+        _, ending = _probe(f"""
+import threading, time
+try:
+    open('/proc/self/autogroup', 'w').write('19')
+except OSError:
+    pass
+def wait_by_choice():
+    os.sched_setaffinity(0, {{{core}}})
+    os.nice(19)
+    while True: pass
+for _ in range(2):
+    threading.Thread(target=wait_by_choice, daemon=True).start()
+say('up')
+while True: time.sleep(0.05)
+""", sandbox.Limits(timeout_s=2, memory_bytes=2 << 30))
+    finally:
+        hog.kill()
+        hog.wait()
+    assert ending.kind == "timeout", ending.detail
+    assert "lowered its own priority" in ending.detail and ending.wall_time_s < 8, ending.detail
+
+
 def test_the_charge_is_wall_time_less_starvation_between_cpu_and_wall_time():
     assert usage.charge(cpu_s=0.0, wall_s=10.0, starved_s=0.0) == 10.0  # a sleep
     assert usage.charge(cpu_s=1.0, wall_s=10.0, starved_s=8.5) == 1.5  # starved by others

@@ -171,7 +171,10 @@ class Arrangement:
         from grader.core.program_tiles import MAX_STEPS, ROLES
 
         shape = fields.get("shape")
-        if not isinstance(shape, list) or tuple(shape) not in shapes:
+        # Whole numbers before the look-up: a list among them cannot be looked up (TypeError,
+        # which would end the batch, not the run), and 128.0 would pass it and be drawn.
+        if not (isinstance(shape, list) and all(isinstance(size, int) and not isinstance(
+                size, bool) for size in shape)) or tuple(shape) not in shapes:
             raise ProtocolError(f"an arrangement at a shape no public case has ({shape!r})")
         m, n, k = shape
         bounds = {"lhs": (m, k), "rhs": (k, n), "output": (m, n)}
@@ -380,9 +383,13 @@ def findings(value):
     return kept[:20]
 
 
+MIN_MS = 1e-3  # no launch and its events take less than a microsecond
+
+
 def timing(value):
-    """A [median, p20, p80] in milliseconds, kept only when it is three ordered positive
-    finite numbers (as a tuple), else None."""
+    """A [median, p20, p80] in milliseconds, kept only when it is three ordered finite
+    numbers from MIN_MS (as a tuple), else None: a median of 1e-300 ms made the rate
+    infinite, and the speed message, the feedback and the card raised in the parent."""
     if not (isinstance(value, list) and len(value) == 3
             and all(isinstance(item, (int, float)) and not isinstance(item, bool)
                     for item in value)):
@@ -391,7 +398,7 @@ def timing(value):
         median, p20, p80 = (float(item) for item in value)
     except OverflowError:  # an int too large for a float
         return None
-    if not (0 < p20 <= median <= p80 < 1e6):  # also false for NaN
+    if not (MIN_MS <= p20 <= median <= p80 < 1e6):  # also false for NaN
         return None
     return (median, p20, p80)
 

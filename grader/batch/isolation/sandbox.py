@@ -281,8 +281,10 @@ class Worker:
             self.stop("memory_limit", f"used more than {self.limits.memory_bytes / 2**30:.2f} "
                                        "GiB of host memory; its processes were killed")
         elif self.charged() > self.limits.timeout_s:
-            self.stop("timeout", f"still running after {self.charged():.1f} s, not counting "
-                                 f"{self._starved():.1f} s spent waiting for a CPU core (the "
+            waits = ("its waits for a CPU core not counted, since it lowered its own priority"
+                     if self.usage.lowered else
+                     f"not counting {self._starved():.1f} s spent waiting for a CPU core")
+            self.stop("timeout", f"still running after {self.charged():.1f} s, {waits} (the "
                                  f"timeout is {self.limits.timeout_s:g} s); its processes were "
                                  "killed")
         elif (waited := time.monotonic() - self.clock) > WALL_FACTOR * self.limits.timeout_s:
@@ -309,7 +311,9 @@ class Worker:
                             self._starved())
 
     def _starved(self):
-        return self.usage.starved_s - self.wait_base
+        """Seconds of waiting credited since ``clock``: none once the run lowered its priority
+        (grader.batch.isolation.usage), though it may have been credited some before."""
+        return max(0.0, self.usage.starved_s - self.wait_base)
 
     def stop(self, kind, detail):
         """Kill the worker and record how it ended (``detail`` None: describe its exit)."""

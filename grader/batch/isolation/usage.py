@@ -14,6 +14,12 @@ second field); the sum over the tree is ``starved_s``. A run is charged (``charg
 * never more than its wall time: a run that keeps several cores busy is stopped no sooner
   than under a plain wall limit.
 
+Only a run that competes at the priority it was started with is starved by others: a thread
+that raises its nice value or asks for ``SCHED_IDLE``, or a process that raises its
+autogroup's nice (``/proc/PID/autogroup``, which it may lower again), waits behind every busy
+core by choice, and so would let a sleeping hang run WALL_FACTOR times its limit. Once the
+tree is seen so, none of its wait is credited (``lowered``) and it is charged the wall clock.
+
 Where the kernel does not report it (not Linux, no schedstats), ``starved_s`` stays 0 and
 the charge is the wall clock. A run that is starved for ever is still stopped: the sandbox
 gives every run at most WALL_FACTOR times its limit on the wall clock
@@ -27,6 +33,7 @@ import time
 import psutil
 
 CPU_WINDOW_S = 3.0  # cores kept busy are averaged over this long
+SCHED_IDLE = 5  # the policy number /proc/PID/task/TID/stat gives
 
 
 def charge(cpu_s, wall_s, starved_s):
@@ -52,6 +59,30 @@ def waits(pid):
     return found
 
 
+def priority(pid, tid=None):
+    """(autogroup nice, nice, scheduling policy) of process ``pid`` (of its thread ``tid``,
+    whose autogroup is its process's); None where /proc no longer has it."""
+    task = f"/proc/{pid}" + (f"/task/{tid}" if tid else "")
+    try:
+        with open(f"{task}/stat", encoding="ascii", errors="replace") as stream:
+            fields = stream.read().rpartition(")")[2].split()
+        nice, policy = int(fields[16]), int(fields[38])
+    except (OSError, ValueError, IndexError):
+        return None
+    try:
+        with open(f"/proc/{pid}/autogroup", encoding="ascii") as stream:
+            group = int(stream.read().split()[-1])
+    except (OSError, ValueError, IndexError):
+        group = 0  # no autogroups in this kernel
+    return group, nice, policy
+
+
+def lowered(now, start):
+    """Whether a thread's priority ``now`` is below the ``start`` of the tree's root."""
+    return now is not None and start is not None and (
+        now[0] > start[0] or now[1] > start[1] or (now[2] == SCHED_IDLE != start[2]))
+
+
 class TreeUsage:
     """A process and all its descendants, sampled each time the sandbox looks."""
 
@@ -61,11 +92,13 @@ class TreeUsage:
         self.peak_cores = 0.0
         self.cpu_used = 0.0  # never decreasing: a process that ended unreaped takes its time
         self.waited = {}  # (pid, tid): seconds that thread waited for a core, as last seen
+        self.start = priority(root.pid)
+        self.lowered = False  # a thread of it was seen at a lower priority than the root's
         self.samples = collections.deque()
 
     @property
     def starved_s(self):
-        return sum(self.waited.values())
+        return 0.0 if self.lowered else sum(self.waited.values())
 
     def members(self):
         try:
@@ -85,6 +118,7 @@ class TreeUsage:
                 pass
             for tid, seconds in waits(member.pid).items():
                 self.waited[member.pid, tid] = seconds
+                self.lowered = self.lowered or lowered(priority(member.pid, tid), self.start)
         self.peak_rss = max(self.peak_rss, rss)
         self.cpu_used = max(self.cpu_used, used)
         now = time.monotonic()

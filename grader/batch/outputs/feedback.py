@@ -7,6 +7,8 @@ student sees, with a pass/fail line and no shape, sizes or element positions.
 grader.batch.outputs.reports writes them into each student's folder.
 """
 
+import re
+
 from grader.batch.outputs import override_view
 from grader.batch.status import Status, flags
 
@@ -191,6 +193,15 @@ def arrangement_markdown(record):
             "个程序拿到的 A、B、C 块：上面一行是你的布局，下面一行是期望的布局，K 方向的块按顺序编号。"]
 
 
+def fenced(text):
+    """``text`` as a code block whose fence is longer than any run of backticks in it: a
+    message is the student's (an assert's text, an exception's), and a line of ``` in it
+    would close a plain fence and have the rest read as markdown (a forged score line)."""
+    longest = max((len(run) for run in re.findall("`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence + "text", text, fence]
+
+
 def feedback_markdown(record, hints):
     status = Status(record["status"])
     en, zh = status.en, status.zh
@@ -204,7 +215,7 @@ def feedback_markdown(record, hints):
         f"- {zh}",
     ]
     if record.get("message"):
-        lines += ["", "```text", record["message"].strip(), "```"]
+        lines += ["", *fenced(record["message"].strip())]
     if record.get("late_deduction"):
         lines += ["", f"- Late: {record['late_deduction']} points deducted by the course's late "
                   "policy. / 迟交：按课程的迟交规定扣除 "
@@ -236,7 +247,7 @@ def feedback_markdown(record, hints):
         name = entry["id"] if public else entry["name"]
         lines.append(f"| {name} | {entry['points']}/{entry['max_points']} | {entry['status']} |")
         if public and entry["status"] not in ("passed", "not_run") and entry.get("message"):
-            details += [f"### {name}", "", "```text", entry["message"].strip()[:3000], "```", ""]
+            details += [f"### {name}", "", *fenced(entry["message"].strip()[:3000]), ""]
         elif not public and entry["status"] not in ("passed",):
             details += [f"### {name}", "", _public_message(entry), ""]
     if details:
