@@ -7,6 +7,7 @@ import json
 import pytest
 
 from grader.batch.inside import protocol
+from grader.batch.isolation import conversation
 from grader.core.gpu_compile import Build
 
 BUILD = Build("sm_90", True, registers=128, spilled_bytes=0, shared_bytes=65536, num_warps=4,
@@ -113,8 +114,6 @@ def test_an_arrangement_whose_shape_is_not_whole_numbers_ends_the_run_not_the_ba
     picture drawn from it raised in the parent as well."""
     import torch
 
-    from grader.batch.isolation import conversation
-
     class Scripted:
         """A worker that says hello, loads, and sends one arrangement in the public phase."""
 
@@ -161,3 +160,12 @@ def test_a_timing_faster_than_any_launch_is_an_error_not_a_crash_of_the_speed_ph
     record = passed_record()
     record["speed"] = speed.entry(Run(), record, H200_ENV)
     assert "failed at 4096" in record["speed"]["message"] and reported.verdict == "ERROR"
+
+
+@pytest.mark.parametrize("index", [[0], {"a": 1}, True, 1.0, None, 7])
+def test_a_case_report_for_no_case_sent_is_a_protocol_error_not_a_dead_reader(index):
+    """The reader thread asks how many bytes a message may carry; an index that is not one
+    of the sent cases' (a list raised TypeError there, killing the thread) must be refused."""
+    with pytest.raises(protocol.ProtocolError, match="never sent"):
+        conversation.payload_bytes({0: 16, 1: 32}, "case", {"index": index})
+    assert conversation.payload_bytes({0: 16, 1: 32}, "case", {"index": 1}) == 32

@@ -39,6 +39,20 @@ class RunReport:
     stopped: str = ""  # why the build guard (grader.batch.inside.build_guard) ended it, if it did
 
 
+def payload_bytes(sizes, kind, fields):
+    """How many bytes of matrices a message may carry (``sizes``: each sent case's output);
+    a ProtocolError for anything else, on the reader's thread, where any other exception
+    would end the thread and leave the run to wait out its time limit."""
+    if kind not in KINDS:
+        raise protocol.ProtocolError(f"an unknown message kind {kind!r}")
+    if kind != "case":
+        return 0
+    index = fields.get("index")
+    if type(index) is not int or index not in sizes:
+        raise protocol.ProtocolError(f"a report for a case that was never sent ({index!r})")
+    return sizes[index]
+
+
 def run(mode, source, phases, *, backend_name, limits, device=None, sandboxed=True,
         on_start=None, tiles=None):
     """Run a worker through ``phases`` (lists of (Job, lhs, rhs) with CPU float16
@@ -50,14 +64,7 @@ def run(mode, source, phases, *, backend_name, limits, device=None, sandboxed=Tr
     sizes = {job.index: job.output_bytes for phase in phases for job, _, _ in phase}
 
     def accept(kind, fields):
-        if kind not in KINDS:
-            raise protocol.ProtocolError(f"an unknown message kind {kind!r}")
-        if kind != "case":
-            return 0
-        index = fields.get("index")
-        if index not in sizes:
-            raise protocol.ProtocolError(f"a report for a case that was never sent ({index!r})")
-        return sizes[index]
+        return payload_bytes(sizes, kind, fields)
 
     worker = sandbox.Worker(mode, source, backend_name=backend_name, limits=limits,
                             device=device, sandboxed=sandboxed, on_start=on_start)
