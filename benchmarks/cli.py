@@ -27,9 +27,16 @@ is. Check correctness here with
     python assignment/benchmark_ninetoothed_gemm.py --check-only
 (and `pytest assignment`), then run the benchmark on a machine with a GPU."""
 
+WHAT_IF_NEEDS_GPU = """\
+--what-if needs a CUDA GPU: it times your kernel with other tiles, warps and stages,
+and the Triton interpreter on a CPU gives no speeds. Nothing was timed.
+--what-if 需要 CUDA GPU：它用其他分块、warp 数和流水线级数为你的 kernel 计时，
+而 CPU 上的 Triton 解释器给不出速度。没有计时任何东西。"""
+
 
 def _parser(prog, default_submission):
     from benchmarks.harness import DEFAULT_SIZES, INTERPRETER_MAX_DIM
+    from benchmarks.what_if import CANDIDATES
 
     squares = ", ".join(str(m) for m, _, _ in DEFAULT_SIZES)
     parser = argparse.ArgumentParser(
@@ -76,6 +83,12 @@ def _parser(prog, default_submission):
     parser.add_argument(
         "--noise-floor", type=float, default=None, metavar="FRACTION",
         help="smallest relative change --compare calls a regression (default: 0.02)")
+    parser.add_argument(
+        "--what-if", action="store_true",
+        help="after the sweep, rebuild your arrangement() and application() with "
+             f"{len(CANDIDATES)} other tile/warp/stage configurations and time each (checked "
+             "first) beside torch.mm at the first size: the best one, a CSV and a picture "
+             "(GPU only; about a minute; never part of a grade)")
     parser.add_argument("--label", default="", help="a word added to the output file names")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     parser.add_argument("--no-card", action="store_true", help="skip the PNG")
@@ -139,12 +152,17 @@ def main(argv=None, prog=None, default_submission=DEFAULT_SUBMISSION):
         parser.error(str(error))
     if args.check_only and args.compare:
         parser.error("--compare needs timings; drop --check-only")
+    if args.check_only and args.what_if:
+        parser.error("--what-if times kernels; drop --check-only")
 
     try:
         has_gpu = gpu_available()
     except ValueError as error:  # a bad NTGEMM_BACKEND value
         print(f"error: {error}", file=sys.stderr)
         return UNUSABLE
+    if args.what_if and not has_gpu:
+        print(WHAT_IF_NEEDS_GPU, file=sys.stderr)
+        return NO_GPU
     if not args.check_only and not has_gpu:
         print(NO_GPU_MESSAGE, file=sys.stderr)
         return NO_GPU
@@ -263,7 +281,35 @@ def main(argv=None, prog=None, default_submission=DEFAULT_SUBMISSION):
 
         png_path = card.render(frame, csv_path.with_suffix(".png"))
         print(f"card: {png_path}")
+    if args.what_if:
+        _what_if(module, sizes[0] if args.sizes else WHAT_IF_DEFAULT_SIZE, backend, args,
+                 csv_path.with_name(f"{csv_path.stem}-what-if"))
     return SOME_FAILED if failed else OK
+
+
+# The default sweep starts at 8^3, where a launch costs more than the product: without
+# --sizes the what-if runs at 4096^3, the sweep's largest and DESIGN.md's measured size.
+WHAT_IF_DEFAULT_SIZE = (4096, 4096, 4096)
+
+
+def _what_if(module, size, backend, args, stem):
+    """The what-if after the sweep (benchmarks.what_if): printed, a CSV, a picture."""
+    from benchmarks import kernel_config, what_if, what_if_output
+
+    print(f"\nwhat-if / 换个配置会更快吗（{'x'.join(map(str, size))}）:")
+    plan = what_if.plan(module, kernel_config.kernel_handle(module))
+    if not plan.runnable:
+        print(f"no what-if: {plan.reason_en}\n未运行 what-if：{plan.reason_zh}")
+        return
+    started = time.perf_counter()
+    outcomes = what_if.run(module, plan, size, backend, args.seed, on_outcome=lambda o: print(
+        f"  tried {o.config.label}: {o.status}", file=sys.stderr))
+    print(what_if_output.summary(outcomes, size))
+    print(f"what-if cost: {time.perf_counter() - started:.1f} s")
+    csv_path = what_if_output.write_csv(outcomes, size, stem.with_suffix(".csv"))
+    print(f"what-if CSV:  {csv_path}")
+    if not args.no_card:
+        print(f"what-if picture: {what_if_output.render(outcomes, size, stem.with_suffix('.png'))}")
 
 
 def _gpu_build(module):
