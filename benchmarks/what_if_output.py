@@ -43,7 +43,7 @@ def rows(outcomes, size):
             "ratio_to_torch_mm": ref.median_ms / kernel.median_ms if kernel and ref else None,
             "speedup_over_theirs": (theirs.kernel.median_ms / kernel.median_ms
                                     if kernel and theirs else None),
-            "note": _cell(outcome.note),
+            "note": outcome.note,
         })
     return table
 
@@ -61,7 +61,8 @@ def write_csv(outcomes, size, path):
         writer = csv.DictWriter(handle, fieldnames=COLUMNS)
         writer.writeheader()
         for row in rows(outcomes, size):
-            writer.writerow({key: "" if value is None else value for key, value in row.items()})
+            writer.writerow({key: "" if value is None else _cell(value) if key == "note" else value
+                             for key, value in row.items()})
     return path
 
 
@@ -96,11 +97,12 @@ def summary(outcomes, size):
     else:
         gain = best["speedup_over_theirs"]
         lines += [f"Best: {best['config']}, {best['tflops']:.1f} TFLOPS, {gain:.2f}x yours "
-                  f"({theirs['tflops']:.1f}), {ratio:.2f}x torch.mm. Set BLOCK_SIZE_M/N/K "
-                  "(and num_warps=/num_stages= in ninetoothed.make) to try it.",
+                  f"({theirs['tflops']:.1f}), {ratio:.2f}x torch.mm. Its tiles are BLOCK_SIZE_M/N/K; "
+                  "its warps and stages are ninetoothed.make's num_warps= and num_stages=.",
                   f"最快：{best['config']}，{best['tflops']:.1f} TFLOPS，是你的配置"
                   f"（{theirs['tflops']:.1f}）的 {gain:.2f} 倍，为 torch.mm 的 {ratio:.2f} 倍。"
-                  "修改 BLOCK_SIZE_M/N/K（以及 ninetoothed.make 的 num_warps=/num_stages=）即可试用。"]
+                  "它的分块是 BLOCK_SIZE_M/N/K，warp 数和级数是 ninetoothed.make 的 num_warps= 和 "
+                  "num_stages=。"]
     lines += ["This is advice only: it never changes a grade, and one size on one GPU is not "
               "every size.",
               "这只是建议，不影响成绩；一个尺寸、一块 GPU 上的结果不代表所有尺寸。"]
