@@ -46,7 +46,7 @@ CANDIDATES = (
 )
 KEYWORDS = ("block_size_m", "block_size_n", "block_size_k")
 PROBE_SHAPE = (512, 512, 512)  # tiles up to 256 fit; M, N and K all span several
-TIMED, RIGHT, WRONG = "timed", "right, not timed", "wrong"
+TIMED, WRONG = "timed", "wrong"
 BUILD_FAILED, TIMING_FAILED = "build failed", "timing failed"
 
 
@@ -214,8 +214,8 @@ def check(handle, lhs, rhs):
     return passed, note, out
 
 
-def try_one(module, config, lhs, rhs, *, theirs=False, time_it=True):
-    """Build, check and (when right and asked) time one configuration; never raises."""
+def try_one(module, config, lhs, rhs, *, theirs=False):
+    """Build, check and (when right) time one configuration; never raises."""
     import torch
 
     from benchmarks import timing
@@ -230,8 +230,6 @@ def try_one(module, config, lhs, rhs, *, theirs=False, time_it=True):
         return Outcome(config, theirs, WRONG, _one_line(error))
     if not passed:
         return Outcome(config, theirs, WRONG, note)
-    if not time_it:
-        return Outcome(config, theirs, RIGHT)
     try:
         kernel, torch_mm = timing.bench_pair(lambda: handle(lhs, rhs, out),
                                              lambda: torch.mm(lhs, rhs))

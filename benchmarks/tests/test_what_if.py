@@ -10,7 +10,7 @@ import csv
 import pytest
 
 import solutions
-from benchmarks import cli, what_if, what_if_output
+from benchmarks import cli, timing, what_if, what_if_output
 from benchmarks.tests.test_harness import run_script
 from benchmarks.timing import Timing
 from benchmarks.what_if import Config, Outcome
@@ -91,21 +91,25 @@ def test_an_autotuned_file_gets_a_reason(tmp_path):
 
 
 @NEEDS_INTERPRETER
-def test_one_rebuilt_candidate_is_checked_against_torch_mm(tmp_path, backend):
+def test_one_rebuilt_candidate_is_checked_before_it_is_timed(tmp_path, backend, monkeypatch):
     import torch
 
     if not backend.is_interpreter:
         pytest.skip("a GPU is here: the GPU run of --what-if covers this")
+    made_up = (Timing(0.5, 0.49, 0.51), Timing(0.2, 0.19, 0.21))
+    timed = []
+    monkeypatch.setattr(timing, "bench_pair", lambda ours, theirs: timed.append(1) or made_up)
     module = _variant(tmp_path, "other_style")
     lhs = torch.randn((96, 80), dtype=torch.float16)
     rhs = torch.randn((80, 112), dtype=torch.float16)
-    outcome = what_if.try_one(module, Config(32, 64, 16), lhs, rhs, time_it=False)
-    assert outcome.status == what_if.RIGHT, outcome.note
+    outcome = what_if.try_one(module, Config(32, 64, 16), lhs, rhs)
+    assert outcome.status == what_if.TIMED, outcome.note
+    assert (outcome.kernel, outcome.torch_mm) == made_up
     assert module.BLOCK_SIZE_K == 64 and module.application.__annotations__ == {}
 
     wrong = _variant(tmp_path, "loop_stops_early")
-    outcome = what_if.try_one(wrong, Config(32, 32, 16), lhs, rhs, time_it=False)
-    assert outcome.status == what_if.WRONG and outcome.kernel is None
+    outcome = what_if.try_one(wrong, Config(32, 32, 16), lhs, rhs)
+    assert outcome.status == what_if.WRONG and outcome.kernel is None and len(timed) == 1
 
 
 # --- what it shows, from made-up timings ------------------------------------------------------
@@ -160,6 +164,17 @@ def test_what_if_on_a_cpu_says_it_needs_a_gpu(tmp_path):
     assert result.returncode == cli.NO_GPU, result.stdout + result.stderr
     assert "--what-if needs a CUDA GPU" in result.stderr and "需要 CUDA GPU" in result.stderr
     assert "TFLOPS" not in result.stdout and not out.exists()
+
+
+def test_the_command_prints_and_writes_what_the_what_if_found(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(what_if, "run", lambda module, plan, size, backend, seed, on_outcome:
+                        _made_up())
+    args = cli._parser("benchmark", solutions.MODEL_ANSWER).parse_args(["--what-if"])
+    module = load_submission(solutions.MODEL_ANSWER)
+    cli._what_if(module, SIZE, None, args, tmp_path / "run-what-if")
+    printed = capsys.readouterr().out
+    assert "Best: 128x256x64 8w3s" in printed and "what-if cost" in printed
+    assert (tmp_path / "run-what-if.csv").exists() and (tmp_path / "run-what-if.png").exists()
 
 
 def test_what_if_with_check_only_is_a_usage_error():
