@@ -283,7 +283,7 @@ def main(argv=None, prog=None, default_submission=DEFAULT_SUBMISSION):
         print(f"card: {png_path}")
     if args.what_if:
         _what_if(module, sizes[0] if args.sizes else WHAT_IF_DEFAULT_SIZE, backend, args,
-                 csv_path.with_name(f"{csv_path.stem}-what-if"))
+                 csv_path.parent / f"{csv_path.stem}-what-if")
     return SOME_FAILED if failed else OK
 
 
@@ -293,7 +293,10 @@ WHAT_IF_DEFAULT_SIZE = (4096, 4096, 4096)
 
 
 def _what_if(module, size, backend, args, stem):
-    """The what-if after the sweep (benchmarks.what_if): printed, a CSV, a picture."""
+    """The what-if after the sweep (benchmarks.what_if): printed, STEM.csv and STEM.png.
+
+    The suffixes are added, not swapped in: a host name in the run's stem may hold a dot.
+    """
     from benchmarks import kernel_config, what_if, what_if_output
 
     print(f"\nwhat-if / 换个配置会更快吗（{'x'.join(map(str, size))}）:")
@@ -306,10 +309,10 @@ def _what_if(module, size, backend, args, stem):
         f"  tried {o.config.label}: {o.status}", file=sys.stderr))
     print(what_if_output.summary(outcomes, size))
     print(f"what-if cost: {time.perf_counter() - started:.1f} s")
-    csv_path = what_if_output.write_csv(outcomes, size, stem.with_suffix(".csv"))
+    csv_path = what_if_output.write_csv(outcomes, size, f"{stem}.csv")
     print(f"what-if CSV:  {csv_path}")
     if not args.no_card:
-        print(f"what-if picture: {what_if_output.render(outcomes, size, stem.with_suffix('.png'))}")
+        print(f"what-if picture: {what_if_output.render(outcomes, size, f'{stem}.png')}")
 
 
 def _gpu_build(module):

@@ -171,10 +171,11 @@ def test_the_command_prints_and_writes_what_the_what_if_found(tmp_path, monkeypa
                         _made_up())
     args = cli._parser("benchmark", solutions.MODEL_ANSWER).parse_args(["--what-if"])
     module = load_submission(solutions.MODEL_ANSWER)
-    cli._what_if(module, SIZE, None, args, tmp_path / "run-what-if")
+    cli._what_if(module, SIZE, None, args, tmp_path / "bench_node-7.lab_run-what-if")
     printed = capsys.readouterr().out
     assert "Best: 128x256x64 8w3s" in printed and "what-if cost" in printed
-    assert (tmp_path / "run-what-if.csv").exists() and (tmp_path / "run-what-if.png").exists()
+    written = sorted(path.name for path in tmp_path.iterdir())
+    assert written == ["bench_node-7.lab_run-what-if.csv", "bench_node-7.lab_run-what-if.png"]
 
 
 def test_what_if_with_check_only_is_a_usage_error():
