@@ -59,9 +59,10 @@ def waits(pid):
     return found
 
 
-def priority(pid, tid=None):
+def priority(pid, tid=None, group=None):
     """(autogroup nice, nice, scheduling policy) of process ``pid`` (of its thread ``tid``,
-    whose autogroup is its process's); None where /proc no longer has it."""
+    whose autogroup is its process's: ``group`` when the caller has read it already); None
+    where /proc no longer has it."""
     task = f"/proc/{pid}" + (f"/task/{tid}" if tid else "")
     try:
         with open(f"{task}/stat", encoding="ascii", errors="replace") as stream:
@@ -69,12 +70,16 @@ def priority(pid, tid=None):
         nice, policy = int(fields[16]), int(fields[38])
     except (OSError, ValueError, IndexError):
         return None
+    return (autogroup_nice(pid) if group is None else group), nice, policy
+
+
+def autogroup_nice(pid):
+    """The nice value of the autogroup of process ``pid``; 0 where there are no autogroups."""
     try:
         with open(f"/proc/{pid}/autogroup", encoding="ascii") as stream:
-            group = int(stream.read().split()[-1])
+            return int(stream.read().split()[-1])
     except (OSError, ValueError, IndexError):
-        group = 0  # no autogroups in this kernel
-    return group, nice, policy
+        return 0
 
 
 def lowered(now, start):
@@ -116,9 +121,13 @@ class TreeUsage:
                 used += times.user + times.system + times.children_user + times.children_system
             except psutil.Error:
                 pass
-            for tid, seconds in waits(member.pid).items():
+            threads = waits(member.pid)
+            for tid, seconds in threads.items():
                 self.waited[member.pid, tid] = seconds
-                self.lowered = self.lowered or lowered(priority(member.pid, tid), self.start)
+            if threads and not self.lowered:
+                group = autogroup_nice(member.pid)  # one per process, not per thread
+                self.lowered = any(lowered(priority(member.pid, tid, group), self.start)
+                                   for tid in threads)
         self.peak_rss = max(self.peak_rss, rss)
         self.cpu_used = max(self.cpu_used, used)
         now = time.monotonic()
