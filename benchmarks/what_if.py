@@ -201,7 +201,7 @@ def build(module, config):
 
 
 def check(handle, lhs, rhs):
-    """(passed, note) of one launch into a NaN-filled output against torch.mm."""
+    """(passed, note, output) of one launch into a NaN-filled output against torch.mm."""
     import torch
 
     from benchmarks import harness

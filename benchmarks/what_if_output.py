@@ -9,6 +9,8 @@ import pathlib
 
 from benchmarks import timing
 from benchmarks.what_if import TIMED
+from grader.core.spreadsheet_cell import safe_cell
+from ledger import formulas
 
 COLUMNS = ("config", "theirs", "block_m", "block_n", "block_k", "num_warps", "num_stages",
            "m", "n", "k", "status", "median_ms", "p20_ms", "p80_ms", "tflops",
@@ -20,7 +22,7 @@ TORCH_COLOR = "#30343F"
 
 def _rate(outcome, size, which="kernel"):
     found = getattr(outcome, which)
-    return timing.tflops(2 * size[0] * size[1] * size[2], found.median_ms if found else None)
+    return timing.tflops(formulas.gemm_flops(*size), found.median_ms if found else None)
 
 
 def rows(outcomes, size):
@@ -48,12 +50,6 @@ def rows(outcomes, size):
     return table
 
 
-def _cell(text):
-    """A spreadsheet reads a cell that starts with = + - @ as a formula: quote it."""
-    text = str(text or "")
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
-
-
 def write_csv(outcomes, size, path):
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -61,7 +57,7 @@ def write_csv(outcomes, size, path):
         writer = csv.DictWriter(handle, fieldnames=COLUMNS)
         writer.writeheader()
         for row in rows(outcomes, size):
-            writer.writerow({key: "" if value is None else _cell(value) if key == "note" else value
+            writer.writerow({key: "" if value is None else safe_cell(value)
                              for key, value in row.items()})
     return path
 

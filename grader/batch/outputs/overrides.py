@@ -212,7 +212,7 @@ def _parse_row(cell, line, name, students, cases, max_score):
 def _student(text, students):
     """The class's id for a cell: as written, or as the gradebook writes a formula-like id
     (with the leading ' of grader.batch.outputs.spreadsheet); None for an unknown id."""
-    from grader.batch.outputs.spreadsheet import safe_cell
+    from grader.core.spreadsheet_cell import safe_cell
 
     if text in students:
         return text

@@ -7,21 +7,11 @@ a live link. OWASP's rule against CSV injection: such a text cell gets a leading
 quote. Numbers stay numbers (``-2`` is no formula), and a cell already quoted is left
 alone, so a CSV read back and written again (grader.batch.outputs.export) is not quoted twice.
 Nothing takes the quote off when reading: ``'=x`` may as well be an id as written.
-Markdown and pictures show ids as written.
+Markdown and pictures show ids as written. The rule for one cell is
+grader.core.spreadsheet_cell's, which the student's benchmark uses too.
 """
 
-import re
-
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
-
-
-def safe_cell(value):
-    """``value``, with a leading ``'`` when it is text a spreadsheet would evaluate."""
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS) \
-            and not _NUMBER.fullmatch(value):
-        return "'" + value
-    return value
+from grader.core.spreadsheet_cell import safe_cell
 
 
 def safe_row(row):

@@ -25,7 +25,7 @@ import hashlib
 import re
 import unicodedata
 
-from grader.batch.outputs.spreadsheet import FORMULA_STARTS
+from grader.core.spreadsheet_cell import FORMULA_STARTS
 
 MAX_BYTES = 150
 _REFUSED = re.compile(r'[/\\<>:"|?*]')
