@@ -174,8 +174,8 @@ class Arrangement:
         shape = fields.get("shape")
         # Whole numbers before the look-up: a list among them cannot be looked up (TypeError,
         # which would end the batch, not the run), and 128.0 would pass it and be drawn.
-        if not (isinstance(shape, list) and all(isinstance(size, int) and not isinstance(
-                size, bool) for size in shape)) or tuple(shape) not in shapes:
+        if not (isinstance(shape, list) and all(whole(size) for size in shape)) \
+                or tuple(shape) not in shapes:
             raise ProtocolError(f"an arrangement at a shape no public case has ({shape!r})")
         m, n, k = shape
         bounds = {"lhs": (m, k), "rhs": (k, n), "output": (m, n)}
@@ -197,8 +197,14 @@ class Arrangement:
         return cls(kept)
 
 
+def whole(value, low=0, limit=float("inf")):
+    """Whether ``value`` is an int (never a bool, which JSON's true would give) from ``low``
+    to ``limit``."""
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= limit
+
+
 def _bounded(value, limit):
-    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= limit:
+    if whole(value, 0, limit):
         return value
     raise ProtocolError(f"{value!r} is not a whole number up to {limit}")
 
@@ -406,15 +412,12 @@ def timing(value):
 
 def small_int(value, limit=1 << 16):
     """A positive int up to ``limit`` as sent, else "unknown"."""
-    if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= limit:
-        return value
-    return "unknown"
+    return value if whole(value, 1, limit) else "unknown"
 
 
 def tiles(value):
     """(BM, BN, BK) as a list of three positive ints, else None."""
     if isinstance(value, (list, tuple)) and len(value) == 3 and all(
-            isinstance(size, int) and not isinstance(size, bool) and 0 < size <= 1 << 16
-            for size in value):
+            whole(size, 1, 1 << 16) for size in value):
         return list(value)
     return None

@@ -48,7 +48,7 @@ def payload_bytes(sizes, kind, fields):
     if kind != "case":
         return 0
     index = fields.get("index")
-    if type(index) is not int or index not in sizes:
+    if not protocol.whole(index) or index not in sizes:
         raise protocol.ProtocolError(f"a report for a case that was never sent ({index!r})")
     return sizes[index]
 
