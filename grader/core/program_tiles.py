@@ -14,7 +14,7 @@ student's ``arrangement`` may run, and draws them outside (grader.core.tile_pict
 import itertools
 import math
 
-from grader.core.layout import arranged_levels, block_size_symbols, ceil_div
+from grader.core.layout import arranged_levels, block_size_symbols, ceil_div, tile_sizes
 
 ROLES = ("lhs", "rhs", "output")
 REFERENCE_TILES = (64, 64, 64)  # the model answer's, for a layout whose own are unknown
@@ -53,8 +53,6 @@ def program_tiles(module, shape, tiles=None):
 def first_difference(module, shapes, tries=4):
     """``program_tiles`` at the first of ``shapes`` (a failing case's, say) where a program
     gets other tiles than it should, with the tiles the arrangement uses; else None."""
-    from grader.core.layout import tile_sizes
-
     tiles = tile_sizes(module)
     for shape in list(dict.fromkeys(tuple(shape) for shape in shapes))[:tries]:
         found = program_tiles(module, shape, tiles)
@@ -89,10 +87,12 @@ def _program_tiles(module, shape, tiles):
 def _share(tensor, levels, replacements, program, width):
     """One program's rectangles of a source matrix ``width`` columns wide, step by step;
     a step with no element in bounds is left out (it loads nothing)."""
+    import numpy
+
     outer = levels[0]
     if len(levels) < 2 or program >= math.prod(outer):
         return []
-    place = divmod_all(program, outer)
+    place = tuple(int(i) for i in numpy.unravel_index(program, outer))
     middle = [size for level in levels[1:-1] for size in level]
     rectangles = []
     for step in itertools.islice(itertools.product(*map(range, middle)), MAX_STEPS):
@@ -118,12 +118,3 @@ def _offsets(tensor, replacements, index):
         + CodeGenerator._generate_innermost_indices(tensor, use_power_of_2_sizes=False))
     return eval(f"np.where({_replace(str(mask), replacements)}, "
                 f"{_replace(str(offsets), replacements)}, -1)", {"np": numpy})
-
-
-def divmod_all(index, shape):
-    """``index`` unravelled row-major over ``shape`` (numpy.unravel_index without numpy)."""
-    place = []
-    for size in reversed(shape):
-        index, rest = divmod(index, size)
-        place.append(rest)
-    return tuple(reversed(place))

@@ -59,9 +59,8 @@ def csv_lines(path):
     frame = report.read_csv(path)
     if not {"size", "verdict", "block_m"} <= set(frame.columns):
         raise ValueError(f"{path} does not have the benchmark's columns (benchmarks.report)")
-    frame = frame.astype({"size": str})
-    rows = frame.where(frame.notna(), "").to_dict("records")
-    return why_speed_text.markdown(why_speed.explain_rows(rows)) or [
+    text = report.why_text(frame.astype({"size": str}))
+    return text.splitlines() if text else [
         f"No explanation for {path.name}: no timed size on a GPU the ledger models."]
 
 

@@ -88,11 +88,9 @@ def write_speed(folder, record):
 
     table = speed.frame(record)
     atomic_write(folder / "speed.csv", spreadsheet.csv_text(table))
-    with tempfile.TemporaryDirectory(dir=folder) as scratch:
-        drawn = card.render(table, pathlib.Path(scratch) / "card.png",
-                            title="NineToothed GEMM speed, measured by the grader",
-                            ours=speed.CARD_LABEL)
-        atomic_write(folder / "card.png", drawn.read_bytes())
+    _write_picture(folder, "card.png", lambda path: card.render(
+        table, path, title="NineToothed GEMM speed, measured by the grader",
+        ours=speed.CARD_LABEL))
 
 
 def write_arrangement(folder, record):
@@ -100,11 +98,15 @@ def write_arrangement(folder, record):
     parent, beside the expected ones for the tiles it claimed (grader.core.tile_picture)."""
     from grader.core import program_tiles, tile_picture
 
+    _write_picture(folder, feedback.ARRANGEMENT_PICTURE, lambda path: tile_picture.draw(
+        record["arrangement"], record.get("tiles") or program_tiles.REFERENCE_TILES, path))
+
+
+def _write_picture(folder, name, draw):
+    """``folder/name`` from ``draw(path)``, drawn in a scratch folder and put in place whole:
+    a reader never sees half a picture."""
     with tempfile.TemporaryDirectory(dir=folder) as scratch:
-        drawn = tile_picture.draw(record["arrangement"],
-                                  record.get("tiles") or program_tiles.REFERENCE_TILES,
-                                  pathlib.Path(scratch) / feedback.ARRANGEMENT_PICTURE)
-        atomic_write(folder / feedback.ARRANGEMENT_PICTURE, drawn.read_bytes())
+        atomic_write(folder / name, draw(pathlib.Path(scratch) / name).read_bytes())
 
 
 def store_record(out_dir, record):
