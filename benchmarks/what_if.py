@@ -48,6 +48,8 @@ KEYWORDS = ("block_size_m", "block_size_n", "block_size_k")
 PROBE_SHAPE = (512, 512, 512)  # tiles up to 256 fit; M, N and K all span several
 TIMED, WRONG = "timed", "wrong"
 BUILD_FAILED, TIMING_FAILED = "build failed", "timing failed"
+SKIPPED = "skipped"  # the batch grader's what-if ran out of its time before this one
+STATUSES = (TIMED, WRONG, BUILD_FAILED, TIMING_FAILED, SKIPPED)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,18 +72,68 @@ class Config:
         return text
 
 
+# Why no what-if can be run; Plan.reason holds one, and reason_text turns it into words.
+AUTOTUNED, UNREADABLE, IGNORED = "autotuned", "unreadable", "ignored"
+REASONS = (AUTOTUNED, UNREADABLE, IGNORED)
+ROUTES = {"keywords": "block_size_m/n/k parameters", "constants": "BLOCK_SIZE_M/N/K"}
+
+
 @dataclasses.dataclass
 class Plan:
-    """What can be tried: the file's own config and the others, or why nothing can."""
+    """What can be tried: the file's own config and the others, or why nothing can.
+
+    The why is a code (REASONS) with the tiles it concerns, not text: the batch grader gets
+    it from a sandboxed worker and words it itself (``reason_text``)."""
 
     theirs: Config = None
     others: tuple = ()
-    reason_en: str = ""
-    reason_zh: str = ""
+    reason: str = ""
+    given: tuple = None  # IGNORED: the tiles the arrangement was given ...
+    used: tuple = None  # ... and the ones it laid out instead
+    route: str = ""  # IGNORED: a key of ROUTES, how it was given them
 
     @property
     def runnable(self):
-        return not self.reason_en
+        return not self.reason
+
+    @property
+    def reason_en(self):
+        return reason_text(self)[0]
+
+    @property
+    def reason_zh(self):
+        return reason_text(self)[1]
+
+
+def reason_text(the_plan):
+    """(English, Chinese) of why ``the_plan`` runs nothing; ("", "") when it runs."""
+    if the_plan.reason == AUTOTUNED:
+        return ("BLOCK_SIZE_M/N/K are ninetoothed.block_size() symbols here "
+                "(NINETOOTHED_AUTOTUNE=1): the autotuner already picks the tiles per size, "
+                "so there is no one configuration of yours to compare with. Run without "
+                "NINETOOTHED_AUTOTUNE for the what-if.",
+                "这里的 BLOCK_SIZE_M/N/K 是 ninetoothed.block_size() 符号"
+                "（NINETOOTHED_AUTOTUNE=1）：自动调优已按尺寸挑选分块，没有一个"
+                "“你的配置”可比。去掉 NINETOOTHED_AUTOTUNE 再运行 what-if。")
+    if the_plan.reason == UNREADABLE:
+        return ("the tiles your arrangement lays out could not be read on symbolic "
+                "tensors (a layout other than the guide's one row of lhs tiles and one "
+                "column of rhs tiles per output tile), so a rebuild could not be shown "
+                "to use the tiles it was given.",
+                "无法在符号张量上读出你的 arrangement 实际使用的分块（布局不是指南中"
+                "“每个输出分块对应一行 lhs 分块和一列 rhs 分块”的形式），因此无法确认"
+                "换用其他分块重建后真的用了这些分块。")
+    if the_plan.reason == IGNORED:
+        given, used = ("x".join(map(str, tiles)) for tiles in (the_plan.given, the_plan.used))
+        route = ROUTES[the_plan.route]
+        return (f"your arrangement does not take its tiles from its {route}: given "
+                f"{given} it still lays out {used} tiles (a size written into "
+                "tile(...)), so every rebuild would run the same kernel. Use the "
+                "block sizes in tile(...) to get a what-if.",
+                f"你的 arrangement 没有从 {route} 取分块大小：给它 {given}，它仍然"
+                f"按 {used} 分块（tile(...) 里写死了数字），所以每次重建都是同一个 "
+                "kernel。在 tile(...) 里使用分块大小常量，才能做 what-if。")
+    return ("", "")
 
 
 @dataclasses.dataclass
@@ -143,41 +195,18 @@ def tiles_used(module, blocks, shape=PROBE_SHAPE):
 def plan(module, handle=None):
     """The file's own config and the candidates to try, or the reason none can be tried."""
     if kernel_config.is_autotuned(module):
-        return Plan(
-            reason_en="BLOCK_SIZE_M/N/K are ninetoothed.block_size() symbols here "
-                      "(NINETOOTHED_AUTOTUNE=1): the autotuner already picks the tiles per size, "
-                      "so there is no one configuration of yours to compare with. Run without "
-                      "NINETOOTHED_AUTOTUNE for the what-if.",
-            reason_zh="这里的 BLOCK_SIZE_M/N/K 是 ninetoothed.block_size() 符号"
-                      "（NINETOOTHED_AUTOTUNE=1）：自动调优已按尺寸挑选分块，没有一个"
-                      "“你的配置”可比。去掉 NINETOOTHED_AUTOTUNE 再运行 what-if。")
+        return Plan(reason=AUTOTUNED)
     own = (module.BLOCK_SIZE_M, module.BLOCK_SIZE_N, module.BLOCK_SIZE_K)
     warps, stages = kernel_config.launch_options(handle) if handle is not None else (None, None)
     theirs = Config(*own, *(v if isinstance(v, int) else None for v in (warps, stages)))
     others = tuple(c for c in candidates() if c != theirs)
     seen = {c.blocks: tiles_used(module, c.blocks) for c in (theirs, *others)}
     if any(used is None for used in seen.values()):
-        return Plan(
-            reason_en="the tiles your arrangement lays out could not be read on symbolic "
-                      "tensors (a layout other than the guide's one row of lhs tiles and one "
-                      "column of rhs tiles per output tile), so a rebuild could not be shown "
-                      "to use the tiles it was given.",
-            reason_zh="无法在符号张量上读出你的 arrangement 实际使用的分块（布局不是指南中"
-                      "“每个输出分块对应一行 lhs 分块和一列 rhs 分块”的形式），因此无法确认"
-                      "换用其他分块重建后真的用了这些分块。")
+        return Plan(reason=UNREADABLE)
     ignored = sorted(blocks for blocks, used in seen.items() if used != blocks)
     if ignored:
-        given = "x".join(map(str, ignored[0]))
-        used = "x".join(map(str, seen[ignored[0]]))
-        route = "block_size_m/n/k parameters" if takes_keywords(module) else "BLOCK_SIZE_M/N/K"
-        return Plan(
-            reason_en=f"your arrangement does not take its tiles from its {route}: given "
-                      f"{given} it still lays out {used} tiles (a size written into "
-                      "tile(...)), so every rebuild would run the same kernel. Use the "
-                      "block sizes in tile(...) to get a what-if.",
-            reason_zh=f"你的 arrangement 没有从 {route} 取分块大小：给它 {given}，它仍然"
-                      f"按 {used} 分块（tile(...) 里写死了数字），所以每次重建都是同一个 "
-                      "kernel。在 tile(...) 里使用分块大小常量，才能做 what-if。")
+        return Plan(reason=IGNORED, given=ignored[0], used=seen[ignored[0]],
+                    route="keywords" if takes_keywords(module) else "constants")
     return Plan(theirs, others)
 
 
@@ -223,18 +252,18 @@ def try_one(module, config, lhs, rhs, *, theirs=False):
     try:
         handle = build(module, config)
     except Exception as error:  # the student's code, or a config the GPU refuses
-        return Outcome(config, theirs, BUILD_FAILED, _one_line(error))
+        return Outcome(config, theirs, BUILD_FAILED, one_line(error))
     try:
         passed, note, out = check(handle, lhs, rhs)
     except Exception as error:
-        return Outcome(config, theirs, WRONG, _one_line(error))
+        return Outcome(config, theirs, WRONG, one_line(error))
     if not passed:
         return Outcome(config, theirs, WRONG, note)
     try:
         kernel, torch_mm = timing.bench_pair(lambda: handle(lhs, rhs, out),
                                              lambda: torch.mm(lhs, rhs))
     except Exception as error:
-        return Outcome(config, theirs, TIMING_FAILED, _one_line(error))
+        return Outcome(config, theirs, TIMING_FAILED, one_line(error))
     return Outcome(config, theirs, TIMED, kernel=kernel, torch_mm=torch_mm)
 
 
@@ -254,6 +283,7 @@ def run(module, the_plan, size, backend, seed, on_outcome=None):
     return outcomes
 
 
-def _one_line(error):
+def one_line(error):
+    """The error's type and last line, at most 300 characters."""
     lines = str(error).strip().splitlines()
     return f"{type(error).__name__}: {lines[-1] if lines else ''}"[:300]

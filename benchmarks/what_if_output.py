@@ -64,7 +64,11 @@ def write_csv(outcomes, size, path):
 
 def summary(outcomes, size):
     """The lines printed after the what-if, English then Chinese."""
-    table = rows(outcomes, size)
+    return summary_of(rows(outcomes, size), size)
+
+
+def summary_of(table, size):
+    """``summary`` from the rows (``rows``) a batch record keeps."""
     at = "x".join(str(d) for d in size)
     lines = [f"what-if at {at} (kernel alone, beside torch.mm in the same run):"]
     for row in table:
@@ -107,12 +111,16 @@ def summary(outcomes, size):
 
 def render(outcomes, size, path):
     """Tile configuration (label) against TFLOPS, yours in another colour, torch.mm a line."""
+    return render_of(rows(outcomes, size), size, path)
+
+
+def render_of(table, size, path):
+    """``render`` from the rows (``rows``) a batch record keeps."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    table = rows(outcomes, size)
     labels = [row["config"] + (" (yours)" if row["theirs"] else "") for row in table]
     rates = [row["tflops"] or 0.0 for row in table]
     colors = [THEIRS_COLOR if row["theirs"] else OTHER_COLOR for row in table]

@@ -3,7 +3,7 @@
     python -m grader grade SUBMISSIONS_DIR --out OUT_DIR [-j N] [--timeout S]
                            [--memory-limit GiB] [--seed N | --seed-file PATH] [--force]
                            [--shard i/N] [--gpus LIST] [--unsafe-no-sandbox]
-                           [--speed-sizes LIST | --no-speed] [--speed-points TIERS]
+                           [--speed-sizes LIST | --no-speed] [--speed-points TIERS] [--what-if]
                            [--late-penalty FRACTION] [--overrides CSV]
     python -m grader merge OUT_DIR... --out DIR [--overrides CSV]
     python -m grader handout --out DIR
@@ -205,6 +205,13 @@ def build_parser():
                             "a submission gets the highest tier it reaches, e.g. "
                             "0.5:1,0.8:2,1.0:3 (max_score grows by the top tier; the case "
                             "points do not change)")
+    grade.add_argument("--what-if", action="store_true",
+                       help="on a GPU, also rebuild each timed submission's own arrangement() "
+                            "and application() with other tiles, warps and stages (the "
+                            "benchmark's --what-if set), check and time each after the graded "
+                            "sizes, and show the best in feedback.md and what-if.png; advice "
+                            "only, never a grade. Costs each timed submission about a minute "
+                            "of compiling, ahead of its turn, and some seconds of the GPU")
     grade.add_argument("--late-penalty", type=_fraction, default=0.0, metavar="FRACTION",
                        help="off by default: a submission the LMS marked late (Canvas's LATE in "
                             "its download name) keeps (1 - FRACTION) of its case points, "
@@ -359,16 +366,20 @@ def _speed_settings(args, backend_name):
     from grader.batch.timing import speed
 
     if args.no_speed:
-        if args.speed_points:
-            raise GraderError("--speed-points needs speed: drop --no-speed")
+        if args.speed_points or args.what_if:
+            raise GraderError(f"{'--speed-points' if args.speed_points else '--what-if'} "
+                              "needs speed: drop --no-speed")
         return speed.SpeedSettings(sizes=())
     if backend_name != "gpu":
         if args.speed_points:
             raise GraderError("--speed-points needs a GPU: the interpreter times nothing, so "
                               "no submission could earn them")
+        if args.what_if:
+            raise GraderError("--what-if needs a GPU: it times kernels, and the interpreter "
+                              "times nothing")
         return speed.SpeedSettings(sizes=())
     return speed.SpeedSettings(sizes=args.speed_sizes or speed.DEFAULT_SIZES,
-                               points=args.speed_points)
+                               points=args.speed_points, what_if=args.what_if)
 
 
 # --------------------------------------------------------------------------- merge

@@ -1,5 +1,5 @@
 """What crosses between the batch grader and a sandboxed worker: typed records, encoded
-right beside their decoding. One file of a little over 400 lines on purpose: a reviewer
+right beside their decoding. One file of about 500 lines on purpose: a reviewer
 reads every record that crosses the boundary, with its bounds, in one place.
 
 The channel is a pair of pipes: the parent writes to the worker's stdin, the
@@ -36,10 +36,12 @@ A timing run (grader.batch.timing.speed) instead sends, after ``loaded``:
 | worker | ready       | Ready: note, num_warps, num_stages (compiled, nothing launched) |
 | parent | go          | (the GPU is this run's alone now)        |
 | worker | timing      | SizeTiming: m, n, k, verdict, wrong, kernel, torch, error (one per size) |
+| worker | what_if_plan | WhatIfPlan: reason, given, used, route (only if ``sizes`` asked for a what-if) |
+| worker | what_if     | WhatIfTiming: config, status, note, kernel, torch (one per other configuration) |
+| worker | timing_done |                                          |
 
 Each record's ``to_fields`` is what the worker sends and its ``from_fields`` what the
 parent keeps: bounded text, numbers of the right type, or a ProtocolError.
-| worker | timing_done |                                          |
 """
 
 import dataclasses
@@ -309,6 +311,83 @@ class SizeTiming:
                    kernel=kernel if verdict == "PASS" else None,
                    torch=torch_mm if verdict == "PASS" else None,
                    error=text(fields.get("error") or "", 3000))
+
+
+@dataclasses.dataclass(frozen=True)
+class WhatIfPlan:
+    """Whether the student's functions can be rebuilt with other tiles, as a reason code
+    (benchmarks.what_if.REASONS, "" when they can) that the parent words itself."""
+
+    KIND = "what_if_plan"
+    reason: str = ""
+    given: tuple = None
+    used: tuple = None
+    route: str = ""
+
+    @classmethod
+    def of(cls, plan):
+        return cls(plan.reason, plan.given, plan.used, plan.route)
+
+    def to_fields(self):
+        return {"reason": self.reason, "given": self.given and list(self.given),
+                "used": self.used and list(self.used), "route": self.route}
+
+    @classmethod
+    def from_fields(cls, fields):
+        from benchmarks import what_if
+
+        reason = fields.get("reason")
+        if reason not in ("", *what_if.REASONS):
+            raise ProtocolError(f"a what-if plan's reason {reason!r}")
+        if reason != what_if.IGNORED:
+            return cls(reason)
+        given, used, route = tiles(fields.get("given")), tiles(fields.get("used")), \
+            fields.get("route")
+        if given is None or used is None or route not in what_if.ROUTES:
+            raise ProtocolError("a what-if plan without its tiles or their route")
+        return cls(reason, tuple(given), tuple(used), route)
+
+
+@dataclasses.dataclass(frozen=True)
+class WhatIfTiming:
+    """One other configuration of the what-if: one of benchmarks.what_if.CANDIDATES, its
+    status, and for a timed one the kernel's and torch.mm's [median, p20, p80] ms."""
+
+    KIND = "what_if"
+    config: tuple  # (block_m, block_n, block_k, num_warps, num_stages)
+    status: str
+    note: str = ""
+    kernel: tuple = None
+    torch: tuple = None
+
+    @classmethod
+    def of(cls, config, status, note="", kernel=None, torch=None):
+        return cls((*config.blocks, config.num_warps, config.num_stages), status, note,
+                   kernel, torch)
+
+    def to_fields(self):
+        return {"config": list(self.config), "status": self.status, "note": text(self.note, 300),
+                "kernel": self.kernel and list(self.kernel),
+                "torch": self.torch and list(self.torch)}
+
+    @classmethod
+    def from_fields(cls, fields):
+        from benchmarks import what_if
+
+        config = fields.get("config")
+        if not (isinstance(config, list) and tuple(config) in what_if.CANDIDATES):
+            raise ProtocolError(f"a what-if configuration {config!r} that is not a candidate")
+        config = what_if.CANDIDATES[what_if.CANDIDATES.index(tuple(config))]  # ints, as listed
+        status = fields.get("status")
+        if status not in what_if.STATUSES:
+            raise ProtocolError(f"a what-if status {status!r}")
+        kernel, torch_mm = timing(fields.get("kernel")), timing(fields.get("torch"))
+        if status == what_if.TIMED and (kernel is None or torch_mm is None):
+            status, kernel, torch_mm = what_if.TIMING_FAILED, None, None
+        if status != what_if.TIMED:
+            kernel = torch_mm = None
+        note = " ".join(text(fields.get("note") or "", 300).split())  # one line of a list
+        return cls(config, status, note, kernel, torch_mm)
 
 
 def send_record(stream, record, payload=b""):

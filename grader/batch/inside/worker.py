@@ -16,7 +16,9 @@ job it gets, so that the parent can check that the file as handed in works.
 A *timing* run builds the rebuilt kernel like a kernel run, compiles it for the
 sizes the parent names without launching anything, says it is ready, and
 times it (grader.batch.inside.speed_probe) only when the parent says go: the parent lets
-one timing run at a time touch a GPU, after every other run there has ended.
+one timing run at a time touch a GPU, after every other run there has ended. Asked for
+a what-if, it also rebuilds the functions with other tiles (grader.batch.inside.what_if_probe),
+compiled after the graded kernel and timed after every graded size.
 
 The worker never sees a seed, a case id, a path outside the sandbox or the
 inputs of a phase before that phase starts (public cases come first, in a
@@ -262,7 +264,7 @@ def wrapper_run(channel, path, active):
 
 
 def timing_run(channel, path, active):
-    from grader.batch.inside import speed_probe
+    from grader.batch.inside import speed_probe, what_if_probe
 
     loaded = _import_kernel(channel, path)
     if loaded is None:
@@ -276,6 +278,11 @@ def timing_run(channel, path, active):
         channel.report(protocol.Ready(problem))
         return
     note = speed_probe.precompile(kernel, sizes, active.device)
+    trials = None
+    if request.fields.get("what_if"):  # after the graded kernel compiled: it never waits on this
+        trials = what_if_probe.Trials(module, kernel, sizes[0], active.device,
+                                      float(request.fields["what_if_s"]))
+        trials.prepare()
     channel.report(protocol.Ready(note, **speed_probe.launch_settings(kernel)))
     channel.expect("go")
     for m, n, k in sizes:
@@ -285,6 +292,8 @@ def timing_run(channel, path, active):
             fields = {"verdict": "ERROR", "wrong": 0, "kernel": None, "torch": None,
                       "error": _error_text(error, path)}
         channel.report(protocol.SizeTiming(m, n, k, **fields))
+    if trials is not None:  # after every graded size has been reported
+        trials.report(channel)
     untouched(build_guard.AFTER_LAUNCH)
     channel.send("timing_done")
 

@@ -177,14 +177,17 @@ class TimingRun:
     ``prepare`` returns once the worker has built and compiled the kernel (or
     ended); nothing has touched the GPU yet. ``measure`` says go and collects one
     SizeTiming per size. The caller decides when ``measure`` may run: never while
-    anything else runs on that GPU.
+    anything else runs on that GPU. With ``what_if_s`` the worker also rebuilds the
+    kernel with other tiles, within that many seconds (grader.batch.inside.what_if_probe),
+    and ``measure`` collects its plan and timings after every size's.
     """
 
     KINDS = ("hello", protocol.Loaded.KIND, protocol.Ready.KIND, protocol.SizeTiming.KIND,
-             "timing_done", protocol.Stopped.KIND)
+             protocol.WhatIfPlan.KIND, protocol.WhatIfTiming.KIND, "timing_done",
+             protocol.Stopped.KIND)
 
     def __init__(self, source, sizes, *, backend_name, limits, device=None, sandboxed=True,
-                 on_start=None):
+                 on_start=None, what_if_s=0):
         self.sizes = [tuple(size) for size in sizes]
         self.stopped = ""  # why the build guard ended the run, if it did
         self.worker = _Guarded(sandbox.Worker("timing", source, backend_name=backend_name,
@@ -194,6 +197,11 @@ class TimingRun:
         self.note = ""
         self.launch = {}
         self.results = []
+        self.what_if_s = what_if_s
+        self.what_if = None  # WhatIfPlan, then
+        self.what_ifs = []  # WhatIfTiming, one per other configuration the worker reported
+        self.what_if_done = False  # the worker got to the end of its what-if
+        self.what_if_gpu_s = 0.0  # wall seconds from the last size's timing to the what-if's end
         self.ending = None
         self.prepare_s = self.measure_s = 0.0  # wall seconds of each step, for the record
 
@@ -228,7 +236,8 @@ class TimingRun:
             self.note = load.message
             self.worker.stop("crashed", "the kernel did not load")
             return
-        self.worker.send("sizes", sizes=[list(size) for size in self.sizes])
+        self.worker.send("sizes", sizes=[list(size) for size in self.sizes],
+                         what_if=bool(self.what_if_s), what_if_s=self.what_if_s)
         ready = self._next("ready")
         if ready is None:
             return
@@ -254,10 +263,35 @@ class TimingRun:
                     break
                 self.results.append(protocol.SizeTiming.from_fields(size, message.fields))
             else:
-                self._next("timing_done")
+                if self.what_if_s:
+                    what_if_started = time.monotonic()
+                    self._what_if()
+                    self.what_if_gpu_s = time.monotonic() - what_if_started
+                else:
+                    self._next("timing_done")
         self.ending = self.worker.finish()
         self.measure_s = time.monotonic() - started
         return self.results
+
+    def _what_if(self):
+        """The what-if's plan, then its timings up to ``timing_done``: each configuration
+        once; anything else ends the run, whose graded sizes are already in."""
+        message = self._next(protocol.WhatIfPlan.KIND)
+        try:
+            self.what_if = message and protocol.WhatIfPlan.from_fields(message.fields)
+            while self.what_if is not None:
+                message = self.worker.receive(self._accept)
+                if message is None or message.kind == "timing_done":
+                    self.what_if_done = message is not None
+                    return
+                if message.kind != protocol.WhatIfTiming.KIND or self.what_if.reason:
+                    raise protocol.ProtocolError(f"{message.kind} out of order")
+                found = protocol.WhatIfTiming.from_fields(message.fields)
+                if any(found.config == seen.config for seen in self.what_ifs):
+                    raise protocol.ProtocolError(f"the configuration {found.config} twice")
+                self.what_ifs.append(found)
+        except protocol.ProtocolError as error:
+            self.worker.stop("crashed", f"its what-if report was malformed ({error})")
 
     def abandon(self):
         """End a prepared run that will not be timed (the batch is stopping)."""

@@ -140,7 +140,29 @@ def speed_markdown(record):
         lines += ["", f"Speed points / 速度加分: {entry['points']}"]
     from benchmarks import why_speed_text
 
-    return lines + why_speed_text.markdown(entry.get("why") or [])
+    return lines + why_speed_text.markdown(entry.get("why") or []) + what_if_markdown(entry)
+
+
+WHAT_IF_PICTURE = "what-if.png"
+
+
+def what_if_markdown(entry):
+    """The what-if of ``grade --what-if`` (grader.batch.timing.what_if_entry): its summary,
+    and the picture grader.batch.outputs.reports draws beside feedback.md when one ran."""
+    found = entry.get("what_if")
+    if not found:
+        return []
+    from grader.batch.timing import what_if_entry
+
+    lines = ["", "## What-if: your functions with other tiles / What-if：换用其他分块", "",
+             "The grader rebuilt your arrangement() and application() with other block sizes, "
+             "warps and stages and timed each at the first speed size. Advice only: it does "
+             "not change your grade. / 评测程序用其他分块大小、warp 数和级数重建了你的 "
+             "arrangement() 和 application()，并在第一个速度规模下逐一计时。仅供参考，不影响成绩。",
+             "", *fenced("\n".join(what_if_entry.summary(found)))]
+    if found.get("rows"):
+        lines += ["", f"![what-if: TFLOPS of each configuration]({WHAT_IF_PICTURE})"]
+    return lines
 
 
 def hints_for(record, cases_list):

@@ -17,7 +17,8 @@ grader.batch.outputs.student_folders and ``OUT/students.csv``):
   tiles one program gets, drawn beside the expected ones (grader.core.tile_picture);
 * on a GPU, for a timed submission (grader.batch.timing.speed): ``speed.csv``, the grader's
   measurement in the benchmark's CSV columns, and ``card.png``, the benchmark's
-  report card drawn from it.
+  report card drawn from it; with ``--what-if``, ``what-if.png``, the student's functions
+  timed with other tiles (grader.batch.timing.what_if_entry).
 
 Beside the gradebook, a batch that timed anyone writes ``leaderboard.csv`` and
 ``leaderboard.png`` (grader.batch.outputs.leaderboard).
@@ -58,6 +59,8 @@ def write_student(out_dir, record, cases_list, book=None):
     atomic_write(folder / "stderr.log", _truncate(record.get("stderr", "")))
     if (record.get("speed") or {}).get("rows"):
         write_speed(folder, record)
+    if ((record.get("speed") or {}).get("what_if") or {}).get("rows"):
+        write_what_if(folder, record)
     if record.get("arrangement"):
         write_arrangement(folder, record)
     write_feedback(out_dir, record, cases_list, book)
@@ -91,6 +94,16 @@ def write_speed(folder, record):
     _write_picture(folder, "card.png", lambda path: card.render(
         table, path, title="NineToothed GEMM speed, measured by the grader",
         ours=speed.CARD_LABEL))
+
+
+def write_what_if(folder, record):
+    """what-if.png: the benchmark's what-if picture, from the rows the record keeps."""
+    from benchmarks import what_if_output
+    from benchmarks.harness import parse_size
+
+    found = record["speed"]["what_if"]
+    _write_picture(folder, feedback.WHAT_IF_PICTURE, lambda path: what_if_output.render_of(
+        found["rows"], parse_size(found["size"]), path))
 
 
 def write_arrangement(folder, record):

@@ -17,6 +17,10 @@ grader.batch.inside.protocol.timing, and turned into the benchmark's own CSV row
 benchmarks.report, so a student's card from the grader and the card from
 their own benchmark are the same picture of the same columns.
 
+With ``--what-if`` each timing run also rebuilds the student's functions with other
+tiles, warps and stages, after the graded sizes (grader.batch.timing.what_if_entry):
+advice in the feedback, never a grade.
+
 On the interpreter nothing is timed, and the feedback says why in one line.
 """
 
@@ -30,6 +34,7 @@ from benchmarks.harness import PASS, FAIL, SizeResult, parse_size, size_label
 from benchmarks.kernel_config import KernelConfig, UNKNOWN
 from benchmarks.timing import REP_MS, Timing
 from grader.batch.inside import speed_probe
+from grader.batch.timing import what_if_entry
 from grader.batch.timing.handin import check_handin
 
 DEFAULT_SIZES = ((4096, 4096, 4096), (4095, 4095, 4095))
@@ -59,14 +64,18 @@ class SpeedSettings:
 
     sizes: tuple = DEFAULT_SIZES
     points: tuple = ()  # ((ratio to torch.mm at sizes[0], points), ...), ascending
+    what_if: bool = False  # also rebuild each timed kernel with other tiles (advice only)
 
     @property
     def max_points(self):
         return max((points for _, points in self.points), default=0)
 
     def describe(self):
-        return {"sizes": [size_label(*size) for size in self.sizes],
-                "points": [list(tier) for tier in self.points], "method": METHOD}
+        described = {"sizes": [size_label(*size) for size in self.sizes],
+                     "points": [list(tier) for tier in self.points], "method": METHOD}
+        if self.what_if:  # only then: a batch without it describes itself as before
+            described["what_if"] = True
+        return described
 
 
 def from_description(described):
@@ -75,7 +84,8 @@ def from_description(described):
         return SpeedSettings(sizes=())
     return SpeedSettings(sizes=parse_sizes(",".join(described["sizes"])),
                          points=tuple((float(ratio), int(points))
-                                      for ratio, points in described["points"]))
+                                      for ratio, points in described["points"]),
+                         what_if=bool(described.get("what_if")))
 
 
 def parse_sizes(text):
@@ -177,12 +187,15 @@ def _time_on(device, work, settings, on_timed, on_start, stop, env, retried):
     from grader.batch.isolation.conversation import TimingRun
     from grader.batch.isolation.sandbox import Limits, cores_for
 
+    what_if_s = what_if_entry.BUDGET_S if settings.speed.what_if else 0
+    timeout_s = settings.timeout_s + (what_if_entry.ALLOWANCE_S if what_if_s else 0)
+
     def start(item):
         submission, _ = item
         return TimingRun(_kernel_text(submission), settings.speed.sizes, backend_name="gpu",
-                         limits=Limits(settings.timeout_s, settings.memory_limit_bytes,
-                                       cores_for("gpu")),
-                         device=device, sandboxed=settings.sandboxed, on_start=on_start).prepare()
+                         limits=Limits(timeout_s, settings.memory_limit_bytes, cores_for("gpu")),
+                         device=device, sandboxed=settings.sandboxed, on_start=on_start,
+                         what_if_s=what_if_s).prepare()
 
     def take():
         try:
@@ -216,6 +229,8 @@ def _time_on(device, work, settings, on_timed, on_start, stop, env, retried):
                 refill()
                 continue
             record["speed"] = entry(run, record, env)
+            if settings.speed.what_if and record["speed"]["status"] == "timed":
+                record["speed"]["what_if"] = what_if_entry.entry(run, record)
             apply_points(record, settings.speed.points)
             check_handin(submission, record)
             on_timed(record)

@@ -1,0 +1,74 @@
+"""Inside a timing worker, when the batch asks for a what-if (``grade --what-if``): the
+student's own ``arrangement()`` and ``application()`` rebuilt with the benchmark's other
+tiles, warps and stages (benchmarks.what_if.CANDIDATES), compiled ahead like the kernel
+itself, then checked and timed with the speed phase's method (speed_probe.measure).
+
+Advice only, and built so that it can never cost a grade: it is compiled after the
+kernel that is graded, timed after every graded size, and stops starting new work once
+its own budget of wall seconds is spent, well inside the extra time the parent gave
+the run for it (grader.batch.timing.what_if_entry.ALLOWANCE_S).
+"""
+
+import time
+
+from benchmarks import what_if
+from grader.batch.inside import protocol, speed_probe
+# what_if.tiles_used reads the tiles through grader.core.layout: imported here, before the
+# build guard's snapshot, since a grader module appearing later reads as a change of it.
+from grader.core import layout  # noqa: F401
+
+
+OUT_OF_TIME = "not tried: the what-if's time was spent"
+
+
+class Trials:
+    """The what-if of one timing run: its plan, then one build per other configuration."""
+
+    def __init__(self, module, kernel, size, device, budget_s):
+        self.size, self.device = tuple(size), device
+        self.budget_s = budget_s
+        self.plan = what_if.plan(module, kernel)
+        self.builds = []  # (Config, kernel or None, status if no kernel, why)
+        self.module = module
+
+    def prepare(self):
+        """Build and compile every other configuration without a launch, while time lasts."""
+        started = time.monotonic()
+        for config in self.plan.others:
+            if time.monotonic() - started > self.budget_s:
+                self.builds.append((config, None, what_if.SKIPPED, OUT_OF_TIME))
+                continue
+            try:
+                handle = what_if.build(self.module, config)
+            except Exception as error:  # noqa: BLE001 - the student's code, or a config refused
+                self.builds.append((config, None, what_if.BUILD_FAILED, what_if.one_line(error)))
+                continue
+            speed_probe.precompile(handle, [self.size], self.device)
+            self.builds.append((config, handle, "", ""))
+
+    def report(self, channel):
+        """Send the plan, then one WhatIfTiming per configuration, while time lasts."""
+        channel.report(protocol.WhatIfPlan.of(self.plan))
+        started = time.monotonic()
+        for config, handle, status, note in self.builds:
+            if handle is None:
+                channel.report(protocol.WhatIfTiming.of(config, status, note=note))
+                continue
+            if time.monotonic() - started > self.budget_s:
+                channel.report(protocol.WhatIfTiming.of(config, what_if.SKIPPED, note=OUT_OF_TIME))
+                continue
+            try:
+                fields = speed_probe.measure(handle, *self.size, self.device)
+            except Exception as error:  # noqa: BLE001 - whatever the rebuilt kernel raises
+                channel.report(protocol.WhatIfTiming.of(config, what_if.WRONG,
+                                                        note=what_if.one_line(error)))
+                continue
+            if fields["verdict"] != "PASS":
+                channel.report(protocol.WhatIfTiming.of(
+                    config, what_if.WRONG,
+                    note=f"{fields['wrong']} elements out of tolerance at "
+                         f"{'x'.join(map(str, self.size))}"))
+                continue
+            channel.report(protocol.WhatIfTiming.of(config, what_if.TIMED, kernel=fields["kernel"],
+                                                    torch=fields["torch"]))
+

@@ -1,0 +1,71 @@
+"""The what-if of one timed student (``grade --what-if``), as its record keeps it.
+
+The worker's claims (grader.batch.inside.protocol.WhatIfPlan and WhatIfTiming, each
+configuration one of benchmarks.what_if.CANDIDATES, every number bounded) become the
+benchmark's what-if rows (benchmarks.what_if_output.rows), with the student's own row
+taken from the graded timing at the first speed size, so that the what-if and the speed
+section show one number for it. It is advice: nothing here reaches a score, a status or
+a flag.
+"""
+
+from benchmarks import what_if, what_if_output
+from benchmarks.harness import parse_size, size_label
+from benchmarks.timing import Timing
+
+# The worker's own wall seconds for each of its two steps (compiling the other
+# configurations ahead, then checking and timing them); it starts nothing new after.
+BUDGET_S = 60
+# What a timing run's time limit grows by when it carries a what-if: the budget, plus one
+# configuration's compile or timing begun just before the budget ran out.
+ALLOWANCE_S = BUDGET_S + 60
+
+
+def entry(run, record):
+    """The record's ``speed.what_if``: the size, why nothing ran or the rows, and how long
+    the what-if held the GPU."""
+    size = run.sizes[0]
+    base = {"size": size_label(*size), "gpu_s": round(run.what_if_gpu_s, 2)}
+    if run.what_if is None:
+        why = run.ending.detail if run.ending else "the timing run ended first"
+        return {**base, "status": "not_run", "rows": [],
+                "message": f"The what-if did not run: {why}",
+                "message_zh": f"what-if 未运行：{why}"}
+    if run.what_if.reason:
+        en, zh = what_if.reason_text(run.what_if)
+        return {**base, "status": "not_run", "rows": [], "message": f"No what-if: {en}",
+                "message_zh": f"未运行 what-if：{zh}"}
+    theirs = [_theirs(run, record)] if record.get("tiles") else []  # tiles unread: no row
+    table = what_if_output.rows(theirs + [_other(found) for found in run.what_ifs], size)
+    status, message, message_zh = "run", "", ""
+    if not run.what_if_done:
+        status = "incomplete"
+        why = run.ending.detail if run.ending else "it ended early"
+        message = f"The what-if ended before every configuration was tried: {why}"
+        message_zh = f"what-if 在试完所有配置之前结束：{why}"
+    return {**base, "status": status, "rows": table, "message": message,
+            "message_zh": message_zh}
+
+
+def _theirs(run, record):
+    tiles = record["tiles"]
+    warps, stages = (run.launch.get(key) for key in ("num_warps", "num_stages"))
+    config = what_if.Config(*tiles, *(v if isinstance(v, int) else None for v in (warps, stages)))
+    graded = run.results[0]
+    if graded.verdict != "PASS":
+        return what_if.Outcome(config, True, what_if.WRONG, "wrong at the graded size")
+    return what_if.Outcome(config, True, what_if.TIMED, kernel=Timing(*graded.kernel),
+                           torch_mm=Timing(*graded.torch))
+
+
+def _other(found):
+    return what_if.Outcome(what_if.Config(*found.config), False, found.status, found.note,
+                           kernel=found.kernel and Timing(*found.kernel),
+                           torch_mm=found.torch and Timing(*found.torch))
+
+
+def summary(entry_):
+    """The feedback's lines for a record's ``speed.what_if`` (English, then Chinese)."""
+    if entry_["status"] == "not_run":
+        return [entry_["message"], entry_["message_zh"]]
+    lines = what_if_output.summary_of(entry_["rows"], parse_size(entry_["size"])).splitlines()
+    return lines + ([entry_["message"], entry_["message_zh"]] if entry_["message"] else [])
