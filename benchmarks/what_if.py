@@ -16,8 +16,8 @@ arrangement on symbolic tensors with every candidate and reading the tiles it re
 out (``grader.core.layout.tile_sizes``, no GPU needed): hard-coded tiles, an autotuned file
 or a layout the reader does not recognise get a reason instead of a what-if.
 
-It is advice printed beside the benchmark, never part of a grade: the batch grader does
-not run it. The outputs (text in English and Chinese, a CSV, a picture) are in
+It is advice printed beside the benchmark, never part of a grade; the batch grader runs the
+same set with ``grade --what-if`` (grader.batch.inside.what_if_probe). The outputs (text in English and Chinese, a CSV, a picture) are in
 ``benchmarks.what_if_output``.
 """
 

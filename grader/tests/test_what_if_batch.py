@@ -175,6 +175,19 @@ def test_a_batch_manifest_keeps_the_option_for_resume():
     assert not speed.from_description(speed.SpeedSettings(SIZES).describe()).what_if
 
 
+def test_a_plan_that_raises_is_a_reason_not_a_crash_of_the_timing_run():
+    import types
+
+    def arrangement(lhs, rhs, output):
+        raise ValueError("only my own tiles")
+
+    module = types.SimpleNamespace(arrangement=arrangement, application=None, BLOCK_SIZE_M=64,
+                                   BLOCK_SIZE_N=64, BLOCK_SIZE_K=64)
+    trials = what_if_probe.Trials(module, None, (128, 128, 128), "cpu", 60)
+    trials.prepare()
+    assert trials.plan.reason == what_if.UNREADABLE and trials.builds == []
+
+
 @pytest.mark.parametrize("options, words", [
     ({"plan": protocol.WhatIfPlan("autotuned")}, "autotuner already picks"),
     ({"found": [], "done": False}, "ended before every configuration"),
@@ -310,5 +323,6 @@ def test_the_what_if_times_other_tiles_of_the_course_default_on_a_gpu():
     timed = [row for row in found["rows"] if row["tflops"]]
     assert len(timed) >= len(what_if.CANDIDATES) - 2, found
     best = max(timed, key=lambda row: row["tflops"])
-    assert best["speedup_over_theirs"] >= 1.0
+    # The reference keeps the course default, 64x64x64: issue 24 asks for 1.5x over it.
+    assert best["speedup_over_theirs"] >= 1.5, found
     print("\n".join(what_if_entry.summary(found)), f"\nGPU held {found['gpu_s']} s")
