@@ -38,8 +38,10 @@ def expected_tiles(shape, tiles, program):
 
 def program_tiles(module, shape, tiles=None):
     """``{"shape", "program", "grids", "tiles"}`` for the first program that does not get
-    what it should at ``shape`` (M, N, K); None when the first MAX_PROGRAMS all do, or when
-    the arrangement cannot be simulated. Never raises.
+    what it should at ``shape`` (M, N, K); program 0 when every program does but the outer
+    shapes differ (rhs expanded by M itself, say: NineToothed refuses such a launch); None
+    when the first MAX_PROGRAMS all do and the shapes agree, or when the arrangement cannot
+    be simulated. Never raises.
 
     ``grids`` are the arranged tensors' outer shapes: NineToothed launches one program per
     element of lhs's and finds each tensor's tile in its own.
@@ -76,11 +78,15 @@ def _program_tiles(module, shape, tiles):
     grids = {role: list(levels[role][0]) for role in ROLES}
     launched = math.prod(grids["lhs"])
     wanted = ceil_div(m, tiles[0]) * ceil_div(n, tiles[1])
+    first = None
     for program in range(min(max(launched, wanted), MAX_PROGRAMS)):
         got = {role: _share(arranged[role], levels[role], replacements, program,
                             sources[role][1]) for role in ROLES}
         if got != expected_tiles(shape, tiles, program):
             return {"shape": list(shape), "program": program, "grids": grids, "tiles": got}
+        first = first or {"shape": list(shape), "program": program, "grids": grids, "tiles": got}
+    if len({tuple(grid) for grid in grids.values()}) > 1:
+        return first  # right tiles, launched by mismatched grids: the picture shows the grids
     return None
 
 

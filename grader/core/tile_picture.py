@@ -58,9 +58,12 @@ def draw(picture, tiles, path):
             ax.set_title(f"{name} ({height} x {width} = {sizes[height]} x {sizes[width]})",
                          fontsize=10)
     i, j = divmod(program, grid_n)
-    figure.suptitle(f"What program {program} gets at M={m}, N={n}, K={k} (it should compute "
-                    f"C tile ({i}, {j}) with {tiles[0]} x {tiles[1]} x {tiles[2]} blocks)",
-                    fontsize=12)
+    title = (f"What program {program} gets at M={m}, N={n}, K={k} (it should compute "
+             f"C tile ({i}, {j}) with {tiles[0]} x {tiles[1]} x {tiles[2]} blocks)")
+    if picture["tiles"] == expected:
+        title += ("\nIts tiles are the expected ones; its outer shapes are not: each must be "
+                  "the output's block grid, since NineToothed pairs tiles by those shapes")
+    figure.suptitle(title, fontsize=12)
     path = pathlib.Path(path)
     figure.savefig(path, dpi=80)
     return path

@@ -106,6 +106,48 @@ def test_program_tiles_names_the_first_program_that_gets_other_tiles(tmp_path):
     assert drawn.read_bytes().startswith(b"\x89PNG")
 
 
+def test_right_tiles_under_mismatched_grids_are_still_drawn():
+    """rhs expanded by M itself: the first programs get the right tiles (the expand only
+    repeats rows), but NineToothed needs every outer shape to be the output's block grid,
+    so the picture shows program 0 with the three grids."""
+    found = program_tiles.program_tiles(_reference_like(), (128, 256, 192))
+    assert found is None
+
+    def arrangement(lhs, rhs, output):
+        output_arranged = output.tile((64, 64))
+        lhs_arranged = lhs.tile((64, 64)).tile((1, -1)).expand((-1, output_arranged.shape[1]))
+        lhs_arranged.dtype = lhs_arranged.dtype.squeeze(0)
+        rhs_arranged = rhs.tile((64, 64)).tile((-1, 1)).expand((output.shape[0], -1))
+        rhs_arranged.dtype = rhs_arranged.dtype.squeeze(1)
+        return lhs_arranged, rhs_arranged, output_arranged
+
+    found = program_tiles.program_tiles(_arrangement_module(arrangement), (128, 256, 192))
+    assert found["program"] == 0 and found["grids"]["rhs"] == [128, 4]
+    assert found["tiles"] == program_tiles.expected_tiles((128, 256, 192), (64, 64, 64), 0)
+
+
+def test_every_mistaken_layout_of_the_variants_gets_a_picture(tmp_path):
+    """Issue 24: each variant whose layout the symbolic checks find off is drawn at a public
+    shape (a dtype left unsqueezed is no layout of tiles, and has no picture to show)."""
+    from grader.core.loading import load_submission
+    from grader.tests.build_variants import VARIANTS
+
+    public = [case.shape for case in cases.catalogue() if case.visibility == "public"]
+    drawn = []
+    for name, variant in VARIANTS.items():
+        path = tmp_path / f"{name}.py"
+        path.write_text(variant.source(name), encoding="utf-8")
+        try:
+            module = load_submission(path)
+        except Exception:  # noqa: BLE001 - a placeholder that does not load has no layout
+            continue
+        found = set(_keys(layout.inspect_arrangement(module))) - {"missing_squeeze"}
+        if found:
+            assert program_tiles.first_difference(module, public) is not None, (name, found)
+            drawn.append(name)
+    assert {"expand_rhs_by_size", "expand_rhs_by_k", "expand_axis"} <= set(drawn)
+
+
 def test_tiles_of_one_cost_the_parent_no_more_drawing_than_usual(tmp_path):
     """The parent draws with the tiles the kernel run claims (1 to 65536 each): tiles of 1 at
     512^3 drew 512 labelled K steps and a line per element, five times a usual picture's
