@@ -85,6 +85,22 @@ def environment(**fields):
             "grader_version": "0.1.0+0123456789ab", "torch": "2.11.0+cu128", **fields}
 
 
+def test_the_stack_is_read_from_the_checkouts_pyproject_without_an_install(monkeypatch):
+    """On the H200 the grader ran from a copy of the repository on PYTHONPATH, never
+    installed: it looked for pyproject.toml one folder too deep, then for metadata that was
+    not there, and the batch ended with a traceback after grading everyone."""
+    import importlib.metadata
+
+    def not_installed(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "requires", not_installed)
+    assert (constraints.ROOT / "pyproject.toml").is_file()
+    assert "torch" in constraints.installed_stack()
+    monkeypatch.setattr(constraints, "ROOT", constraints.ROOT / "nowhere")
+    assert constraints.installed_stack() == {}  # no record of the stack, and no traceback
+
+
 def test_pins_name_the_index_of_a_local_torch_and_the_revision():
     text = constraints.text(environment(packages={"torch": "2.11.0+cu128", "numpy": "2.4.6"}))
     lines = text.splitlines()
