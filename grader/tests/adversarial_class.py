@@ -8,10 +8,9 @@ The status each must get is in the test. ``python -m grader.tests.adversarial_cl
 writes the class.
 """
 
-import sys
 
 from grader.tests.build_variants import DOT, RETURN
-from grader.tests.source_edits import Variant, appended, write_class
+from grader.tests.source_edits import Variant, appended, class_command
 
 LAUNCH = "_kernel()(lhs, rhs, output)"
 
@@ -147,4 +146,4 @@ ATTACKS = {
 
 
 if __name__ == "__main__":
-    write_class(sys.argv[1], ATTACKS)
+    class_command(ATTACKS, "grader.tests.adversarial_class", "the hostile submissions")

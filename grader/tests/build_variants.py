@@ -6,9 +6,8 @@ is reworked: arrangement(), application(), the BLOCK_SIZE_* lines and nt_gemm's 
 ``python -m grader.tests.build_variants FOLDER [NAME ...]`` writes them as a class to grade.
 """
 
-import sys
 
-from grader.tests.source_edits import Variant, function, write_class
+from grader.tests.source_edits import Variant, class_command, function
 
 LHS_TILE = "lhs.tile((block_size_m, block_size_k))"
 RHS_TILE = "rhs.tile((block_size_k, block_size_n))"
@@ -160,4 +159,4 @@ VARIANTS = {**CORRECT, **MISTAKES}
 
 
 if __name__ == "__main__":
-    write_class(sys.argv[1], VARIANTS, sys.argv[2:] or None)
+    class_command(VARIANTS, "grader.tests.build_variants", "the kit's kernel variants")

@@ -79,6 +79,27 @@ def write_class(folder, catalogue, names=None):
     return folder
 
 
+def class_command(catalogue, module, what, argv=None):
+    """``python -m MODULE FOLDER [NAME ...]``: write ``catalogue`` (or the names given) as a
+    class to grade, with --help and the names checked (``--help`` once became a folder)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog=f"python -m {module}",
+                                     description=f"Write {what} as a class to grade: one "
+                                                 "folder per variant, each with its "
+                                                 "ninetoothed_gemm.py.")
+    parser.add_argument("folder", metavar="FOLDER", help="where the class goes")
+    parser.add_argument("names", metavar="NAME", nargs="*",
+                        help=f"only these (default: all {len(catalogue)}): "
+                             + ", ".join(catalogue))
+    args = parser.parse_args(argv)
+    unknown = [name for name in args.names if name not in catalogue]
+    if unknown:
+        parser.error(f"NAME: no variant {', '.join(map(repr, unknown))}; "
+                     f"choose from {', '.join(catalogue)}")
+    print(write_class(args.folder, catalogue, args.names or None))
+
+
 def writer(folder, catalogue):
     """``path(name)``: the variant's file in ``folder``, written on first use."""
     @functools.cache
