@@ -107,10 +107,10 @@ def test_the_sentence_agrees_with_the_numbers(name, row):
 
 
 def test_mia_half_of_torch_mm_is_the_tile_feed():
-    """0.50x torch.mm, 336 TFLOPS, 34% of the roofline, 128x64x32, 8 warps, 7 stages."""
+    """0.51x torch.mm, 338 TFLOPS, 34% of the roofline, 128x64x32, 8 warps, 7 stages."""
     why = _why("mia-speed-4096")
     assert (why["tiles"], why["num_warps"], why["num_stages"]) == ("128x64x32", 8, 7)
-    assert round(why["ratio"], 2) == 0.50 and round(why["roofline_fraction"], 2) == 0.34
+    assert round(why["ratio"], 2) == 0.51 and round(why["roofline_fraction"], 2) == 0.34
     assert (why["limit"], why["certainty"]) == ("tile_feed", "likely")
     assert (why["a_reads"], why["b_reads"], why["blocks_per_sm"], why["waves"]) == (64, 32, 2, 8)
     assert why["hbm_rate_tbs"] < why["bandwidth_tbs"] / 4  # far from memory-bound
