@@ -139,6 +139,15 @@ def test_the_parent_takes_each_configuration_once_and_nothing_after_a_reason():
     assert not cut.what_if_done and len(cut.what_ifs) == 1
 
 
+@pytest.mark.parametrize("route", [["keywords"], {"keywords": 1}])
+def test_a_plan_whose_route_is_not_text_ends_the_run_not_the_batch(route):
+    """A list or dict is unhashable: looked up among the routes it raised TypeError, which
+    the parent does not catch, and the whole speed phase stopped."""
+    run = collected([("what_if_plan", {"reason": "ignored", "given": [64, 64, 64],
+                                       "used": [64, 64, 64], "route": route})])
+    assert "malformed" in run.worker.stopped[1] and run.what_if is None
+
+
 # --------------------------------------------------------------------------- the record
 
 def test_the_what_if_rows_take_the_graded_timing_as_the_students_own(monkeypatch):

@@ -343,7 +343,9 @@ class WhatIfPlan:
             return cls(reason)
         given, used, route = tiles(fields.get("given")), tiles(fields.get("used")), \
             fields.get("route")
-        if given is None or used is None or route not in what_if.ROUTES:
+        # A str before the look-up: a list is unhashable, and its TypeError would end the batch.
+        if given is None or used is None or not isinstance(route, str) \
+                or route not in what_if.ROUTES:
             raise ProtocolError("a what-if plan without its tiles or their route")
         return cls(reason, tuple(given), tuple(used), route)
 
