@@ -169,3 +169,13 @@ def test_a_case_report_for_no_case_sent_is_a_protocol_error_not_a_dead_reader(in
     with pytest.raises(protocol.ProtocolError, match="never sent"):
         conversation.payload_bytes({0: 16, 1: 32}, "case", {"index": index})
     assert conversation.payload_bytes({0: 16, 1: 32}, "case", {"index": 1}) == 32
+
+
+def test_a_header_nested_past_the_recursion_limit_is_a_protocol_error_not_a_dead_reader():
+    """json.loads raises RecursionError (not a ValueError) on a header of 100,000 nested
+    lists, well under MAX_HEADER: it ended the reader thread, and the parent waited out the
+    run's whole time limit for a message that could no longer come."""
+    header = b"[" * 100_000 + b"]" * 100_000
+    stream = io.BytesIO(protocol._LENGTH.pack(len(header)) + header)
+    with pytest.raises(protocol.ProtocolError, match="malformed"):
+        protocol.receive(stream, lambda kind, fields: 0)

@@ -435,7 +435,8 @@ def receive(stream, accept):
         if length > MAX_HEADER:
             raise ProtocolError(f"a header of {length} bytes is over the {MAX_HEADER}-byte limit")
         header = json.loads(_read_exactly(stream, length).decode("utf-8"))
-    except (EOFError, ValueError, UnicodeDecodeError) as error:
+    except (EOFError, ValueError, UnicodeDecodeError, RecursionError) as error:
+        # RecursionError: a header of nested lists, which would end the reader's thread
         raise ProtocolError(f"a malformed message: {error}") from None
     if not isinstance(header, dict) or not isinstance(header.get("kind"), str) \
             or not isinstance(header.get("payload"), int):
