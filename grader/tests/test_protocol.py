@@ -179,3 +179,21 @@ def test_a_header_nested_past_the_recursion_limit_is_a_protocol_error_not_a_dead
     stream = io.BytesIO(protocol._LENGTH.pack(len(header)) + header)
     with pytest.raises(protocol.ProtocolError, match="malformed"):
         protocol.receive(stream, lambda kind, fields: 0)
+
+
+def test_a_header_nested_hundreds_deep_is_refused_before_anything_reprs_it():
+    """900 nested lists parse on the reader's thread, but repr() of them in a what-if's
+    config or note (or str() in a build's fields) raised RecursionError on the speed
+    phase's deeper stack, which stopped the batch."""
+    nested = json.loads("[" * 900 + "]" * 900)
+    stream = io.BytesIO()
+    protocol.send(stream, "what_if", config=nested, status="timed")
+    stream.seek(0)
+    with pytest.raises(protocol.ProtocolError, match="nested"):
+        protocol.receive(stream, lambda kind, fields: 0)
+    arrangement = {"shape": [64, 64, 64], "program": 0, "grids": {"lhs": [1, 1]},
+                   "tiles": {"lhs": [[0, 64, 0, 32]]}}
+    stream = io.BytesIO()
+    protocol.send(stream, "arrangement", **arrangement)
+    stream.seek(0)
+    assert protocol.receive(stream, lambda kind, fields: 0).fields == arrangement

@@ -50,6 +50,10 @@ import struct
 
 MAX_HEADER = 256 * 1024
 MAX_TEXT = 8000  # characters kept of any text a worker sends
+# Lists and dicts within lists and dicts a header may hold (an arrangement's tiles hold 4):
+# a value nested hundreds deep still parses on the reader's thread, but repr() or str() of
+# it raises RecursionError on the deeper stack of the thread that checks it.
+MAX_DEPTH = 8
 LOADED_STATUSES = ("ok", "import_error", "not_implemented", "exited")
 _LENGTH = struct.Struct("<Q")
 
@@ -441,6 +445,8 @@ def receive(stream, accept):
     if not isinstance(header, dict) or not isinstance(header.get("kind"), str) \
             or not isinstance(header.get("payload"), int):
         raise ProtocolError("a message without a kind or a payload size")
+    if _too_deep(header):
+        raise ProtocolError(f"a header nested more than {MAX_DEPTH} deep")
     kind, size = header.pop("kind"), header.pop("payload")
     allowed = accept(kind, header)
     if size not in (0, allowed):
@@ -450,6 +456,19 @@ def receive(stream, accept):
     except EOFError as error:
         raise ProtocolError(str(error)) from None
     return Message(kind, header, payload)
+
+
+def _too_deep(value):
+    """Whether ``value`` holds lists or dicts more than MAX_DEPTH deep (without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item \
+            if isinstance(item, list) else ()
+        if children and depth > MAX_DEPTH:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def text(value, limit=MAX_TEXT):
