@@ -193,7 +193,7 @@ def test_a_plan_that_raises_is_a_reason_not_a_crash_of_the_timing_run():
     module = types.SimpleNamespace(arrangement=arrangement, application=None, BLOCK_SIZE_M=64,
                                    BLOCK_SIZE_N=64, BLOCK_SIZE_K=64)
     trials = what_if_probe.Trials(module, None, (128, 128, 128), "cpu", 60)
-    trials.prepare()
+    trials.build()
     assert trials.plan.reason == what_if.UNREADABLE and trials.builds == []
 
 
@@ -245,7 +245,8 @@ def test_the_worker_reports_a_plan_and_one_line_per_other_configuration(monkeypa
     monkeypatch.setattr(what_if_probe.speed_probe, "measure", lambda handle, m, n, k, device: {
         "verdict": "PASS", "wrong": 0, "kernel": [0.4, 0.39, 0.41], "torch": [0.2, 0.19, 0.21]})
     trials = what_if_probe.Trials(module, None, (128, 128, 128), "cpu", budget_s=60)
-    trials.prepare()
+    trials.build()
+    trials.compile()
     channel = Channel()
     trials.report(channel)
     plan, *timings = channel.sent
@@ -254,7 +255,8 @@ def test_the_worker_reports_a_plan_and_one_line_per_other_configuration(monkeypa
     assert [t.config for t in timings] == list(what_if.CANDIDATES)
     assert {t.status for t in timings} == {what_if.TIMED}
     spent = what_if_probe.Trials(module, None, (128, 128, 128), "cpu", budget_s=-1)
-    spent.prepare()
+    spent.build()
+    spent.compile()
     channel = Channel()
     spent.report(channel)
     assert {t.status for t in channel.sent[1:]} == {what_if.SKIPPED}
@@ -268,7 +270,7 @@ def test_hard_coded_tiles_send_a_reason_and_nothing_else(tmp_path):
     path.write_text(VARIANTS["other_style"].source("hard").replace(
         "c.tile((BLOCK_SIZE_M, BLOCK_SIZE_N))", "c.tile((64, 64))"), encoding="utf-8")
     trials = what_if_probe.Trials(load_submission(path), None, (128, 128, 128), "cpu", 60)
-    trials.prepare()
+    trials.build()
     channel = Channel()
     trials.report(channel)
     assert [type(item) for item in channel.sent] == [protocol.WhatIfPlan]
@@ -294,6 +296,29 @@ def test_a_sandboxed_timing_run_rebuilds_every_configuration_past_the_build_guar
     own = (64, 64, 64, run.launch["num_warps"], run.launch["num_stages"])
     assert [found.config for found in run.what_ifs] == [c for c in what_if.CANDIDATES if c != own]
     assert {found.status for found in run.what_ifs} == {what_if.WRONG}
+
+
+def test_a_rebuild_that_patches_triton_is_stopped_before_the_graded_timing():
+    """The what-if runs the student's arrangement again after the kernel is made; what it
+    does there must meet the build guard's check before any launch, not only the one after,
+    which leaves Triton's modules alone: a rebound triton.testing.do_bench would time the
+    graded sizes. (Only an allowlist bug could let a submission write this; the guard is
+    there for that day.)"""
+    if batch_backend() == "gpu":
+        pytest.skip("the sandboxed interpreter run shows it; the GPU test times for real")
+    from grader.batch.isolation.sandbox import Limits
+    from grader.core import kernel_source
+
+    source = kernel_source.extract(MODEL_ANSWER.read_text()).text
+    source = "import triton\n" + source.replace(
+        "    output_arranged = output.tile(",
+        "    if block_size_m == 128:\n"
+        "        triton.testing.do_bench = lambda *args, **kwargs: (1e-3, 1e-3, 1e-3)\n"
+        "    output_arranged = output.tile(", 1)
+    run = conversation.TimingRun(source.encode(), [(64, 64, 64)], backend_name="interpreter",
+                                 limits=Limits(300, 4 << 30, 1.0), what_if_s=120).prepare()
+    run.measure()
+    assert not run.ready and "triton.testing.do_bench" in run.stopped, run.ending
 
 
 # --------------------------------------------------------------------------- command line
