@@ -227,6 +227,23 @@ def test_feedback_shows_the_what_if_and_its_picture(monkeypatch, tmp_path):
     assert (tmp_path / "ada" / feedback.WHAT_IF_PICTURE).read_bytes()[:4] == b"\x89PNG"
 
 
+def test_the_share_folder_carries_the_what_if_picture_its_feedback_links(monkeypatch, tmp_path):
+    """feedback.md shows what-if.png; a share folder without it showed students a broken
+    picture (it holds the student's own timings only, as the feedback's summary does)."""
+    from grader.batch.outputs import share
+    from grader.core import cases
+
+    record, _ = graded(monkeypatch)
+    record.update(folder="ada", message="", cases=[])
+    out = tmp_path / "out"
+    reports.write_student(out, record, cases.catalogue(0, "gpu")[:1])
+    (out / "students.csv").write_text("student,folder\nada,ada\n", encoding="utf-8")
+    share.build(out, tmp_path / "share")
+    shared = tmp_path / "share" / "ada"
+    assert f"]({feedback.WHAT_IF_PICTURE})" in (shared / "feedback.md").read_text("utf-8")
+    assert (shared / feedback.WHAT_IF_PICTURE).read_bytes()[:4] == b"\x89PNG"
+
+
 # --------------------------------------------------------------------------- the worker
 
 class Channel:
