@@ -244,6 +244,24 @@ def test_the_share_folder_carries_the_what_if_picture_its_feedback_links(monkeyp
     assert (shared / feedback.WHAT_IF_PICTURE).read_bytes()[:4] == b"\x89PNG"
 
 
+def test_a_regrade_without_a_what_if_leaves_no_old_picture_behind(monkeypatch, tmp_path):
+    """A student graded again into the same folder (a new file, a batch without --what-if)
+    kept the last grade's what-if.png and arrangement.png, which share then handed out
+    beside a feedback.md that no longer links them."""
+    from grader.core import cases
+
+    record, _ = graded(monkeypatch)
+    record.update(folder="ada", message="", cases=[])
+    chosen = cases.catalogue(0, "gpu")[:1]
+    reports.write_student(tmp_path, record, chosen)
+    (tmp_path / "ada" / feedback.ARRANGEMENT_PICTURE).write_bytes(b"an older grade's")
+    again, _ = graded(monkeypatch, what_if_on=False)
+    again.update(folder="ada", message="", cases=[])
+    reports.write_student(tmp_path, again, chosen)
+    assert not (tmp_path / "ada" / feedback.WHAT_IF_PICTURE).exists()
+    assert not (tmp_path / "ada" / feedback.ARRANGEMENT_PICTURE).exists()
+
+
 # --------------------------------------------------------------------------- the worker
 
 class Channel:
