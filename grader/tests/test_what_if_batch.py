@@ -164,6 +164,31 @@ def test_the_what_if_rows_take_the_graded_timing_as_the_students_own(monkeypatch
     assert made["limits"].timeout_s == 30 + what_if_entry.ALLOWANCE_S
 
 
+def test_the_retry_of_a_run_that_ended_early_goes_without_the_what_if(monkeypatch):
+    """Compiling the other configurations comes before the graded timing: a run that died
+    there (a compiler that aborts on one of them, say) would have died again in its retry,
+    and a correct kernel lost its speed to advice."""
+    tries = []
+
+    def fake(source, sizes, **options):
+        tries.append(options)
+        return WhatIfRun(source, sizes, ends_early=len(tries) == 1, **options)
+
+    monkeypatch.setattr(conversation, "TimingRun", fake)
+    monkeypatch.setattr(speed, "_kernel_text", lambda submission: submission.data)
+    record = passed_record("ada", tiles=(64, 64, 64))
+    settings = Settings(seed=0, backend="gpu", timeout_s=30, memory_limit_bytes=1 << 30,
+                        speed=speed.SpeedSettings(SIZES, what_if=True))
+    speed.time_class([(intake.Submission("ada", "ada.py", b"ada"), record)], settings, [0],
+                     on_timed=lambda _: None, stop=threading.Event(),
+                     environments={0: H200_ENV})
+    assert [options["what_if_s"] for options in tries] == [what_if_entry.BUDGET_S, 0]
+    assert tries[1]["limits"].timeout_s == 30
+    assert record["speed"]["status"] == "timed"
+    found = record["speed"]["what_if"]
+    assert found["status"] == "not_run" and "retry" in found["message"]
+
+
 def test_without_the_option_nothing_changes(monkeypatch):
     record, made = graded(monkeypatch, what_if_on=False)
     with_it, _ = graded(monkeypatch)
