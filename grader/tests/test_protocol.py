@@ -169,3 +169,31 @@ def test_a_case_report_for_no_case_sent_is_a_protocol_error_not_a_dead_reader(in
     with pytest.raises(protocol.ProtocolError, match="never sent"):
         conversation.payload_bytes({0: 16, 1: 32}, "case", {"index": index})
     assert conversation.payload_bytes({0: 16, 1: 32}, "case", {"index": 1}) == 32
+
+
+def test_a_header_nested_past_the_recursion_limit_is_a_protocol_error_not_a_dead_reader():
+    """json.loads raises RecursionError (not a ValueError) on a header of 100,000 nested
+    lists, well under MAX_HEADER: it ended the reader thread, and the parent waited out the
+    run's whole time limit for a message that could no longer come."""
+    header = b"[" * 100_000 + b"]" * 100_000
+    stream = io.BytesIO(protocol._LENGTH.pack(len(header)) + header)
+    with pytest.raises(protocol.ProtocolError, match="malformed"):
+        protocol.receive(stream, lambda kind, fields: 0)
+
+
+def test_a_header_nested_hundreds_deep_is_refused_before_anything_reprs_it():
+    """900 nested lists parse on the reader's thread, but repr() of them in a what-if's
+    config or note (or str() in a build's fields) raised RecursionError on the speed
+    phase's deeper stack, which stopped the batch."""
+    nested = json.loads("[" * 900 + "]" * 900)
+    stream = io.BytesIO()
+    protocol.send(stream, "what_if", config=nested, status="timed")
+    stream.seek(0)
+    with pytest.raises(protocol.ProtocolError, match="nested"):
+        protocol.receive(stream, lambda kind, fields: 0)
+    arrangement = {"shape": [64, 64, 64], "program": 0, "grids": {"lhs": [1, 1]},
+                   "tiles": {"lhs": [[0, 64, 0, 32]]}}
+    stream = io.BytesIO()
+    protocol.send(stream, "arrangement", **arrangement)
+    stream.seek(0)
+    assert protocol.receive(stream, lambda kind, fields: 0).fields == arrangement

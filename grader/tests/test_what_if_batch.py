@@ -139,6 +139,15 @@ def test_the_parent_takes_each_configuration_once_and_nothing_after_a_reason():
     assert not cut.what_if_done and len(cut.what_ifs) == 1
 
 
+@pytest.mark.parametrize("route", [["keywords"], {"keywords": 1}])
+def test_a_plan_whose_route_is_not_text_ends_the_run_not_the_batch(route):
+    """A list or dict is unhashable: looked up among the routes it raised TypeError, which
+    the parent does not catch, and the whole speed phase stopped."""
+    run = collected([("what_if_plan", {"reason": "ignored", "given": [64, 64, 64],
+                                       "used": [64, 64, 64], "route": route})])
+    assert "malformed" in run.worker.stopped[1] and run.what_if is None
+
+
 # --------------------------------------------------------------------------- the record
 
 def test_the_what_if_rows_take_the_graded_timing_as_the_students_own(monkeypatch):
@@ -153,6 +162,31 @@ def test_the_what_if_rows_take_the_graded_timing_as_the_students_own(monkeypatch
         pytest.approx(4.0)
     assert made["what_if_s"] == what_if_entry.BUDGET_S
     assert made["limits"].timeout_s == 30 + what_if_entry.ALLOWANCE_S
+
+
+def test_the_retry_of_a_run_that_ended_early_goes_without_the_what_if(monkeypatch):
+    """Compiling the other configurations comes before the graded timing: a run that died
+    there (a compiler that aborts on one of them, say) would have died again in its retry,
+    and a correct kernel lost its speed to advice."""
+    tries = []
+
+    def fake(source, sizes, **options):
+        tries.append(options)
+        return WhatIfRun(source, sizes, ends_early=len(tries) == 1, **options)
+
+    monkeypatch.setattr(conversation, "TimingRun", fake)
+    monkeypatch.setattr(speed, "_kernel_text", lambda submission: submission.data)
+    record = passed_record("ada", tiles=(64, 64, 64))
+    settings = Settings(seed=0, backend="gpu", timeout_s=30, memory_limit_bytes=1 << 30,
+                        speed=speed.SpeedSettings(SIZES, what_if=True))
+    speed.time_class([(intake.Submission("ada", "ada.py", b"ada"), record)], settings, [0],
+                     on_timed=lambda _: None, stop=threading.Event(),
+                     environments={0: H200_ENV})
+    assert [options["what_if_s"] for options in tries] == [what_if_entry.BUDGET_S, 0]
+    assert tries[1]["limits"].timeout_s == 30
+    assert record["speed"]["status"] == "timed"
+    found = record["speed"]["what_if"]
+    assert found["status"] == "not_run" and "retry" in found["message"]
 
 
 def test_without_the_option_nothing_changes(monkeypatch):
@@ -184,7 +218,7 @@ def test_a_plan_that_raises_is_a_reason_not_a_crash_of_the_timing_run():
     module = types.SimpleNamespace(arrangement=arrangement, application=None, BLOCK_SIZE_M=64,
                                    BLOCK_SIZE_N=64, BLOCK_SIZE_K=64)
     trials = what_if_probe.Trials(module, None, (128, 128, 128), "cpu", 60)
-    trials.prepare()
+    trials.build()
     assert trials.plan.reason == what_if.UNREADABLE and trials.builds == []
 
 
@@ -218,6 +252,41 @@ def test_feedback_shows_the_what_if_and_its_picture(monkeypatch, tmp_path):
     assert (tmp_path / "ada" / feedback.WHAT_IF_PICTURE).read_bytes()[:4] == b"\x89PNG"
 
 
+def test_the_share_folder_carries_the_what_if_picture_its_feedback_links(monkeypatch, tmp_path):
+    """feedback.md shows what-if.png; a share folder without it showed students a broken
+    picture (it holds the student's own timings only, as the feedback's summary does)."""
+    from grader.batch.outputs import share
+    from grader.core import cases
+
+    record, _ = graded(monkeypatch)
+    record.update(folder="ada", message="", cases=[])
+    out = tmp_path / "out"
+    reports.write_student(out, record, cases.catalogue(0, "gpu")[:1])
+    (out / "students.csv").write_text("student,folder\nada,ada\n", encoding="utf-8")
+    share.build(out, tmp_path / "share")
+    shared = tmp_path / "share" / "ada"
+    assert f"]({feedback.WHAT_IF_PICTURE})" in (shared / "feedback.md").read_text("utf-8")
+    assert (shared / feedback.WHAT_IF_PICTURE).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_regrade_without_a_what_if_leaves_no_old_picture_behind(monkeypatch, tmp_path):
+    """A student graded again into the same folder (a new file, a batch without --what-if)
+    kept the last grade's what-if.png and arrangement.png, which share then handed out
+    beside a feedback.md that no longer links them."""
+    from grader.core import cases
+
+    record, _ = graded(monkeypatch)
+    record.update(folder="ada", message="", cases=[])
+    chosen = cases.catalogue(0, "gpu")[:1]
+    reports.write_student(tmp_path, record, chosen)
+    (tmp_path / "ada" / feedback.ARRANGEMENT_PICTURE).write_bytes(b"an older grade's")
+    again, _ = graded(monkeypatch, what_if_on=False)
+    again.update(folder="ada", message="", cases=[])
+    reports.write_student(tmp_path, again, chosen)
+    assert not (tmp_path / "ada" / feedback.WHAT_IF_PICTURE).exists()
+    assert not (tmp_path / "ada" / feedback.ARRANGEMENT_PICTURE).exists()
+
+
 # --------------------------------------------------------------------------- the worker
 
 class Channel:
@@ -236,7 +305,8 @@ def test_the_worker_reports_a_plan_and_one_line_per_other_configuration(monkeypa
     monkeypatch.setattr(what_if_probe.speed_probe, "measure", lambda handle, m, n, k, device: {
         "verdict": "PASS", "wrong": 0, "kernel": [0.4, 0.39, 0.41], "torch": [0.2, 0.19, 0.21]})
     trials = what_if_probe.Trials(module, None, (128, 128, 128), "cpu", budget_s=60)
-    trials.prepare()
+    trials.build()
+    trials.compile()
     channel = Channel()
     trials.report(channel)
     plan, *timings = channel.sent
@@ -245,7 +315,8 @@ def test_the_worker_reports_a_plan_and_one_line_per_other_configuration(monkeypa
     assert [t.config for t in timings] == list(what_if.CANDIDATES)
     assert {t.status for t in timings} == {what_if.TIMED}
     spent = what_if_probe.Trials(module, None, (128, 128, 128), "cpu", budget_s=-1)
-    spent.prepare()
+    spent.build()
+    spent.compile()
     channel = Channel()
     spent.report(channel)
     assert {t.status for t in channel.sent[1:]} == {what_if.SKIPPED}
@@ -259,7 +330,7 @@ def test_hard_coded_tiles_send_a_reason_and_nothing_else(tmp_path):
     path.write_text(VARIANTS["other_style"].source("hard").replace(
         "c.tile((BLOCK_SIZE_M, BLOCK_SIZE_N))", "c.tile((64, 64))"), encoding="utf-8")
     trials = what_if_probe.Trials(load_submission(path), None, (128, 128, 128), "cpu", 60)
-    trials.prepare()
+    trials.build()
     channel = Channel()
     trials.report(channel)
     assert [type(item) for item in channel.sent] == [protocol.WhatIfPlan]
@@ -285,6 +356,29 @@ def test_a_sandboxed_timing_run_rebuilds_every_configuration_past_the_build_guar
     own = (64, 64, 64, run.launch["num_warps"], run.launch["num_stages"])
     assert [found.config for found in run.what_ifs] == [c for c in what_if.CANDIDATES if c != own]
     assert {found.status for found in run.what_ifs} == {what_if.WRONG}
+
+
+def test_a_rebuild_that_patches_triton_is_stopped_before_the_graded_timing():
+    """The what-if runs the student's arrangement again after the kernel is made; what it
+    does there must meet the build guard's check before any launch, not only the one after,
+    which leaves Triton's modules alone: a rebound triton.testing.do_bench would time the
+    graded sizes. (Only an allowlist bug could let a submission write this; the guard is
+    there for that day.)"""
+    if batch_backend() == "gpu":
+        pytest.skip("the sandboxed interpreter run shows it; the GPU test times for real")
+    from grader.batch.isolation.sandbox import Limits
+    from grader.core import kernel_source
+
+    source = kernel_source.extract(MODEL_ANSWER.read_text()).text
+    source = "import triton\n" + source.replace(
+        "    output_arranged = output.tile(",
+        "    if block_size_m == 128:\n"
+        "        triton.testing.do_bench = lambda *args, **kwargs: (1e-3, 1e-3, 1e-3)\n"
+        "    output_arranged = output.tile(", 1)
+    run = conversation.TimingRun(source.encode(), [(64, 64, 64)], backend_name="interpreter",
+                                 limits=Limits(300, 4 << 30, 1.0), what_if_s=120).prepare()
+    run.measure()
+    assert not run.ready and "triton.testing.do_bench" in run.stopped, run.ending
 
 
 # --------------------------------------------------------------------------- command line

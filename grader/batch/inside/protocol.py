@@ -50,6 +50,10 @@ import struct
 
 MAX_HEADER = 256 * 1024
 MAX_TEXT = 8000  # characters kept of any text a worker sends
+# Lists and dicts within lists and dicts a header may hold (an arrangement's tiles hold 4):
+# a value nested hundreds deep still parses on the reader's thread, but repr() or str() of
+# it raises RecursionError on the deeper stack of the thread that checks it.
+MAX_DEPTH = 8
 LOADED_STATUSES = ("ok", "import_error", "not_implemented", "exited")
 _LENGTH = struct.Struct("<Q")
 
@@ -343,7 +347,9 @@ class WhatIfPlan:
             return cls(reason)
         given, used, route = tiles(fields.get("given")), tiles(fields.get("used")), \
             fields.get("route")
-        if given is None or used is None or route not in what_if.ROUTES:
+        # A str before the look-up: a list is unhashable, and its TypeError would end the batch.
+        if given is None or used is None or not isinstance(route, str) \
+                or route not in what_if.ROUTES:
             raise ProtocolError("a what-if plan without its tiles or their route")
         return cls(reason, tuple(given), tuple(used), route)
 
@@ -433,11 +439,14 @@ def receive(stream, accept):
         if length > MAX_HEADER:
             raise ProtocolError(f"a header of {length} bytes is over the {MAX_HEADER}-byte limit")
         header = json.loads(_read_exactly(stream, length).decode("utf-8"))
-    except (EOFError, ValueError, UnicodeDecodeError) as error:
+    except (EOFError, ValueError, UnicodeDecodeError, RecursionError) as error:
+        # RecursionError: a header of nested lists, which would end the reader's thread
         raise ProtocolError(f"a malformed message: {error}") from None
     if not isinstance(header, dict) or not isinstance(header.get("kind"), str) \
             or not isinstance(header.get("payload"), int):
         raise ProtocolError("a message without a kind or a payload size")
+    if _too_deep(header):
+        raise ProtocolError(f"a header nested more than {MAX_DEPTH} deep")
     kind, size = header.pop("kind"), header.pop("payload")
     allowed = accept(kind, header)
     if size not in (0, allowed):
@@ -447,6 +456,19 @@ def receive(stream, accept):
     except EOFError as error:
         raise ProtocolError(str(error)) from None
     return Message(kind, header, payload)
+
+
+def _too_deep(value):
+    """Whether ``value`` holds lists or dicts more than MAX_DEPTH deep (without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item \
+            if isinstance(item, list) else ()
+        if children and depth > MAX_DEPTH:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def text(value, limit=MAX_TEXT):

@@ -3,8 +3,9 @@ student's own ``arrangement()`` and ``application()`` rebuilt with the benchmark
 tiles, warps and stages (benchmarks.what_if.CANDIDATES), compiled ahead like the kernel
 itself, then checked and timed with the speed phase's method (speed_probe.measure).
 
-Advice only, and built so that it can never cost a grade: it is compiled after the
-kernel that is graded, timed after every graded size, and stops starting new work once
+Advice only, and built so that it can never cost a grade: it is made (the student's
+code runs again) before the build guard's last check ahead of any launch, compiled after
+the kernel that is graded, timed after every graded size, and stops starting new work once
 its own budget of wall seconds is spent, well inside the extra time the parent gave
 the run for it (grader.batch.timing.what_if_entry.ALLOWANCE_S).
 """
@@ -33,12 +34,18 @@ class Trials:
             self.plan = what_if.Plan(reason=what_if.UNREADABLE)
         self.builds = []  # (Config, kernel or None, status if no kernel, why)
         self.module = module
+        self.started = None  # when build() began: it and compile() share one budget
 
-    def prepare(self):
-        """Build and compile every other configuration without a launch, while time lasts."""
-        started = time.monotonic()
+    def _spent(self):
+        return time.monotonic() - self.started > self.budget_s
+
+    def build(self):
+        """Make every other configuration, while time lasts. The student's arrangement runs
+        here again, so the worker calls this before the build guard's last check ahead of
+        any launch (the check after a launch leaves Triton's modules alone)."""
+        self.started = time.monotonic()
         for config in self.plan.others:
-            if time.monotonic() - started > self.budget_s:
+            if self._spent():
                 self.builds.append((config, None, what_if.SKIPPED, OUT_OF_TIME))
                 continue
             try:
@@ -46,8 +53,17 @@ class Trials:
             except Exception as error:  # noqa: BLE001 - the student's code, or a config refused
                 self.builds.append((config, None, what_if.BUILD_FAILED, what_if.one_line(error)))
                 continue
-            speed_probe.precompile(handle, [self.size], self.device)
             self.builds.append((config, handle, "", ""))
+
+    def compile(self):
+        """Compile each build without a launch, after the graded kernel, while time lasts."""
+        for number, (config, handle, _, _) in enumerate(self.builds):
+            if handle is None:
+                continue
+            if self._spent():
+                self.builds[number] = (config, None, what_if.SKIPPED, OUT_OF_TIME)
+                continue
+            speed_probe.precompile(handle, [self.size], self.device)
 
     def report(self, channel):
         """Send the plan, then one WhatIfTiming per configuration, while time lasts."""

@@ -59,10 +59,16 @@ def write_student(out_dir, record, cases_list, book=None):
     atomic_write(folder / "stderr.log", _truncate(record.get("stderr", "")))
     if (record.get("speed") or {}).get("rows"):
         write_speed(folder, record)
+    # A picture this grade does not draw goes: one left from an earlier grade of this folder
+    # would be shared beside a feedback.md that does not link it.
     if ((record.get("speed") or {}).get("what_if") or {}).get("rows"):
         write_what_if(folder, record)
+    else:
+        (folder / feedback.WHAT_IF_PICTURE).unlink(missing_ok=True)
     if record.get("arrangement"):
         write_arrangement(folder, record)
+    else:
+        (folder / feedback.ARRANGEMENT_PICTURE).unlink(missing_ok=True)
     write_feedback(out_dir, record, cases_list, book)
 
 

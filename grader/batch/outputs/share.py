@@ -4,7 +4,7 @@ Most of OUT_DIR must stay with the staff. gradebook.csv, summary.* and record.js
 the hidden cases' shapes, and environment.json holds the seed. The logs show whatever a
 submission printed, its inputs' shapes included. The share folder holds one folder per
 student with feedback.md and results.json, which name a hidden case only as
-"square #1 (hidden)", and the arrangement.png feedback.md links, if any. An index.csv for the staff says which folder is whose. A GPU batch's
+"square #1 (hidden)", and the pictures feedback.md links (arrangement.png, what-if.png), if any. An index.csv for the staff says which folder is whose. A GPU batch's
 leaderboard goes along in its public copy (pseudonyms); the staff copy stays behind.
 """
 
@@ -15,8 +15,9 @@ import shutil
 from grader.batch.outputs.spreadsheet import safe_row
 
 SHARED_FILES = ("feedback.md", "results.json")
-# The picture feedback.md links, where the grade drew one (at a public case's shape only).
-SHARED_IF_DRAWN = ("arrangement.png",)
+# The pictures feedback.md links, where the grade drew them: the arrangement (at a public
+# case's shape only) and the what-if of ``grade --what-if`` (the student's own timings).
+SHARED_IF_DRAWN = ("arrangement.png", "what-if.png")
 # The leaderboard students may see (pseudonyms, grader.batch.outputs.leaderboard), when there is one.
 SHARED_CLASS_FILES = ("leaderboard.csv", "leaderboard.png")
 INDEX = "index.csv"

@@ -182,16 +182,22 @@ class _Once:
             self.done.add(student)
             return True
 
+    def given(self, student):
+        with self.lock:
+            return student in self.done
+
 
 def _time_on(device, work, settings, on_timed, on_start, stop, env, retried):
     from grader.batch.isolation.conversation import TimingRun
     from grader.batch.isolation.sandbox import Limits, cores_for
 
-    what_if_s = what_if_entry.BUDGET_S if settings.speed.what_if else 0
-    timeout_s = settings.timeout_s + (what_if_entry.ALLOWANCE_S if what_if_s else 0)
-
     def start(item):
-        submission, _ = item
+        submission, record = item
+        # A retry goes without the what-if: its compiles come before the graded timing, and
+        # a run that died among them must not die again there and lose its speed.
+        what_if_s = what_if_entry.BUDGET_S if settings.speed.what_if \
+            and not retried.given(record["student"]) else 0
+        timeout_s = settings.timeout_s + (what_if_entry.ALLOWANCE_S if what_if_s else 0)
         return TimingRun(_kernel_text(submission), settings.speed.sizes, backend_name="gpu",
                          limits=Limits(timeout_s, settings.memory_limit_bytes, cores_for("gpu")),
                          device=device, sandboxed=settings.sandboxed, on_start=on_start,

@@ -25,6 +25,11 @@ def entry(run, record):
     the what-if held the GPU."""
     size = run.sizes[0]
     base = {"size": size_label(*size), "gpu_s": round(run.what_if_gpu_s, 2)}
+    if not run.what_if_s:  # grader.batch.timing.speed: a retry times without it
+        return {**base, "status": "not_run", "rows": [],
+                "message": "The what-if did not run: the first timing run ended early, and "
+                           "its retry timed the kernel without it",
+                "message_zh": "what-if 未运行：第一次计时进程提前结束，重试时不再运行 what-if"}
     if run.what_if is None:
         why = run.ending.detail if run.ending else "the timing run ended first"
         return {**base, "status": "not_run", "rows": [],
