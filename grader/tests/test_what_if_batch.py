@@ -222,6 +222,18 @@ def test_a_plan_that_raises_is_a_reason_not_a_crash_of_the_timing_run():
     assert trials.plan.reason == what_if.UNREADABLE and trials.builds == []
 
 
+def test_why_a_what_if_ended_is_short_and_never_empty(monkeypatch):
+    ending = type("Ending", (), {"kind": "crashed", "detail": "x" * 100_000})()
+    record, _ = graded(monkeypatch, found=[], done=False)
+    run = WhatIfRun(b"", SIZES, what_if_s=60, found=[], done=False)
+    run.measure()
+    for detail, words in (("x" * 100_000, " [...]"), ("", "it ended early")):
+        ending.detail = detail
+        run.ending = ending
+        message = what_if_entry.entry(run, record)["message"]
+        assert message.endswith(words) and len(message) < 400
+
+
 @pytest.mark.parametrize("options, words", [
     ({"plan": protocol.WhatIfPlan("autotuned")}, "autotuner already picks"),
     ({"found": [], "done": False}, "ended before every configuration"),

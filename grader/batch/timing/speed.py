@@ -289,7 +289,8 @@ def entry(run, record, env):
     if run.stopped:
         record["flags"].append(f"speed: the build guard stopped the timing run at {run.stopped}")
     if len(run.results) != len(run.sizes):
-        why = run.note or (run.ending.detail if run.ending else "it ended early")
+        why = run.note or (run.ending.detail if run.ending else "") or "it ended early"
+        why = why if len(why) <= 1000 else why[:1000] + " [...]"  # a worker's report, quoted
         kind = run.ending.kind if run.ending else "crashed"
         return {**base, "status": "not_timed",
                 "message": f"Speed: not timed: the timing run ended ({kind}): {why}".strip(),

@@ -31,7 +31,7 @@ def entry(run, record):
                            "its retry timed the kernel without it",
                 "message_zh": "what-if 未运行：第一次计时进程提前结束，重试时不再运行 what-if"}
     if run.what_if is None:
-        why = run.ending.detail if run.ending else "the timing run ended first"
+        why = _ending(run, "the timing run ended first")
         return {**base, "status": "not_run", "rows": [],
                 "message": f"The what-if did not run: {why}",
                 "message_zh": f"what-if 未运行：{why}"}
@@ -44,11 +44,18 @@ def entry(run, record):
     status, message, message_zh = "run", "", ""
     if not run.what_if_done:
         status = "incomplete"
-        why = run.ending.detail if run.ending else "it ended early"
+        why = _ending(run, "it ended early")
         message = f"The what-if ended before every configuration was tried: {why}"
         message_zh = f"what-if 在试完所有配置之前结束：{why}"
     return {**base, "status": status, "rows": table, "message": message,
             "message_zh": message_zh}
+
+
+def _ending(run, otherwise, limit=300):
+    """Why the run ended, in at most ``limit`` characters: the parent's words, which can quote
+    a worker's malformed report at length."""
+    why = (run.ending.detail if run.ending else "") or otherwise
+    return why if len(why) <= limit else why[:limit] + " [...]"
 
 
 def _theirs(run, record):
