@@ -49,13 +49,15 @@ class WhatIfRun(FakeRun):
         return results
 
 
-def graded(monkeypatch, what_if_on=True, **run_options):
-    """ada's record after the speed phase with made-up timing runs."""
-    made = {}
+def graded(monkeypatch, what_if_on=True, first_ends_early=False, **run_options):
+    """ada's record after the speed phase with made-up timing runs, and the options each
+    timing run was started with."""
+    made = []
 
     def fake(source, sizes, **options):
-        made.update(options)
-        return WhatIfRun(source, sizes, **{**options, **run_options})
+        made.append(options)
+        return WhatIfRun(source, sizes, ends_early=first_ends_early and len(made) == 1,
+                         **{**options, **run_options})
 
     monkeypatch.setattr(conversation, "TimingRun", fake)
     monkeypatch.setattr(speed, "_kernel_text", lambda submission: submission.data)
@@ -160,28 +162,15 @@ def test_the_what_if_rows_take_the_graded_timing_as_the_students_own(monkeypatch
     best = max(found["rows"], key=lambda row: row["tflops"])
     assert best["config"].startswith("256x128x64") and best["speedup_over_theirs"] == \
         pytest.approx(4.0)
-    assert made["what_if_s"] == what_if_entry.BUDGET_S
-    assert made["limits"].timeout_s == 30 + what_if_entry.ALLOWANCE_S
+    assert made[0]["what_if_s"] == what_if_entry.BUDGET_S
+    assert made[0]["limits"].timeout_s == 30 + what_if_entry.ALLOWANCE_S
 
 
 def test_the_retry_of_a_run_that_ended_early_goes_without_the_what_if(monkeypatch):
     """Compiling the other configurations comes before the graded timing: a run that died
     there (a compiler that aborts on one of them, say) would have died again in its retry,
     and a correct kernel lost its speed to advice."""
-    tries = []
-
-    def fake(source, sizes, **options):
-        tries.append(options)
-        return WhatIfRun(source, sizes, ends_early=len(tries) == 1, **options)
-
-    monkeypatch.setattr(conversation, "TimingRun", fake)
-    monkeypatch.setattr(speed, "_kernel_text", lambda submission: submission.data)
-    record = passed_record("ada", tiles=(64, 64, 64))
-    settings = Settings(seed=0, backend="gpu", timeout_s=30, memory_limit_bytes=1 << 30,
-                        speed=speed.SpeedSettings(SIZES, what_if=True))
-    speed.time_class([(intake.Submission("ada", "ada.py", b"ada"), record)], settings, [0],
-                     on_timed=lambda _: None, stop=threading.Event(),
-                     environments={0: H200_ENV})
+    record, tries = graded(monkeypatch, first_ends_early=True)
     assert [options["what_if_s"] for options in tries] == [what_if_entry.BUDGET_S, 0]
     assert tries[1]["limits"].timeout_s == 30
     assert record["speed"]["status"] == "timed"
@@ -192,8 +181,8 @@ def test_the_retry_of_a_run_that_ended_early_goes_without_the_what_if(monkeypatc
 def test_without_the_option_nothing_changes(monkeypatch):
     record, made = graded(monkeypatch, what_if_on=False)
     with_it, _ = graded(monkeypatch)
-    assert "what_if" not in record["speed"] and made["what_if_s"] == 0
-    assert made["limits"].timeout_s == 30
+    assert "what_if" not in record["speed"] and made[0]["what_if_s"] == 0
+    assert made[0]["limits"].timeout_s == 30
     assert "what_if" not in speed.SpeedSettings(SIZES).describe()
     for key in ("status", "points", "message", "why"):
         assert record["speed"][key] == with_it["speed"][key]  # it never changes a grade
