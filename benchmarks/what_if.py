@@ -17,8 +17,8 @@ out (``grader.core.layout.tile_sizes``, no GPU needed): hard-coded tiles, an aut
 or a layout the reader does not recognise get a reason instead of a what-if.
 
 It is advice printed beside the benchmark, never part of a grade; the batch grader runs the
-same set with ``grade --what-if`` (grader.batch.inside.what_if_probe). The outputs (text in English and Chinese, a CSV, a picture) are in
-``benchmarks.what_if_output``.
+same set with ``grade --what-if`` (grader.batch.inside.what_if_probe). The outputs (text in
+English and Chinese, a CSV, a picture) are in ``benchmarks.what_if_output``.
 """
 
 import dataclasses
@@ -59,6 +59,12 @@ class Config:
     block_k: int
     num_warps: object = None  # None: ninetoothed.make's default
     num_stages: object = None
+
+    @classmethod
+    def launched(cls, blocks, warps, stages):
+        """The config of a build whose launch options were read (``kernel_config.launch_options``:
+        "unknown" where they could not be) as None where unknown."""
+        return cls(*blocks, *(v if isinstance(v, int) else None for v in (warps, stages)))
 
     @property
     def blocks(self):
@@ -198,7 +204,7 @@ def plan(module, handle=None):
         return Plan(reason=AUTOTUNED)
     own = (module.BLOCK_SIZE_M, module.BLOCK_SIZE_N, module.BLOCK_SIZE_K)
     warps, stages = kernel_config.launch_options(handle) if handle is not None else (None, None)
-    theirs = Config(*own, *(v if isinstance(v, int) else None for v in (warps, stages)))
+    theirs = Config.launched(own, warps, stages)
     others = tuple(c for c in candidates() if c != theirs)
     seen = {c.blocks: tiles_used(module, c.blocks) for c in (theirs, *others)}
     if any(used is None for used in seen.values()):

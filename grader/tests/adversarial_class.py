@@ -8,7 +8,6 @@ The status each must get is in the test. ``python -m grader.tests.adversarial_cl
 writes the class.
 """
 
-
 from grader.tests.build_variants import DOT, RETURN
 from grader.tests.source_edits import Variant, appended, class_command
 

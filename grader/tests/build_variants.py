@@ -6,7 +6,6 @@ is reworked: arrangement(), application(), the BLOCK_SIZE_* lines and nt_gemm's 
 ``python -m grader.tests.build_variants FOLDER [NAME ...]`` writes them as a class to grade.
 """
 
-
 from grader.tests.source_edits import Variant, class_command, function
 
 LHS_TILE = "lhs.tile((block_size_m, block_size_k))"

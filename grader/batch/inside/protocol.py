@@ -32,7 +32,7 @@ A timing run (grader.batch.timing.speed) instead sends, after ``loaded``:
 
 | from   | kind        | fields                                   |
 | ------ | ----------- | ---------------------------------------- |
-| parent | sizes       | sizes: [[m, n, k], ...]                  |
+| parent | sizes       | sizes: [[m, n, k], ...], what_if_s (0: no what-if) |
 | worker | ready       | Ready: note, num_warps, num_stages (compiled, nothing launched) |
 | parent | go          | (the GPU is this run's alone now)        |
 | worker | timing      | SizeTiming: m, n, k, verdict, wrong, kernel, torch, error (one per size) |

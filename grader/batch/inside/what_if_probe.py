@@ -34,9 +34,11 @@ class Trials:
             self.plan = what_if.Plan(reason=what_if.UNREADABLE)
         self.builds = []  # (Config, kernel or None, status if no kernel, why)
         self.module = module
-        self.started = None  # when build() began: it and compile() share one budget
+        self.started = None  # when build() (then report()) began
 
     def _spent(self):
+        """Whether this step's budget is spent (building and compiling share one, timing has
+        its own)."""
         return time.monotonic() - self.started > self.budget_s
 
     def build(self):
@@ -68,12 +70,12 @@ class Trials:
     def report(self, channel):
         """Send the plan, then one WhatIfTiming per configuration, while time lasts."""
         channel.report(protocol.WhatIfPlan.of(self.plan))
-        started = time.monotonic()
+        self.started = time.monotonic()
         for config, handle, status, note in self.builds:
             if handle is None:
                 channel.report(protocol.WhatIfTiming.of(config, status, note=note))
                 continue
-            if time.monotonic() - started > self.budget_s:
+            if self._spent():
                 channel.report(protocol.WhatIfTiming.of(config, what_if.SKIPPED, note=OUT_OF_TIME))
                 continue
             try:

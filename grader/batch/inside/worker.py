@@ -274,7 +274,7 @@ def timing_run(channel, path, active):
     request = channel.expect("sizes")
     sizes = [tuple(int(value) for value in size) for size in request.fields["sizes"]]
     trials = None
-    if request.fields.get("what_if") and not problem:
+    if request.fields.get("what_if_s") and not problem:
         # Made before the guard's check below: making them runs the student's code again.
         trials = what_if_probe.Trials(module, kernel, sizes[0], active.device,
                                       float(request.fields["what_if_s"]))

@@ -237,7 +237,7 @@ class TimingRun:
             self.worker.stop("crashed", "the kernel did not load")
             return
         self.worker.send("sizes", sizes=[list(size) for size in self.sizes],
-                         what_if=bool(self.what_if_s), what_if_s=self.what_if_s)
+                         what_if_s=self.what_if_s)
         ready = self._next("ready")
         if ready is None:
             return

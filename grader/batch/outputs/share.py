@@ -4,8 +4,9 @@ Most of OUT_DIR must stay with the staff. gradebook.csv, summary.* and record.js
 the hidden cases' shapes, and environment.json holds the seed. The logs show whatever a
 submission printed, its inputs' shapes included. The share folder holds one folder per
 student with feedback.md and results.json, which name a hidden case only as
-"square #1 (hidden)", and the pictures feedback.md links (arrangement.png, what-if.png), if any. An index.csv for the staff says which folder is whose. A GPU batch's
-leaderboard goes along in its public copy (pseudonyms); the staff copy stays behind.
+"square #1 (hidden)", and the pictures feedback.md links (arrangement.png, what-if.png), if
+any. An index.csv for the staff says which folder is whose. A GPU batch's leaderboard goes
+along in its public copy (pseudonyms); the staff copy stays behind.
 """
 
 import csv

@@ -59,9 +59,8 @@ def _ending(run, otherwise, limit=300):
 
 
 def _theirs(run, record):
-    tiles = record["tiles"]
-    warps, stages = (run.launch.get(key) for key in ("num_warps", "num_stages"))
-    config = what_if.Config(*tiles, *(v if isinstance(v, int) else None for v in (warps, stages)))
+    config = what_if.Config.launched(record["tiles"], run.launch.get("num_warps"),
+                                     run.launch.get("num_stages"))
     graded = run.results[0]
     if graded.verdict != "PASS":
         return what_if.Outcome(config, True, what_if.WRONG, "wrong at the graded size")
