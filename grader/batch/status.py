@@ -59,7 +59,7 @@ class ExitCode(enum.IntEnum):
     OK = 0
     FAILURE = 1
     USAGE = 2
-    STOPPED = 3  # a worker the build guard ended (grader.batch.inside.build_guard)
+    STOPPED = 3  # a worker the build guard ended (grader.core.build_guard)
     INTERRUPTED = 130
 
 

@@ -19,7 +19,7 @@ module code never run where the graded outputs are made.
 
 What is kept is checked against an allowlist that is one (grader.core.kernel_allowlist):
 every node and every field, names resolved as Python resolves them. The batch grader flags
-a file with a violation and runs nothing from it; grader.batch.inside.build_guard is the
+a file with a violation and runs nothing from it; grader.core.build_guard is the
 second layer, for the day the allowlist has a bug.
 """
 

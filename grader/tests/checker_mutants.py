@@ -7,7 +7,7 @@ constants and the module's own statements. A payload is either hostile (it reads
 file, imports, lists a folder or starts a process when it is evaluated) or harmless
 (a number, a constant): the checker must reject every hostile mutant that could run,
 and what it accepts must do, when built and launched, nothing beyond what a kernel
-build needs (grader.batch.inside.build_guard.Policy, the same policy the worker enforces).
+build needs (grader.core.build_guard.Policy, the same policy the worker enforces).
 
     python -m grader.tests.checker_mutants FOLDER   # build and launch every FOLDER/*.py
 
@@ -177,7 +177,7 @@ def _run(folder):
     import torch
     from ninetoothed import Tensor
 
-    from grader.batch.inside import build_guard
+    from grader.core import build_guard
     from grader.core.loading import SubmissionError, import_file
 
     files = sorted(pathlib.Path(folder).glob("*.py"))

@@ -249,7 +249,7 @@ class CaseResult:
 
 @dataclasses.dataclass(frozen=True)
 class Stopped:
-    """The build guard (grader.batch.inside.build_guard) ended a kernel or timing run at an event
+    """The build guard (grader.core.build_guard) ended a kernel or timing run at an event
     no build needs; the worker exits right after sending it, at any point of the run."""
 
     KIND = "stopped"

@@ -36,7 +36,7 @@ class RunReport:
     build: object = None  # grader.core.gpu_compile.Build, as the kernel run claimed it
     arrangement: dict = None  # one program's tiles at a public shape (protocol.Arrangement)
     cases: dict = dataclasses.field(default_factory=dict)  # job index -> CaseReport
-    stopped: str = ""  # why the build guard (grader.batch.inside.build_guard) ended it, if it did
+    stopped: str = ""  # why the build guard (grader.core.build_guard) ended it, if it did
 
 
 def payload_bytes(sizes, kind, fields):
