@@ -18,7 +18,8 @@ import warnings
 
 import pytest
 
-from grader.core import kernel_source, layout, suite
+from grader.core import execution, kernel_source, layout, suite
+from grader.core.generated_kernel import KernelRejected
 from grader.core.mistakes import MISTAKES
 
 # The catalogue is expanded into test ids in grader/conftest.py
@@ -77,6 +78,15 @@ def test_kernel_is_what_the_batch_grader_runs(submission, record_property):
                     + "\narrangement() and application() may use only ninetoothed, "
                       "ninetoothed.language, math, the file's constants and its own helper "
                       "functions (see docs/instructor-guide.md, section 8)", pytrace=False)
+    try:
+        execution.own_kernel(submission.module)
+    except KernelRejected as rejection:
+        pytest.fail(f"the batch grader would flag this file (score 0): {rejection}\n"
+                    "what NineToothed generates from arrangement() and application() is "
+                    "checked as Triton runs it (docs/instructor-guide.md, section 8)",
+                    pytrace=False)
+    except Exception:  # noqa: BLE001 - a kernel that cannot be made: the cases say why
+        pass
 
 
 def test_case(grader_case, submission, backend, grading_seed, request, record_property):

@@ -15,6 +15,7 @@ import re
 import torch
 
 from grader.core import cases as catalogue
+from grader.core.generated_kernel import KernelRejected
 
 # The guide's tolerance, per element: |out - ref| <= ATOL + RTOL * |ref|.
 ATOL = 0.025
@@ -348,6 +349,9 @@ def error_verdict(case, error, limit=12):
 
     if str(error).startswith(NOT_LAUNCHED):  # a grid known to be wrong before any launch
         return Verdict(case.id, False, f"the kernel was {error}", "grid_mismatch")
+    if isinstance(error, KernelRejected):  # nothing ran; the batch grader flags the file
+        return Verdict(case.id, False, f"not run: {error}\nthe batch grader flags such a "
+                                       "file (score 0)", details={"error": str(error)[-4000:]})
     if isinstance(error, BaseException):
         mistake = "not_implemented" if isinstance(error, NotImplementedError) else "build_error"
         name, text = type(error).__name__, str(error).strip()

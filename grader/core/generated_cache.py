@@ -18,6 +18,12 @@ that rewrites a file whose content is not the source (a leftover of a writer kil
 mid-write would otherwise break that kernel for good). The path, the folder and the
 content stay NineToothed's own. A writer that is not a kit process (NineToothed run
 directly) still writes in place.
+
+It is also the one door every generated kernel passes before anything imports, compiles
+or interprets it, so the check that decides (grader.core.generated_kernel) stands here: a
+source it refuses is never written, and NineToothed's build raises ``KernelRejected``.
+A process that must end on a refusal (the batch grader's worker) says so with
+``stop_on_rejection``; then the refusal reaches it before any code could catch it.
 """
 
 import hashlib
@@ -25,6 +31,8 @@ import inspect
 import os
 import pathlib
 import uuid
+
+from grader.core import generated_kernel
 
 # ninetoothed.generation.cache_source as this module was written against (0.26.0).
 _EXPECTED_SOURCE = '''def cache_source(source):
@@ -39,13 +47,29 @@ _EXPECTED_SOURCE = '''def cache_source(source):
 '''
 
 _original = None  # NineToothed's own cache_source, once replaced
+_on_rejection = None  # called with the KernelRejected before it is raised, if set
+checked = set()  # sha256 of every generated source this process's check passed
+
+
+def stop_on_rejection(callback):
+    """Call ``callback(rejection)`` on every refused kernel, before anything else sees it."""
+    global _on_rejection
+    _on_rejection = callback
 
 
 def cache_source(source):
-    """``ninetoothed.generation.cache_source``, but the file appears whole (see the module)."""
+    """``ninetoothed.generation.cache_source``, but the file appears whole (see the module),
+    and only once grader.core.generated_kernel passed it."""
     from ninetoothed import generation
 
+    violations = generated_kernel.check(source)
+    if violations:
+        rejection = generated_kernel.KernelRejected(violations, source)
+        if _on_rejection is not None:
+            _on_rejection(rejection)
+        raise rejection
     digest = hashlib.sha256(source.encode("utf-8")).hexdigest()
+    checked.add(digest)
     cache_file = generation.CACHE_DIR / f"{digest}.py"
     if _holds(cache_file, source):
         return cache_file

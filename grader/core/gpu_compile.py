@@ -7,16 +7,22 @@ before any case: a kernel that would not build for the course's GPU fails everyw
 the compiler's own message and the student's line, and a kernel that builds gets a report
 of its registers, spills and shared memory, read through the occupancy lesson's formulas.
 
-The compile runs in a child process (``python -m grader.core.gpu_compile FILE TARGET``): the
-interpreter rewrites triton.language in the process that runs it, which breaks the compiler
-there, and a child keeps the compiler's own crashes apart.
+The compile runs in a child process (``python -m grader.core.gpu_compile FILE SHA256 TARGET``):
+the interpreter rewrites triton.language in the process that runs it, which breaks the
+compiler there, and a child keeps the compiler's own crashes apart. Triton's code generator
+evaluates Python while it compiles, so the child is held to what the parent checked: it
+compiles only a file whose sha256 is the one grader.core.generated_kernel passed in the
+parent, checks it again, and runs under the build guard (grader.core.build_guard)
+from before it imports the file; the guard's refusal comes back as ``refused``.
 """
 
 import dataclasses
 import difflib
+import hashlib
 import importlib.util
 import json
 import os
+import pathlib
 import re
 import subprocess
 import sys
@@ -38,6 +44,7 @@ class Build:
     ok: bool
     message: str = ""  # the compiler's own words, without the generated code around them
     checked: bool = True  # False: the check itself could not run; the kernel is not judged
+    refused: str = ""  # why the build guard or the kernel check ended the compile, if one did
     line: str = ""  # the generated line it points at (see student_line)
     registers: int = None  # per thread
     spilled_bytes: int = None  # local memory per thread: registers spilled to DRAM
@@ -58,7 +65,7 @@ class Build:
                               and not isinstance(fields.get(key), bool)
                               and 0 <= fields.get(key) < 2**31 else None)
         return cls(target=text("target")[:16], ok=fields.get("ok") is True,
-                   checked=fields.get("checked") is not False,
+                   checked=fields.get("checked") is not False, refused=text("refused"),
                    message=text("message"), line=text("line"), registers=number("registers"),
                    spilled_bytes=number("spilled_bytes"), shared_bytes=number("shared_bytes"),
                    num_warps=number("num_warps"), num_stages=number("num_stages"))
@@ -90,12 +97,19 @@ def requested_target():
 def check(kernel, target=None):
     """Compile a ninetoothed.make handle for ``target`` in a child process; a Build."""
     target = parse_target(target or requested_target())
+    from grader.core import generated_cache
+
     source = getattr(kernel, "_source", None)
     if not source:
         return Build(target, False, "the kernel has no generated source to compile", checked=False)
+    digest = pathlib.Path(source).stem
+    if digest not in generated_cache.checked:
+        return Build(target, False, "the generated kernel was not checked in this process",
+                     checked=False)
     environment = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
     try:
-        done = subprocess.run([sys.executable, "-m", "grader.core.gpu_compile", str(source), target],
+        done = subprocess.run([sys.executable, "-m", "grader.core.gpu_compile", str(source),
+                               digest, target],
                               capture_output=True, text=True, timeout=CHILD_TIMEOUT_S,
                               env=environment)
     except subprocess.TimeoutExpired:
@@ -115,17 +129,48 @@ def check(kernel, target=None):
 
 # --------------------------------------------------------------------------- the child
 
-def _compile(path, target):
+class Refused(Exception):
+    """The file is not the one the parent checked, or the check refuses it."""
+
+
+def _checked_source(path, digest):
+    """The file's text, if its sha256 is ``digest`` and the kernel check passes it."""
+    from grader.core import generated_kernel
+
+    with open(path, "rb") as handle:
+        data = handle.read()
+    if hashlib.sha256(data).hexdigest() != digest:
+        raise Refused("the generated kernel file changed after it was checked")
+    source = data.decode("utf-8")
+    violations = generated_kernel.check(source)
+    if violations:
+        raise Refused(generated_kernel.describe(violations))
+    return source
+
+
+def _guard(path, refusals):
+    """The build guard, for the rest of this process; a refusal is recorded, then ends it."""
+    from grader.core import build_guard
+
+    def refuse(why):
+        refusals.append(why)
+        print(json.dumps(Build("", False, "the build guard stopped the compile",
+                               checked=False, refused=why).to_fields()), flush=True)
+
+    build_guard.install(build_guard.Policy(path), refuse, exit_code=0)
+
+
+def _compile(path, target, digest=None):
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
     arch, shared_limit = TARGETS[target]
+    source = _checked_source(path, digest)
+    _guard(path, [])
     spec = importlib.util.spec_from_file_location("ntgemm_generated_kernel", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    with open(path, encoding="utf-8") as handle:
-        source = handle.read()
     kernel, constants, options = _kernel_and_options(module, source)
     signature, attributes = {}, {}
     for index, param in enumerate(kernel.params):
@@ -220,10 +265,13 @@ def describe_error(error):
 
 
 def main(argv=None):
-    path, target = (sys.argv[1:] if argv is None else argv)
+    path, digest, target = (sys.argv[1:] if argv is None else argv)
     target = parse_target(target)
     try:
-        build = _compile(path, target)
+        build = _compile(path, target, digest)
+    except Refused as refusal:
+        build = Build(target, False, "the generated kernel was refused", checked=False,
+                      refused=str(refusal)[:MESSAGE_LIMIT])
     except Exception as error:  # noqa: BLE001 - the check could not run: say so, judge nothing
         build = Build(target, False, f"{type(error).__name__}: {error}"[:MESSAGE_LIMIT],
                       checked=False)

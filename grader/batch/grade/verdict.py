@@ -4,7 +4,7 @@ Every case is judged in the parent from the bytes the kernel run sent (grader.co
 the wrapper run can only cost points. Status precedence: ``missing_file``,
 ``import_error``, ``not_implemented``, ``flagged`` for a kernel that uses what the grader
 does not run (nothing runs, score 0; grader.batch.grade.grading decides those before any
-run); ``flagged`` for a kernel run the build guard stopped (grader.batch.inside.build_guard,
+run); ``flagged`` for a kernel run the build guard stopped (grader.core.build_guard,
 score 0); then how the kernel run ended (``timeout``, ``memory_limit``, ``crashed``: the
 cases judged before keep their points); then the wrapper run (its ending, an ``nt_gemm``
 that asks to exit: ``crashed``; an ``nt_gemm`` whose result is not its kernel's:
@@ -17,7 +17,7 @@ import re
 from grader.batch.isolation import conversation
 from grader.batch.status import Status
 from grader.core import cases as catalogue
-from grader.core import checks
+from grader.core import checks, generated_kernel
 
 ROLES = {catalogue.GEMM: ("out",), catalogue.DETERMINISM: ("first", "second"),
          catalogue.COVERAGE: ("prefilled",)}
@@ -105,7 +105,9 @@ def decide(record, kernel_run, wrapper_run, wrapper_job, cases_list):
     elif wrapper_run.load_status == "exited":
         status, message = Status.CRASHED, wrapper_run.load_message
     elif kernel_run.stopped:
-        record["flags"].append(f"kernel run: the build guard stopped it at {kernel_run.stopped}")
+        why = kernel_run.stopped
+        record["flags"].append(f"kernel run: {why}" if generated_kernel.REFUSAL in why
+                               else f"kernel run: the build guard stopped it at {why}")
         status, message = Status.FLAGGED, ("anti-cheat evidence: the kernel run did what no "
                                            "kernel build needs (see flags); the score is 0")
     elif kernel_run.ending.kind != "finished":

@@ -32,7 +32,8 @@ import sys
 import time
 import traceback
 
-from grader.batch.inside import build_guard, protocol
+from grader.batch.inside import protocol
+from grader.core import build_guard, generated_cache
 from grader.batch.status import ExitCode
 
 
@@ -141,6 +142,7 @@ def _import_kernel(channel, path):
 
     build_guard.install(build_guard.Policy(path), lambda why: _stop(channel, why),
                         ExitCode.STOPPED)
+    generated_cache.stop_on_rejection(functools.partial(_refuse_kernel, channel, path))
     before = build_guard.snapshot()
     try:
         module = import_file(path)
@@ -154,6 +156,24 @@ def _import_kernel(channel, path):
 
 def _stop(channel, why):
     channel.report(protocol.Stopped(why))
+
+
+def _refuse_kernel(channel, path, rejection):
+    """End the run on a generated kernel the check refused (grader.core.generated_kernel):
+    nothing of it was written, imported or compiled, and no code of the file can catch it."""
+    from grader.core import gpu_compile
+
+    why = str(rejection)
+    with open(path, encoding="utf-8") as handle:
+        source = handle.read()
+    for violation in rejection.violations[:3]:
+        line = gpu_compile.student_line(source, violation.what.rpartition("(`")[2][:-2])
+        if line is not None:
+            why += f"\nyour line {line[0]}: {line[1]}"
+            break
+    _stop(channel, why)
+    sys.stderr.flush()
+    os._exit(ExitCode.STOPPED)
 
 
 def _check_untouched(channel, before, packages=build_guard.BEFORE_LAUNCH):
@@ -190,6 +210,10 @@ def kernel_run(channel, path, active):
     kernel, problem = _make(module, path)
     untouched()
     build = gpu_compile.check(kernel) if kernel is not None else None
+    if build is not None and build.refused:
+        _stop(channel, f"compiling for the course's GPU: {build.refused}")
+        sys.stderr.flush()
+        os._exit(ExitCode.STOPPED)
     channel.report(protocol.Diagnosis(findings, layout.tile_sizes(module), build))
     if build is not None and build.checked and not build.ok and active.is_interpreter:
         problem = build.message  # the parent fails every case with the build's verdict

@@ -1,0 +1,326 @@
+"""The check that decides (grader.core.generated_kernel), tried on what finally runs.
+
+Three layers of proof:
+
+* every correct style the kit knows generates a kernel the check passes, and each attack of
+  grader.tests.generated_attacks passes the source check yet is refused once NineToothed
+  has generated its kernel (on today's code before this check, each of them ran);
+* a mutation test of the generated file itself: the reference's generated kernel, edited to
+  hold each construct the check must refuse, in the form Triton and the interpreter read;
+* the batch grader, sandboxed and not, flags every attack; the pytest grader says the batch
+  would; the compile gate's child compiles only the file the parent checked, under the guard.
+"""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from grader.core import gpu_compile, kernel_source
+from grader.core.generated_kernel import KernelRejected, check
+from grader.tests import build_variants
+from grader.tests.batch_helpers import NEEDS_INTERPRETER, ROOT, environment, gradebook, \
+    grader_command, run_grader, small_cases
+from grader.tests.generated_attacks import ATTACKS
+from grader.tests.source_edits import model_answer
+
+pytestmark = NEEDS_INTERPRETER
+
+
+def _module(source, tmp_path, name):
+    """The rebuilt kernel file (what the batch grader imports) as a module."""
+    import importlib.util
+
+    path = tmp_path / f"{name}.py"
+    path.write_text(kernel_source.extract(source).text, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(f"generated_test_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _make(module):
+    import ninetoothed
+    from ninetoothed import Tensor
+
+    from grader.core import backend
+
+    backend.activate()
+    return ninetoothed.make(module.arrangement, module.application,
+                            (Tensor(2), Tensor(2), Tensor(2)))
+
+
+@pytest.mark.parametrize("name", sorted(ATTACKS))
+def test_each_attack_passes_the_source_check_and_its_generated_kernel_is_refused(name, tmp_path):
+    variant, expected = ATTACKS[name]
+    source = variant.source(name)
+    assert kernel_source.extract(source).ok, "the attack no longer needs the generated check"
+    with pytest.raises(KernelRejected) as rejection:
+        _make(_module(source, tmp_path, name))
+    assert expected in str(rejection.value), str(rejection.value)
+
+
+@pytest.mark.parametrize("name", sorted(build_variants.CORRECT))
+def test_every_correct_style_generates_a_kernel_the_check_passes(name, tmp_path):
+    kernel = _make(_module(build_variants.CORRECT[name].source(name), tmp_path, name))
+    assert check(pathlib.Path(kernel._source).read_text(encoding="utf-8")) == ()
+
+
+def test_the_autotuned_reference_generates_a_kernel_the_check_passes(tmp_path, monkeypatch):
+    from grader.core.loading import import_file
+
+    monkeypatch.setenv("NINETOOTHED_AUTOTUNE", "1")  # the rebuild decides it for an empty one
+    kernel = _make(import_file(ROOT / "solutions" / "ninetoothed_gemm.py"))
+    source = pathlib.Path(kernel._source).read_text(encoding="utf-8")
+    assert "triton.autotune(" in source and check(source) == ()
+
+
+# --------------------------------------------------------------------------- mutations
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    """The model answer's generated kernel file, as NineToothed wrote it, its three tensors
+    renamed ninetoothed_tensor_0, _1 and _2 (NineToothed numbers them per process)."""
+    import ast
+    import re
+
+    module = _module(model_answer(), tmp_path_factory.mktemp("reference"), "reference")
+    source = pathlib.Path(_make(module)._source).read_text(encoding="utf-8")
+    launcher = next(node for node in ast.parse(source).body
+                    if isinstance(node, ast.FunctionDef) and node.name.startswith("launch_"))
+    names = [argument.arg for argument in launcher.args.args]
+    for index, name in enumerate(names):
+        source = re.sub(rf"{name}(?!\d)", f"TENSOR{index}", source)
+    return re.sub(r"TENSOR(\d)", r"ninetoothed_tensor_\1", source)
+
+
+ACCUMULATOR = "    accumulator = triton.language.zeros("
+STORE = "    triton.language.store("
+LAUNCH = "def launch_application("
+# (name, anchor, replacement, a fragment of the violation). The anchor must occur in the
+# generated file; its first occurrence becomes the replacement.
+MUTATIONS = [
+    ("getattr_call", ACCUMULATOR, "    x = getattr(ninetoothed_pid, 'real')\n" + ACCUMULATOR,
+     "calls `getattr`"),
+    ("builtins_name", ACCUMULATOR, "    x = __builtins__\n" + ACCUMULATOR, "`__builtins__`"),
+    ("dunder_attribute", ACCUMULATOR, "    x = ninetoothed_pid.__class__\n" + ACCUMULATOR,
+     "`.__class__`"),
+    ("other_triton_module", ACCUMULATOR,
+     "    x = triton.runtime.driver\n" + ACCUMULATOR, "`triton.runtime.driver`"),
+    ("libdevice", ACCUMULATOR, "    x = triton.language.extra.libdevice.pow(1.0, 2.0)\n"
+     + ACCUMULATOR, "`triton.language.extra.libdevice.pow`"),
+    ("inline_asm", ACCUMULATOR, "    x = triton.language.inline_asm_elementwise(1, 2, 3, 4, 5, 6)\n"
+     + ACCUMULATOR, "`triton.language.inline_asm_elementwise`"),
+    ("atomic", ACCUMULATOR, "    x = triton.language.atomic_add(ninetoothed_tensor_2_pointers, 1)\n"
+     + ACCUMULATOR, "`triton.language.atomic_add`"),
+    ("assert_fstring", ACCUMULATOR,
+     "    assert ninetoothed_pid >= 0, f'{len(\"abc\")}'\n" + ACCUMULATOR, "assert message"),
+    ("assert_name_message", ACCUMULATOR, "    assert ninetoothed_pid >= 0, ninetoothed_pid\n"
+     + ACCUMULATOR, "assert message"),
+    ("local_named_builtin", ACCUMULATOR, "    hasattr = 1\n" + ACCUMULATOR, "binds `hasattr`"),
+    ("dead_branch_builtin", ACCUMULATOR,
+     "    if False:\n        getattr = max\n    x = getattr(ninetoothed_pid, 1)\n" + ACCUMULATOR,
+     "binds `getattr`"),
+    ("local_named_like_the_kernel", ACCUMULATOR, "    application = 1\n" + ACCUMULATOR,
+     "binds `application`"),
+    ("unbound_name", ACCUMULATOR, "    x = torch\n" + ACCUMULATOR, "uses `torch`"),
+    ("triton_as_value", ACCUMULATOR, "    x = triton\n" + ACCUMULATOR, "uses `triton`"),
+    ("string_constant", ACCUMULATOR, "    x = 'os'\n" + ACCUMULATOR, "the constant 'os'"),
+    ("bytes_constant", ACCUMULATOR, "    x = b'os'\n" + ACCUMULATOR, "the constant b'os'"),
+    ("print_fstring", ACCUMULATOR, "    print(f'{ninetoothed_pid}')\n" + ACCUMULATOR,
+     "`JoinedStr`"),
+    ("lambda_in_kernel", ACCUMULATOR, "    x = (lambda: 1)()\n" + ACCUMULATOR,
+     "calls something other than"),
+    ("comprehension", ACCUMULATOR, "    x = [i for i in range(2)]\n" + ACCUMULATOR, "`ListComp`"),
+    ("walrus", ACCUMULATOR, "    x = (y := 1)\n" + ACCUMULATOR, "`NamedExpr`"),
+    ("dict", ACCUMULATOR, "    x = {1: 2}\n" + ACCUMULATOR, "`Dict`"),
+    ("starred_call", ACCUMULATOR, "    x = max(*(1, 2))\n" + ACCUMULATOR, "a starred argument"),
+    ("double_star", ACCUMULATOR, "    x = max(1, **{})\n" + ACCUMULATOR, "`**`"),
+    ("underscore_keyword", ACCUMULATOR,
+     "    x = triton.language.zeros((1,), dtype=triton.language.float32, _semantic=1)\n"
+     + ACCUMULATOR, "underscored keyword"),
+    ("method_outside_the_list", ACCUMULATOR, "    x = (1, 2).index(2)\n" + ACCUMULATOR,
+     "`.index`"),
+    ("import_in_kernel", ACCUMULATOR, "    import os\n" + ACCUMULATOR, "`Import`"),
+    ("with_statement", ACCUMULATOR, "    with x:\n        pass\n" + ACCUMULATOR, "`With`"),
+    ("try_statement", ACCUMULATOR, "    try:\n        pass\n    except Exception:\n        pass\n"
+     + ACCUMULATOR, "`Try`"),
+    ("global_statement", ACCUMULATOR, "    global x\n" + ACCUMULATOR, "`Global`"),
+    ("delete", ACCUMULATOR, "    x = 1\n    del x\n" + ACCUMULATOR, "`Delete`"),
+    ("nested_function", ACCUMULATOR, "    def f():\n        pass\n" + ACCUMULATOR,
+     "`FunctionDef`"),
+    ("annotated_assignment", ACCUMULATOR, "    x: int = 1\n" + ACCUMULATOR, "`AnnAssign`"),
+    ("loop_over_a_tuple", ACCUMULATOR, "    for i in (1, 2):\n        pass\n" + ACCUMULATOR,
+     "a loop over something other than range()"),
+    ("loop_else", ACCUMULATOR, "    for i in range(2):\n        pass\n    else:\n        pass\n"
+     + ACCUMULATOR, "a loop with an `else`"),
+    ("attribute_assignment", ACCUMULATOR, "    ninetoothed_pid.x = 1\n" + ACCUMULATOR,
+     "assigns to something other than a local name"),
+    ("raise_expression", ACCUMULATOR, "    raise ValueError(len('x'))\n" + ACCUMULATOR,
+     "a raise of something other than"),
+    ("store_into_lhs", STORE, "    triton.language.store(ninetoothed_tensor_0_pointers, 0.0)\n"
+     + STORE, "stores into an input"),
+    ("load_from_output", ACCUMULATOR,
+     "    x = triton.language.load(ninetoothed_tensor_2_pointers)\n" + ACCUMULATOR,
+     "reads the output"),
+    ("store_through_a_copied_pointer", STORE,
+     "    x = ninetoothed_tensor_0_pointers\n    triton.language.store(x, 0.0)\n" + STORE,
+     "uses the pointer"),
+    ("pointer_rebound", STORE,
+     "    ninetoothed_tensor_2_pointers = ninetoothed_ninetoothed_tensor_0_pointer\n" + STORE,
+     "binds the pointer name"),
+    ("store_to_two_tensors", STORE, "    triton.language.store(ninetoothed_tensor_2_pointers + "
+     "ninetoothed_tensor_0_pointers, 0.0)\n" + STORE, "not one tensor's pointers"),
+    ("module_code", LAUNCH, "import os\n" + LAUNCH, "an import other than triton"),
+    ("module_statement", LAUNCH, "x = print('loaded')\n" + LAUNCH,
+     "NineToothed's autotuning"),
+    ("second_jit_function", LAUNCH, "@triton.jit\ndef helper(x):\n    return x\n\n" + LAUNCH,
+     "2 kernels"),
+    ("launcher_statement", "    application[", "    print('launch')\n    application[",
+     "a launcher other than NineToothed's"),
+    ("launcher_grid_call", "(ninetoothed_tensor_0.size(0)",
+     "(__import__('os').getpid() + ninetoothed_tensor_0.size(0)",
+     "a launcher other than NineToothed's"),
+    ("launcher_argument", "num_warps=", "extra=torch.mm, num_warps=",
+     "a launcher other than NineToothed's"),
+    ("annotation", "ninetoothed_ninetoothed_tensor_0_pointer,",
+     "ninetoothed_ninetoothed_tensor_0_pointer: print('x'),",
+     "annotated with something other than"),
+    ("decorator", "@triton.jit", "@triton.jit(debug=True)", "not a plain @triton.jit"),
+]
+
+
+@pytest.mark.parametrize("name, anchor, replacement, expected", MUTATIONS,
+                         ids=[mutation[0] for mutation in MUTATIONS])
+def test_each_construct_is_refused_in_the_generated_file(generated, name, anchor,
+                                                         replacement, expected):
+    assert check(generated) == ()
+    assert anchor in generated, f"{name}: NineToothed no longer writes {anchor!r}"
+    found = check(generated.replace(anchor, replacement, 1))
+    assert any(expected in str(violation) for violation in found), (name, found)
+
+
+def test_a_file_that_does_not_parse_is_refused():
+    assert "does not parse" in str(check("def application(:\n")[0])
+
+
+# --------------------------------------------------------------------------- the compile gate
+
+def _compile_child(path, digest):
+    done = subprocess.run([sys.executable, "-m", "grader.core.gpu_compile", str(path), digest,
+                           "sm_90"], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return gpu_compile.Build.from_fields(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def test_the_compile_child_refuses_a_file_changed_after_its_check(generated, tmp_path):
+    import hashlib
+
+    path = tmp_path / "kernel.py"
+    path.write_text(generated, encoding="utf-8")
+    digest = hashlib.sha256(generated.encode()).hexdigest()
+    path.write_text(generated.replace("num_warps=8", "num_warps=4"), encoding="utf-8")
+    build = _compile_child(path, digest)
+    assert not build.ok and "changed after it was checked" in build.refused
+
+
+def test_the_compile_child_refuses_a_file_the_check_refuses(generated, tmp_path):
+    import hashlib
+
+    source = generated.replace(ACCUMULATOR, "    x = getattr(ninetoothed_pid, 1)\n"
+                               + ACCUMULATOR, 1)
+    path = tmp_path / "kernel.py"
+    path.write_text(source, encoding="utf-8")
+    build = _compile_child(path, hashlib.sha256(source.encode()).hexdigest())
+    assert not build.ok and "calls `getattr`" in build.refused
+
+
+def test_the_compile_child_runs_under_the_build_guard(tmp_path):
+    """What the compile does after the guard is up ends it with a refusal on stdout."""
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text("\n", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys; from grader.core import gpu_compile; "
+         f"gpu_compile._guard({str(kernel)!r}, []); open('/etc/hostname').read(); "
+         "print('still running')"],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert "still running" not in done.stdout
+    build = gpu_compile.Build.from_fields(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert "/etc/hostname" in build.refused
+
+
+def test_the_compile_gate_compiles_only_what_this_process_checked(tmp_path):
+    class Handle:  # a kernel handle whose file no check of this process passed
+        _source = str(tmp_path / ("0" * 64 + ".py"))
+
+    build = gpu_compile.check(Handle())
+    assert not build.checked and "not checked in this process" in build.message
+
+
+# --------------------------------------------------------------------------- the graders
+
+ATTACKED = sorted(ATTACKS)
+
+
+@pytest.fixture(scope="module")
+def attack_class(tmp_path_factory):
+    base = tmp_path_factory.mktemp("generated-attacks")
+    for name in ATTACKED:
+        (base / "class" / name).mkdir(parents=True)
+        (base / "class" / name / "ninetoothed_gemm.py").write_text(
+            ATTACKS[name][0].source(name), encoding="utf-8")
+    (base / "class" / "reference").mkdir()
+    (base / "class" / "reference" / "ninetoothed_gemm.py").write_text(
+        (ROOT / "solutions" / "ninetoothed_gemm.py").read_text(), encoding="utf-8")
+    return base
+
+
+def _every_attack_flagged(out):
+    book = gradebook(out)
+    assert book["reference"]["status"] == "passed", book["reference"]
+    for name in ATTACKED:
+        row = book[name]
+        assert row["status"] == "flagged" and row["score"] == "0", (name, row)
+        assert "generated kernel" in row["flags"], (name, row["flags"])
+
+
+def test_the_sandboxed_batch_grader_flags_every_attack_on_what_runs(attack_class, tmp_path):
+    done = run_grader(tmp_path, "grade", str(attack_class / "class"), "--out",
+                      str(tmp_path / "out"), "--no-progress", "--cases", small_cases())
+    assert done.returncode == 0, done.stderr[-3000:]
+    _every_attack_flagged(tmp_path / "out")
+
+
+def test_the_unsandboxed_batch_grader_flags_every_attack_on_what_runs(attack_class, tmp_path):
+    """The mode of a Gradescope container without user namespaces (grader.batch.isolation
+    .unprivileged): no bubblewrap, the student's code run as an unprivileged user."""
+    from grader.batch.isolation import unprivileged
+    from grader.tests.unprivileged_view import View
+
+    view = View(unprivileged.identity())
+    if view.problem:
+        pytest.skip(view.problem)
+    try:
+        command = grader_command("grade", str(attack_class / "class"), "--out",
+                                 str(tmp_path / "out"), "--unsafe-no-sandbox", "--no-progress",
+                                 "--cases", small_cases())
+        done = subprocess.run(view.command(command), capture_output=True, text=True,
+                              timeout=900, env={**environment(tmp_path), "TMPDIR": str(view.tmp)})
+    finally:
+        view.close()
+    assert done.returncode == 0, done.stderr[-3000:]
+    _every_attack_flagged(tmp_path / "out")
+
+
+def test_the_pytest_grader_says_the_batch_would_flag_it(attack_class):
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "grader", "-p", "no:cacheprovider", "-q", "--submission",
+         str(attack_class / "class" / "store_into_input" / "ninetoothed_gemm.py"),
+         "-k", "kernel_is_what_the_batch_grader_runs or nonsquare"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert "the batch grader would flag this file" in done.stdout, done.stdout[-3000:]
+    assert "stores into an input" in done.stdout
+    assert "4 failed" in done.stdout, done.stdout[-2000:]  # the rule and 3 nonsquare cases
