@@ -17,7 +17,11 @@ What a build needs (measured with the interpreter and on the H200):
 * writing under the run's private folders only: ``$HOME`` (NineToothed's
   ``~/.ninetoothed``), ``$TMPDIR`` and Triton's cache;
 * ``exec`` of the monomial functions sympy's polynomial rings write from a template
-  (when a tile's size is a symbol: a mistake, not a trick);
+  (when a tile's size is a symbol: a mistake, not a trick), of Triton's launch binder
+  (its own names and the kernel's parameters, nothing else), of the interpreter's
+  rewrite of a generated file the kernel check passed (grader.core.generated_kernel;
+  its sha256 is read back first) and of Triton's own functions, and of the methods dataclasses and namedtuple write;
+  never an ``exec`` only because Triton, NineToothed or the standard library calls it;
 * ``exec`` of code that names nothing but arithmetic (``ninetoothed.eval`` evaluates its
   arithmetic from text, and ``Tensor.eval`` its offsets with ``np.where`` and
   ``np.arange``), and ``compile`` (``ast.parse``), which runs nothing;
@@ -34,6 +38,7 @@ code of functions or to the classes of NineToothed and the grader. What raises n
 call through ``ctypes``) passes: the hook is a second layer, not a sandbox.
 """
 
+import hashlib
 import os
 import re
 import sys
@@ -62,6 +67,16 @@ SIMULATION_NAMES = frozenset({"np", "where", "arange", "slice"})
 # Every name sympy.polys.monomials.MonomialOps's templates use (monomial_mul(A, B), with a0,
 # b0, r0, ... and k): its _build would exec any text, so the text must be one of those.
 MONOMIAL_NAME = re.compile(r"monomial_[a-z]+|[ABk]|[abr][0-9]+")
+# Where the import system runs a module's code (importlib's frames, frozen or not).
+IMPORT_SYSTEM = frozenset({"<frozen importlib._bootstrap>",
+                           "<frozen importlib._bootstrap_external>"})
+# Triton's launch binder (triton.runtime.jit.create_function_from_signature): its own
+# names, and the kernel's parameters with their defaults (NineToothed names every one).
+BINDER_NAMES = frozenset({"dynamic_func", "params", "specialization", "options",
+                          "specialize_impl", "backend", "JITCallable"})
+GENERATED_PARAMETER = re.compile(r"(default_)?ninetoothed_\w+")
+# The standard library's modules that write a class's methods from its field names.
+STDLIB_WRITERS = ("dataclasses.py", os.path.join("collections", "__init__.py"))
 TOOLS = frozenset({"cc", "gcc", "clang", "ldconfig", "ldconfig.real"})
 # Extension modules Triton compiles into its cache and imports (on a GPU).
 TRITON_EXTENSIONS = frozenset({"cuda_utils", "__triton_launcher", "hip_utils"})
@@ -72,7 +87,11 @@ DIR_FD = {"os.remove": (1,), "os.rmdir": (1,), "os.mkdir": (2,), "os.chmod": (2,
           "os.utime": (3,), "os.rename": (2, 3)}
 FUNCTION_INTERNALS = frozenset({"__code__", "__globals__", "__closure__", "__defaults__",
                                 "__kwdefaults__"})
-PROTECTED_PACKAGES = ("ninetoothed", "grader")
+PROTECTED_PACKAGES = ("ninetoothed", "grader", "benchmarks")
+# torch's modules whose public functions the grader calls or times a kernel against
+# (torch.mm is the speed phase's reference): compared by their functions only, since
+# torch binds other names lazily as it is used.
+TORCH_MODULES = ("torch", "torch.cuda", "torch.testing", "torch.functional")
 
 
 def _real(path):
@@ -112,6 +131,27 @@ def _package_folders():
     return folders
 
 
+def _module_file(name):
+    module = sys.modules.get(name)
+    return _real(module.__file__) if module is not None and getattr(module, "__file__", None) \
+        else None
+
+
+def _checked_kernel(filename):
+    """Whether ``filename`` is a generated kernel file whose content this process's check
+    passed (grader.core.generated_cache names each file by its content's sha256)."""
+    from grader.core import generated_cache
+
+    digest = os.path.splitext(os.path.basename(filename))[0]
+    if digest not in generated_cache.checked:
+        return False
+    try:
+        with open(filename, "rb") as handle:
+            return hashlib.sha256(handle.read()).hexdigest() == digest
+    except OSError:
+        return False
+
+
 def _names(code):
     """Every name a code object, or one it holds, uses."""
     names = set(code.co_names) | set(code.co_varnames) | set(code.co_freevars)
@@ -149,11 +189,13 @@ class Policy:
         self.kernel_file = _real(kernel_file)
         import sysconfig
 
-        self.stdlib = (_real(sysconfig.get_paths()["stdlib"]),)
+        stdlib = _real(sysconfig.get_paths()["stdlib"])
+        self.writers = {os.path.join(stdlib, name) for name in STDLIB_WRITERS}
+        self.monomials = _module_file("sympy.polys.monomials")
+        self.binder = _module_file("triton.runtime.jit")
+        self.interpreter = _module_file("triton.runtime.interpreter")
         triton = sys.modules.get("triton")
         self.triton = (os.path.dirname(_real(triton.__file__)),) if triton else ()
-        monomials = sys.modules.get("sympy.polys.monomials")
-        self.monomials = _real(monomials.__file__) if monomials else None
 
     def judge(self, event, args):
         if event in HARMLESS or event.startswith("ctypes."):
@@ -192,18 +234,29 @@ class Policy:
         return f"import {name}, which no kernel build needs"
 
     def _exec(self, args):
+        """Code runs only where the build needs it, each kind by what it may hold: never
+        because Triton, NineToothed or the standard library is the caller."""
         code = args[0]
         filename = getattr(code, "co_filename", "")
-        if filename and not filename.startswith("<") and _under(filename, self.readable):
-            return None  # a module's own code, from its file
-        if filename == "<string>" and _names(code) <= SYMBOLIC_NAMES | SIMULATION_NAMES:
-            return None  # arithmetic from text: ninetoothed.eval, sympy's parser
         caller = _caller_file()
-        if filename == "<string>" and caller != self.kernel_file and (
-                _under(caller, self.stdlib) or _under(caller, self.triton)):
-            return None  # code the standard library (dataclasses) or Triton (its binder) writes
+        names = _names(code)
+        if caller in IMPORT_SYSTEM and filename and not filename.startswith("<") \
+                and _under(filename, self.readable):
+            return None  # a module's own code, imported from its file
+        if filename == "<string>" and names <= SYMBOLIC_NAMES | SIMULATION_NAMES:
+            return None  # arithmetic from text: ninetoothed.eval, sympy's parser
+        if filename == "<string>" and caller == self.binder and all(
+                name in BINDER_NAMES or GENERATED_PARAMETER.fullmatch(name) for name in names):
+            return None  # Triton's launch binder, written from the checked kernel's parameters
+        if caller == self.interpreter and (_checked_kernel(filename)
+                                           or _under(filename, self.triton)):
+            return None  # the interpreter's rewrite of a generated file the check passed,
+            # or of Triton's own functions (tl.zeros), read from Triton's installed files
+        if filename == "<string>" and caller in self.writers and all(
+                name.isidentifier() for name in names):
+            return None  # dataclasses and namedtuple write methods of a class being defined
         if filename == "<string>" and caller == self.monomials and all(
-                MONOMIAL_NAME.fullmatch(name) for name in _names(code)):
+                MONOMIAL_NAME.fullmatch(name) for name in names):
             return None  # sympy's polynomial rings write their monomial arithmetic from a
             # template: NineToothed simplifies a tile whose size is a symbol (M, say) that way
         return f"exec of code from {filename!r} (called from {caller!r})"
@@ -276,9 +329,10 @@ LAUNCH_PATCHED = "triton.language"
 
 
 def snapshot(packages=BEFORE_LAUNCH):
-    """What every loaded module of ``packages`` binds, and what code every class of
-    CLASS_PACKAGES holds, by identity: neither change raises an audit event, so a patched
-    ``ninetoothed.make`` or ``JITFunction.run`` shows only here."""
+    """What every loaded module of ``packages`` binds, the public functions of
+    TORCH_MODULES, and what code every class of CLASS_PACKAGES holds, by identity: neither
+    change raises an audit event, so a patched ``ninetoothed.make``, ``torch.mm`` or
+    ``JITFunction.run`` shows only here."""
     bindings, classes = {}, {}
     for name, module in list(sys.modules.items()):
         top = name.split(".")[0]
@@ -286,6 +340,9 @@ def snapshot(packages=BEFORE_LAUNCH):
             continue
         if top in packages:
             bindings[name] = {key: id(value) for key, value in list(vars(module).items())}
+        elif name in TORCH_MODULES:
+            bindings[name] = {key: id(value) for key, value in list(vars(module).items())
+                              if not key.startswith("_") and callable(value)}
         for value in list(vars(module).values()):
             # type(value), not isinstance: a deprecated alias warns when asked its __class__
             if issubclass(type(value), type) and (value.__module__ or "").split(".")[0] == top:
@@ -309,10 +366,11 @@ def changed(before, packages=BEFORE_LAUNCH):
     found = []
     for kind, names in (("modules", packages), ("classes", CLASS_PACKAGES)):
         for name, bindings in before[kind].items():
-            if name.split(".")[0] not in names or name.startswith(skip):
+            torch = kind == "modules" and name in TORCH_MODULES
+            if (name.split(".")[0] not in names and not torch) or name.startswith(skip):
                 continue
             current = now[kind].get(name, {})
-            for key in sorted(set(bindings) | set(current)):
+            for key in sorted(set(bindings) if torch else set(bindings) | set(current)):
                 if bindings.get(key) != current.get(key):
                     found.append(f"{name}.{key}")
     return found

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from grader.batch.grade import grading, intake
-from grader.batch.inside import build_guard
+from grader.core import build_guard
 from grader.batch.status import Status
 from grader.core import kernel_source
 from grader.tests.batch_helpers import small_cases
@@ -32,6 +32,10 @@ def policy(tmp_path):
 
 def _code(text, filename="<string>"):
     return compile(text, filename, "eval")
+
+
+def _statements(text, filename="<string>"):
+    return compile(text, filename, "exec")
 
 
 @pytest.mark.parametrize("event, args", [
@@ -56,6 +60,7 @@ def _code(text, filename="<string>"):
     ("code.__new__", (None,) * 8),
     ("exec", (_code("__import__('os').system('true')"),)),
     ("exec", (_code("0", "/tmp/not-a-library-file.py"),)),
+    ("exec", (_code("0", os.__file__),)),  # a library's code, but not run by the import system
     ("object.__setattr__", (len, "__code__", None)),
     ("os.posix_spawn", ("/bin/sh", ["/bin/sh", "-c", "true"], {})),
     ("subprocess.Popen", (None, "cat /etc/passwd", None, None)),
@@ -73,7 +78,6 @@ def test_what_no_build_needs_is_refused(policy, event, args):
                                            "kernel.py", "sm_90"], None, None)),
     ("exec", (_code("Integer(4096)"),)),
     ("exec", (_code("2 * 3 + 1"),)),
-    ("exec", (_code("0", os.__file__),)),
     ("compile", (b"x + 1", "<unknown>")),
     ("open", (os.__file__, "r", 0)),
     ("open", (3, "rb", 0)),
@@ -85,6 +89,83 @@ def test_what_no_build_needs_is_refused(policy, event, args):
 ])
 def test_what_a_build_needs_passes(policy, event, args):
     assert policy.judge(event, args) is None
+
+
+def _judged_from(policy, caller, event, args):
+    """``policy.judge`` as called from a frame of the file ``caller``."""
+    namespace = {"policy": policy, "event": event, "args": args}
+    exec(compile("why = policy.judge(event, args)", caller, "exec"), namespace)
+    return namespace["why"]
+
+
+def test_a_module_s_code_runs_only_from_the_import_system(policy):
+    import triton.runtime.jit
+
+    module_code = _code("0", os.__file__)
+    assert _judged_from(policy, "<frozen importlib._bootstrap>", "exec", (module_code,)) is None
+    assert _judged_from(policy, triton.runtime.jit.__file__, "exec", (module_code,)) is not None
+
+
+def test_triton_s_binder_may_name_only_its_own_names_and_the_kernel_s_parameters(policy):
+    import triton.runtime.jit
+
+    binder = triton.runtime.jit.__file__
+    written = _statements("def dynamic_func(ninetoothed_a, ninetoothed_b=default_ninetoothed_b, "
+                    "**options):\n    params = {'a': ninetoothed_a}\n    specialization = "
+                    "[specialize_impl(backend, ninetoothed_a, False, True, True)]\n"
+                    "    return params, specialization, options\n")
+    assert _judged_from(policy, binder, "exec", (written,)) is None
+    for payload in ("__import__('os').system('true')", "open('/etc/passwd')",
+                    "ninetoothed_a.__class__"):
+        assert _judged_from(policy, binder, "exec", (_code(payload),)) is not None, payload
+
+
+def test_the_interpreter_may_run_only_a_generated_file_the_check_passed(policy, tmp_path):
+    import hashlib
+
+    import triton.runtime.interpreter
+
+    from grader.core import generated_cache
+
+    source = "x = 1\n"
+    digest = hashlib.sha256(source.encode()).hexdigest()
+    kernel = tmp_path / "home" / f"{digest}.py"
+    kernel.parent.mkdir(exist_ok=True)
+    kernel.write_text(source)
+    interpreter = triton.runtime.interpreter.__file__
+    code = _statements(source, str(kernel))
+    assert _judged_from(policy, interpreter, "exec", (code,)) is not None  # never checked
+    generated_cache.checked.add(digest)
+    try:
+        assert _judged_from(policy, interpreter, "exec", (code,)) is None
+        kernel.write_text("x = 2\n")  # changed after its check
+        assert _judged_from(policy, interpreter, "exec", (code,)) is not None
+    finally:
+        generated_cache.checked.discard(digest)
+
+
+def test_only_dataclasses_and_namedtuple_may_write_methods_from_the_standard_library(policy):
+    import dataclasses
+    import timeit
+
+    method = _statements("def __init__(self, a):\n    self.a = a\n")
+    assert _judged_from(policy, dataclasses.__file__, "exec", (method,)) is None
+    assert _judged_from(policy, timeit.__file__, "exec", (method,)) is not None
+
+
+def test_the_module_check_sees_torch_mm_and_the_benchmark_s_timer_rebound(monkeypatch):
+    """torch.mm is the speed phase's reference, benchmarks.timing its clock."""
+    import torch
+
+    import benchmarks.timing
+
+    before = build_guard.snapshot()
+    monkeypatch.setattr(torch, "mm", lambda *a, **k: None)
+    monkeypatch.setattr(benchmarks.timing, "bench_pair", lambda *a, **k: None)
+    found = build_guard.changed(before, build_guard.AFTER_LAUNCH)
+    assert "torch.mm" in found and "benchmarks.timing.bench_pair" in found
+    monkeypatch.undo()
+    assert build_guard.changed(before, build_guard.AFTER_LAUNCH) == []
 
 
 def test_writes_go_only_to_the_run_s_own_folders(policy, tmp_path):
@@ -134,7 +215,7 @@ def test_the_module_check_sees_a_class_s_method_swapped(monkeypatch):
 
 GUARDED = r'''
 import sys
-from grader.batch.inside import build_guard
+from grader.core import build_guard
 refused = []
 build_guard.install(build_guard.Policy(sys.argv[1]), refused.append, exit_code=3)
 {action}
