@@ -86,7 +86,8 @@ def passed_record(student="ada", tiles=(64, 64, 64), sha="a" * 64):
 
 
 def timed_record(student="ada", kernel_ms=0.5, torch_ms=0.2, **fields):
-    record = passed_record(student, **fields)
+    """A record timed at made-up speeds; its tiles (128x256 unless given) allow them."""
+    record = passed_record(student, **{"tiles": (128, 256, 64), **fields})
     run = FakeRun(b"", SIZES, kernel_ms=kernel_ms, torch_ms=torch_ms)
     run.measure()
     record["speed"] = speed.entry(run, record, H200_ENV)
@@ -227,6 +228,37 @@ def test_a_speed_beyond_the_roofline_is_flagged():
     assert not timed_record(kernel_ms=0.5)["flags"]
 
 
+def test_a_speed_beyond_its_own_tiles_is_flagged_and_neither_ranked_nor_scored():
+    """64x64 tiles: the ledger's tile-feed roof is about 276 TFLOPS on an H200. 340 was
+    measured for an honest kernel (4 warps, 3 stages); 747 was timed for one that computed
+    less than C on later launches."""
+    from ledger import formulas
+
+    roof = formulas.tile_feed_roof_tflops(64, 64, formulas.H200)
+    flops = 2 * 4096 ** 3
+    honest = timed_record(kernel_ms=flops / (1.25 * roof * 1e12) * 1e3, tiles=(64, 64, 64))
+    assert not honest["flags"] and speed.headline(honest) is not None
+    forged = timed_record(kernel_ms=flops / 747e12 * 1e3, tiles=(64, 64, 64))
+    assert any("tile-feed roof of its 64x64 tiles" in flag and "not ranked" in flag
+               for flag in forged["flags"]), forged["flags"]
+    assert speed.headline(forged) is None
+    assert leaderboard.frame([forged, honest])["student"].tolist() == ["ada"]
+    speed.apply_points(forged, speed.parse_points("0.5:1,1.0:3"))
+    assert forged["speed"]["points"] == 0 and forged["score"] == 29
+
+
+def test_a_timed_launch_that_changed_its_inputs_or_wrote_less_is_no_speed():
+    record = passed_record()
+    run = FakeRun(b"", SIZES)
+    run.measure()
+    run.results[0] = protocol.SizeTiming(
+        4096, 4096, 4096, "FAIL", error="the kernel changed its inputs (lhs or rhs) while it "
+                                        "was timed")
+    record["speed"] = speed.entry(run, record, H200_ENV)
+    assert speed.headline(record) is None
+    assert "changed its inputs" in record["flags"][0]
+
+
 def test_a_kernel_wrong_at_a_speed_size_is_flagged_but_keeps_its_grade():
     record = passed_record()
     run = FakeRun(b"", SIZES)
@@ -298,7 +330,7 @@ def test_genuine_numbers_within_the_noise_band_are_consistent():
 
 def test_another_file_or_other_tiles_are_flagged_even_without_a_gpu():
     record = passed_record()
-    timed = timed_record()
+    timed = timed_record(tiles=(64, 64, 64))
     for csv, expected in ((handin_csv(timed, submission_sha256="b" * 64), "another file"),
                           (handin_csv(timed, block_m=128), "128x64x64 tiles")):
         checked = handin.check(csv, "bench.csv", record)
@@ -444,3 +476,27 @@ def test_the_reference_is_timed_against_torch_mm_on_a_gpu():
     results = run.measure()
     assert [r.verdict for r in results] == ["PASS", "PASS"], results
     assert all(r.kernel[0] > 0 and r.torch[0] > 0 for r in results)
+
+
+@pytest.mark.parametrize("cheat, expected", [
+    ("marks_inputs", "changed its inputs"),
+    ("first_launch_only", "did not all compute C"),
+])
+def test_timed_launches_that_differ_from_the_checked_one_get_no_speed_on_a_gpu(cheat, expected):
+    """Stand-ins for a kernel that skips work once it has run: one marks its inputs, one
+    computes C on its first launch only. The checked first launch is right for both."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("timing needs a GPU: the Triton interpreter gives no speeds")
+    from grader.batch.inside import speed_probe
+
+    launches = []
+
+    def kernel(lhs, rhs, out):
+        launches.append(1)
+        if len(launches) == 1:
+            torch.mm(lhs, rhs, out=out)
+        elif cheat == "marks_inputs":
+            lhs[0, 0] = 0.0
+    fields = speed_probe.measure(kernel, 256, 256, 256, "cuda")
+    assert fields["verdict"] == "FAIL" and expected in fields["error"], fields

@@ -77,24 +77,41 @@ def launch_settings(kernel):
 
 
 def measure(kernel, m, n, k, device, seed=0):
-    """One size: check the kernel's output there, then time it against torch.mm.
+    """One size: check the kernel's output there, time it against torch.mm, then check
+    that the timed launches were the kernel that was checked.
 
     Returns the fields of a ``timing`` message: ``verdict`` PASS or FAIL,
-    ``wrong`` (elements out of tolerance), and for a PASS the kernel's and
-    torch.mm's [median, p20, p80] in milliseconds.
+    ``wrong`` (elements out of tolerance), ``error`` (why a FAIL that is not about the
+    first output), and for a PASS the kernel's and torch.mm's [median, p20, p80] in
+    milliseconds. The timed launches reuse the operands, so a kernel that marked them, or
+    whose later launches wrote less than its first, would be timed doing less: the inputs
+    must come out as they went in, and the output, emptied before the timing, must come
+    out right again.
     """
     import torch
 
     lhs, rhs = make_operands(m, n, k, device, seed)  # the benchmark's own inputs
+    lhs_before, rhs_before = lhs.clone(), rhs.clone()
+    expected = checks.reference(lhs, rhs)
     out = torch.full((m, n), float("nan"), dtype=torch.float16, device=device)
     kernel(lhs, rhs, out)
     torch.cuda.synchronize()
-    wrong = int(checks.outside_tolerance(out, checks.reference(lhs, rhs)).sum())
+    wrong = int(checks.outside_tolerance(out, expected).sum())
     if wrong:
         return {"verdict": "FAIL", "wrong": wrong, "kernel": None, "torch": None}
+    out.fill_(float("nan"))
     theirs = torch.empty_like(out)
     ours, reference = bench_pair(lambda: kernel(lhs, rhs, out),
                                  lambda: torch.mm(lhs, rhs, out=theirs), rounds=ROUNDS)
+    torch.cuda.synchronize()
+    if not (torch.equal(lhs, lhs_before) and torch.equal(rhs, rhs_before)):
+        return {"verdict": "FAIL", "wrong": 0, "kernel": None, "torch": None,
+                "error": "the kernel changed its inputs (lhs or rhs) while it was timed"}
+    wrong = int(checks.outside_tolerance(out, expected).sum())
+    if wrong:
+        return {"verdict": "FAIL", "wrong": wrong, "kernel": None, "torch": None,
+                "error": f"after the timed launches {wrong} elements of its output were "
+                         "wrong: the launches timed did not all compute C"}
     return {"verdict": "PASS", "wrong": 0,
             "kernel": [ours.median_ms, ours.p20_ms, ours.p80_ms],
             "torch": [reference.median_ms, reference.p20_ms, reference.p80_ms]}
