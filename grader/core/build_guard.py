@@ -192,10 +192,12 @@ class Policy:
         stdlib = _real(sysconfig.get_paths()["stdlib"])
         self.writers = {os.path.join(stdlib, name) for name in STDLIB_WRITERS}
         self.monomials = _module_file("sympy.polys.monomials")
-        self.binder = _module_file("triton.runtime.jit")
-        self.interpreter = _module_file("triton.runtime.interpreter")
         triton = sys.modules.get("triton")
         self.triton = (os.path.dirname(_real(triton.__file__)),) if triton else ()
+        # Triton's binder and interpreter by their files: they may not be imported yet.
+        runtime = os.path.join(self.triton[0], "runtime") if triton else ""
+        self.binder = os.path.join(runtime, "jit.py") if triton else None
+        self.interpreter = os.path.join(runtime, "interpreter.py") if triton else None
 
     def judge(self, event, args):
         if event in HARMLESS or event.startswith("ctypes."):

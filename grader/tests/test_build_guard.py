@@ -14,7 +14,7 @@ from grader.batch.grade import grading, intake
 from grader.core import build_guard
 from grader.batch.status import Status
 from grader.core import kernel_source
-from grader.tests.batch_helpers import small_cases
+from grader.tests.batch_helpers import NEEDS_INTERPRETER, small_cases
 from grader.tests.build_variants import VARIANTS
 from solutions import MODEL_ANSWER
 
@@ -270,6 +270,7 @@ _jit.JITFunction.run = _stand_in
 """
 
 
+@NEEDS_INTERPRETER  # these grade on the interpreter, which some GPU hosts refuse
 @pytest.mark.parametrize("forgery", [
     ANSWER.replace(SIGNATURE, FORGED_ARRANGEMENT),
     SWAPPED_LAUNCH,
@@ -292,6 +293,7 @@ def test_a_checker_bug_still_forges_no_grade(tmp_path, monkeypatch, forgery):
     assert any("build guard" in flag for flag in record["flags"]), record["flags"]
 
 
+@NEEDS_INTERPRETER  # these grade on the interpreter, which some GPU hosts refuse
 def test_the_model_answer_runs_under_the_guard_untouched(tmp_path, monkeypatch):
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     settings = grading.Settings(seed=7, backend="interpreter", timeout_s=120,
@@ -301,6 +303,7 @@ def test_the_model_answer_runs_under_the_guard_untouched(tmp_path, monkeypatch):
     assert record["status"] == Status.PASSED, (record["message"], record["stderr"][-2000:])
 
 
+@NEEDS_INTERPRETER  # these grade on the interpreter, which some GPU hosts refuse
 def test_a_matrix_size_as_a_tile_size_is_a_mistake_named_and_drawn(tmp_path, monkeypatch):
     """rhs tiled with N itself: NineToothed's build simplifies the symbolic tile with sympy,
     whose polynomial rings exec monomial code. An honest slip, so graded and explained."""

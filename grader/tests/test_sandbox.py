@@ -113,6 +113,22 @@ def test_the_parent_observes_the_ending_a_worker_cannot_choose():
     assert ending.kind == "memory_limit"
 
 
+def test_a_report_sent_before_the_parent_listens_is_read_not_lost():
+    """The worker speaks at once; the parent asks only later (under load, it may). The
+    reader thread once found no ``accept`` then, died, and the run became a timeout."""
+    program = ("import os\nfrom grader.batch.inside import protocol\n"
+               "protocol.send(os.fdopen(os.dup(1), 'wb'), 'hello', note='early')\n")
+    worker = sandbox.Worker("kernel", b"", backend_name="interpreter",
+                            limits=sandbox.Limits(timeout_s=20, memory_bytes=2 << 30),
+                            inner=[sys.executable, "-c", program])
+    time.sleep(3)  # the worker has long since written its report
+    started = time.monotonic()
+    message = worker.receive(lambda kind, fields: 0)
+    assert message is not None and message.fields["note"] == "early"
+    assert time.monotonic() - started < 5
+    worker.finish()
+
+
 def test_time_spent_waiting_for_a_core_held_by_others_is_not_charged():
     """Busy processes outside the run, four for each core, starve it: it gets 1.5 s of CPU in
     far more than its 4 s limit of wall time, and still ends by itself. A plain wall clock

@@ -223,6 +223,7 @@ class Worker:
         self.inbox = queue.Queue()
         self.outbox = queue.Queue()
         self.accept = None
+        self.accepting = threading.Event()  # set once ``receive`` has named an ``accept``
         self.ending = None
         self.usage = usage.TreeUsage(psutil.Process(self.process.pid))
         self.cpu_base = self.wait_base = 0.0  # usage when the limit's clock started
@@ -234,10 +235,17 @@ class Worker:
     # -- the two pipes, each served by a thread of its own
 
     def _read(self):
+        """Decode the worker's messages into the inbox. A header that arrives before the
+        parent's first ``receive`` waits for its ``accept`` (once, it found none and this
+        thread died, so the run waited out its whole time limit: a stray ``timeout``);
+        whatever else ends this thread ends the run at once, with the reason."""
+        def accept(kind, fields):
+            self.accepting.wait()
+            return self.accept(kind, fields)
+
         try:
             while True:
-                message = protocol.receive(self.stdout, lambda kind, fields:
-                                           self.accept(kind, fields))
+                message = protocol.receive(self.stdout, accept)
                 self.inbox.put(message)
                 if message is None:
                     return
@@ -245,6 +253,9 @@ class Worker:
             self.inbox.put(error)
         except (OSError, ValueError) as error:
             self.inbox.put(protocol.ProtocolError(f"the channel broke: {error}"))
+        except Exception as error:  # noqa: BLE001 - the grader's own bug: say it, now
+            self.inbox.put(protocol.ProtocolError(
+                f"the grader's reader failed ({type(error).__name__}: {error})"))
 
     def _write(self):
         while (item := self.outbox.get()) is not None:
@@ -260,6 +271,7 @@ class Worker:
         """The next message (``accept`` as in grader.batch.inside.protocol.receive), or None once
         the worker has ended, broke the protocol or was killed; ``ending`` then says how."""
         self.accept = accept
+        self.accepting.set()
         while self.ending is None:
             try:
                 item = self.inbox.get(timeout=pipes.POLL_S)
