@@ -86,6 +86,7 @@ class Session:
         speed_record = self._time(chosen, cases_list, records)
         ordered = [records[s.student] for s in chosen]
         reports.write_class(self.out_dir, ordered, cases_list, self.book)
+        say_file_warnings(ordered, self.book)
         statuses = count_statuses(ordered)
         after = folder_digest(submissions_dir)
         reports.write_environment(self.out_dir, machine.environment(self.settings, {
@@ -301,6 +302,7 @@ def merge(shards, out_dir, overrides_file=None):
         reports.write_feedback(out_dir, record, cases_list, book)
     ordered = [records[student] for student in sorted(records)]
     reports.write_class(out_dir, ordered, cases_list, book)
+    say_file_warnings(ordered, book)
     dataclasses.replace(first, shard=None, overrides=book.describe(), students={
         student: records[student]["folder"] for student in sorted(records)}).write(out_dir)
     environments = []
@@ -314,6 +316,16 @@ def merge(shards, out_dir, overrides_file=None):
         "students": len(ordered), "statuses": count_statuses(ordered)}))
     say(f"merged {len(manifests)} shard(s), {len(ordered)} students: {out_dir / 'gradebook.csv'}")
     return len(ordered)
+
+
+def say_file_warnings(records, book):
+    """Say each override row that was written for an earlier file, or names no file
+    (grader.batch.outputs.override_view.file_warnings)."""
+    from grader.batch.outputs import override_view
+
+    for record in records:
+        for line in override_view.file_warnings(record, book):
+            say(f"warning: override of {line}")
 
 
 def count_statuses(records):
