@@ -151,16 +151,21 @@ def parse(text, name, students, cases, max_score):
 
 
 def _shared_aliases(rows, name):
-    """Two students may not choose one leaderboard name (letter case aside)."""
+    """Two students may not choose one leaderboard name, nor two that read alike (letter
+    case and look-alike characters aside: grader.batch.outputs.pseudonyms.skeleton)."""
+    from grader.batch.outputs.pseudonyms import skeletons
+
     first, problems = {}, []
     for row in rows:
         if row.change != "alias":
             continue
-        other = first.setdefault(row.value.casefold(), row)
+        keys = skeletons(row.value)
+        other = next((first[key] for key in keys if key in first), row)
+        first.update({key: other for key in keys})
         if other.student != row.student:
-            problems.append(f"{name}, row {row.line}, column value: {row.value!r} is the name "
-                            f"{other.student!r} chose in row {other.line}; expected a name of "
-                            "its own")
+            problems.append(f"{name}, row {row.line}, column value: {row.value!r} reads as "
+                            f"{other.value!r}, the name {other.student!r} chose in row "
+                            f"{other.line}; expected a name of its own")
     return problems
 
 
@@ -199,8 +204,9 @@ def _parse_row(cell, line, name, students, cases, max_score):
                         f"empty for {change}, got {case!r}")
     value, problem = _parse_value(change, cell["value"], cases.get(case), max_score)
     if change == "alias" and not problem and student is not None:
-        from grader.batch.outputs.pseudonyms import alias_problem
+        from grader.batch.outputs.pseudonyms import alias_problem, normal
 
+        value = normal(value)
         problem = alias_problem(value, student, students)
     if problem:
         problems.append(f"{where}, column value: {problem}")
