@@ -52,7 +52,7 @@ import re
 import stat
 import zipfile
 
-from grader.batch.names import decode_name, display, identity, printable
+from grader.batch.names import Identity, decode_name, display, identity, printable
 from grader.batch.grade.safe_read import NotRegular, open_regular, read_limited
 
 FILE_NAME = "ninetoothed_gemm.py"
@@ -120,10 +120,10 @@ def discover(root, skipped=None):
             continue
         suffix = pathlib.PurePath(entry.name).suffix.lower()
         stem = entry.name[:-len(suffix)] if suffix else entry.name
+        who = identity(entry.name if stat.S_ISDIR(mode) else stem, folder=stat.S_ISDIR(mode))
         if stat.S_ISDIR(mode):
-            who = identity(entry.name, folder=True)
             submission = _from_folder(root, entry.path, who.student)
-        elif (who := identity(stem)).lms_id and who.uploaded:
+        elif who.lms_id and who.uploaded:  # one of the files an LMS user id uploaded
             uploads.setdefault(who.lms_id, []).append(_Upload(entry.path, who, suffix))
             continue
         elif suffix == ".py":
@@ -135,7 +135,7 @@ def discover(root, skipped=None):
             continue
         submission.lms_id, submission.late = who.lms_id, who.late
         found.append(submission)
-    for lms_id, files in uploads.items():
+    for files in uploads.values():
         found.append(_from_uploads(root, files, skipped))
     return _by_student(found)
 
@@ -145,7 +145,7 @@ class _Upload:
     """One flat file of an LMS download: its path, whose it is, and its suffix."""
 
     path: str
-    who: object  # grader.batch.names.Identity
+    who: Identity
     suffix: str
 
     @property
@@ -193,7 +193,9 @@ def _from_uploads(root, files, skipped):
         if not problem:
             submission.handin, submission.handin_origin = data, _relative(root, handin.path)
     submission.lms_id, submission.late = who.lms_id, late
-    used = {chosen and chosen.path, handin and submission.handin_origin and handin.path}
+    used = {chosen.path} if chosen else set()
+    if submission.handin_origin:
+        used.add(handin.path)
     for upload in files:
         if upload.path not in used:
             skipped.append((_relative(root, upload.path),
@@ -275,7 +277,7 @@ def _find_in_folder(folder, wanted=_is_submission, shallowest=True):
                 continue
             seen += len(entries)
             if seen > MAX_FOLDER_ENTRIES:
-                return found, f"stopped looking after {MAX_FOLDER_ENTRIES} entries"
+                return [], f"stopped looking after {MAX_FOLDER_ENTRIES} entries"
             for entry, mode in _visible(entries):
                 inside = f"{relative}/{entry.name}" if relative else entry.name
                 if stat.S_ISLNK(mode):
