@@ -81,11 +81,18 @@ def test_nobody_on_the_public_board_leaves_no_picture_behind(tmp_path):
 
 
 @pytest.mark.parametrize("alias, expected", [
-    ("Ada", "not another student's id ('ada')"),
-    ("ANON-123", "does not start with 'anon-'"),
+    ("Ada", "not read as another student's id ('ada')"),
+    ("ANON-123", "does not read as 'anon-'"),
     ("two  spaces", "on one line"),
     ("x" * 41, "at most 40 characters"),
-    ("\u202eevil", "without control characters"),
+    ("\u202eevil", "without invisible or control characters, got U+202E"),
+    # look-alikes: Cyrillic letters, a zero-width space, another hyphen, fullwidth letters
+    ("\u0430\u0501\u0430", "not read as another student's id ('ada')"),
+    ("ada\u200b", "without invisible or control characters, got U+200B"),
+    ("\u3164", "without invisible or control characters, got U+1160"),  # NFKC's filler
+    ("anon\u20101234", "does not read as 'anon-'"),
+    ("\uff41\uff4e\uff4f\uff4e-7", "does not read as 'anon-'"),
+    ("P\u0430ul", "in one script, got cyrillic, latin letters mixed"),
 ])
 def test_a_name_that_would_mislead_is_refused(alias, expected):
     with pytest.raises(overrides.OverridesError, match="column value: expected") as error:
@@ -94,9 +101,18 @@ def test_a_name_that_would_mislead_is_refused(alias, expected):
 
 
 def test_two_students_cannot_choose_one_name():
-    with pytest.raises(overrides.OverridesError, match="row 3, column value: 'Fast' is the name "
-                                                       "'ada' chose in row 2"):
+    with pytest.raises(overrides.OverridesError, match="row 3, column value: 'Fast' reads as "
+                                                       "'fast', the name 'ada' chose in row 2"):
         staff_rows("ada,alias,,fast,chosen", "mia,alias,,Fast,chosen")
+    with pytest.raises(overrides.OverridesError, match="row 3, column value: '\u0440\u043e"
+                                                       "\u0440' reads as 'pop'"):
+        staff_rows("ada,alias,,pop,chosen", "mia,alias,,\u0440\u043e\u0440,chosen")
+
+
+def test_a_name_is_kept_as_nfkc_and_may_mix_latin_with_han():
+    rows = staff_rows("mia,alias,,\uff2d\uff49\uff41 \u5c0f\u7c73,chosen",
+                      "ada,alias,,\u210d\U0001d556\U0001d55d\U0001d55d\U0001d560,chosen").rows
+    assert [row.value for row in rows] == ["Mia \u5c0f\u7c73", "Hello"]
 
 
 def test_the_feedback_tells_a_timed_student_their_name(tmp_path):

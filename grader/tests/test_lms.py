@@ -62,6 +62,74 @@ def test_extra_uploads_and_re_uploads_do_not_stop_intake(tmp_path):
     assert found["doejane"].late and found["doejane"].origin.endswith("ninetoothed_gemm.py")
 
 
+@pytest.mark.parametrize("uploaded", ["ninetoothed_gemm (1).py", "NineToothed_GEMM.py",
+                                      "solution.py"])
+def test_a_canvas_file_of_another_name_is_graded_when_it_is_the_only_python_file(
+        tmp_path, uploaded):
+    (tmp_path / f"smithjohn_12345_1_{uploaded}").write_text("x = 1\n")
+    (tmp_path / "smithjohn_12345_2_notes.txt").write_text("notes\n")
+    skipped = []
+    found = intake.discover(tmp_path, skipped)
+    assert [(s.student, s.lms_id, s.data, s.taken, s.problem) for s in found] == [
+        ("smithjohn", "12345", b"x = 1\n", uploaded, "")]
+    assert skipped == [("smithjohn_12345_2_notes.txt", "another file of smithjohn (LMS id 12345)")]
+
+
+def test_every_lms_id_with_a_file_gets_a_row_naming_what_it_found(tmp_path):
+    for name in ("smithjohn_12345_1_solution.py", "smithjohn_12345_2_helper.py",
+                 "doejane_LATE_777_3_report.pdf"):
+        (tmp_path / name).write_text("x = 1\n")
+    found = {s.student: s for s in intake.discover(tmp_path)}
+    assert sorted(found) == ["doejane", "smithjohn"]
+    assert found["smithjohn"].problem == (
+        "no ninetoothed_gemm.py among the files handed in (helper.py, solution.py); more "
+        "than one is a Python file, so none was taken")
+    assert found["doejane"].problem.endswith("(report.pdf); none is a Python file")
+    assert found["doejane"].late and found["doejane"].lms_id == "777"
+
+
+def test_students_who_share_an_lms_name_are_two_students_shown_with_their_ids(tmp_path):
+    (tmp_path / "lihua_4711_1_ninetoothed_gemm.py").write_text("a = 1\n")
+    (tmp_path / "lihua_4712_2_ninetoothed_gemm.py").write_text("b = 1\n")
+    for folder, file in (("Li Hua_2231_assignsubmission_file_", "ninetoothed_gemm.py"),
+                         ("Li Hua_2232_assignsubmission_file_", "NineToothed_GEMM.py")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / file).write_text(f"# {folder}\n")
+    found = {s.student: s for s in intake.discover(tmp_path)}
+    assert {student: s.lms_id for student, s in found.items()} == {
+        "lihua (4711)": "4711", "lihua (4712)": "4712",
+        "Li Hua (2231)": "2231", "Li Hua (2232)": "2232"}
+    assert found["lihua (4712)"].data == b"b = 1\n"
+    assert found["Li Hua (2232)"].taken == "NineToothed_GEMM.py"
+    (tmp_path / "lihua.py").write_text("c = 1\n")  # no LMS id: which lihua it is, nobody knows
+    with pytest.raises(intake.IntakeError, match="two entries for student 'lihua'"):
+        intake.discover(tmp_path)
+
+
+def test_a_moodle_folder_of_two_python_files_names_them(tmp_path):
+    folder = tmp_path / "Wang Fang_2233_assignsubmission_file_"
+    (folder / "src").mkdir(parents=True)
+    (folder / "a.py").write_text("a = 1\n")
+    (folder / "src" / "b.py").write_text("b = 1\n")
+    (found,) = intake.discover(tmp_path)
+    assert found.problem == ("no ninetoothed_gemm.py in the folder Wang Fang_2233_assignsubmission"
+                             "_file_/; more than one Python file (a.py, src/b.py), so none was "
+                             "taken")
+
+
+def test_a_canvas_hand_in_csv_goes_with_its_submission_and_skips_are_listed(tmp_path):
+    (tmp_path / "lihua_4711_1_ninetoothed_gemm.py").write_text("a = 1\n")
+    (tmp_path / "lihua_4711_2_benchmark.csv").write_text("old\n")
+    (tmp_path / "lihua_4711_3_benchmark-1.csv").write_text("m,n,k\n")
+    (tmp_path / "roster.csv").write_text("who\n")
+    (tmp_path / ".DS_Store").write_text("")
+    skipped = []
+    (found,) = intake.discover(tmp_path, skipped)
+    assert (found.handin, found.handin_origin) == (b"m,n,k\n", "lihua_4711_3_benchmark-1.csv")
+    assert [entry for entry, _ in skipped] == [".DS_Store", "roster.csv",
+                                               "lihua_4711_2_benchmark.csv"]
+
+
 def test_an_export_refuses_one_lms_id_for_two_students(tmp_path):
     out = fake_out(tmp_path)
     text = (out / "gradebook.csv").read_text(encoding="utf-8").replace(",,False,", ",4711,False,")

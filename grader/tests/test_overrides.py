@@ -313,3 +313,71 @@ def test_a_status_set_to_flagged_zeroes_the_grade_and_leaves_the_leaderboard():
 def test_markdown_from_the_staff_stays_text():
     assert override_view.markdown_text("a | b\n# c <img src=x> `d` [e](f)") == \
         r"a \| b \# c \<img src=x\> \`d\` \[e\](f)"
+
+
+OLD_FILE, NEW_FILE = "ab" * 32, "cd" * 32
+
+
+def file_book(*rows, header=HEADER.strip() + ",file"):
+    return overrides.Overrides(overrides.parse(
+        header + "\n" + "".join(row + "\n" for row in rows), "o.csv", CLASS, CATALOGUE, 3))
+
+
+def test_a_score_written_for_an_earlier_file_is_withheld_and_said():
+    rows = file_book(f"ada,score,,2,the email copy,Prof. Li,2026-12-01,{OLD_FILE[:12]}",
+                     "ada,note,,see you,r,b,2026-12-01,")
+    resubmitted = {**record(points=(1, 2)), "sha256": NEW_FILE}
+    view = override_view.applied(resubmitted, rows)
+    assert view["score"] == 3 and [e["change"] for e in view["overrides"]] == ["note"]
+    assert override_view.summary(view) == (
+        "note: see you (r; b, 2026-12-01) | score 2: not applied, written for an earlier file "
+        f"(sha256 {OLD_FILE[:12]}) (the email copy; Prof. Li, 2026-12-01)")
+    assert "Score set" not in "\n".join(override_view.markdown(view))
+    (warning,) = override_view.file_warnings(resubmitted, rows)
+    assert warning.startswith("ada: row 2 (score 2) was written for an earlier file (sha256 "
+                              f"{OLD_FILE[:12]}), not the one graded now ({NEW_FILE[:12]})")
+    same = override_view.applied({**resubmitted, "sha256": OLD_FILE}, rows)
+    assert same["score"] == 2 and not same["overrides_withheld"]
+
+
+def test_a_row_for_any_file_applies_quietly_and_an_old_file_applies_with_a_warning():
+    graded = {**record(), "sha256": NEW_FILE}
+    anyfile = file_book("ada,points,hidden_1,0,r,b,2026-12-01,ANY")
+    assert override_view.applied(graded, anyfile)["score"] == 1
+    assert override_view.file_warnings(graded, anyfile) == []
+    old = book("ada,points,hidden_1,0,r,b,2026-12-01", "ada,note,,hi,r,b,2026-12-01")
+    assert override_view.applied(graded, old)["score"] == 1
+    (warning,) = override_view.file_warnings(graded, old)
+    assert "row 2 (points hidden_1 0) records no file hash: applied to the file graded now " \
+        f"({NEW_FILE[:12]})" in warning
+
+
+@pytest.mark.parametrize("cell", ["abc", "g" * 12, "latest"])
+def test_a_file_cell_is_a_sha256_or_any(cell):
+    with pytest.raises(overrides.OverridesError, match="row 2, column file: expected the sha256"):
+        file_book(f"ada,score,,1,r,b,2026-12-01,{cell}")
+
+
+def test_a_resubmission_withholds_the_score_given_for_the_earlier_file(batch):
+    base, submissions, _, out = batch
+    earlier = reports.read_record(out, "ben")["sha256"]
+    again, resubmitted = base / "resubmitted", base / "resubmitted-class"
+    shutil.copytree(out, again)
+    shutil.copytree(submissions, resubmitted)
+    with open(resubmitted / "ben" / "ninetoothed_gemm.py", "a", encoding="utf-8") as stream:
+        stream.write("# corrected\n")
+    staff = base / "hashed.csv"
+    staff.write_text(HEADER.strip() + ",file\n" + "".join(
+        row + (f",{earlier}" if row.startswith("ben,") else ",") + "\n" for row in ROWS),
+        encoding="utf-8")
+    result = run_grader(base, "grade", str(resubmitted), "--out", str(again), "--overrides",
+                        str(staff), *OPTIONS)
+    assert result.returncode == 0, result.stderr
+    assert "4 already graded, 1 to grade" in result.stderr
+    row = gradebook(again)["ben"]
+    assert row["score"] == "0" and row["overrides"].startswith(
+        f"score 2: not applied, written for an earlier file (sha256 {earlier[:12]})")
+    assert f"warning: override of ben: row 5 (score 2) was written for an earlier file" \
+        in result.stderr
+    assert "Score set" not in (again / "ben" / "feedback.md").read_text(encoding="utf-8")
+    assert scores(again)["eli"] == EXPECTED["eli"], "rows for the same files still apply"

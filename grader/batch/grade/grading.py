@@ -135,6 +135,7 @@ def base_record(submission, settings, folder):
         "student": submission.student,
         "folder": folder,
         "origin": submission.origin,
+        "taken": submission.taken,
         "lms_id": submission.lms_id,
         "late": submission.late,
         "sha256": submission.sha256,

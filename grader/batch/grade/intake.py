@@ -11,7 +11,11 @@ Accepted layouts, mixed freely in one folder:
   ``<full name>_<participant id>_assignsubmission_file_<file>``, or the generic
   ``<id>_<anything>_ninetoothed_gemm.py``. The LMS's id and Canvas's late mark are
   kept (``Submission.lms_id``, ``Submission.late``); Moodle's and Gradescope's
-  (``submission_<id>``) folder names are read the same way;
+  (``submission_<id>``) folder names are read the same way. Every flat file whose
+  LMS name carries a user id belongs to that student, whatever its name: the
+  latest ``ninetoothed_gemm[-N].py`` counts, else the student's only ``.py`` file
+  (``Submission.taken`` names it), else the student is ``missing_file``, the files
+  found named; a ``.csv`` among them is the hand-in CSV;
 * ``.zip`` archives, ``<id>.zip`` (or LMS style), holding ``ninetoothed_gemm.py``
   somewhere inside. Archives are never extracted: the one member is read into
   memory, after guards on member count, total uncompressed size, member size,
@@ -22,6 +26,10 @@ Accepted layouts, mixed freely in one folder:
 Everything is read once, here, into memory (``Submission.data``): the batch
 grader then works on private copies and never opens the submissions folder again.
 Hidden entries (``.git``, ``.DS_Store``, ``__MACOSX``) and ``__pycache__`` are skipped.
+A student folder without ``ninetoothed_gemm.py`` whose only ``.py`` file is another is
+graded from that file, as for flat files. Every top-level entry not taken is
+listed, with why (``discover``'s ``skipped``). Two students whose LMS names are the same
+but whose LMS ids differ get ids that add the LMS id (``lihua (4711)``).
 
 The folder is treated as hostile:
 
@@ -44,7 +52,7 @@ import re
 import stat
 import zipfile
 
-from grader.batch.names import decode_name, display, identity, printable
+from grader.batch.names import Identity, decode_name, display, identity, printable
 from grader.batch.grade.safe_read import NotRegular, open_regular, read_limited
 
 FILE_NAME = "ninetoothed_gemm.py"
@@ -70,6 +78,7 @@ class Submission:
     handin_origin: str = ""
     lms_id: str = ""  # the LMS's own id for the student, from its download names
     late: bool = False  # the LMS marked the submission late
+    taken: str = ""  # the file graded in place of ninetoothed_gemm.py: the only Python file
 
     def __post_init__(self):
         # Everything here came from the students' folder: safe to print and to write.
@@ -77,6 +86,7 @@ class Submission:
         self.origin = printable(self.origin)
         self.problem = printable(self.problem)
         self.handin_origin = printable(self.handin_origin)
+        self.taken = printable(self.taken)
 
     @property
     def sha256(self):
@@ -93,57 +103,130 @@ def _relative(root, path):
     return "/".join(display(part) for part in parts)
 
 
-def discover(root):
-    """Every submission under ``root``, sorted by student id."""
+def discover(root, skipped=None):
+    """Every submission under ``root``, sorted by student id. ``skipped``, a list, gets
+    (entry, why) for each top-level entry that is not a student's submission."""
     root = pathlib.Path(root)
     if not root.is_dir():
         raise IntakeError(f"SUBMISSIONS_DIR {printable(str(root))!r} is not a folder")
-    found = {}
+    skipped = [] if skipped is None else skipped
     with os.scandir(root) as listing:
         entries = sorted(listing, key=lambda e: e.name)
-    for entry, mode in _visible(entries):
+    found, uploads = [], {}
+    for entry, mode in _visible(entries, skipped):
+        name = display(entry.name)
         if stat.S_ISLNK(mode):
+            skipped.append((name, "a symbolic link, which is not followed"))
             continue
         suffix = pathlib.PurePath(entry.name).suffix.lower()
         stem = entry.name[:-len(suffix)] if suffix else entry.name
+        who = identity(entry.name if stat.S_ISDIR(mode) else stem, folder=stat.S_ISDIR(mode))
         if stat.S_ISDIR(mode):
-            who = identity(entry.name, folder=True)
             submission = _from_folder(root, entry.path, who.student)
+        elif who.lms_id and who.uploaded:  # one of the files an LMS user id uploaded
+            uploads.setdefault(who.lms_id, []).append(_Upload(entry.path, who, suffix))
+            continue
         elif suffix == ".py":
-            who = identity(stem)
-            if who.uploaded and not _SUBMISSION_STEM.match(who.uploaded):
-                continue  # another file the student uploaded beside the submission
             submission = _from_file(root, entry.path, who.student)
         elif suffix == ".zip":
-            who = identity(stem)
             submission = _from_zip(root, entry.path, who.student)
         else:
-            continue  # a CSV, a picture, an LMS index, a stray FIFO: not a submission
-        submission.lms_id, submission.late = who.lms_id, who.late
-        if submission.student in found and _same_upload(found[submission.student], submission):
-            found[submission.student] = max(found[submission.student], submission,
-                                            key=_upload_version)
+            skipped.append((name, "not a folder, .py or .zip, nor a file of an LMS download"))
             continue
-        if submission.student in found:
+        submission.lms_id, submission.late = who.lms_id, who.late
+        found.append(submission)
+    for files in uploads.values():
+        found.append(_from_uploads(root, files, skipped))
+    return _by_student(found)
+
+
+@dataclasses.dataclass
+class _Upload:
+    """One flat file of an LMS download: its path, whose it is, and its suffix."""
+
+    path: str
+    who: Identity
+    suffix: str
+
+    @property
+    def name(self):
+        """The file's name as the student uploaded it."""
+        return display(self.who.uploaded + self.suffix)
+
+    @property
+    def version(self):
+        """The LMS's number for a re-upload (``ninetoothed_gemm-2.py`` is 2), 0 for the first."""
+        match = re.search(r"-(\d+)$", self.who.uploaded)
+        return int(match.group(1)) if match else 0
+
+
+def _from_uploads(root, files, skipped):
+    """One student's Submission from the flat files an LMS download holds of one user id."""
+    who = files[0].who
+    late = any(upload.who.late for upload in files)
+    python = [upload for upload in files if upload.suffix == ".py"]
+    named = [upload for upload in python if _SUBMISSION_STEM.match(upload.who.uploaded)]
+    archives = [upload for upload in files if upload.suffix == ".zip"]
+    chosen, taken = None, ""
+    if named:
+        chosen = max(named, key=lambda upload: upload.version)
+    elif len(python) == 1:
+        chosen, taken = python[0], python[0].name
+    elif not python and archives:
+        chosen = max(archives, key=lambda upload: upload.version)
+    if chosen is None:
+        listed = ", ".join(sorted(upload.name for upload in files))
+        submission = Submission(who.student, _relative(root, files[0].path),
+                                problem=f"no {FILE_NAME} among the files handed in "
+                                        f"({listed}); " + (
+                                    "more than one is a Python file, so none was taken"
+                                    if python else "none is a Python file"))
+    elif chosen.suffix == ".zip":
+        submission = _from_zip(root, chosen.path, who.student)
+    else:
+        submission = _from_file(root, chosen.path, who.student)
+        submission.taken = taken
+    handins = [upload for upload in files if upload.suffix == ".csv"]
+    handin = max(handins, key=lambda upload: (upload.version, upload.name), default=None)
+    if handin is not None and not submission.problem:
+        data, problem = read_limited(handin.path, MAX_FILE_BYTES)
+        if not problem:
+            submission.handin, submission.handin_origin = data, _relative(root, handin.path)
+    submission.lms_id, submission.late = who.lms_id, late
+    used = {chosen.path} if chosen else set()
+    if submission.handin_origin:
+        used.add(handin.path)
+    for upload in files:
+        if upload.path not in used:
+            skipped.append((_relative(root, upload.path),
+                            f"another file of {who.student} (LMS id {who.lms_id})"))
+    return submission
+
+
+def _by_student(found):
+    """``found`` sorted by student id. Two entries of one id are two students when both
+    carry LMS ids and these differ (then each id adds its LMS id); else an IntakeError."""
+    groups = {}
+    for submission in found:
+        groups.setdefault(submission.student, []).append(submission)
+    chosen = {}
+    for student, group in groups.items():
+        ids = [submission.lms_id for submission in group]
+        if len(group) > 1 and all(ids) and len(set(ids)) == len(ids):
+            for submission in group:
+                submission.student = f"{student} ({submission.lms_id})"
+        elif len(group) > 1:
             raise IntakeError(
-                f"two entries for student {submission.student!r}: "
-                f"{found[submission.student].origin!r} and {submission.origin!r}; "
-                "keep one of them"
-            )
-        found[submission.student] = submission
-    return [found[key] for key in sorted(found)]
-
-
-def _upload_version(submission):
-    """The LMS's number for a re-upload (``ninetoothed_gemm-2.py`` is 2), 0 for the first."""
-    stem = pathlib.PurePath(submission.origin).stem
-    match = re.search(r"-(\d+)$", stem)
-    return int(match.group(1)) if match else 0
-
-
-def _same_upload(first, second):
-    """Two versions of one student's file in one LMS download (same LMS id)."""
-    return bool(first.lms_id) and first.lms_id == second.lms_id
+                f"two entries for student {student!r}: {group[0].origin!r} and "
+                f"{group[1].origin!r}; keep one of them")
+        for submission in group:
+            if submission.student in chosen:
+                raise IntakeError(
+                    f"two entries for student {submission.student!r}: "
+                    f"{chosen[submission.student].origin!r} and {submission.origin!r}; "
+                    "keep one of them")
+            chosen[submission.student] = submission
+    return [chosen[key] for key in sorted(chosen)]
 
 
 def _from_file(root, path, student):
@@ -159,10 +242,14 @@ def _is_handin(name):
     return name.lower().endswith(".csv")
 
 
-def _visible(entries):
-    """(entry, its lstat mode) for each entry not hidden and not gone since the listing."""
+def _visible(entries, skipped=None):
+    """(entry, its lstat mode) for each entry not hidden and not gone since the listing;
+    ``skipped``, if a list, gets (name, why) for each hidden one."""
     for entry in entries:
         if _hidden(entry.name):
+            if skipped is not None:
+                skipped.append((display(entry.name), "hidden (a dot file, __MACOSX or "
+                                                     "__pycache__)"))
             continue
         try:
             mode = os.lstat(entry.path).st_mode
@@ -171,14 +258,16 @@ def _visible(entries):
         yield entry, mode
 
 
-def _find_in_folder(folder, wanted=_is_submission):
-    """(path, problem): the shallowest entry whose name is ``wanted``, not a link or folder.
+def _find_in_folder(folder, wanted=_is_submission, shallowest=True):
+    """(paths, problem): the entries whose names are ``wanted``, not links or folders,
+    as (path relative to ``folder``, path), shallowest first, ties by relative path; with
+    ``shallowest``, those of the shallowest level that has any.
 
-    Breadth first, ties broken by relative path; hidden folders, ``__pycache__``
-    and ``__MACOSX`` are skipped; links are never followed; nothing is opened.
+    Breadth first; hidden folders, ``__pycache__`` and ``__MACOSX`` are skipped; links
+    are never followed; nothing is opened.
     """
-    level, seen, links = [(folder, "")], 0, []
-    while level:
+    level, seen, links, found = [(folder, "")], 0, [], []
+    while level and not (shallowest and found):
         candidates, deeper = [], []
         for directory, relative in level:
             try:
@@ -188,7 +277,7 @@ def _find_in_folder(folder, wanted=_is_submission):
                 continue
             seen += len(entries)
             if seen > MAX_FOLDER_ENTRIES:
-                return None, f"stopped looking after {MAX_FOLDER_ENTRIES} entries"
+                return [], f"stopped looking after {MAX_FOLDER_ENTRIES} entries"
             for entry, mode in _visible(entries):
                 inside = f"{relative}/{entry.name}" if relative else entry.name
                 if stat.S_ISLNK(mode):
@@ -198,29 +287,40 @@ def _find_in_folder(folder, wanted=_is_submission):
                     deeper.append((entry.path, inside))
                 elif wanted(entry.name):
                     candidates.append((inside, entry.path))
-        if candidates:
-            return min(candidates)[1], ""
+        found += sorted(candidates)
         level = sorted(deeper, key=lambda item: item[1])
-    if links:
-        return None, f"{display(min(links))} is a symbolic link, which is not followed"
-    return None, ""
+    if links and not found:
+        return [], f"{display(min(links))} is a symbolic link, which is not followed"
+    return found, ""
+
+
+def _is_python(name):
+    return name.lower().endswith(".py")
 
 
 def _from_folder(root, folder, student):
     name = display(os.path.basename(folder))
     origin = _relative(root, folder) + "/"
-    path, note = _find_in_folder(folder)
-    if path is None:
-        return Submission(student, origin, problem=f"no {FILE_NAME} in the folder {name}/"
-                          + (f" ({note})" if note else ""))
+    found, note = _find_in_folder(folder)
+    taken = ""
+    if not found:
+        python, _ = _find_in_folder(folder, _is_python, shallowest=False)
+        listed = ", ".join(display(inside) for inside, _ in python)
+        if len(python) != 1:
+            return Submission(student, origin, problem=f"no {FILE_NAME} in the folder {name}/"
+                              + (f" ({note})" if note else "")
+                              + (f"; more than one Python file ({listed}), so none was taken"
+                                 if python else ""))
+        found, taken = python, listed
+    path = found[0][1]
     data, problem = read_limited(path, MAX_FILE_BYTES)
-    submission = Submission(student, _relative(root, path), data or b"", problem)
+    submission = Submission(student, _relative(root, path), data or b"", problem, taken=taken)
     handin, _ = _find_in_folder(folder, _is_handin)
-    if handin is not None:
-        handin_data, handin_problem = read_limited(handin, MAX_FILE_BYTES)
+    if handin:
+        handin_data, handin_problem = read_limited(handin[0][1], MAX_FILE_BYTES)
         if not handin_problem:
             submission.handin = handin_data
-            submission.handin_origin = _relative(folder, handin)
+            submission.handin_origin = _relative(folder, handin[0][1])
     return submission
 
 

@@ -35,6 +35,7 @@ class Manifest:
     gpu_target: str = grading.Settings.gpu_target
     secret_fingerprint: str = ""  # never the secret itself (grader.batch.outputs.secret)
     overrides: dict | None = None  # the staff's file applied (grader.batch.outputs.overrides.describe)
+    skipped: list | None = None  # the submissions folder's entries intake did not take, and why
 
     # What shards must share to be merged into one gradebook.
     SHARED = ("grader_version", "secret_fingerprint", "backend", "cases", "timeout_s",

@@ -47,8 +47,8 @@ class Session:
         submissions_dir = pathlib.Path(submissions_dir)
         cases_list = self.settings.cases()
         previous = Manifest.read(self.out_dir) if (self.out_dir / MANIFEST).is_file() else None
-        chosen, folders, everyone = self._intake(submissions_dir, shard,
-                                                 previous and previous.students)
+        chosen, folders, everyone, skipped = self._intake(submissions_dir, shard,
+                                                          previous and previous.students)
         before = folder_digest(submissions_dir)
         self.book = overrides.for_batch(self.overrides_file, self.out_dir,  # before any write
                                         previous and previous.overrides, everyone, self.settings)
@@ -57,7 +57,8 @@ class Session:
         overrides.keep(self.out_dir, self.book)
         manifest = Manifest.of(self.settings, cases_list, shard,
                                {s.student: folders[s.student] for s in chosen})
-        dataclasses.replace(manifest, overrides=self.book.describe()).write(self.out_dir)
+        dataclasses.replace(manifest, overrides=self.book.describe(), skipped=[
+            {"entry": entry, "why": why} for entry, why in skipped]).write(self.out_dir)
 
         records, todo = self.resume(chosen, folders, force)
         for record in records.values():  # the overrides may have changed since
@@ -85,6 +86,7 @@ class Session:
         speed_record = self._time(chosen, cases_list, records)
         ordered = [records[s.student] for s in chosen]
         reports.write_class(self.out_dir, ordered, cases_list, self.book)
+        say_file_warnings(ordered, self.book)
         statuses = count_statuses(ordered)
         after = folder_digest(submissions_dir)
         reports.write_environment(self.out_dir, machine.environment(self.settings, {
@@ -104,12 +106,16 @@ class Session:
         return statuses
 
     def _intake(self, submissions_dir, shard, kept=None):
-        """(the submissions to grade, their folders, every id of the class); ``kept``: the
-        folders an earlier run of this OUT_DIR gave (grader.batch.folders.assign)."""
+        """(the submissions to grade, their folders, every id of the class, the entries
+        skipped, each said); ``kept``: the folders an earlier run of this OUT_DIR gave
+        (grader.batch.folders.assign)."""
+        skipped = []
         try:
-            everyone = intake.discover(submissions_dir)
+            everyone = intake.discover(submissions_dir, skipped)
         except intake.IntakeError as error:
             raise GraderError(str(error)) from None
+        for entry, why in skipped:
+            say(f"skipped {entry!r}: {why}")
         chosen = intake.shard(everyone, *shard) if shard else everyone
         students = [submission.student for submission in everyone]
         assigned = folder_names.assign(students, kept)
@@ -117,7 +123,7 @@ class Session:
         if len(set(folders.values())) < len(folders):
             raise GraderError("two student ids map to one folder "
                               f"({sorted(folders.values())}); rename one")
-        return chosen, folders, students
+        return chosen, folders, students, skipped
 
     def resume(self, chosen, folders, force=False):
         """(records already graded with these settings and files, submissions to grade)."""
@@ -296,6 +302,7 @@ def merge(shards, out_dir, overrides_file=None):
         reports.write_feedback(out_dir, record, cases_list, book)
     ordered = [records[student] for student in sorted(records)]
     reports.write_class(out_dir, ordered, cases_list, book)
+    say_file_warnings(ordered, book)
     dataclasses.replace(first, shard=None, overrides=book.describe(), students={
         student: records[student]["folder"] for student in sorted(records)}).write(out_dir)
     environments = []
@@ -309,6 +316,16 @@ def merge(shards, out_dir, overrides_file=None):
         "students": len(ordered), "statuses": count_statuses(ordered)}))
     say(f"merged {len(manifests)} shard(s), {len(ordered)} students: {out_dir / 'gradebook.csv'}")
     return len(ordered)
+
+
+def say_file_warnings(records, book):
+    """Say each override row that was written for an earlier file, or names no file
+    (grader.batch.outputs.override_view.file_warnings)."""
+    from grader.batch.outputs import override_view
+
+    for record in records:
+        for line in override_view.file_warnings(record, book):
+            say(f"warning: override of {line}")
 
 
 def count_statuses(records):

@@ -238,6 +238,11 @@ def feedback_markdown(record, hints):
     ]
     if record.get("message"):
         lines += ["", *fenced(record["message"].strip())]
+    if record.get("taken"):
+        taken = override_view.markdown_text(record["taken"])
+        lines += ["", f"- Graded {taken}, your only Python file, in place of "
+                  f"ninetoothed_gemm.py. / 你只交了一个 Python 文件 {taken}，按 "
+                  "ninetoothed_gemm.py 评分。"]
     if record.get("late_deduction"):
         lines += ["", f"- Late: {record['late_deduction']} points deducted by the course's late "
                   "policy. / 迟交：按课程的迟交规定扣除 "

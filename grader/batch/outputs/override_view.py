@@ -3,24 +3,31 @@
 grader.batch.outputs.overrides reads and checks the staff's file; this module applies its
 rows to a record (``applied``: the record stays as graded, the view changes) and says what
 changed, in the gradebook's ``overrides`` cell, feedback.md (English and Chinese) and
-Gradescope's results.
+Gradescope's results. A row written for another file than the one graded is withheld: the
+staff see it in the gradebook's cell and in what ``grade`` prints (``file_warnings``), the
+student does not.
 """
 
 import copy
 import re
 
-from grader.batch.outputs.overrides import ORDER
+from grader.batch.outputs.overrides import ANY_FILE, FILE_BOUND, ORDER
 from grader.batch.status import Status, flags
 
 def applied(record, book):
     """The record as the reports show it: ``book``'s rows for its student applied, and what
     each changed listed under ``overrides`` (empty when none). ``record`` is not changed."""
     view = copy.deepcopy(record)
-    view["overrides"] = []
+    view["overrides"], view["overrides_withheld"] = [], []
     rows = sorted(book.for_student(record["student"]) if book else [],
                   key=lambda row: (ORDER[row.change], row.line))
     pending = False  # a change the score must be recomputed for
     for row in rows:
+        if not for_this_file(row, record):
+            view["overrides_withheld"].append({
+                "row": row.line, "change": row.change, "case": row.case, "to": row.value,
+                "file": row.file, "reason": row.reason, "by": row.by, "date": row.date})
+            continue
         if row.change == "score" and pending:
             _rescore(view, book)
             pending = False
@@ -35,6 +42,34 @@ def applied(record, book):
 
 
 RESCORING = ("late", "status", "flags", "points")
+
+
+def for_this_file(row, record):
+    """Whether ``row`` applies to the file ``record`` graded: it names that file's sha256
+    (or its start), any file, or none (a row of a file written before the column)."""
+    return row.file in ("", ANY_FILE) or bool(record.get("sha256", "").startswith(row.file))
+
+
+def file_warnings(record, book):
+    """What ``grade`` prints of ``record``'s rows that do not say, or no longer match,
+    the file graded: withheld rows, and file-bound rows that record no file hash."""
+    graded = (record.get("sha256") or "")[:12] or "none"
+    lines = []
+    for row in book.for_student(record["student"]) if book else []:
+        what = f"row {row.line} ({_label(row.change, row.case)} {row.value})"
+        if not for_this_file(row, record):
+            lines.append(f"{record['student']}: {what} was written for an earlier file (sha256 "
+                         f"{row.file[:12]}), not the one graded now ({graded}): not applied; "
+                         "write it again with this file's sha256, or 'any' in its file column")
+        elif not row.file and row.change in FILE_BOUND:
+            lines.append(f"{record['student']}: {what} records no file hash: applied to the "
+                         f"file graded now ({graded}); put its sha256 (students.csv) or "
+                         "'any' in the row's file column")
+    return lines
+
+
+def _label(change, case):
+    return "points " + case if change == "points" else change
 
 
 def _rescore(view, book):
@@ -122,13 +157,20 @@ _CHANGERS = {"late": _change_late, "status": _change_status, "flags": _change_fl
 
 
 def summary(view):
-    """The gradebook's ``overrides`` cell: every change, why, who and when."""
-    return " | ".join(
-        f"{'points ' + entry['case'] if entry['change'] == 'points' else entry['change']}: "
+    """The gradebook's ``overrides`` cell: every change, why, who and when, then every row
+    withheld since it was written for an earlier file."""
+    applied_rows = [
+        f"{_label(entry['change'], entry['case'])}: "
         + (f"{entry['to']}" if entry["change"] in ("note", "alias")
            else f"{entry['from']} -> {entry['to']}")
         + f" ({entry['reason']}; {entry['by']}, {entry['date']})"
-        for entry in view.get("overrides") or [])
+        for entry in view.get("overrides") or []]
+    withheld = [
+        f"{_label(entry['change'], entry['case'])} {entry['to']}: not applied, written for an "
+        f"earlier file (sha256 {entry['file'][:12]}) ({entry['reason']}; {entry['by']}, "
+        f"{entry['date']})"
+        for entry in view.get("overrides_withheld") or []]
+    return " | ".join(applied_rows + withheld)
 
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&!#])")

@@ -4,13 +4,21 @@ A regrade request, a flag cleared after review, an extension, a note to a studen
 name a student chose for the leaderboard (grader.batch.outputs.pseudonyms): each is one row of
 ``overrides.csv``, with the columns
 
-    student,change,case,value,reason,by,date
+    student,change,case,value,reason,by,date[,file]
 
 ``change`` is one of ``CHANGES`` (what ``value`` must then be is in ``_parse_value``);
 ``case`` is a case id for ``points`` and empty otherwise; ``reason``, ``by`` and ``date``
 (YYYY-MM-DD) say why, who and when, and are required. The whole file is checked before
 anything applies: an unknown student or case, or a cell that does not parse, stops the
 command and names file, row, column and what was expected.
+
+``file``, optional (files written before it existed have no such column), is the
+sha256 of the file the row was written for, as students.csv writes it (its first 12
+hex digits are enough), or ``any``. A row with a hash applies only while that file is
+the one graded: after a resubmission it is withheld, and shown as written for an
+earlier file (grader.batch.outputs.override_view). A row of ``FILE_BOUND`` without
+either applies to whatever file is graded, as before the column existed, and ``grade``
+warns that it records no file hash.
 
 Records stay as graded (signed, the resume key unchanged);
 grader.batch.outputs.override_view applies the rows to make the view that every report is
@@ -34,6 +42,10 @@ from grader.batch.status import GraderError, Status
 
 FILE = "overrides.csv"
 COLUMNS = ("student", "change", "case", "value", "reason", "by", "date")
+OPTIONAL = ("file",)
+ANY_FILE = "any"
+FILE_BOUND = ("score", "points", "status", "flags")  # judgements of one file's grade
+MIN_HASH_DIGITS = 12
 CHANGES = ("score", "points", "status", "flags", "late", "note", "alias", "leaderboard")
 LATENESS = ("extension", "excused", "late")  # not late, late without deduction, late
 MAX_BYTES = 1 << 20
@@ -57,6 +69,7 @@ class Row:
     reason: str
     by: str
     date: str
+    file: str = ""  # the sha256 (or its start) of the file it was written for, "any" or ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,11 +113,12 @@ def parse(text, name, students, cases, max_score):
     if header is None:
         raise OverridesError(f"{name} is empty: it needs the header row {','.join(COLUMNS)}")
     header = [cell.strip() for cell in header]
-    if sorted(header) != sorted(COLUMNS) or len(header) != len(COLUMNS):
+    if sorted(set(header) - set(OPTIONAL)) != sorted(COLUMNS) or len(set(header)) != len(header):
         missing = [column for column in COLUMNS if column not in header]
-        extra = [column for column in header if column not in COLUMNS]
+        extra = [column for column in header if column not in COLUMNS + OPTIONAL]
         raise OverridesError(
             f"{name}, row 1 (the header): expected the columns {','.join(COLUMNS)}"
+            f" (and optionally {','.join(OPTIONAL)})"
             + (f"; missing {', '.join(missing)}" if missing else "")
             + (f"; unknown {', '.join(map(repr, extra))}" if extra else "")
             + ("; a column appears twice" if not missing and not extra else ""))
@@ -113,11 +127,11 @@ def parse(text, name, students, cases, max_score):
         line = next(lines)
         if not any(cell.strip() for cell in cells):
             continue
-        if len(cells) != len(COLUMNS):
-            problems.append(f"{name}, row {line}: expected {len(COLUMNS)} cells "
-                            f"({','.join(COLUMNS)}), got {len(cells)}")
+        if len(cells) != len(header):
+            problems.append(f"{name}, row {line}: expected {len(header)} cells "
+                            f"({','.join(header)}), got {len(cells)}")
             continue
-        cell = dict(zip(header, (value.strip() for value in cells)))
+        cell = {"file": "", **dict(zip(header, (value.strip() for value in cells)))}
         row, found = _parse_row(cell, line, name, students, cases, max_score)
         problems += found
         if row is None:
@@ -137,16 +151,21 @@ def parse(text, name, students, cases, max_score):
 
 
 def _shared_aliases(rows, name):
-    """Two students may not choose one leaderboard name (letter case aside)."""
+    """Two students may not choose one leaderboard name, nor two that read alike (letter
+    case and look-alike characters aside: grader.batch.outputs.pseudonyms.skeleton)."""
+    from grader.batch.outputs.pseudonyms import skeletons
+
     first, problems = {}, []
     for row in rows:
         if row.change != "alias":
             continue
-        other = first.setdefault(row.value.casefold(), row)
+        keys = skeletons(row.value)
+        other = next((first[key] for key in keys if key in first), row)
+        first.update({key: other for key in keys})
         if other.student != row.student:
-            problems.append(f"{name}, row {row.line}, column value: {row.value!r} is the name "
-                            f"{other.student!r} chose in row {other.line}; expected a name of "
-                            "its own")
+            problems.append(f"{name}, row {row.line}, column value: {row.value!r} reads as "
+                            f"{other.value!r}, the name {other.student!r} chose in row "
+                            f"{other.line}; expected a name of its own")
     return problems
 
 
@@ -185,8 +204,9 @@ def _parse_row(cell, line, name, students, cases, max_score):
                         f"empty for {change}, got {case!r}")
     value, problem = _parse_value(change, cell["value"], cases.get(case), max_score)
     if change == "alias" and not problem and student is not None:
-        from grader.batch.outputs.pseudonyms import alias_problem
+        from grader.batch.outputs.pseudonyms import alias_problem, normal
 
+        value = normal(value)
         problem = alias_problem(value, student, students)
     if problem:
         problems.append(f"{where}, column value: {problem}")
@@ -204,9 +224,15 @@ def _parse_row(cell, line, name, students, cases, max_score):
         problems.append(f"{where}, column date: expected a date as YYYY-MM-DD, got "
                         f"{cell['date']!r}")
         date = ""
+    file = cell["file"].lower()
+    if file not in ("", ANY_FILE) and not (
+            MIN_HASH_DIGITS <= len(file) <= 64 and all(c in "0123456789abcdef" for c in file)):
+        problems.append(f"{where}, column file: expected the sha256 of the file the row was "
+                        f"written for (students.csv's sha256 column, at least its first "
+                        f"{MIN_HASH_DIGITS} hex digits) or '{ANY_FILE}', got {cell['file']!r}")
     if problems:
         return None, problems
-    return Row(line, student, change, case, value, cell["reason"], cell["by"], date), []
+    return Row(line, student, change, case, value, cell["reason"], cell["by"], date, file), []
 
 
 def _student(text, students):

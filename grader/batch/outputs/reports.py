@@ -87,6 +87,7 @@ def write_feedback(out_dir, record, cases_list, book=None):
                  _json(feedback.results_json(shown, output=text, total=True)))
     atomic_write(folder / "feedback.md", text)
     record["overrides"] = shown["overrides"]
+    record["overrides_withheld"] = shown["overrides_withheld"]
     store_record(out_dir, record)
 
 
@@ -254,8 +255,9 @@ def write_class(out_dir, records, cases_list, book=None):
     leaderboard.write(out_dir, records)
     mapping = pandas.DataFrame(
         [{"student": r["student"], "folder": r["folder"], "origin": r.get("origin", ""),
-          "status": r["status"]} for r in sorted(records, key=lambda r: r["student"])],
-        columns=["student", "folder", "origin", "status"])
+          "status": r["status"], "sha256": r.get("sha256", "")}
+         for r in sorted(records, key=lambda r: r["student"])],
+        columns=["student", "folder", "origin", "status", "sha256"])
     atomic_write(out_dir / "students.csv", spreadsheet.csv_text(mapping))
 
 

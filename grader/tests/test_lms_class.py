@@ -1,0 +1,116 @@
+"""A Canvas and a Moodle download graded whole: files under other names, a second file,
+two students of one name and a hand-in CSV. Every student gets exactly one right row, in
+the gradebook and in the LMS's export, and every entry left out is said."""
+
+import json
+import shutil
+
+import pytest
+
+from grader.batch.grade.manifest import Manifest
+from grader.batch.outputs import export
+from grader.tests.batch_helpers import DEMO, gradebook, run_grader
+from grader.tests.test_lms import read_back
+
+OPTIONS = ["--cases", "nonsquare-128x256x192", "--no-speed", "--no-progress", "-j", "2"]
+SOLUTION = DEMO / "ada" / "ninetoothed_gemm.py"
+BENCHMARK = next((DEMO / "ada").glob("*.csv"))
+SKELETON = DEMO / "ben" / "ninetoothed_gemm.py"
+
+CANVAS = {  # the download's file name: what it holds
+    "lihua_4711_101_NineToothed_GEMM.py": SOLUTION,
+    "lihua_4711_102_ntgemm-bench.csv": BENCHMARK,
+    "lihua_4712_103_solution.py": "x = 1\n",
+    "doejane_LATE_777_104_ninetoothed_gemm (1).py": SKELETON,
+    "smithjohn_12345_105_solution.py": SKELETON,
+    "smithjohn_12345_106_helper.py": "x = 1\n",
+    "amyw_555_107_ninetoothed_gemm.py": SKELETON,
+    "amyw_555_108_utils.py": "x = 1\n",
+    "roster.csv": "name\n",
+}
+CANVAS_ROWS = {  # student: (status, LMS id, late)
+    "lihua (4711)": ("passed", "4711", "False"), "lihua (4712)": ("import_error", "4712", "False"),
+    "doejane": ("not_implemented", "777", "True"), "smithjohn": ("missing_file", "12345", "False"),
+    "amyw": ("not_implemented", "555", "False"),
+}
+MOODLE = {
+    "Li Hua_2231_assignsubmission_file_/NineToothed_GEMM.py": SKELETON,
+    "Li Hua_2232_assignsubmission_file_/ninetoothed_gemm.py": "x = 1\n",
+    "Wang Fang_2233_assignsubmission_file_/a.py": SKELETON,
+    "Wang Fang_2233_assignsubmission_file_/b.py": SKELETON,
+}
+MOODLE_ROWS = {
+    "Li Hua (2231)": ("not_implemented", "2231", "False"),
+    "Li Hua (2232)": ("import_error", "2232", "False"),
+    "Wang Fang": ("missing_file", "2233", "False"),
+}
+
+
+def download(folder, files):
+    for name, content in files.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, str):
+            path.write_text(content, encoding="utf-8")
+        else:
+            shutil.copy2(content, path)
+    return folder
+
+
+@pytest.fixture(scope="module", params=["canvas", "moodle"])
+def graded(request, tmp_path_factory):
+    base = tmp_path_factory.mktemp(request.param)
+    files = CANVAS if request.param == "canvas" else MOODLE
+    submissions = download(base / "download", files)
+    out = base / "out"
+    result = run_grader(base, "grade", str(submissions), "--out", str(out), *OPTIONS)
+    assert result.returncode == 0, result.stderr
+    return request.param, base, out, result
+
+
+def test_every_student_has_exactly_one_right_row(graded):
+    kind, _, out, _ = graded
+    expected = CANVAS_ROWS if kind == "canvas" else MOODLE_ROWS
+    book = gradebook(out)
+    assert {student: (row["status"], row["lms_id"], row["late"])
+            for student, row in book.items()} == expected
+
+
+def test_the_lms_export_has_every_student(graded):
+    kind, base, out, _ = graded
+    expected = CANVAS_ROWS if kind == "canvas" else MOODLE_ROWS
+    assert export.export(out, kind, base / "export.csv") == []
+    rows = read_back(base / "export.csv")
+    if kind == "canvas":
+        assert sorted((row["Student"], row["ID"]) for row in rows) == \
+            sorted((student, lms) for student, (_, lms, _) in expected.items())
+    else:
+        assert sorted((row["Full name"], row["Identifier"]) for row in rows) == \
+            sorted((student, f"Participant {lms}") for student, (_, lms, _) in expected.items())
+
+
+def test_the_file_taken_and_the_hand_in_are_recorded(graded):
+    kind, _, out, _ = graded
+    folders = Manifest.read(out).students
+    student = "lihua (4711)" if kind == "canvas" else "Li Hua (2231)"
+    record = json.loads((out / folders[student] / "record.json").read_text(encoding="utf-8"))
+    assert record["taken"] == "NineToothed_GEMM.py"
+    feedback = (out / folders[student] / "feedback.md").read_text(encoding="utf-8")
+    assert "Graded NineToothed\\_GEMM.py, your only Python file" in feedback
+    if kind == "canvas":
+        assert record["handin"] is not None, "the hand-in check ran on the Canvas CSV"
+
+
+def test_every_entry_left_out_is_said_and_recorded(graded):
+    kind, _, out, result = graded
+    skipped = {item["entry"] for item in Manifest.read(out).skipped}
+    if kind == "canvas":
+        assert skipped == {"roster.csv", "smithjohn_12345_105_solution.py",
+                           "smithjohn_12345_106_helper.py", "amyw_555_108_utils.py"}
+        assert "skipped 'amyw_555_108_utils.py': another file of amyw (LMS id 555)" \
+            in result.stderr
+    else:
+        assert skipped == set()
+        folder = Manifest.read(out).students["Wang Fang"]
+        record = json.loads((out / folder / "record.json").read_text(encoding="utf-8"))
+        assert "more than one Python file (a.py, b.py)" in record["message"]
