@@ -241,7 +241,7 @@ def test_a_refused_handout_is_an_error_message_not_a_traceback(tmp_path, monkeyp
     from grader.batch import cli
     from grader.batch.packaging import handout
 
-    def refuse(out_dir):
+    def refuse(out_dir, answer):
         raise ValueError("assignment/ninetoothed_gemm.py is a copy of the reference solution")
 
     monkeypatch.setattr(handout, "build", refuse)
