@@ -265,8 +265,11 @@ def build_parser():
                                               "300, for Gradescope's CPUs)")
     gradescope.add_argument("--allow-unsandboxed", action="store_true",
                             help="grade even where bubblewrap cannot start in Gradescope's "
-                                 "container; student code then runs as root beside the "
-                                 "grader and could read the secret and rewrite its own grade")
+                                 "container; student code then runs without the sandbox, "
+                                 "never as root: as ntgemm-student, an unprivileged user that "
+                                 "setup.sh creates, which cannot read the secret or write the "
+                                 "results but can read what any local user may and reach the "
+                                 "network (docs/instructor-guide.md, section 12)")
     gradescope.add_argument("--cases", default="", help=argparse.SUPPRESS)  # tests only
 
     export = commands.add_parser(

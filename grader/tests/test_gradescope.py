@@ -397,3 +397,17 @@ def test_setup_installs_the_stack_the_zip_was_built_with(tmp_path):
         assert pinned[name] == importlib.metadata.version(name)
     # torch by its release: the CPU build on PyTorch's index (2.11.0+cpu) matches 2.11.0
     assert pinned["torch"] == importlib.metadata.version("torch").partition("+")[0]
+
+
+def test_the_help_of_allow_unsandboxed_says_who_student_code_runs_as(tmp_path):
+    """It said "runs as root", which the grader never does (grader.batch.isolation.unprivileged)."""
+    from grader.batch.isolation import unprivileged
+    from grader.batch.packaging import gradescope
+
+    result = run_grader(tmp_path, "gradescope", "--help", timeout=60)
+    text = " ".join(result.stdout.split())
+    assert result.returncode == 0
+    assert "runs as root" not in text and "never as root" in text
+    assert f"as {unprivileged.USER}, an unprivileged user that setup.sh creates" in text
+    assert f"useradd --system --no-create-home --user-group --shell /usr/sbin/nologin " \
+           f"{unprivileged.USER}" in gradescope.SETUP
