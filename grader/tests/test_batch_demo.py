@@ -67,12 +67,18 @@ def test_gradebook_columns_and_flags(graded):
     base = graded[0]
     book = gradebook(base / "out", drop_times=False)
     columns = list(next(iter(book.values())))
-    assert columns[:7] == ["student", "score", "max_score", "status", "flags", "lms_id", "late"]
+    assert columns[:8] == ["student", "score", "max_score", "status", "flags", "message",
+                           "lms_id", "late"]
     assert columns[-3:] == ["wall_time_s", "isolation", "overrides"]
-    assert columns[7:-3] == small_cases().split(",")
+    assert columns[8:-3] == small_cases().split(",")
     assert (book["eli"]["lms_id"], book["eli"]["late"]) == ("4711", "True")
     assert (book["ada"]["lms_id"], book["ada"]["late"]) == ("", "False")
     assert "did not return its kernel's output" in book["fay"]["flags"]
+    # why each status, in one line: the flag, the first error, the first failed case
+    assert book["fay"]["message"] == book["fay"]["flags"]
+    assert "exit code 7" in book["kai"]["message"] and book["ada"]["message"] == ""
+    assert re.fullmatch(r"\d of 3 cases failed; first: \S+.*", book["eli"]["message"])
+    assert all("\n" not in row["message"] for row in book.values())
     assert {row["isolation"] for row in book.values()} == {"bubblewrap"}
     assert book["ada"]["score"] == book["ada"]["max_score"]
     assert float(book["gus"]["wall_time_s"]) >= 20

@@ -22,6 +22,8 @@ HOSTILE = ['=HYPERLINK("http://x","y")', "+1+1", "-2+3", "@SUM(A1)", "\t=1", "\r
 AS_WRITTEN = ['lee, "jo"', "李华"]  # a spreadsheet shows these as they are
 TIMED = ("-2+3", "李华")  # on the leaderboard and with a speed.csv
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# A student's exception text, which the gradebook's message column quotes: its first line.
+MESSAGE = '=HYPERLINK("http://x","importing failed")\n  File "ninetoothed_gemm.py", line 3'
 
 
 def graded(student, lms_id):
@@ -34,6 +36,7 @@ def graded(student, lms_id):
     if student in TIMED:
         record.update(status="passed", speed=timed_record(student)["speed"])
     record["flags"] = [f"{student} is flagged for review"]
+    record["message"] = MESSAGE
     return record, settings.cases()
 
 
@@ -87,6 +90,8 @@ def test_ids_keep_their_text_and_numbers_stay_numbers(written):
     for row in book.values():
         assert is_number(row[header.index("score")]) and is_number(row[header.index("lms_id")])
     assert book['lee, "jo"'][header.index("flags")] == 'lee, "jo" is flagged for review'
+    assert {row[header.index("message")] for row in book.values()} == {
+        "'" + MESSAGE.splitlines()[0]}
     staff = tables["out/leaderboard-staff.csv"]
     assert [row[1] for row in staff[1:]] == ["'-2+3", "李华"] and staff[1][0] == "1"
     public = tables["out/leaderboard.csv"]

@@ -23,7 +23,7 @@ import pathlib
 
 from grader.batch.outputs import spreadsheet
 
-TEXT_COLUMNS = ("student", "status", "flags", "lms_id", "speed", "tiles", "isolation",
+TEXT_COLUMNS = ("student", "status", "flags", "message", "lms_id", "speed", "tiles", "isolation",
                 "overrides")
 FORMATS = ("canvas", "moodle", "csv")
 
