@@ -74,6 +74,17 @@ def say(message):
     print(message, file=sys.stderr, flush=True)
 
 
+def report(message, bar=None):
+    """A result line (a student's verdict, a batch's summary), on stdout, so that a pipe or a
+    file gets the results without the notes and the progress bar, which go to stderr.
+    Through ``bar`` (a tqdm bar), which clears itself around the line."""
+    if bar is None:
+        print(message, flush=True)
+    else:
+        bar.write(message, file=sys.stdout)
+        sys.stdout.flush()
+
+
 def flags(record):
     """Every flag of a record: the grading's own, then the hand-in check's
     (grader.batch.timing.handin)."""
