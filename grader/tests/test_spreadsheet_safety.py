@@ -22,6 +22,7 @@ HOSTILE = ['=HYPERLINK("http://x","y")', "+1+1", "-2+3", "@SUM(A1)", "\t=1", "\r
 AS_WRITTEN = ['lee, "jo"', "李华"]  # a spreadsheet shows these as they are
 TIMED = ("-2+3", "李华")  # on the leaderboard and with a speed.csv
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+ORIGINS = {"canvas": "x_{}_1_ninetoothed_gemm.py", "moodle": "x_{}_assignsubmission_file_/"}
 # A student's exception text, which the gradebook's message column quotes: its first line.
 MESSAGE = '=HYPERLINK("http://x","importing failed")\n  File "ninetoothed_gemm.py", line 3'
 
@@ -52,8 +53,12 @@ def written(tmp_path_factory):
         records.append(record)
     reports.write_class(out, records, cases_list)
     share.build(out, base / "share")
-    for kind in export.FORMATS:
-        export.export(out, kind, base / "exports" / f"{kind}.csv")
+    for kind in export.FORMATS:  # each LMS takes the ids it gave alone: a class of each
+        book = out if kind == "csv" else base / kind
+        if kind != "csv":
+            reports.write_class(book, [{**record, "origin": ORIGINS[kind].format(
+                record["lms_id"])} for record in records], cases_list)
+        export.export(book, kind, base / "exports" / f"{kind}.csv")
     files = sorted(base.rglob("*.csv"))
     return out, base, {path.relative_to(base).as_posix(): read(path) for path in files}
 
@@ -132,7 +137,7 @@ def test_a_csv_from_an_older_grader_is_made_safe_by_the_export(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     rows = [["student", "score", "max_score", "status", "flags", "lms_id", "late"],
-            ["=1+1", "-1", "32", "failed", "@x", "7", "False"]]
+            ["=1+1", "-1", "32", "failed", "@x", "", "False"]]
     buffer = io.StringIO()
     csv.writer(buffer).writerows(rows)
     (out / "gradebook.csv").write_text("\ufeff" + buffer.getvalue(), encoding="utf-8")
