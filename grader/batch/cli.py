@@ -6,7 +6,7 @@
                            [--speed-sizes LIST | --no-speed] [--speed-points TIERS] [--what-if]
                            [--late-penalty FRACTION] [--overrides CSV]
     python -m grader merge OUT_DIR... --out DIR [--overrides CSV]
-    python -m grader handout --out DIR
+    python -m grader handout --out DIR [--answer keep|remove]
     python -m grader share OUT_DIR --out DIR
     python -m grader gradescope --out DIR [--seed N | --seed-file PATH]
     python -m grader export OUT_DIR --format canvas|moodle|csv --out FILE
@@ -127,6 +127,8 @@ def _speed_points(text):
 
 
 def build_parser():
+    from grader.batch.packaging import guide_answer
+
     parser = argparse.ArgumentParser(
         prog="python -m grader",
         description="Grade NineToothed GEMM submissions in batch, merge shards, build the "
@@ -233,6 +235,12 @@ def build_parser():
                     "conftest.py, the grader modules the public tests need, the student docs; "
                     "never solutions/ or a grading seed.")
     handout.add_argument("--out", required=True, metavar="DIR", help="folder to write into")
+    handout.add_argument("--answer", choices=guide_answer.CHOICES, default="keep",
+                         help="the student guides' sections 5 and 6 put arrangement() and "
+                              "application() together whole, which pasted into the skeleton "
+                              "earn full marks: keep them, as the course ships the guides "
+                              "(default), or remove them, and refuse a handout in which a "
+                              "doc still shows both")
 
     gradescope = commands.add_parser(
         "gradescope", help="build the autograder zip to upload to Gradescope",
@@ -257,8 +265,11 @@ def build_parser():
                                               "300, for Gradescope's CPUs)")
     gradescope.add_argument("--allow-unsandboxed", action="store_true",
                             help="grade even where bubblewrap cannot start in Gradescope's "
-                                 "container; student code then runs as root beside the "
-                                 "grader and could read the secret and rewrite its own grade")
+                                 "container; student code then runs without the sandbox, "
+                                 "never as root: as ntgemm-student, an unprivileged user that "
+                                 "setup.sh creates, which cannot read the secret or write the "
+                                 "results but can read what any local user may and reach the "
+                                 "network (docs/instructor-guide.md, section 12)")
     gradescope.add_argument("--cases", default="", help=argparse.SUPPRESS)  # tests only
 
     export = commands.add_parser(
@@ -397,10 +408,12 @@ def command_handout(args):
     from grader.batch.packaging import handout
 
     try:
-        folder, archive = handout.build(pathlib.Path(args.out))
+        folder, archive = handout.build(pathlib.Path(args.out), answer=args.answer)
     except ValueError as error:  # the handout would give something away: say what, no traceback
         raise GraderError(f"cannot build the handout: {error}") from None
-    say(f"handout folder: {folder}\nhandout zip:    {archive}")
+    answer = ("kept: sections 5 and 6 show the whole answer (--answer remove cuts it)"
+              if args.answer == "keep" else "removed from the student guides")
+    say(f"handout folder: {folder}\nhandout zip:    {archive}\nanswer:         {answer}")
     return ExitCode.OK
 
 

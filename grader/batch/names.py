@@ -86,6 +86,10 @@ class Identity:
     lms_id: str = ""
     late: bool = False
     uploaded: str = ""  # the name the student uploaded, when the LMS name carries it
+    lms: str = ""  # which LMS named it, one of LMS, when it carries an LMS id
+
+
+LMS = ("canvas", "moodle", "gradescope")
 
 
 def identity(stem, folder=False):
@@ -100,15 +104,34 @@ def identity(stem, folder=False):
     NFC-normalised and made ``printable``.
     """
     stem = unicodedata.normalize("NFC", decode_name(stem))
-    for pattern in ((_MOODLE_FOLDER,) if folder else (_CANVAS_NAME, _MOODLE_NAME)):
+    patterns = (((_MOODLE_FOLDER, "moodle"),) if folder
+                else ((_CANVAS_NAME, "canvas"), (_MOODLE_NAME, "moodle")))
+    for pattern, lms in patterns:
         match = pattern.match(stem)
         if match:
             return Identity(printable(match.group("id")), match.group("lms"),
-                            bool(match.groupdict().get("late")), match.group("file"))
+                            bool(match.groupdict().get("late")), match.group("file"), lms)
     match = _GRADESCOPE_NAME.match(stem)
     if match:
-        return Identity(printable(stem), match.group("lms"))
+        return Identity(printable(stem), match.group("lms"), lms="gradescope")
     match = _LMS_NAME.match(stem)
     if match and not folder and stem != "ninetoothed_gemm":
         return Identity(printable(match.group("id")))
     return Identity(printable(stem))
+
+
+_ARCHIVE_ORIGIN = re.compile(r"^(?P<stem>[^/]*?)\.zip(:|$)", re.IGNORECASE)
+
+
+def lms_of(origin):
+    """The LMS whose download name the entry of ``origin`` has (grader.batch.grade.intake's
+    path of a submission in its folder: ``x.py``, ``x.zip:member``, ``x/...``), else "".
+
+    Its LMS id means something to that LMS alone: an export to another one must refuse it
+    (grader.batch.outputs.export)."""
+    archive = _ARCHIVE_ORIGIN.match(origin)
+    if archive:
+        return identity(archive.group("stem")).lms
+    if "/" in origin:
+        return identity(origin.split("/", 1)[0], folder=True).lms
+    return identity(re.sub(r"\.py$", "", origin, flags=re.IGNORECASE)).lms

@@ -7,6 +7,8 @@ read ``Status``; ``grader/tests/test_docs.py`` checks the guide against it.
 import enum
 import sys
 
+from grader.batch.names import printable
+
 
 class Status(str, enum.Enum):
     """A submission's one status, in the grading contract's order.
@@ -72,7 +74,51 @@ def say(message):
     print(message, file=sys.stderr, flush=True)
 
 
+def report(message, bar=None):
+    """A result line (a student's verdict, a batch's summary), on stdout, so that a pipe or a
+    file gets the results without the notes and the progress bar, which go to stderr.
+    Through ``bar`` (a tqdm bar), which clears itself around the line."""
+    if bar is None:
+        print(message, flush=True)
+    else:
+        bar.write(message, file=sys.stdout)
+        sys.stdout.flush()
+
+
 def flags(record):
     """Every flag of a record: the grading's own, then the hand-in check's
     (grader.batch.timing.handin)."""
     return list(record.get("flags") or []) + list((record.get("handin") or {}).get("flags") or [])
+
+
+REASON_LIMIT = 300  # characters of the gradebook's message cell
+
+
+def reason(record):
+    """Why a record has its status, in one line: the gradebook's ``message`` column, so that
+    a TA sorting the gradebook sees it without opening each feedback.md.
+
+    A flagged record's first flag (its message only points at the flags); else the first
+    line of its message, and for failed cases the first that failed, with the first line
+    of its message when it is public (a hidden case's is not kept). Empty for a clean pass;
+    printable (a student's exception text may hold escapes), at most REASON_LIMIT
+    characters."""
+    listed = flags(record)
+    if record.get("status") == Status.FLAGGED and listed:
+        text = listed[0] + (f" (and {len(listed) - 1} more flag(s))" if len(listed) > 1 else "")
+    else:
+        text = _first_line(record.get("message"))
+        failed = [entry for entry in record.get("cases") or []
+                  if entry.get("status") in ("failed", "error")]
+        if record.get("status") == Status.FAILED and failed:
+            first = failed[0]
+            said = _first_line(first.get("message")) if first.get("visibility") == "public" \
+                else ""
+            text = "; ".join(part for part in (text, f"first: {first['id']}"
+                                                + (f": {said}" if said else "")) if part)
+    text = printable(text)
+    return text if len(text) <= REASON_LIMIT else text[:REASON_LIMIT - 3] + "..."
+
+
+def _first_line(text):
+    return next((line.strip() for line in (text or "").splitlines() if line.strip()), "")

@@ -48,6 +48,9 @@ def test_every_demo_submission_gets_its_status(graded):
     assert result.returncode == 0, result.stderr
     book = gradebook(base / "out")
     assert {student: row["status"] for student, row in book.items()} == EXPECTED
+    for student, status in EXPECTED.items():  # the results on stdout, the notes on stderr
+        assert f"  {student}: {status} " in result.stdout
+        assert f"  {student}: {status} " not in result.stderr
     assert set(EXPECTED.values()) >= {"passed", "failed", "not_implemented", "import_error",
                                       "missing_file", "timeout", "crashed", "flagged"}
 
@@ -67,12 +70,19 @@ def test_gradebook_columns_and_flags(graded):
     base = graded[0]
     book = gradebook(base / "out", drop_times=False)
     columns = list(next(iter(book.values())))
-    assert columns[:7] == ["student", "score", "max_score", "status", "flags", "lms_id", "late"]
+    assert columns[:9] == ["student", "score", "max_score", "status", "flags", "message",
+                           "lms_id", "lms", "late"]
     assert columns[-3:] == ["wall_time_s", "isolation", "overrides"]
-    assert columns[7:-3] == small_cases().split(",")
-    assert (book["eli"]["lms_id"], book["eli"]["late"]) == ("4711", "True")
-    assert (book["ada"]["lms_id"], book["ada"]["late"]) == ("", "False")
+    assert columns[9:-3] == small_cases().split(",")
+    assert (book["eli"]["lms_id"], book["eli"]["lms"], book["eli"]["late"]) == (
+        "4711", "canvas", "True")
+    assert (book["ada"]["lms_id"], book["ada"]["lms"], book["ada"]["late"]) == ("", "", "False")
     assert "did not return its kernel's output" in book["fay"]["flags"]
+    # why each status, in one line: the flag, the first error, the first failed case
+    assert book["fay"]["message"] == book["fay"]["flags"]
+    assert "exit code 7" in book["kai"]["message"] and book["ada"]["message"] == ""
+    assert re.fullmatch(r"\d of 3 cases failed; first: \S+.*", book["eli"]["message"])
+    assert all("\n" not in row["message"] for row in book.values())
     assert {row["isolation"] for row in book.values()} == {"bubblewrap"}
     assert book["ada"]["score"] == book["ada"]["max_score"]
     assert float(book["gus"]["wall_time_s"]) >= 20
@@ -227,3 +237,6 @@ def test_the_demo_gradebook_exports_to_canvas_with_its_names_as_written(graded):
     assert rows["李华"]["NineToothed GEMM (1234)"] == gradebook(base / "out")["李华"]["score"]
     assert rows["eli"]["ID"] == "4711" and rows["ada"]["ID"] == ""
     assert "have no LMS id" in result.stderr and "李华" in result.stderr
+    moodle = run_grader(base, "export", str(base / "out"), "--format", "moodle", "--out",
+                        str(base / "moodle.csv"))
+    assert moodle.returncode == 1 and "eli (Canvas id 4711)" in moodle.stderr

@@ -241,7 +241,7 @@ def test_a_refused_handout_is_an_error_message_not_a_traceback(tmp_path, monkeyp
     from grader.batch import cli
     from grader.batch.packaging import handout
 
-    def refuse(out_dir):
+    def refuse(out_dir, answer):
         raise ValueError("assignment/ninetoothed_gemm.py is a copy of the reference solution")
 
     monkeypatch.setattr(handout, "build", refuse)
@@ -333,3 +333,25 @@ def test_share_refuses_what_is_not_a_fresh_place_or_not_a_gradebook(tmp_path):
     with pytest.raises(ValueError, match="'../eve'"):  # a folder outside OUT_DIR is never read
         share.build(out, tmp_path / "share")
     assert not (tmp_path / "share").exists()  # and nothing was half written
+
+
+@pytest.mark.parametrize("progress", [False, True], ids=["no-progress", "progress bar"])
+def test_grade_prints_its_results_on_stdout_and_its_notes_on_stderr(tmp_path, progress):
+    """Everything went to stderr, so `grade ... > results.txt` kept nothing. Judged from
+    their text alone (a skeleton, a folder without the file), nothing of them runs. An id
+    holding an ANSI escape is shown escaped on stdout too."""
+    (tmp_path / "class" / "\x1b[31mivan").mkdir(parents=True)
+    (tmp_path / "class" / "ben.py").write_bytes(SKELETON.read_bytes())
+    out = tmp_path / "out"
+    done = grader("grade", str(tmp_path / "class"), "--out", str(out), "--unsafe-no-sandbox",
+                  "--cases", "tail_mnk-65x97x130", *([] if progress else ["--no-progress"]))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()  # the students in the order they finish
+    assert sorted(lines[:2]) == ["  \\x1b[31mivan: missing_file 0/1 (0.0 s)",
+                                 "  ben: not_implemented 0/1 (0.0 s)"]
+    assert "\x1b" not in done.stdout + done.stderr
+    assert lines[2:] == ["statuses: missing_file 1, not_implemented 1",
+                         f"gradebook: {out / 'gradebook.csv'}"]
+    assert "ntgemm grader: 2 submission(s)" in done.stderr
+    assert ": not_implemented" not in done.stderr and "statuses:" not in done.stderr
+    assert ("grading" in done.stderr) == progress  # the bar's description

@@ -20,6 +20,12 @@ The convention, for everyone who writes docs here
                                       untouched skeleton (what a student sees first).
       <!-- doc-check: slow -->       skipped unless NTGEMM_DOC_CHECK_SLOW=1.
       <!-- doc-check: skip reason="..." -->   never run; the reason is shown.
+      <!-- doc-check: output -->     on the CPU interpreter (where the docs' outputs come
+                                      from), every output line shown under a command must
+                                      be a line of what it printed, in any order; ``…`` in
+                                      a shown line stands for any text (a time, a path),
+                                      and a ``...`` line for lines left out. So a number a
+                                      command prints cannot go stale in the doc.
 
   Words combine: ``<!-- doc-check: skeleton fails -->``.
 * Commands that ``pip install`` are never re-run: the environment running the
@@ -34,8 +40,9 @@ finished the task; ``skeleton`` blocks get a second copy with the skeleton kept.
 A command whose entry point (``python FILE.py``, ``python -m MODULE``) is not in
 the repository yet is skipped with that reason, and so is a pytest run that
 collects no test (exit 5); set NTGEMM_DOC_CHECK_STRICT=1 to fail on those instead.
-A command that appears twice (the zh and en guides share theirs) runs once per
-copy, and both places are judged on that run.
+A command that appears in two docs (the zh and en guides share theirs) runs once per
+copy, and both places are judged on that run; one that appears twice in one doc runs
+again, since the doc then shows what running it again does (a resume, say).
 """
 
 import dataclasses
@@ -59,7 +66,8 @@ NESTED = "NTGEMM_DOC_CHECK_NESTED"
 SLOW = os.environ.get("NTGEMM_DOC_CHECK_SLOW") == "1"
 STRICT = os.environ.get("NTGEMM_DOC_CHECK_STRICT") == "1"
 TIMEOUT_S = 600
-KNOWN_WORDS = {"gpu", "fails", "skeleton", "slow", "skip"}
+KNOWN_WORDS = {"gpu", "fails", "skeleton", "slow", "skip", "output"}
+ANY_TEXT, LEFT_OUT = "…", "..."  # in the output shown under a command
 
 if os.environ.get(NESTED):
     pytest.skip("a doc command is running the kit's tests: the doc check does not run inside "
@@ -81,6 +89,7 @@ class Command:
     words: frozenset = frozenset()
     skip_reason: str = ""
     problem: str = ""  # a malformed annotation: reported as a failure
+    shown: tuple = ()  # the output lines the doc shows under it, in its block
 
     @property
     def id(self):
@@ -109,6 +118,7 @@ def commands_in(path, root=ROOT):
     lines = path.read_text(encoding="utf-8").splitlines()
     found = []
     in_fence = False
+    block_start = 0  # the line of the fence that opened the current block
     pending = []  # annotation bodies seen since the last non-blank line of prose
     block = (frozenset(), "", "")  # words, skip reason, problem
     index = 0
@@ -119,6 +129,7 @@ def commands_in(path, root=ROOT):
         if FENCE.match(line):
             if not in_fence:
                 block = _merge(pending)
+                block_start = number
             in_fence = not in_fence
             pending = []
             continue
@@ -135,6 +146,9 @@ def commands_in(path, root=ROOT):
             found.append(Command(doc, number, text, words, reason, problem))
             if not in_fence:
                 pending = []
+            continue
+        if in_fence and found and found[-1].line > block_start:
+            found[-1] = dataclasses.replace(found[-1], shown=found[-1].shown + (line,))
             continue
         if not in_fence and line.strip() and not OTHER_COMMENT.match(line):
             pending = []
@@ -255,7 +269,7 @@ def not_there_yet(reason):
     pytest.skip(f"{reason}; the doc check will run it once it exists")
 
 
-_RESULTS = {}  # (checkout state, command) -> CompletedProcess
+_RESULTS = {}  # (checkout state, command) -> (the doc that ran it, CompletedProcess)
 
 
 def run(text, checkout):
@@ -263,6 +277,19 @@ def run(text, checkout):
         ["bash", "-c", text], cwd=checkout, env=command_env(), capture_output=True,
         text=True, timeout=TIMEOUT_S,
     )
+
+
+def unprinted(shown, printed):
+    """The lines of ``shown`` that no line of ``printed`` matches (see ``output``)."""
+    lines = [line.rstrip() for line in printed.splitlines()]
+    missing = []
+    for line in shown:
+        if not line.strip() or line.strip() == LEFT_OUT:
+            continue
+        pattern = re.compile(".*".join(re.escape(part) for part in line.rstrip().split(ANY_TEXT)))
+        if not any(pattern.fullmatch(candidate) for candidate in lines):
+            missing.append(line)
+    return missing
 
 
 def transcript(command, result):
@@ -312,8 +339,8 @@ def test_the_convention_is_read_as_documented(tmp_path):
         (18, "true"),
         (21, "python -m pip install -e ."),
     ]
-    assert found[0].words == frozenset()
-    assert found[1].words == {"skeleton", "fails"}
+    assert found[0].words == frozenset() and found[0].shown == ("output, not run",)
+    assert found[1].words == {"skeleton", "fails"} and found[1].shown == ()
     assert found[2].words == {"skip"} and found[2].skip_reason == "needs the class folder"
     assert "unknown doc-check word" in found[3].problem
     assert found[4].words == frozenset() and found[0].id == "doc.md:3"
@@ -321,6 +348,15 @@ def test_the_convention_is_read_as_documented(tmp_path):
     assert entry_point("NTGEMM_BACKEND=interpreter python docs/examples/x.py --k 3") == (
         "script", "docs/examples/x.py")
     assert entry_point("python -m benchmarks.lessons.ledger --sweep") == ("module", "benchmarks.lessons.ledger")
+
+
+def test_shown_output_is_matched_line_by_line_with_gaps_and_any_text():
+    printed = "ntgemm grader: 2 submission(s)\n  ben: failed 3/28 (17.4 s)\n  ada: passed 28/28 (26.5 s)\n"
+    assert unprinted(["  ada: passed 28/28 (… s)", "...", "  ben: failed 3/28 (… s)"],
+                     printed) == []
+    assert unprinted(["  ada: passed 27/28 (… s)", "ntgemm grader: …"], printed) == [
+        "  ada: passed 27/28 (… s)"]
+    assert unprinted(["ntgemm grader"], printed) == ["ntgemm grader"]  # whole lines only
 
 
 @pytest.mark.parametrize("command", ALL_COMMANDS, ids=lambda command: command.id)
@@ -354,9 +390,10 @@ def test_doc_command(command, checkouts, backend):
         pytest.skip(f"the interpreter cannot run on this machine, as the command would say: {problem}")
 
     state = "skeleton" if "skeleton" in command.words else "finished"
-    result = _RESULTS.get((state, command.text))
-    if result is None:  # the zh and en guides share commands: each runs once per state
-        result = _RESULTS[(state, command.text)] = run(command.text, checkout)
+    ran = _RESULTS.get((state, command.text))
+    if ran is None or ran[0] == command.doc:  # the zh and en guides share commands
+        ran = _RESULTS[(state, command.text)] = (command.doc, run(command.text, checkout))
+    result = ran[1]
     if result.returncode == 5 and entry and entry[0] == "pytest":
         not_there_yet("pytest collected no test here")
     if "fails" in command.words and result.returncode == 0:
@@ -364,3 +401,9 @@ def test_doc_command(command, checkouts, backend):
                     pytrace=False)
     if "fails" not in command.words and result.returncode != 0:
         pytest.fail(transcript(command, result), pytrace=False)
+    if "output" in command.words and backend.name == "interpreter":
+        missing = unprinted(command.shown, result.stdout + result.stderr)
+        if missing:
+            pytest.fail("the doc shows output this command no longer prints (update the doc "
+                        "from the run):\n" + "\n".join(missing) + "\n\n"
+                        + transcript(command, result), pytrace=False)

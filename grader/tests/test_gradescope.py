@@ -364,3 +364,50 @@ def test_the_zip_keeps_a_long_hex_secret_as_written(tmp_path):
     path = gradescope.build(tmp_path, seed=secret)
     config = json.loads(zipfile.ZipFile(path).read(gradescope.CONFIG))
     assert config["seed"] == secret
+
+
+def test_the_zip_is_private_as_the_secret_it_holds(tmp_path):
+    """It was written 0644 beside a 0600 .grader-secret: anyone on the machine could read
+    the hidden cases' secret out of it. A zip of an earlier build is replaced, not reused."""
+    from grader.batch.packaging import gradescope
+
+    (tmp_path / "autograder.zip").write_bytes(b"old")
+    (tmp_path / "autograder.zip").chmod(0o644)
+    path = gradescope.build(tmp_path, seed=SEED)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert json.loads(zipfile.ZipFile(path).read(gradescope.CONFIG))["seed"] == str(SEED)
+
+
+def test_setup_installs_the_stack_the_zip_was_built_with(tmp_path):
+    """setup.sh pinned nothing, so each image build took whatever was newest that day."""
+    import importlib.metadata
+
+    from grader.batch.outputs import constraints
+    from grader.batch.packaging import gradescope
+
+    archive = zipfile.ZipFile(gradescope.build(tmp_path, seed=SEED))
+    setup = archive.read("setup.sh").decode()
+    assert f"-c /autograder/source/{gradescope.CONSTRAINTS} /autograder/source/ntgemm" \
+        in setup.replace("\\\n    ", "")
+    pinned = dict(line.split("==") for line in archive.read(gradescope.CONSTRAINTS).decode()
+                  .splitlines() if line and not line.startswith("#"))
+    stack = constraints.installed_stack()
+    assert set(pinned) == set(stack)
+    for name in ("ninetoothed", "triton", "numpy", "pandas"):
+        assert pinned[name] == importlib.metadata.version(name)
+    # torch by its release: the CPU build on PyTorch's index (2.11.0+cpu) matches 2.11.0
+    assert pinned["torch"] == importlib.metadata.version("torch").partition("+")[0]
+
+
+def test_the_help_of_allow_unsandboxed_says_who_student_code_runs_as(tmp_path):
+    """It said "runs as root", which the grader never does (grader.batch.isolation.unprivileged)."""
+    from grader.batch.isolation import unprivileged
+    from grader.batch.packaging import gradescope
+
+    result = run_grader(tmp_path, "gradescope", "--help", timeout=60)
+    text = " ".join(result.stdout.split())
+    assert result.returncode == 0
+    assert "runs as root" not in text and "never as root" in text
+    assert f"as {unprivileged.USER}, an unprivileged user that setup.sh creates" in text
+    assert f"useradd --system --no-create-home --user-group --shell /usr/sbin/nologin " \
+           f"{unprivileged.USER}" in gradescope.SETUP

@@ -132,21 +132,24 @@ def test_a_canvas_hand_in_csv_goes_with_its_submission_and_skips_are_listed(tmp_
 
 def test_an_export_refuses_one_lms_id_for_two_students(tmp_path):
     out = fake_out(tmp_path)
-    text = (out / "gradebook.csv").read_text(encoding="utf-8").replace(",,False,", ",4711,False,")
+    text = (out / "gradebook.csv").read_text(encoding="utf-8").replace(",,,,,False,", ",,,4711,canvas,False,")
     (out / "gradebook.csv").write_text(text, encoding="utf-8")
     with pytest.raises(ValueError, match="4711 belong to more than one student"):
         export.export(out, "canvas", tmp_path / "canvas.csv")
 
 
-def fake_out(tmp_path):
-    """An OUT_DIR as grade writes it: a gradebook with a non-ASCII id and no flags at all."""
+def fake_out(tmp_path, lms="canvas"):
+    """An OUT_DIR as grade writes it: a gradebook with a non-ASCII id and no flags at all,
+    its LMS ids from the download names of ``lms``."""
     out = tmp_path / "out"
-    out.mkdir()
-    rows = [["student", "score", "max_score", "status", "flags", "lms_id", "late", "case-a",
-             "wall_time_s", "isolation"],
-            ["eli", "12", "32", "failed", "", "4711", "True", "0", "3.2", "bubblewrap"],
-            ["李华", "32", "32", "passed", "", "", "False", "1", "2.9", "bubblewrap"],
-            ["0042", "0", "32", "crashed", "", "0042", "False", "0", "1.0", "bubblewrap"]]
+    out.mkdir(exist_ok=True)
+    rows = [["student", "score", "max_score", "status", "flags", "message", "lms_id", "lms",
+             "late", "case-a", "wall_time_s", "isolation"],
+            ["eli", "12", "32", "failed", "", "1 of 1 cases failed", "4711", lms, "True", "0",
+             "3.2", "bubblewrap"],
+            ["李华", "32", "32", "passed", "", "", "", "", "False", "1", "2.9", "bubblewrap"],
+            ["0042", "0", "32", "crashed", "", "the kernel run: the process ended", "0042", lms,
+             "False", "0", "1.0", "bubblewrap"]]
     buffer = io.StringIO()
     csv.writer(buffer).writerows(rows)
     (out / "gradebook.csv").write_text("\ufeff" + buffer.getvalue(), encoding="utf-8")
@@ -172,12 +175,53 @@ def test_canvas_export_reads_back_with_canvas_columns_and_names_as_written(tmp_p
 
 
 def test_moodle_export_has_the_worksheet_columns(tmp_path):
-    out = fake_out(tmp_path)
+    out = fake_out(tmp_path, "moodle")
     export.export(out, "moodle", tmp_path / "moodle.csv")
     rows = read_back(tmp_path / "moodle.csv")
     assert list(rows[0])[:5] == ["Identifier", "Full name", "Status", "Grade", "Maximum Grade"]
     assert rows[0]["Identifier"] == "Participant 4711" and rows[1]["Identifier"] == ""
     assert rows[2]["Identifier"] == "Participant 0042"  # leading zeros kept: text, not a number
+
+
+@pytest.mark.parametrize("origin, lms", [
+    ("eli_LATE_4711_90210_ninetoothed_gemm.py", "canvas"),
+    ("smith_12_3_ninetoothed_gemm.ZIP:a/ninetoothed_gemm.py", "canvas"),
+    ("Li Hua_2231_assignsubmission_file_/src/ninetoothed_gemm.py", "moodle"),
+    ("Li Hua_2231_assignsubmission_file_/", "moodle"),
+    ("李华_2232_assignsubmission_file_ninetoothed_gemm.py", "moodle"),
+    ("submission_183321/ninetoothed_gemm.py", "gradescope"),
+    ("amy_hw3_ninetoothed_gemm.py", ""), ("李华.zip:ninetoothed_gemm.py", ""),
+    ("ada/ninetoothed_gemm.py", ""), ("2024_01_ab/ninetoothed_gemm.py", ""),
+])
+def test_the_lms_of_an_entry_is_read_from_where_it_came_from(origin, lms):
+    assert names.lms_of(origin) == lms
+
+
+@pytest.mark.parametrize("source, target", [("canvas", "moodle"), ("moodle", "canvas"),
+                                            ("gradescope", "canvas"), ("", "moodle")])
+def test_an_export_refuses_the_ids_another_lms_gave(tmp_path, source, target):
+    """A class downloaded from Canvas and exported for Moodle made Canvas user ids Moodle
+    participants: whoever has participant id 4711 there got eli's grade."""
+    out = fake_out(tmp_path, source)
+    with pytest.raises(ValueError) as refused:
+        export.export(out, target, tmp_path / "x.csv")
+    message = str(refused.value)
+    assert message.startswith(f"not exported: 2 student(s) have ids that {export.NAMES[target]} "
+                              "did not give: eli (")
+    assert f"id 4711), 0042 (" in message and "--format csv" in message
+    assert not (tmp_path / "x.csv").exists()
+    export.export(out, "csv", tmp_path / "plain.csv")  # the gradebook itself is no LMS's
+
+
+def test_an_older_gradebook_with_ids_but_no_lms_column_is_refused(tmp_path):
+    out = fake_out(tmp_path)
+    book = export.read_gradebook(out).drop(columns=["lms"])
+    (out / "gradebook.csv").write_text("\ufeff" + book.to_csv(index=False), encoding="utf-8")
+    with pytest.raises(ValueError, match="does not say which LMS its ids come from"):
+        export.export(out, "canvas", tmp_path / "canvas.csv")
+    book["lms_id"] = ""
+    (out / "gradebook.csv").write_text("\ufeff" + book.to_csv(index=False), encoding="utf-8")
+    assert export.export(out, "canvas", tmp_path / "canvas.csv") == ["eli", "李华", "0042"]
 
 
 def test_text_columns_stay_text_when_nobody_is_flagged(tmp_path):

@@ -22,6 +22,9 @@ HOSTILE = ['=HYPERLINK("http://x","y")', "+1+1", "-2+3", "@SUM(A1)", "\t=1", "\r
 AS_WRITTEN = ['lee, "jo"', "李华"]  # a spreadsheet shows these as they are
 TIMED = ("-2+3", "李华")  # on the leaderboard and with a speed.csv
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+ORIGINS = {"canvas": "x_{}_1_ninetoothed_gemm.py", "moodle": "x_{}_assignsubmission_file_/"}
+# A student's exception text, which the gradebook's message column quotes: its first line.
+MESSAGE = '=HYPERLINK("http://x","importing failed")\n  File "ninetoothed_gemm.py", line 3'
 
 
 def graded(student, lms_id):
@@ -34,6 +37,7 @@ def graded(student, lms_id):
     if student in TIMED:
         record.update(status="passed", speed=timed_record(student)["speed"])
     record["flags"] = [f"{student} is flagged for review"]
+    record["message"] = MESSAGE
     return record, settings.cases()
 
 
@@ -49,8 +53,12 @@ def written(tmp_path_factory):
         records.append(record)
     reports.write_class(out, records, cases_list)
     share.build(out, base / "share")
-    for kind in export.FORMATS:
-        export.export(out, kind, base / "exports" / f"{kind}.csv")
+    for kind in export.FORMATS:  # each LMS takes the ids it gave alone: a class of each
+        book = out if kind == "csv" else base / kind
+        if kind != "csv":
+            reports.write_class(book, [{**record, "origin": ORIGINS[kind].format(
+                record["lms_id"])} for record in records], cases_list)
+        export.export(book, kind, base / "exports" / f"{kind}.csv")
     files = sorted(base.rglob("*.csv"))
     return out, base, {path.relative_to(base).as_posix(): read(path) for path in files}
 
@@ -87,6 +95,8 @@ def test_ids_keep_their_text_and_numbers_stay_numbers(written):
     for row in book.values():
         assert is_number(row[header.index("score")]) and is_number(row[header.index("lms_id")])
     assert book['lee, "jo"'][header.index("flags")] == 'lee, "jo" is flagged for review'
+    assert {row[header.index("message")] for row in book.values()} == {
+        "'" + MESSAGE.splitlines()[0]}
     staff = tables["out/leaderboard-staff.csv"]
     assert [row[1] for row in staff[1:]] == ["'-2+3", "李华"] and staff[1][0] == "1"
     public = tables["out/leaderboard.csv"]
@@ -127,7 +137,7 @@ def test_a_csv_from_an_older_grader_is_made_safe_by_the_export(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     rows = [["student", "score", "max_score", "status", "flags", "lms_id", "late"],
-            ["=1+1", "-1", "32", "failed", "@x", "7", "False"]]
+            ["=1+1", "-1", "32", "failed", "@x", "", "False"]]
     buffer = io.StringIO()
     csv.writer(buffer).writerows(rows)
     (out / "gradebook.csv").write_text("\ufeff" + buffer.getvalue(), encoding="utf-8")

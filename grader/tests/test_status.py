@@ -38,3 +38,34 @@ def test_the_chart_puts_what_needs_the_staff_least_first():
 
 def test_exit_codes_are_the_shell_conventions():
     assert (ExitCode.OK, ExitCode.FAILURE, ExitCode.USAGE, ExitCode.INTERRUPTED) == (0, 1, 2, 130)
+
+
+def _case(case_id, status, message, visibility="public"):
+    return {"id": case_id, "status": status, "message": message, "visibility": visibility}
+
+
+def test_the_gradebooks_message_says_why_in_one_line():
+    from grader.batch.status import reason
+
+    assert reason({"status": "passed", "message": "", "cases": [_case("a", "passed", "")]}) == ""
+    assert reason({"status": "import_error", "message": "\nimporting ninetoothed_gemm.py failed "
+                   "with NameError: x\n  File \"ninetoothed_gemm.py\", line 3"}) == \
+        "importing ninetoothed_gemm.py failed with NameError: x"
+    flagged = {"status": "flagged", "message": "anti-cheat evidence: see flags",
+               "flags": ["kernel: line 54: uses `torch`"],
+               "handin": {"flags": ["the CSV's ratio is not the grader's"]}}
+    assert reason(flagged) == "kernel: line 54: uses `torch` (and 1 more flag(s))"
+    failed = {"status": "failed", "message": "2 of 3 cases failed", "cases": [
+        _case("square-64", "passed", ""), _case("hidden_1", "failed", "a hidden case", "hidden"),
+        _case("tail_k-64x64x65", "error", "IndexError: out of range\nTraceback ...")]}
+    assert reason(failed) == "2 of 3 cases failed; first: hidden_1"
+    failed["cases"].reverse()
+    assert reason(failed) == "2 of 3 cases failed; first: tail_k-64x64x65: IndexError: out of range"
+
+
+def test_the_message_is_printable_and_short():
+    from grader.batch.status import REASON_LIMIT, reason
+
+    said = reason({"status": "crashed", "message": "\x1b[31mboom\u202e " + "x" * 1000})
+    assert said.startswith("\\x1b[31mboom\\u202e ") and "\x1b" not in said
+    assert len(said) == REASON_LIMIT and said.endswith("...")

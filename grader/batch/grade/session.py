@@ -24,7 +24,7 @@ from grader.batch.isolation import sandbox
 from grader.batch.outputs import overrides, reports
 from grader.batch.outputs import student_folders as folder_names
 from grader.batch.timing import speed
-from grader.batch.status import GraderError, say
+from grader.batch.status import GraderError, report, say
 from grader.core import cases, gpu_compile
 
 @dataclasses.dataclass
@@ -97,8 +97,8 @@ class Session:
             "submissions_unchanged": before == after, "isolation": self.settings.isolation,
             "speed": speed_record,
         }))
-        say("statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())))
-        say(f"gradebook: {self.out_dir / 'gradebook.csv'}")
+        report("statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())))
+        report(f"gradebook: {self.out_dir / 'gradebook.csv'}")
         if before != after:
             raise GraderError(f"the submissions folder {str(submissions_dir)!r} changed during "
                                "the batch; the grades used the copies read at the start, but "
@@ -171,9 +171,9 @@ class Session:
                     continue
                 records[record["student"]] = record
                 bar.update(1)
-                bar.write(f"  {record['student']}: {record['status']} "
-                          f"{record['score']}/{record['max_score']} "
-                          f"({record['wall_time_s']:.1f} s)")
+                report(f"  {record['student']}: {record['status']} "
+                       f"{record['score']}/{record['max_score']} "
+                       f"({record['wall_time_s']:.1f} s)", bar)
         except BaseException:
             processes.stop_all()
             executor.shutdown(wait=False, cancel_futures=True)
@@ -200,7 +200,7 @@ class Session:
         def write(record):
             reports.write_student(self.out_dir, record, cases_list, self.book)
             bar.update(1)
-            bar.write(f"  {record['student']}: {record['speed']['message']}")
+            report(f"  {record['student']}: {record['speed']['message']}", bar)
 
         try:
             speed.time_class(items, self.settings, self.slots,

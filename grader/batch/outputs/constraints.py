@@ -102,7 +102,7 @@ def text(environment, source="environment.json"):
         raise ValueError(f"{source} records no package versions to pin")
     first = (environment.get("shard_environments") or [environment])[0] or environment
     lines = [f"# pip constraints: the grading stack recorded in {source}",
-             f"# (graded {first.get('timestamp', 'at an unrecorded time')}, Python "
+             f"# (recorded {first.get('timestamp', 'at an unrecorded time')}, Python "
              f"{first.get('python', '?')} on {first.get('platform', '?')}, the kit at "
              f"revision {first.get('grader_revision') or 'unknown (not a git checkout)'}, grader "
              f"{first.get('grader_version', '?')}).",

@@ -17,15 +17,20 @@ looks like a formula stays text (a gradebook cell already quoted is kept as it i
 * ``moodle``: the columns of Moodle's offline grading worksheet: Identifier
   ("Participant <id>", the id from Moodle's download names), Full name, Status,
   Grade, Maximum Grade, Feedback comments.
+
+Canvas and Moodle refuse a gradebook holding an id that another LMS gave (its ``lms``
+column, read from the download names by grader.batch.names.lms_of): a Canvas user id
+written as a Moodle participant would grade someone else.
 """
 
 import pathlib
 
 from grader.batch.outputs import spreadsheet
 
-TEXT_COLUMNS = ("student", "status", "flags", "lms_id", "speed", "tiles", "isolation",
-                "overrides")
+TEXT_COLUMNS = ("student", "status", "flags", "message", "lms_id", "lms", "speed", "tiles",
+                "isolation", "overrides")
 FORMATS = ("canvas", "moodle", "csv")
+NAMES = {"canvas": "Canvas", "moodle": "Moodle", "gradescope": "Gradescope"}
 
 
 def read_gradebook(out_dir):
@@ -72,6 +77,26 @@ def _check_overrides(out_dir):
         raise ValueError(f"not exported: {problem}")
 
 
+def _check_lms(book, kind):
+    """Refuse ids that another LMS gave (the gradebook's ``lms`` column, from the download
+    names): the LMS would match them to whoever has those numbers there."""
+    if "lms" not in book.columns and any(book["lms_id"]):
+        raise ValueError("not exported: gradebook.csv does not say which LMS its ids come from "
+                         "(an older grader wrote it); run the grade command again on this "
+                         "OUT_DIR, then export")
+    foreign = [(student, lms_id, lms) for student, lms_id, lms in
+               zip(book["student"], book["lms_id"], book.get("lms", [""] * len(book)))
+               if lms_id and lms != kind]
+    if foreign:
+        listed = ", ".join(f"{student} ({NAMES.get(lms, 'an unknown LMS')} id {lms_id})"
+                           for student, lms_id, lms in foreign[:5])
+        more = f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
+        raise ValueError(f"not exported: {len(foreign)} student(s) have ids that "
+                         f"{NAMES[kind]} did not give: {listed}{more}. {NAMES[kind]} would "
+                         "match them to whoever has those numbers there. Export to the LMS "
+                         "the class was downloaded from, or use --format csv")
+
+
 def export(out_dir, kind, target, assignment="NineToothed GEMM"):
     """Write the export; returns the ids of students the LMS cannot match (no LMS id)."""
     if kind not in FORMATS:
@@ -80,6 +105,8 @@ def export(out_dir, kind, target, assignment="NineToothed GEMM"):
     _check_overrides(out_dir)
     ids = [lms for lms in book["lms_id"] if lms]
     repeated = sorted({lms for lms in ids if ids.count(lms) > 1})
+    if kind != "csv":
+        _check_lms(book, kind)
     if repeated and kind != "csv":
         raise ValueError(f"LMS id(s) {', '.join(repeated)} belong to more than one student in "
                          "the gradebook; an LMS would give one of them the other's grade. "

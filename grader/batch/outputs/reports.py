@@ -34,6 +34,8 @@ import tempfile
 from grader.batch.outputs import feedback, override_view, spreadsheet
 from grader.batch.outputs.atomic_file import atomic_write
 from grader.batch.outputs.private_file import KEY_FILE, signing_key
+from grader.batch.names import lms_of
+from grader.batch.status import reason
 
 LOG_LIMIT = 64 * 1024
 
@@ -166,8 +168,10 @@ def gradebook_frame(records, cases_list):
         points = {entry["id"]: entry["points"] for entry in record["cases"]}
         row = {"student": record["student"], "score": record["score"],
                "max_score": record["max_score"], "status": record["status"],
-               "flags": " | ".join(feedback.flags(record)),
-               "lms_id": record.get("lms_id", ""), "late": bool(record.get("late"))}
+               "flags": " | ".join(feedback.flags(record)), "message": reason(record),
+               "lms_id": record.get("lms_id", ""),
+               "lms": lms_of(record.get("origin", "")) if record.get("lms_id") else "",
+               "late": bool(record.get("late"))}
         for case in cases_list:
             row[case.id] = points.get(case.id, 0)
         speed_columns = _speed_columns(record, speed_sizes)
@@ -176,8 +180,9 @@ def gradebook_frame(records, cases_list):
         row["isolation"] = record.get("isolation", "")
         row["overrides"] = override_view.summary(record)
         rows.append(row)
-    columns = ["student", "score", "max_score", "status", "flags", "lms_id", "late"] + \
-        [case.id for case in cases_list] + list(_speed_columns(None, speed_sizes)) + \
+    columns = ["student", "score", "max_score", "status", "flags", "message", "lms_id", "lms",
+               "late"]
+    columns += [case.id for case in cases_list] + list(_speed_columns(None, speed_sizes)) + \
         ["wall_time_s", "isolation", "overrides"]
     return pandas.DataFrame(rows, columns=columns)
 

@@ -5,13 +5,18 @@
 
 writes ``DIR/autograder.zip``, which Gradescope takes as it is. At its root:
 
-* ``setup.sh`` installs Python, the CPU build of torch and the kit;
+* ``setup.sh`` installs Python, the CPU build of torch and the kit, under
+  ``constraints.txt``: the stack of the machine that built the zip
+  (grader.batch.outputs.constraints), torch pinned to its release so that its CPU build
+  installs;
 * ``run_autograder`` grades ``/autograder/submission`` with
   ``python -m grader.batch.packaging.gradescope``;
 * ``gradescope.json`` holds the grading secret (grader.core.cases.canonical_secret) and the
   settings. The secret comes from this file and nowhere else: never from the submission or
   its environment;
 * ``ntgemm/`` holds the kit's ``grader`` and ``benchmarks`` packages, without their tests.
+
+The zip is written readable by its owner alone, as ``.grader-secret`` is: it holds the secret.
 
 The grading goes through a session of the batch grader (grader.batch.grade.session, as
 ``python -m grader grade`` does), on a class of one, and so through the same sandboxed runs. Where bubblewrap cannot start (a container
@@ -42,6 +47,7 @@ Gradescope's container per submission keeps students apart.
 """
 
 import argparse
+import io
 import json
 import pathlib
 import shutil
@@ -52,6 +58,7 @@ import zipfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 CONFIG = "gradescope.json"
+CONSTRAINTS = "constraints.txt"  # what setup.sh installs under: the builder's stack
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 STUDENT = "submission"
 MEMORY_LIMIT_BYTES = 8 << 30  # host memory for each run, as grade's --memory-limit default
@@ -65,7 +72,7 @@ if python3 -m pip install --help | grep -q break-system-packages; then
     flags="--break-system-packages"
 fi
 python3 -m pip install $flags --extra-index-url https://download.pytorch.org/whl/cpu \\
-    /autograder/source/ntgemm
+    -c /autograder/source/constraints.txt /autograder/source/ntgemm
 # Without the sandbox (--allow-unsandboxed), student code runs as this user, not as root.
 id -u ntgemm-student >/dev/null 2>&1 || \\
     useradd --system --no-create-home --user-group --shell /usr/sbin/nologin ntgemm-student
@@ -104,18 +111,42 @@ def build(out_dir, *, seed, hidden_visibility="after_due_date", timeout_s=300.0,
     config = {"seed": canonical_secret(seed), "hidden_visibility": hidden_visibility,
               "timeout_s": float(timeout_s), "cases": list(cases),
               "allow_unsandboxed": bool(allow_unsandboxed)}
-    out_dir = pathlib.Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / "autograder.zip"
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+    from grader.batch.outputs.atomic_file import atomic_write
+
+    content = io.BytesIO()
+    with zipfile.ZipFile(content, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, text in (("setup.sh", SETUP), ("run_autograder", RUN)):
             info = zipfile.ZipInfo(name)
             info.external_attr = 0o100755 << 16
             archive.writestr(info, text)
         archive.writestr(CONFIG, json.dumps(config, indent=2) + "\n")
+        archive.writestr(CONSTRAINTS, _constraints())
         for source, name in _kit_files():
             archive.write(source, name)
+    path = pathlib.Path(out_dir) / "autograder.zip"
+    atomic_write(path, content.getvalue())  # mode 600, as .grader-secret: it holds the secret
     return path
+
+
+def _constraints():
+    """constraints.txt for setup.sh: the grading stack installed here, with torch pinned to
+    its release alone (2.11.0 of 2.11.0+cu128), which the CPU build on PyTorch's index
+    matches."""
+    import datetime
+    import platform
+
+    from benchmarks.environment import git_revision
+    from grader.batch.grade.grading import grader_version
+    from grader.batch.outputs import constraints
+
+    stack = constraints.installed_stack()
+    if "torch" in stack:
+        stack["torch"] = stack["torch"].partition("+")[0]
+    return constraints.text({
+        "packages": stack, "python": platform.python_version(), "platform": platform.platform(),
+        "grader_revision": git_revision(), "grader_version": grader_version(),
+        "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }, "the machine that built autograder.zip")
 
 
 # --------------------------------------------------------------------------- in the container

@@ -20,6 +20,10 @@ the CPU through the Triton interpreter:
   (``docs/examples/``) and the explainers' pictures (``docs/arrangement/``), when present;
 * a short README.md.
 
+The student guides print the answer whole (sections 5 and 6), as the course ships them;
+``--answer remove`` cuts the blocks marked for it (grader.batch.packaging.guide_answer), and
+``build`` then refuses a doc that still shows both functions whole.
+
 Never ``solutions/``, the batch grader, the kit's own tests, the demo class or a grading seed,
 and the skeleton only as the pristine placeholder (``arrangement()`` and ``application()``
 still raising NotImplementedError); ``build`` checks that before it writes the zip.
@@ -30,6 +34,7 @@ import shutil
 import zipfile
 
 from grader.batch import import_graph
+from grader.batch.packaging import guide_answer
 from grader.core.loading import STUDENT_FUNCTIONS, unfinished_functions
 from solutions import MODEL_ANSWER
 
@@ -136,18 +141,41 @@ def check_skeleton(files):
                          "pristine skeleton only")
 
 
-def build(out_dir):
-    """Write the handout folder and zip under ``out_dir``; return both paths."""
+def shipped_bytes(files, answer):
+    """{path inside the handout: bytes}; with ``answer`` "remove", every markdown file is
+    cut at its answer markers, then none may still show both functions whole."""
+    if answer not in guide_answer.CHOICES:
+        raise ValueError(f"--answer must be one of {', '.join(guide_answer.CHOICES)}, "
+                         f"got {answer!r}")
+    contents = {}
+    for source, relative in files:
+        data = source.read_bytes()
+        if answer == "remove" and relative.suffix == ".md":
+            text = guide_answer.cut(data.decode("utf-8"), relative.as_posix())
+            shown = guide_answer.shown(text)
+            if len(shown) == len(STUDENT_FUNCTIONS):
+                raise ValueError(f"{relative.as_posix()} shows {' and '.join(shown)} whole "
+                                 f"outside {guide_answer.BEGIN} ... {guide_answer.END}, and "
+                                 "--answer remove ships no answer: mark that block")
+            data = text.encode("utf-8")
+        contents[relative] = data
+    return contents
+
+
+def build(out_dir, answer="keep"):
+    """Write the handout folder and zip under ``out_dir``; return both paths. ``answer``:
+    "keep" the guides' answer blocks, as the course ships them, or "remove" them."""
     out_dir = pathlib.Path(out_dir)
     files = _handout_files()
     check(files)
+    contents = shipped_bytes(files, answer)
     folder = out_dir / NAME
     if folder.exists():
         shutil.rmtree(folder)
-    for source, relative in files:
+    for relative, data in contents.items():
         target = folder / relative
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, target)
+        target.write_bytes(data)
     (folder / "README.md").write_text(README, encoding="utf-8")
     archive = out_dir / f"{NAME}.zip"
     temporary = archive.with_suffix(".zip.tmp")
