@@ -192,6 +192,9 @@ class Policy:
         stdlib = _real(sysconfig.get_paths()["stdlib"])
         self.writers = {os.path.join(stdlib, name) for name in STDLIB_WRITERS}
         self.monomials = _module_file("sympy.polys.monomials")
+        # NineToothed's generated kernel files (generation.CACHE_DIR): imported only when
+        # their content is what grader.core.generated_kernel passed in this process.
+        self.generated = (_real(os.path.join(home, ".ninetoothed")),) if home else ()
         triton = sys.modules.get("triton")
         self.triton = (os.path.dirname(_real(triton.__file__)),) if triton else ()
         # Triton's binder and interpreter by their files: they may not be imported yet.
@@ -244,6 +247,8 @@ class Policy:
         names = _names(code)
         if caller in IMPORT_SYSTEM and filename and not filename.startswith("<") \
                 and _under(filename, self.readable):
+            if _under(filename, self.generated) and not _checked_kernel(filename):
+                return f"import of the generated kernel {filename!r}, which no check passed"
             return None  # a module's own code, imported from its file
         if filename == "<string>" and names <= SYMBOLIC_NAMES | SIMULATION_NAMES:
             return None  # arithmetic from text: ninetoothed.eval, sympy's parser

@@ -106,6 +106,27 @@ def test_a_module_s_code_runs_only_from_the_import_system(policy):
     assert _judged_from(policy, triton.runtime.jit.__file__, "exec", (module_code,)) is not None
 
 
+def test_a_generated_kernel_file_is_imported_only_once_checked(tmp_path, monkeypatch):
+    import hashlib
+
+    from grader.core import generated_cache
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    policy = build_guard.Policy(str(tmp_path / "job" / "kernel.py"))
+    source = "x = 1\n"
+    digest = hashlib.sha256(source.encode()).hexdigest()
+    kernel = tmp_path / "home" / ".ninetoothed" / f"{digest}.py"
+    kernel.parent.mkdir(parents=True)
+    kernel.write_text(source)
+    code = _statements(source, str(kernel))
+    importing = "<frozen importlib._bootstrap>"
+    assert "no check passed" in _judged_from(policy, importing, "exec", (code,))
+    monkeypatch.setattr(generated_cache, "checked", {digest})
+    assert _judged_from(policy, importing, "exec", (code,)) is None
+    kernel.write_text("x = 2\n")  # changed after its check
+    assert _judged_from(policy, importing, "exec", (code,)) is not None
+
+
 def test_triton_s_binder_may_name_only_its_own_names_and_the_kernel_s_parameters(policy):
     import triton.runtime.jit
 
