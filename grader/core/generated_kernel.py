@@ -32,7 +32,7 @@ import ast
 import builtins
 import re
 
-from grader.core.kernel_allowlist import MODULE_ATTRIBUTES, Violation
+from grader.core.kernel_allowlist import MODULE_ATTRIBUTES, Violation, dotted_name
 
 LANGUAGE = "triton.language"
 # What a generated kernel may call or read of triton.language: what a student may write
@@ -144,7 +144,7 @@ class _File:
                 if argument.annotation is not None}
         well_formed = (isinstance(target, ast.Name) and isinstance(call, ast.Call)
                        and _is_name(call.args, kernel.name) and not call.keywords
-                       and _dotted(call.func.func if isinstance(call.func, ast.Call) else None)
+                       and dotted_name(call.func.func if isinstance(call.func, ast.Call) else None)
                        == "triton.autotune")
         if well_formed:
             tuner = call.func
@@ -162,7 +162,7 @@ class _File:
 
     @staticmethod
     def _config(node, meta):
-        if not (isinstance(node, ast.Call) and _dotted(node.func) == "triton.Config"
+        if not (isinstance(node, ast.Call) and dotted_name(node.func) == "triton.Config"
                 and len(node.args) == 1 and isinstance(node.args[0], ast.Dict)):
             return False
         values = node.args[0]
@@ -224,7 +224,7 @@ class _Kernel:
 
     def check(self):
         node = self.node
-        if [_dotted(decorator) for decorator in node.decorator_list] != ["triton.jit"] \
+        if [dotted_name(decorator) for decorator in node.decorator_list] != ["triton.jit"] \
                 or not _plain_arguments(node.args):
             self.flag(node, "a kernel that is not a plain @triton.jit function of "
                             "NineToothed's parameters")
@@ -234,7 +234,7 @@ class _Kernel:
                                     "names (Triton's launch binder is written from them)")
             annotation = argument.annotation
             if annotation is not None and not (
-                    _dotted(annotation) in {f"{LANGUAGE}.{name}" for name in ANNOTATIONS}):
+                    dotted_name(annotation) in {f"{LANGUAGE}.{name}" for name in ANNOTATIONS}):
                 self.flag(argument, f"the parameter `{argument.arg}` is annotated with "
                                     "something other than triton.language.constexpr")
         for name in sorted(self.locals | self.parameters):
@@ -338,7 +338,7 @@ class _Kernel:
         self.flag(node, "assigns to something other than a local name")
 
     def loop_range(self, node):
-        called = _dotted(node.func) if isinstance(node, ast.Call) else None
+        called = dotted_name(node.func) if isinstance(node, ast.Call) else None
         if called not in ("range", f"{LANGUAGE}.range", f"{LANGUAGE}.static_range") or \
                 called == "range" and "range" in self.locals:
             self.flag(node, "a loop over something other than range()")
@@ -387,7 +387,7 @@ class _Kernel:
                             "builtins)")
 
     def attribute(self, node):
-        dotted = _dotted(node)
+        dotted = dotted_name(node)
         if dotted is not None and dotted.split(".")[0] == "triton" and \
                 "triton" not in self.locals:
             attribute = dotted[len(LANGUAGE) + 1:] if dotted.startswith(LANGUAGE + ".") else None
@@ -402,7 +402,7 @@ class _Kernel:
 
     def call(self, node):
         function = node.func
-        dotted = _dotted(function)
+        dotted = dotted_name(function)
         for keyword in node.keywords:
             if keyword.arg is None or keyword.arg.startswith("_"):
                 self.flag(keyword.value, "a `**` or underscored keyword argument")
@@ -487,15 +487,6 @@ def _stored(function):
     return {node.id for node in ast.walk(function)
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
 
-
-def _dotted(node):
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        return ".".join([node.id] + parts[::-1])
-    return None
 
 
 def _is_name(nodes, name):

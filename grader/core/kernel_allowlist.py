@@ -88,6 +88,17 @@ class Violation:
         return f"line {self.line}: {self.what}"
 
 
+def dotted_name(node):
+    """``a.b.c`` for a chain of attributes on a name, else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        return ".".join([node.id] + parts[::-1])
+    return None
+
+
 def attribute_of_module(dotted, attribute):
     """('value', None), ('module', name) or ('denied', why) for ``module.attribute``."""
     if (dotted, attribute) in SUBMODULES:

@@ -27,7 +27,7 @@ import ast
 import dataclasses
 
 from grader.core.kernel_allowlist import (ROOT_MODULES, Checker, Violation, attribute_of_module,
-                                          bound_names_in, output_reads)
+                                          bound_names_in, dotted_name, output_reads)
 from grader.core.loading import STUDENT_FUNCTIONS
 
 
@@ -80,7 +80,7 @@ class _Environment:
         if isinstance(node, ast.Name) and node.id in self.values:
             return self.values[node.id]
         if isinstance(node, ast.Call) and not node.keywords:
-            name = _dotted(node.func)
+            name = dotted_name(node.func)
             args = [self._value(arg) for arg in node.args]
             if _UNKNOWN in args:
                 return _UNKNOWN
@@ -94,7 +94,7 @@ class _Environment:
             return _UNKNOWN
         if isinstance(node, ast.Compare) and len(node.ops) == 1:
             left, right = self._value(node.left), self._value(node.comparators[0])
-            if isinstance(node.ops[0], (ast.In, ast.NotIn)) and _dotted(
+            if isinstance(node.ops[0], (ast.In, ast.NotIn)) and dotted_name(
                     node.comparators[0]) in {f"{os}.environ" for os in self.scope.environment_modules}:
                 return isinstance(node.ops[0], ast.NotIn)
             if _UNKNOWN in (left, right):
@@ -116,15 +116,6 @@ class _Environment:
             return _UNKNOWN if test is _UNKNOWN else self._value(node.body if test else node.orelse)
         return _UNKNOWN
 
-
-def _dotted(node):
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        return ".".join([node.id] + parts[::-1])
-    return None
 
 
 def _bound_names(statement):
