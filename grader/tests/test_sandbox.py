@@ -17,6 +17,7 @@ import pytest
 from grader.batch import cli, import_graph
 from grader.batch.inside import protocol
 from grader.batch.isolation import launch, sandbox, usage
+from grader.tests.batch_helpers import NEEDS_INTERPRETER
 from grader.batch.status import ExitCode
 from grader.tests.batch_helpers import DEMO, run_grader
 
@@ -227,3 +228,21 @@ def test_the_seed_file_keeps_the_seed_out_of_the_command_line(tmp_path):
     result = run_grader(tmp_path, "grade", str(DEMO), "--out", str(tmp_path / "out"),
                         "--seed", "1", "--seed-file", str(tmp_path / "seed"))
     assert result.returncode == 2 and "not allowed with" in result.stderr
+
+
+@NEEDS_INTERPRETER
+def test_a_hang_s_message_names_the_student_s_line(tmp_path, monkeypatch):
+    """gus loops for ever in nt_gemm: the timeout says where, in his file's own words."""
+    from grader.batch.grade import grading, intake
+    from grader.tests.batch_helpers import DEMO, small_cases
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    source = (DEMO / "gus" / "ninetoothed_gemm.py").read_bytes()
+    settings = grading.Settings(seed=7, backend="interpreter", timeout_s=15,
+                                memory_limit_bytes=4 << 30,
+                                case_filter=tuple(small_cases().split(",")[:1]))
+    record = grading.grade(intake.Submission("gus", "gus.py", source), settings, "gus")
+    line = next(number for number, text in enumerate(source.decode().splitlines(), 1)
+                if "while output.shape[0] > 0" in text)
+    assert record["status"] == "timeout", record["message"]
+    assert f"your code was at line {line}, in `while output.shape[0] > 0:" in record["message"]

@@ -270,7 +270,7 @@ def grade(submission, settings, folder, device=None, on_start=None):
                                           source, every=settings.backend == "interpreter")
     record["arrangement"] = _failing_arrangement(kernel_run.arrangement, record["cases"],
                                                  cases_list)
-    verdict.decide(record, kernel_run, wrapper_run, wrapper_phases[0][0][0], cases_list)
+    verdict.decide(record, kernel_run, wrapper_run, wrapper_phases[0][0][0], cases_list, source)
     record["score"] = sum(entry["points"] for entry in record["cases"])
     apply_late_penalty(record, settings.late_penalty)
     if record["status"] == "passed" and settings.timed:

@@ -85,15 +85,21 @@ HIDDEN_MESSAGE = ("a hidden case: its message is not kept (replay it with pytest
                   "--seed-file OUT_DIR/.grader-secret)")
 
 
-def _ending_message(run, who):
+def _ending_message(run, who, source=""):
     if run.ending.kind == "crashed" and run.phase > 0:
         # How a process holding hidden inputs ended is the one thing it can choose to say.
         return f"{who}: the process ended abnormally while running the hidden cases"
     message = f"{who}: {run.ending.detail}"
-    return message + (" (while importing the file)" if run.stage == "importing" else "")
+    message += " (while importing the file)" if run.stage == "importing" else ""
+    # Where a hang was, in the file's own words; never with hidden inputs, where the line
+    # it hangs at is a channel the code could choose.
+    site, lines = run.ending.where, source.splitlines()
+    if run.ending.kind == "timeout" and site and run.phase <= 0 and 0 < site[0] <= len(lines):
+        message += f"; your code was at line {site[0]}, in `{lines[site[0] - 1].strip()[:120]}`"
+    return message
 
 
-def decide(record, kernel_run, wrapper_run, wrapper_job, cases_list):
+def decide(record, kernel_run, wrapper_run, wrapper_job, cases_list, source=""):
     """Status, message and flags from both runs; wrapper problems zero the score."""
     entries = record["cases"]
     case = cases_list[wrapper_job.index]
@@ -112,10 +118,10 @@ def decide(record, kernel_run, wrapper_run, wrapper_job, cases_list):
                                            "kernel build needs (see flags); the score is 0")
     elif kernel_run.ending.kind != "finished":
         status, zero = Status(kernel_run.ending.kind), False
-        message = _ending_message(kernel_run, "the kernel run")
+        message = _ending_message(kernel_run, "the kernel run", source)
     elif wrapper_run.ending.kind != "finished":
-        status, message = Status(wrapper_run.ending.kind), _ending_message(wrapper_run,
-                                                                            "running your nt_gemm")
+        status = Status(wrapper_run.ending.kind)
+        message = _ending_message(wrapper_run, "running your nt_gemm", source)
     else:
         status, message = _wrapper_verdict(record, kernel_run, wrapper_run, wrapper_job, case)
         zero = bool(status)

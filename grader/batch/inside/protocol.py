@@ -247,6 +247,10 @@ class CaseResult:
                    float(seconds) if isinstance(seconds, (int, float)) else 0.0)
 
 
+# What a worker writes on stderr when the parent, its time limit up, asks (SIGUSR1) where
+# the submission's own code is: ``HANG_SITE <line> <function>``. Feedback only, never a grade.
+HANG_SITE = "ntgemm-hang-site:"
+
 @dataclasses.dataclass(frozen=True)
 class Stopped:
     """The build guard (grader.core.build_guard) ended a kernel or timing run at an event

@@ -28,6 +28,7 @@ the bytes it sent back, and takes nothing else from it that could raise a grade.
 
 import functools
 import os
+import signal
 import sys
 import time
 import traceback
@@ -328,8 +329,20 @@ def timing_run(channel, path, active):
 RUNS = {"kernel": kernel_run, "wrapper": wrapper_run, "timing": timing_run}
 
 
+def _say_where(signum, frame):
+    """The parent's time limit is up: say on stderr where the submission's own code is (the
+    innermost frame of its file), for the feedback of a hang."""
+    while frame is not None:
+        if os.path.basename(frame.f_code.co_filename) == "ninetoothed_gemm.py":
+            os.write(2, f"\n{protocol.HANG_SITE} {frame.f_lineno} {frame.f_code.co_name}\n"
+                     .encode())
+            return
+        frame = frame.f_back
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
+    signal.signal(signal.SIGUSR1, _say_where)
     if len(argv) != 2 or argv[0] not in RUNS:
         print(f"usage: python -m grader.batch.inside.worker {'|'.join(RUNS)} FILE", file=sys.stderr)
         return ExitCode.USAGE

@@ -41,6 +41,7 @@ import dataclasses
 import functools
 import os
 import queue
+import re
 import signal
 import subprocess
 import sys
@@ -87,6 +88,16 @@ class Ending:
     peak_cores: float = 0.0
     cpu_time_s: float = 0.0  # of its whole process tree
     cpu_wait_s: float = 0.0  # its threads waited, runnable, for a core: not charged
+    where: tuple = None  # (line, function) of the submission's code when a timeout stopped it
+
+
+WHERE_WAIT_S = 0.5  # for a timed-out worker's answer to "where are you?"
+
+
+def hang_site(stderr):
+    """(line, function) the worker last said its submission's code was at, or None."""
+    found = re.findall(rf"^{re.escape(protocol.HANG_SITE)} (\d+) (\w+)$", stderr, re.M)
+    return (int(found[-1][0]), found[-1][1]) if found else None
 
 
 @functools.cache
@@ -331,6 +342,8 @@ class Worker:
         """Kill the worker and record how it ended (``detail`` None: describe its exit)."""
         if self.ending is not None:
             return
+        if kind == "timeout":
+            self._ask_where()
         self._kill()
         code = self.process.wait()
         if detail is None:
@@ -341,6 +354,17 @@ class Worker:
         return Ending(kind, detail, time.monotonic() - self.started, "", self.usage.peak_rss,
                       round(self.usage.peak_cores, 2), round(self.usage.cpu_used, 2),
                       round(self.usage.starved_s, 2))
+
+    def _ask_where(self):
+        """Ask the worker where its submission's code is (it answers on stderr, see
+        grader.batch.inside.worker), and give it a moment before the kill."""
+        for member in [psutil.Process(self.process.pid)] + self.usage.members():
+            try:
+                if "grader.batch.inside.worker" in " ".join(member.cmdline()):
+                    member.send_signal(signal.SIGUSR1)
+            except psutil.Error:
+                pass
+        time.sleep(WHERE_WAIT_S)
 
     def _kill(self):
         members = self.usage.members()
@@ -385,6 +409,8 @@ class Worker:
         self._release()
         self.stdout.draining = self.stderr_pipe.draining = True
         self.ending.stderr = self.stderr.text()
+        if self.ending.kind == "timeout":
+            self.ending.where = hang_site(self.ending.stderr)
         self.stdout.close()
         self.stderr_pipe.close()
         folders.remove_tree(self.job)
