@@ -292,6 +292,14 @@ def test_the_sandboxed_batch_grader_flags_every_attack_on_what_runs(attack_class
                       str(tmp_path / "out"), "--no-progress", "--cases", small_cases())
     assert done.returncode == 0, done.stderr[-3000:]
     _every_attack_flagged(tmp_path / "out")
+    # Where the seconds went, per run and for the class (issue: a batch's time explained).
+    record = json.loads((tmp_path / "out" / "reference" / "record.json").read_text())
+    assert list(record["seconds"]["kernel run"]) == ["start", "import", "build",
+                                                     "public cases", "hidden cases"]
+    assert list(record["seconds"]["nt_gemm run"]) == ["start", "import", "public cases"]
+    environment = json.loads((tmp_path / "out" / "environment.json").read_text())
+    summary = json.dumps(environment)
+    assert '"build": {"median_s"' in summary and '"runs": 10' in summary, summary[:2000]
 
 
 def test_the_unsandboxed_batch_grader_flags_every_attack_on_what_runs(attack_class, tmp_path):

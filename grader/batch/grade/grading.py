@@ -255,6 +255,7 @@ def grade(submission, settings, folder, device=None, on_start=None):
     record["peak_cores"] = max(kernel_run.ending.peak_cores, wrapper_run.ending.peak_cores)
     record["cpu_time_s"] = max(kernel_run.ending.cpu_time_s, wrapper_run.ending.cpu_time_s)
     record["cpu_wait_s"] = max(kernel_run.ending.cpu_wait_s, wrapper_run.ending.cpu_wait_s)
+    record["seconds"] = {"kernel run": kernel_run.seconds, "nt_gemm run": wrapper_run.seconds}
     record["stdout"] = ""
     record["stderr"] = verdict.tidy(
         f"[kernel run: {kernel_run.ending.kind} {kernel_run.ending.detail}]\n"

@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 
-from grader.batch.grade import grading, intake, machine
+from grader.batch.grade import grading, intake, machine, step_times
 from grader.batch.outputs import secret
 from grader.batch.grade.folder_digest import folder_digest
 from grader.batch.grade.manifest import MANIFEST, Manifest
@@ -95,7 +95,7 @@ class Session:
             "statuses": statuses, "graded_now": len(todo),
             "elapsed_s": round(time.monotonic() - started, 1),
             "submissions_unchanged": before == after, "isolation": self.settings.isolation,
-            "speed": speed_record,
+            "speed": speed_record, "seconds": step_times.summary(ordered),
         }))
         report("statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())))
         report(f"gradebook: {self.out_dir / 'gradebook.csv'}")

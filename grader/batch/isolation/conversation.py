@@ -37,6 +37,22 @@ class RunReport:
     arrangement: dict = None  # one program's tiles at a public shape (protocol.Arrangement)
     cases: dict = dataclasses.field(default_factory=dict)  # job index -> CaseReport
     stopped: str = ""  # why the build guard (grader.core.build_guard) ended it, if it did
+    seconds: dict = dataclasses.field(default_factory=dict)  # each step, as the parent saw it
+
+
+class _Steps:
+    """How long each step of a run took, between the parent's sightings of its reports:
+    ``start`` (the sandbox and Python up: hello), ``import`` (the kernel stack, CUDA and the
+    file: loaded), ``build`` (the kernel and the compile gate: its diagnosis), then each
+    phase of cases (``public cases``, ``hidden cases``)."""
+
+    def __init__(self, report):
+        self.report, self.last = report, time.monotonic()
+
+    def done(self, step):
+        now = time.monotonic()
+        self.report.seconds[step] = round(now - self.last, 2)
+        self.last = now
 
 
 def payload_bytes(sizes, kind, fields):
@@ -66,9 +82,10 @@ def run(mode, source, phases, *, backend_name, limits, device=None, sandboxed=Tr
     def accept(kind, fields):
         return payload_bytes(sizes, kind, fields)
 
+    report = RunReport(ending=None, stage="starting")
+    steps = _Steps(report)
     worker = sandbox.Worker(mode, source, backend_name=backend_name, limits=limits,
                             device=device, sandboxed=sandboxed, on_start=on_start)
-    report = RunReport(ending=None, stage="starting")
     jobs = [job for phase in phases for job, _, _ in phase]
     extend = (lambda found: worker.extend_limit(time_budget.interpreter_extra(jobs, found))) \
         if backend_name == "interpreter" else (lambda found: None)
@@ -76,7 +93,7 @@ def run(mode, source, phases, *, backend_name, limits, device=None, sandboxed=Tr
         extend(tiles)
     try:
         _converse(_Guarded(worker, report), accept, phases, report,
-                  diagnosis=mode == "kernel", extend=extend)
+                  diagnosis=mode == "kernel", extend=extend, steps=steps)
     finally:
         report.ending = worker.finish()
     return report
@@ -108,13 +125,15 @@ def _expect(worker, accept, kind):
     return message
 
 
-def _converse(worker, accept, phases, report, diagnosis, extend):
+def _converse(worker, accept, phases, report, diagnosis, extend, steps):
     if _expect(worker, accept, "hello") is None:
         return
+    steps.done("start")
     report.stage = "importing"
     loaded = _expect(worker, accept, "loaded")
     if loaded is None:
         return
+    steps.done("import")
     try:
         load = protocol.Loaded.from_fields(loaded.fields)
     except protocol.ProtocolError as error:
@@ -132,6 +151,7 @@ def _converse(worker, accept, phases, report, diagnosis, extend):
         claimed = protocol.Diagnosis.from_fields(found.fields)
         report.findings, report.tiles, report.build = claimed.findings, claimed.tiles, \
             claimed.build
+        steps.done("build")
         extend(report.tiles)
     for number, phase in enumerate(phases):
         jobs = {job.index: job for job, _, _ in phase}
@@ -145,6 +165,7 @@ def _converse(worker, accept, phases, report, diagnosis, extend):
             if message is None:
                 return
             if message.kind == "phase_done":
+                steps.done("public cases" if number == 0 else "hidden cases")
                 break
             if message.kind == protocol.Arrangement.KIND and number == 0 \
                     and report.arrangement is None:
