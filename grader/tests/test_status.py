@@ -63,6 +63,17 @@ def test_the_gradebooks_message_says_why_in_one_line():
     assert reason(failed) == "2 of 3 cases failed; first: tail_k-64x64x65: IndexError: out of range"
 
 
+def test_the_message_reads_the_same_when_the_same_file_is_graded_again():
+    """A timeout's seconds are this run's; the gradebook's column is the verdict's."""
+    from grader.batch.status import reason
+
+    said = [reason({"status": "timeout", "message": f"running your nt_gemm: still running after "
+                    f"{seconds} s, not counting {waited} s spent waiting for a CPU core (the "
+                    "timeout is 63 s); your code was at line 83, in `while x > 0:`"})
+            for seconds, waited in (("63.2", "39.5"), ("64.0", "2"))]
+    assert said[0] == said[1] and "line 83" in said[0] and "63.2" not in said[0]
+
+
 def test_the_message_is_printable_and_short():
     from grader.batch.status import REASON_LIMIT, reason
 
