@@ -26,10 +26,12 @@ BUILDS = 4  # whole ninetoothed.make builds and launches, also raced for
 PROCESSES = 4
 
 KERNEL = (
-    "import triton\n\n\n@triton.jit\ndef kernel(x):\n"
-    + "".join(f"    y{i} = x + {i}  # {'padding ' * 8}\n" for i in range(150))
-    + "\n\ndef launch_kernel(x):\n    return x\n"
-)  # over 8 KiB, so that a Python write of it takes more than one system call
+    "import triton\nimport triton.language\n\n\n@triton.jit\n"
+    "def kernel(ninetoothed_a, ninetoothed_b, ninetoothed_c):\n"
+    + "".join(f"    y{i} = ninetoothed_a + {i}  # {'padding ' * 8}\n" for i in range(150))
+    + "\n\ndef launch_kernel(a, b, c):\n    kernel[lambda meta: (1,)](a, b, c)\n"
+)  # over 8 KiB, so that a Python write of it takes more than one system call; shaped as
+# NineToothed writes a kernel, which grader.core.generated_kernel checks before any write
 
 
 def _read_as_triton_does(path):
@@ -239,3 +241,17 @@ def test_processes_sharing_a_home_all_build_the_same_kernels(tmp_path):
     cache = tmp_path / ".ninetoothed"
     assert len(list(cache.glob("*.py"))) == ROUNDS + BUILDS
     assert not list(cache.glob(".*.tmp"))
+
+
+def test_a_kernel_the_check_refuses_is_never_written(tmp_path, monkeypatch):
+    """The one door every build passes: a refused source raises, and no file appears."""
+    from ninetoothed import generation
+
+    from grader.core.generated_kernel import KernelRejected
+
+    monkeypatch.setattr(generation, "CACHE_DIR", tmp_path)
+    refused = KERNEL.replace("y0 = ninetoothed_a + 0", "y0 = getattr(ninetoothed_a, 0)")
+    with pytest.raises(KernelRejected, match="calls `getattr`"):
+        generated_cache.cache_source(refused)
+    assert list(tmp_path.iterdir()) == []
+    assert generated_cache.cache_source(KERNEL).parent == tmp_path
