@@ -126,7 +126,7 @@ def reason_text(the_plan):
                 "tensors (a layout other than the guide's one row of lhs tiles and one "
                 "column of rhs tiles per output tile), so a rebuild could not be shown "
                 "to use the tiles it was given.",
-                "无法在符号张量上读出你的 arrangement 实际使用的分块（布局不是指南中"
+                "无法在符号张量上读出你的 arrangement 实际使用的分块（排布不是指南中"
                 "“每个输出分块对应一行 lhs 分块和一列 rhs 分块”的形式），因此无法确认"
                 "换用其他分块重建后真的用了这些分块。")
     if the_plan.reason == IGNORED:

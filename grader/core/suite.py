@@ -189,7 +189,7 @@ def summary(terminalreporter, config):
         if drawn is not None:
             write("")
             write(f"picture of the arrangement: {drawn} (yours above, the expected below)")
-            write(f"布局示意图：{drawn}（上面一行是你的布局，下面一行是期望的布局）")
+            write(f"排布示意图：{drawn}（上面一行是你的排布，下面一行是期望的排布）")
 
 
 def picture(module, failing, path):

@@ -107,7 +107,7 @@ def results_json(record, hidden_visibility=HIDDEN_VISIBILITY, output=None, total
     return results
 
 
-def speed_markdown(record):
+def speed_markdown(record, pictures=True):
     """The feedback's speed section: one line when nothing was timed, else a table and, per
     timed size, why this speed (benchmarks.why_speed_text)."""
     entry = record.get("speed")
@@ -140,15 +140,16 @@ def speed_markdown(record):
         lines += ["", f"Speed points / 速度加分: {entry['points']}"]
     from benchmarks import why_speed_text
 
-    return lines + why_speed_text.markdown(entry.get("why") or []) + what_if_markdown(entry)
+    return lines + why_speed_text.markdown(entry.get("why") or []) + what_if_markdown(entry, pictures)
 
 
 WHAT_IF_PICTURE = "what-if.png"
 
 
-def what_if_markdown(entry):
+def what_if_markdown(entry, pictures=True):
     """The what-if of ``grade --what-if`` (grader.batch.timing.what_if_entry): its summary,
-    and the picture grader.batch.outputs.reports draws beside feedback.md when one ran."""
+    and the picture grader.batch.outputs.reports draws beside feedback.md when one ran
+    (``pictures``: whether the page's reader gets the pictures drawn beside it)."""
     found = entry.get("what_if")
     if not found:
         return []
@@ -160,7 +161,7 @@ def what_if_markdown(entry):
              "not change your grade. / 评测程序用其他分块大小、warp 数和级数重建了你的 "
              "arrangement() 和 application()，并在第一个速度规模下逐一计时。仅供参考，不影响成绩。",
              "", *fenced("\n".join(what_if_entry.summary(found)))]
-    if found.get("rows"):
+    if found.get("rows") and pictures:
         lines += ["", f"![what-if: TFLOPS of each configuration]({WHAT_IF_PICTURE})"]
     return lines
 
@@ -196,23 +197,34 @@ def build_markdown(record):
 
 
 ARRANGEMENT_PICTURE = "arrangement.png"
+# The student guide's command (section 8) that draws the picture into pictures/.
+DRAW_COMMAND = ("python -m pytest grader --submission assignment/ninetoothed_gemm.py "
+                "--pictures pictures")
 
 
-def arrangement_markdown(record):
+def arrangement_markdown(record, pictures=True):
     """feedback.md's pointer to the picture of one program's tiles (grader.core.tile_picture),
-    which grader.batch.outputs.reports draws beside it from the record."""
+    which grader.batch.outputs.reports draws beside it from the record; where the reader gets
+    no picture (Gradescope), the command that draws it on their own machine."""
     picture = record.get("arrangement")
     if not picture:
         return []
     m, n, k = picture["shape"]
-    return ["", "## Your arrangement, drawn / 布局示意图", "",
-            f"![program {picture['program']}: your tiles and the expected ones]"
-            f"({ARRANGEMENT_PICTURE})", "",
-            f"{ARRANGEMENT_PICTURE}, next to this file, draws which tiles of A, B and C program "
-            f"{picture['program']} gets at M={m}, N={n}, K={k}: yours above, the expected ones "
-            "below, K steps numbered in order.",
-            f"同目录的 {ARRANGEMENT_PICTURE} 画出了在 M={m}、N={n}、K={k} 时第 {picture['program']} "
-            "个程序拿到的 A、B、C 块：上面一行是你的布局，下面一行是期望的布局，K 方向的块按顺序编号。"]
+    program = picture["program"]
+    lines = ["", "## Your arrangement, drawn / 排布示意图", ""]
+    if not pictures:
+        return lines + [
+            f"At M={m}, N={n}, K={k}, program {program} gets other tiles of A, B and C than "
+            f"expected. `{DRAW_COMMAND}` draws them, yours beside the expected ones.",
+            f"在 M={m}、N={n}、K={k} 时，第 {program} 个程序拿到的 A、B、C 块与期望的不同。"
+            f"`{DRAW_COMMAND}` 会把它们画出来，你的排布与期望的排布并列。"]
+    return lines + [
+        f"![program {program}: your tiles and the expected ones]({ARRANGEMENT_PICTURE})", "",
+        f"{ARRANGEMENT_PICTURE}, next to this file, draws which tiles of A, B and C program "
+        f"{program} gets at M={m}, N={n}, K={k}: yours above, the expected ones "
+        "below, K steps numbered in order.",
+        f"同目录的 {ARRANGEMENT_PICTURE} 画出了在 M={m}、N={n}、K={k} 时第 {program} "
+        "个程序拿到的 A、B、C 块：上面一行是你的排布，下面一行是期望的排布，K 方向的块按顺序编号。"]
 
 
 def fenced(text):
@@ -224,7 +236,20 @@ def fenced(text):
     return [fence + "text", text, fence]
 
 
-def feedback_markdown(record, hints):
+def zeroed_markdown(record):
+    """Why a case marked passed scores 0: the status zeroed the whole score (a timeout, a
+    crash, a flag, nt_gemm failing), which the case table alone does not say."""
+    if not any(entry["status"] == "passed" and entry["points"] < entry["max_points"]
+               for entry in record["cases"]):
+        return []
+    status = record["status"]
+    return ["", f"The cases marked passed score 0 because the status `{status}` sets the whole "
+            f"score to 0. / 标记为 passed 的用例得 0 分，是因为状态 `{status}` 使整份成绩记为 0 分。"]
+
+
+def feedback_markdown(record, hints, pictures=True):
+    """The page a student reads; ``pictures``: whether the pictures drawn beside feedback.md
+    reach its reader (they do through ``share``, not on Gradescope)."""
     status = Status(record["status"])
     en, zh = status.en, status.zh
     lines = [
@@ -263,11 +288,12 @@ def feedback_markdown(record, hints):
             for evidence in hint.get("evidence") or []:
                 lines.append(f"- evidence / 依据: {evidence}")
             lines.append("")
-    lines += arrangement_markdown(record)
+    lines += arrangement_markdown(record, pictures)
     lines += build_markdown(record)
-    lines += speed_markdown(record)
+    lines += speed_markdown(record, pictures)
     lines += leaderboard_markdown(record)
-    lines += ["", "## Cases / 测试用例", "", "| case | points | result |", "| --- | --- | --- |"]
+    lines += ["", "## Cases / 测试用例"] + zeroed_markdown(record)
+    lines += ["", "| case | points | result |", "| --- | --- | --- |"]
     details = []
     for entry in record["cases"]:
         public = entry["visibility"] == "public"
@@ -279,9 +305,7 @@ def feedback_markdown(record, hints):
             details += [f"### {name}", "", _public_message(entry), ""]
     if details:
         lines += ["", "## Details / 详情", ""] + details
-    lines += ["", "Logs: stdout.log and stderr.log next to this file (truncated). / "
-              "输出日志见同目录的 stdout.log 与 stderr.log（已截断）。", ""]
-    return "\n".join(lines)
+    return "\n".join(lines + [""])
 
 
 def leaderboard_markdown(view):

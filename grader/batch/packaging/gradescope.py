@@ -171,7 +171,7 @@ def _failure(message):
 def _student_output(record, config):
     """The feedback Gradescope shows at once: all of it when hidden cases are visible,
     else only what the public cases say (grader.batch.outputs.feedback.public_view), hints
-    included."""
+    included; Gradescope shows no file beside it, so it links no picture."""
     from grader.batch.outputs import feedback
     from grader.core import cases
 
@@ -180,7 +180,8 @@ def _student_output(record, config):
     shown = {entry["id"] for entry in record["cases"]}
     cases_list = [case for case in cases.catalogue(config["seed"], record["backend"])
                   if case.id in shown]
-    return feedback.feedback_markdown(record, feedback.hints_for(record, cases_list))
+    return feedback.feedback_markdown(record, feedback.hints_for(record, cases_list),
+                                      pictures=False)
 
 
 def _refuse(root, message, started):
