@@ -110,7 +110,7 @@ MISTAKES = {
             "a hard-coded shape or block count",
             "The arrangement only fits some sizes: take block counts from the arranged tensors "
             "(output_arranged.shape[0] and [1]) rather than writing numbers such as 2 or 4.",
-            "布局只适配部分尺寸：块数应取自安排后的张量（output_arranged.shape[0] 与 [1]），"
+            "排布只适配部分尺寸：块数应取自排布后的张量（output_arranged.shape[0] 与 [1]），"
             "不要写死 2、4 这样的数字。",
             found_by=(LAYOUT,),
         ),
@@ -215,7 +215,7 @@ MISTAKES = {
             "(ceil(M / BLOCK_SIZE_M), ceil(N / BLOCK_SIZE_N)). Inside, lhs holds one row of "
             "K tiles and rhs one column of K tiles. Print the `.shape` of each level of your "
             "arranged tensors to see where they differ.",
-            "三个安排后的张量，最外层形状都必须是输出的块网格 (ceil(M / BLOCK_SIZE_M), "
+            "三个排布后的张量，最外层形状都必须是输出的块网格 (ceil(M / BLOCK_SIZE_M), "
             "ceil(N / BLOCK_SIZE_N))；其内层，lhs 是一行 K 块，rhs 是一列 K 块。"
             "逐层打印它们的 `.shape`，找出哪里不一致。",
             found_by=(LAYOUT, OUTPUT),
