@@ -124,6 +124,7 @@ MUTATIONS = [
     ("dead_branch_builtin", ACCUMULATOR,
      "    if False:\n        getattr = max\n    x = getattr(ninetoothed_pid, 1)\n" + ACCUMULATOR,
      "binds `getattr`"),
+    ("local_named_range", ACCUMULATOR, "    range = 2\n" + ACCUMULATOR, "binds `range`"),
     ("local_named_like_the_kernel", ACCUMULATOR, "    application = 1\n" + ACCUMULATOR,
      "binds `application`"),
     ("unbound_name", ACCUMULATOR, "    x = torch\n" + ACCUMULATOR, "uses `torch`"),
@@ -201,6 +202,13 @@ def test_each_construct_is_refused_in_the_generated_file(generated, name, anchor
     assert anchor in generated, f"{name}: NineToothed no longer writes {anchor!r}"
     found = check(generated.replace(anchor, replacement, 1))
     assert any(expected in str(violation) for violation in found), (name, found)
+
+
+def test_a_local_may_take_a_builtin_name_triton_does_not_resolve(generated):
+    """``sum`` or ``input`` as a local name is a student's choice, not a trick: Triton finds
+    no such builtin, so no branch it drops could make the name mean one."""
+    assert check(generated.replace(ACCUMULATOR, "    input = 1\n    sum = input + 1\n"
+                                   + ACCUMULATOR, 1)) == ()
 
 
 def test_a_file_that_does_not_parse_is_refused():
