@@ -22,8 +22,9 @@ import dataclasses
 import re
 import sys
 
+from grader.core.retile import BLOCK_NAMES
+
 UNKNOWN = "unknown"
-BLOCK_NAMES = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K")
 
 
 @dataclasses.dataclass

@@ -11,7 +11,8 @@ the file's own configuration is measured the same way as the others.
 Only the block sizes, ``num_warps`` and ``num_stages`` change; the student's layout and
 program stay theirs. That needs an arrangement that takes its tiles from its
 ``block_size_m/n/k`` keyword parameters (the reference's style) or from the module's
-``BLOCK_SIZE_M/N/K`` (the skeleton's). ``plan`` finds out which, by rebuilding the
+``BLOCK_SIZE_M/N/K`` (the skeleton's), rebuilt by grader.core.retile as the grader's cases
+at other block sizes are. ``plan`` finds out which, by rebuilding the
 arrangement on symbolic tensors with every candidate and reading the tiles it really lays
 out (``grader.core.layout.tile_sizes``, no GPU needed): hard-coded tiles, an autotuned file
 or a layout the reader does not recognise get a reason instead of a what-if.
@@ -22,11 +23,10 @@ English and Chinese, a CSV, a picture) are in ``benchmarks.what_if_output``.
 """
 
 import dataclasses
-import functools
-import inspect
-import types
 
 from benchmarks import kernel_config
+from grader.core import retile
+from grader.core.retile import takes_keywords, tiles_used
 
 # Around the course default and the H200 autotuner's usual pick (benchmarks/baselines/README.md:
 # 128x256x64, 8 warps, 3 stages): square tiles doubling from the default, the two
@@ -44,8 +44,6 @@ CANDIDATES = (
     (128, 256, 64, 8, 3),
     (256, 128, 64, 8, 3),
 )
-KEYWORDS = ("block_size_m", "block_size_n", "block_size_k")
-PROBE_SHAPE = (512, 512, 512)  # tiles up to 256 fit; M, N and K all span several
 TIMED, WRONG = "timed", "wrong"
 BUILD_FAILED, TIMING_FAILED = "build failed", "timing failed"
 SKIPPED = "skipped"  # the batch grader's what-if ran out of its time before this one
@@ -156,48 +154,6 @@ def candidates():
     return tuple(Config(*row) for row in CANDIDATES)
 
 
-def takes_keywords(module):
-    """True when ``arrangement`` has the block_size_m/n/k keyword parameters."""
-    try:
-        parameters = inspect.signature(module.arrangement).parameters
-    except (TypeError, ValueError):
-        return False
-    return all(name in parameters for name in KEYWORDS)
-
-
-def arrangement_with(module, blocks):
-    """The file's arrangement with ``blocks`` as its tiles, through the route it reads them by.
-
-    With keyword parameters they are passed; otherwise BLOCK_SIZE_M/N/K are set in the
-    module's globals for the length of the call and put back after it (``ninetoothed.make``
-    calls the arrangement once, while it builds).
-    """
-    if takes_keywords(module):
-        return functools.partial(module.arrangement, **dict(zip(KEYWORDS, blocks)))
-    names = kernel_config.BLOCK_NAMES
-
-    def arrangement(lhs, rhs, output):
-        space = module.arrangement.__globals__
-        saved = {name: space[name] for name in names if name in space}
-        space.update(zip(names, blocks))
-        try:
-            return module.arrangement(lhs, rhs, output)
-        finally:
-            for name in names:
-                space.pop(name, None)
-            space.update(saved)
-
-    return arrangement
-
-
-def tiles_used(module, blocks, shape=PROBE_SHAPE):
-    """The (BM, BN, BK) the arrangement lays out when given ``blocks``, or None if unreadable."""
-    from grader.core import layout
-
-    stand_in = types.SimpleNamespace(arrangement=arrangement_with(module, blocks))
-    return layout.tile_sizes(stand_in, shape)
-
-
 def plan(module, handle=None):
     """The file's own config and the candidates to try, or the reason none can be tried."""
     if kernel_config.is_autotuned(module):
@@ -217,22 +173,9 @@ def plan(module, handle=None):
 
 
 def build(module, config):
-    """``ninetoothed.make`` of the file's arrangement and application with ``config``.
-
-    ``make`` writes the arranged types into ``application.__annotations__``; they are put
-    back afterwards, so the file's own ``_kernel()`` builds as if nothing had happened.
-    """
-    import ninetoothed
-    from ninetoothed import Tensor
-
-    application = module.application
-    saved = dict(getattr(application, "__annotations__", {}))
-    try:
-        return ninetoothed.make(arrangement_with(module, config.blocks), application,
-                                (Tensor(2), Tensor(2), Tensor(2)),
-                                num_warps=config.num_warps, num_stages=config.num_stages)
-    finally:
-        application.__annotations__ = saved
+    """``ninetoothed.make`` of the file's arrangement and application with ``config``."""
+    return retile.make(module, config.blocks, num_warps=config.num_warps,
+                       num_stages=config.num_stages)
 
 
 def check(handle, lhs, rhs):

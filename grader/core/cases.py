@@ -48,6 +48,7 @@ class Case:
     check: str = GEMM
     why: str = ""
     inputs: str = RANDOM
+    blocks: tuple = None  # (BM, BN, BK) the grader builds the kernel at; None: the file's own
 
     @property
     def id(self):
@@ -122,6 +123,13 @@ def _fixed_cases():
         Case("cancellation", 64, 64, 384, "long_k", "accumulator_dtype", inputs=CANCELLATION,
              why="large terms that cancel around many small ones: a float16 sum drops the "
                  "small ones"),
+        # The file's own functions built at other tiles of the course's autotune range (M, N in
+        # 64..128, K in 32..64), all three sizes different: a tile order that is right only
+        # while two block sizes are equal, as at 64x64x64, shows here.
+        Case("tiles_128x64x32", 130, 100, 70, "blocks", "block_order", blocks=(128, 64, 32),
+             why="built at 128x64x32 tiles, with tails in M, N and K"),
+        Case("tiles_64x128x32", 100, 130, 70, "blocks", "block_order", blocks=(64, 128, 32),
+             why="built at 64x128x32 tiles, with tails in M, N and K"),
         # Properties of the kernel rather than of one product.
         Case("determinism", 96, 80, 144, "property", "nondeterministic", check=DETERMINISM,
              why="the same inputs twice give identical bits"),
@@ -193,6 +201,11 @@ def catalogue(seed=DEFAULT_SEED, backend_name="interpreter"):
 def all_fixed_cases():
     """Every fixed case whatever its backend: what the docs' table lists."""
     return _fixed_cases()
+
+
+def other_blocks():
+    """The block sizes, other than a file's own, that some case builds its kernel at."""
+    return sorted({case.blocks for case in _fixed_cases() if case.blocks})
 
 
 def public_cases():

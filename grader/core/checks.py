@@ -346,9 +346,12 @@ def error_verdict(case, error, limit=12):
     mistake is read from the whole text.
     """
     from grader.core.layout import NOT_LAUNCHED
+    from grader.core.retile import NOT_RETILED
 
     if str(error).startswith(NOT_LAUNCHED):  # a grid known to be wrong before any launch
         return Verdict(case.id, False, f"the kernel was {error}", "grid_mismatch")
+    if str(error).startswith(NOT_RETILED):  # the file's tiles do not follow its block sizes
+        return Verdict(case.id, False, f"the kernel was {error}", "fixed_tiles")
     if isinstance(error, KernelRejected):  # nothing ran; the batch grader flags the file
         return Verdict(case.id, False, f"not run: {error}\nthe batch grader flags such a "
                                        "file (score 0)", details={"error": str(error)[-4000:]})

@@ -63,7 +63,18 @@ def explain(findings, verdicts, cases, tiles=None, reveal=False):
     if hints:
         return _finish(hints)
 
-    # 2. What the symbolic inspection saw, when the kernel indeed computes
+    # 2. Right at the file's own block sizes, wrong only where the grader built it at
+    #    others (grader.core.retile): two block sizes swapped, which equal sizes hide.
+    own = [passed for case, passed, _, _ in results if not case.blocks]
+    if own and all(own) and all(case.blocks and mistake != "fixed_tiles"
+                                for case, mistake, _ in failed):
+        tiles_text = ", ".join(sorted({"x".join(map(str, case.blocks)) for case, _, _ in failed}))
+        add("block_order", [
+            f"every case at your own block sizes passes; built at {tiles_text} tiles the "
+            f"kernel fails ({_examples([case for case, _, _ in failed], reveal)})"])
+        return _finish(hints)
+
+    # 3. What the symbolic inspection saw, when the kernel indeed computes
     #    wrong values or does not build (a wrong dtype, say, it cannot explain).
     unexplained = any(not mistake or mistake in ("build_error", "grid_mismatch")
                       for _, mistake, _ in failed)
@@ -73,7 +84,7 @@ def explain(findings, verdicts, cases, tiles=None, reveal=False):
             continue  # the arrangement only fails symbolically; let the cases speak
         add(key, [finding.get("message", "")])
 
-    # 3. Mistakes the checks named themselves, and kernels that would not build.
+    # 4. Mistakes the checks named themselves, and kernels that would not build.
     for key in mistakes.found_by(mistakes.OUTPUT):
         if key == "grid_mismatch" and _explained_by_findings(hints):
             continue  # the arrangement's findings already say which level is off
@@ -90,7 +101,7 @@ def explain(findings, verdicts, cases, tiles=None, reveal=False):
                 else _first_line(shown[0])
             add(key, [f"{_count(cases_named)} failed with: {line}"])
 
-    # 4. The shape of the failures, for mismatches the checks could not name.
+    # 5. The shape of the failures, for mismatches the checks could not name.
     plain = [(case, passed) for case, passed, mistake, _ in results
              if passed or not mistake]
     if any(not passed for _, passed in plain) and not _explained_by_findings(hints):

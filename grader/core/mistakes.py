@@ -97,6 +97,32 @@ MISTAKES = {
             found_by=(LAYOUT,),
         ),
         Mistake(
+            "block_order",
+            "right only while the block sizes are equal",
+            "Right at your own block sizes, wrong when the grader builds your arrangement() "
+            "and application() at other tiles of the course's autotune range (such as "
+            "128x64x32): two block sizes are swapped somewhere, which equal sizes hide. rhs "
+            "is K x N, so its tiles are (BLOCK_SIZE_K, BLOCK_SIZE_N); lhs is M x K, so "
+            "(BLOCK_SIZE_M, BLOCK_SIZE_K); the output (BLOCK_SIZE_M, BLOCK_SIZE_N).",
+            "在你自己的分块大小下正确，但评分器用课程自动调优范围内的其他分块（例如 128x64x32）"
+            "重新构建你的 arrangement() 和 application() 时出错：某处把两个分块大小写反了，"
+            "分块大小相等时看不出来。rhs 是 K x N，它的分块应为 (BLOCK_SIZE_K, BLOCK_SIZE_N)；"
+            "lhs 是 M x K，分块为 (BLOCK_SIZE_M, BLOCK_SIZE_K)；输出为 "
+            "(BLOCK_SIZE_M, BLOCK_SIZE_N)。",
+            found_by=(PATTERN,),
+        ),
+        Mistake(
+            "fixed_tiles",
+            "tile sizes written as numbers",
+            "Your arrangement lays out the same tiles whatever block sizes it is given, so "
+            "the grader cannot build it at others. Write the block sizes in tile(...) "
+            "(block_size_m/n/k, or BLOCK_SIZE_M/N/K), never the numbers themselves.",
+            "无论给出什么分块大小，你的 arrangement 都按同样的分块划分，评分器因此无法用其他"
+            "分块大小构建它。请在 tile(...) 中使用分块大小（block_size_m/n/k 或 "
+            "BLOCK_SIZE_M/N/K），不要直接写数字。",
+            found_by=(OUTPUT,),
+        ),
+        Mistake(
             "tail_mask",
             "partial tiles mishandled",
             "Shapes that are not multiples of the block sizes fail. Let tile() produce the "

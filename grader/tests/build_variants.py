@@ -107,6 +107,13 @@ MISTAKES = {
                           "so the swap shows",
                           (_blocks(64, 64, 32),
                            (RHS_TILE, "rhs.tile((block_size_n, block_size_k))"))),
+    "rhs_tile_order": Variant("rhs tiled as (block_size_n, block_size_k) at the default 64x64x64: "
+                              "right only while the two sizes are equal (block_order)",
+                              ((RHS_TILE, "rhs.tile((block_size_n, block_size_k))"),)),
+    "tiles_written_in": Variant("every tile(...) given 64s instead of the block sizes "
+                                "(fixed_tiles)",
+                                ((LHS_TILE, "lhs.tile((64, 64))"), (RHS_TILE, "rhs.tile((64, 64))"),
+                                 (OUTPUT_TILE, "output.tile((64, 64))"))),
     "wrong_dtype": Variant("nt_gemm returns a float32 tensor",
                            ((RETURN, RETURN.replace("return output", "return output.float()")),)),
     "placeholder": Variant("a NotImplementedError placeholder left in application()",

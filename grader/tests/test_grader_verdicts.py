@@ -26,6 +26,11 @@ What each mistake variant does on the Triton interpreter (measured):
 * hard_coded: lhs expanded to 4 N blocks: right whenever N needs 4 blocks.
 * tile_shape: rhs tiled (BN, BK) with BK = 32: ntl.dot refuses the tiles, so
   every case fails with a build error; the symbolic check says why.
+* rhs_tile_order: rhs tiled (BN, BK) at 64x64x64: right at the file's own tiles;
+  rebuilt at 128x64x32 and 64x128x32 the grids cannot line up, so only the cases at
+  other block sizes fail, and the pattern names the tile order.
+* tiles_written_in: every tile(...) given 64s: rebuilt at other block sizes it still
+  lays out 64x64x64, so those cases fail at once, saying so.
 * wrong_dtype: nt_gemm returns float32; the coverage case, which calls the
   kernel on an output the grader allocates, still passes.
 * placeholder: refused at load time as not_implemented.
@@ -90,9 +95,12 @@ def _grade(module, case_ids, backend):
 # Correct variants
 # --------------------------------------------------------------------------
 
+# The cases that build the kernel at other block sizes (grader.core.retile).
+BLOCK_CASES = [case.id for case in cases.all_fixed_cases() if case.blocks]
+
 # A spread of what can go wrong, cheap enough for 16-wide tiles on the interpreter:
 # grids that are not square, tails in each dimension, K below one tile, tiny
-# shapes, many K tiles, a random hidden shape and both property checks.
+# shapes, many K tiles, a random hidden shape, both property checks and other tiles.
 CORRECT_SUBSET = [
     "tail_mnk-65x97x130",
     "tail_k_small-128x128x40",
@@ -104,6 +112,7 @@ CORRECT_SUBSET = [
     "determinism-96x80x144",
     "coverage-100x70x90",
     cases.hidden_cases(SEED)[0].id,
+    *BLOCK_CASES,
 ]
 
 CORRECT_VARIANTS = [
@@ -190,6 +199,14 @@ MISTAKE_VARIANTS = {
         ["square-64x64x64", "tiny-1x2x3"],
         [],
         "tile_shape", ["build_error"]),
+    "rhs_tile_order": (
+        BLOCK_CASES,
+        ["square-64x64x64", "tail_mnk-65x97x130", "nonsquare-128x256x192"],
+        "block_order", []),
+    "tiles_written_in": (
+        BLOCK_CASES,
+        ["square-64x64x64", "tail_mnk-65x97x130"],
+        "fixed_tiles", []),
     "wrong_dtype": (
         ["square-64x64x64", "tail_mnk-65x97x130"],
         ["coverage-100x70x90"],
@@ -270,6 +287,19 @@ def test_pytest_grader_names_the_size_and_draws_the_arrangement(tmp_path, varian
     assert "[size_for_count]" in done.stdout and "N itself (256" in done.stdout, done.stdout
     assert f"picture of the arrangement: {pictures / 'arrangement.png'}" in done.stdout
     assert (pictures / "arrangement.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_pytest_grader_names_the_tile_order(tmp_path, variant_path):
+    """The cases at other block sizes and one at the file's own: a kernel right only while
+    BLOCK_SIZE_N equals BLOCK_SIZE_K loses the first, with the hint that says which tiles
+    rhs takes."""
+    done, junit = _run_grader(variant_path("rhs_tile_order"), tmp_path,
+                              "-k", "tiles_ or square-64x64x64")
+    assert done.returncode == 1, done.stdout[-3000:]
+    assert "[block_order]" in done.stdout and "(BLOCK_SIZE_K, BLOCK_SIZE_N)" in done.stdout
+    failed = {testcase.get("name") for testcase in junit.iter("testcase")
+              if testcase.find("failure") is not None}
+    assert failed == {f"test_case[{case_id}]" for case_id in BLOCK_CASES}
 
 
 def test_placeholder_is_refused_at_load_time_and_named(variant_path):

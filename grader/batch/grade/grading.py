@@ -191,7 +191,8 @@ def _phases(cases_list, seed):
     public, hidden = [], []
     for index, case in enumerate(cases_list):
         lhs, rhs, _ = checks.judging_material(case, seed, "cpu")
-        job = protocol.Job(index, case.m, case.n, case.k, verdict.ROLES[case.check])
+        job = protocol.Job(index, case.m, case.n, case.k, verdict.ROLES[case.check],
+                           case.blocks)
         (public if case.visibility == "public" else hidden).append((job, lhs, rhs))
     return [phase for phase in (public, hidden) if phase]
 

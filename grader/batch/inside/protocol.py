@@ -78,6 +78,7 @@ class Job:
     n: int
     k: int
     roles: tuple  # names of the outputs to make, each a fresh NaN-filled (m, n) float16
+    blocks: tuple = None  # the tiles to build the kernel at (grader.core.retile); None: its own
 
     @property
     def input_bytes(self):
@@ -89,12 +90,14 @@ class Job:
 
     def to_fields(self):
         return {"index": self.index, "m": self.m, "n": self.n, "k": self.k,
-                "roles": list(self.roles)}
+                "roles": list(self.roles), "blocks": list(self.blocks) if self.blocks else None}
 
     @classmethod
     def from_fields(cls, fields):
+        blocks = fields.get("blocks")
         return cls(int(fields["index"]), int(fields["m"]), int(fields["n"]), int(fields["k"]),
-                   tuple(str(role) for role in fields["roles"]))
+                   tuple(str(role) for role in fields["roles"]),
+                   tuple(int(size) for size in blocks) if blocks else None)
 
     def inputs(self, data):
         """(lhs, rhs) as float16 CPU tensors from this job's ``input_bytes`` of a phase."""

@@ -14,8 +14,9 @@ import time
 
 from benchmarks import what_if
 from grader.batch.inside import protocol, speed_probe
-# what_if.tiles_used reads the tiles through grader.core.layout: imported here, before the
-# build guard's snapshot, since a grader module appearing later reads as a change of it.
+# grader.core.retile.tiles_used reads the tiles through grader.core.layout: imported here,
+# before the build guard's snapshot, since a grader module appearing later reads as a change
+# of it.
 from grader.core import layout  # noqa: F401
 
 

@@ -7,7 +7,8 @@ judges nothing.
 
 A *kernel* run imports the rebuilt file (the two functions and their constants,
 nothing else), reports the symbolic diagnosis, builds the kernel with
-``ninetoothed.make`` as the skeleton does, and for every job of every phase
+``ninetoothed.make`` as the skeleton does (and at each other block size a case asks
+for, grader.core.retile), and for every job of every phase
 launches it on the inputs the parent sent, into fresh NaN-filled outputs. When the
 diagnosis found the layout off, it first reports what one program gets at a public
 case's shape (grader.core.program_tiles), which the parent draws.
@@ -34,7 +35,7 @@ import time
 import traceback
 
 from grader.batch.inside import protocol
-from grader.core import build_guard, generated_cache
+from grader.core import build_guard, generated_cache, retile
 from grader.batch.status import ExitCode
 
 
@@ -188,12 +189,16 @@ def _check_untouched(channel, before, packages=build_guard.BEFORE_LAUNCH):
         os._exit(ExitCode.STOPPED)
 
 
-def _make(module, path):
-    """(kernel, None) built as the skeleton builds it, or (None, the error as text)."""
+def _make(module, path, blocks=None):
+    """(kernel, None) built as the skeleton builds it, or with ``blocks`` as its tiles
+    (grader.core.retile); (None, the error as text) when it cannot be."""
     import ninetoothed
     from ninetoothed import Tensor
 
     try:
+        if blocks:
+            refused = retile.refusal(module, blocks)
+            return (None, refused) if refused else (retile.make(module, blocks), None)
         return ninetoothed.make(module.arrangement, module.application,
                                 (Tensor(2), Tensor(2), Tensor(2))), None
     except Exception as error:  # noqa: BLE001 - the student's kernel may fail to build
@@ -201,7 +206,7 @@ def _make(module, path):
 
 
 def kernel_run(channel, path, active):
-    from grader.core import gpu_compile, layout, program_tiles  # before the guard's snapshot
+    from grader.core import cases, gpu_compile, layout, program_tiles  # before the guard's snapshot
 
     loaded = _import_kernel(channel, path)
     if loaded is None:
@@ -209,6 +214,9 @@ def kernel_run(channel, path, active):
     module, untouched = loaded
     findings = layout.inspect_arrangement(module)
     kernel, problem = _make(module, path)
+    # Every block size a case may ask for, built before the guard's check like the kernel.
+    kernels = {None: (kernel, problem),
+               **{blocks: _make(module, path, blocks) for blocks in cases.other_blocks()}}
     untouched()
     build = gpu_compile.check(kernel) if kernel is not None else None
     if build is not None and build.refused:
@@ -217,7 +225,8 @@ def kernel_run(channel, path, active):
         os._exit(ExitCode.STOPPED)
     channel.report(protocol.Diagnosis(findings, layout.tile_sizes(module), build))
     if build is not None and build.checked and not build.ok and active.is_interpreter:
-        problem = build.message  # the parent fails every case with the build's verdict
+        # the parent fails every case with the build's verdict
+        kernels = {blocks: (None, build.message) for blocks in kernels}
     for number, work in enumerate(channel.phases()):
         if number == 0 and findings:  # the layout is off: what one program gets, to be drawn
             picture = program_tiles.first_difference(module,
@@ -226,13 +235,15 @@ def kernel_run(channel, path, active):
                 channel.report(protocol.Arrangement(picture))
         for job, data in work:
             started = time.perf_counter()
-            mismatch = problem or layout.launch_mismatch(module, (job.m, job.n, job.k))
+            job_kernel, problem = kernels.get(job.blocks, (None, "no kernel at these tiles"))
+            arranged = retile.retiled(module, job.blocks) if job.blocks else module
+            mismatch = problem or layout.launch_mismatch(arranged, (job.m, job.n, job.k))
             if mismatch:
                 channel.report(protocol.CaseResult(job.index, error=mismatch))
                 continue
             try:
                 lhs, rhs = _operands(job, data, active.device)
-                payload = _launch(kernel, job, lhs, rhs, active.device)
+                payload = _launch(job_kernel, job, lhs, rhs, active.device)
             except Exception as error:  # noqa: BLE001 - whatever the kernel raises
                 channel.report(protocol.CaseResult(job.index, error=_error_text(error, path),
                                                    seconds=time.perf_counter() - started))
