@@ -15,8 +15,8 @@ the CPU through the Triton interpreter:
   import (the case catalogue, whose hidden-case generator is useless without
   the instructor's ``--seed``, the checks, the backend, loading, execution, the
   mistakes with their hints, ...), never the batch grader's own modules;
-* the student docs (``docs/student*``, ``docs/explainer*``), the case table
-  they link to (``docs/cases.md``), the example scripts they run
+* the student docs (``docs/student*``, ``docs/explainer*``), the case table and the
+  glossary they link to (``docs/cases.md``, ``docs/glossary.md``), the example scripts they run
   (``docs/examples/``) and the explainers' pictures (``docs/arrangement/``), when present;
 * a short README.md.
 
@@ -43,9 +43,9 @@ NAME = "ntgemm-handout"
 SKELETON = pathlib.Path("assignment") / "ninetoothed_gemm.py"  # inside the handout
 # The grader suite a student runs on their own file (``pytest grader --submission PATH``).
 STUDENT_SUITE = ("grader/test_grader.py", "grader/conftest.py")
-# Under docs/: the guides, the case table they link to, the example scripts they run, the
+# Under docs/: the guides, the case table and glossary they link to, the example scripts they run, the
 # explainers' pictures.
-STUDENT_DOCS = ("student*", "explainer*", "cases.md", "examples", "arrangement")
+STUDENT_DOCS = ("student*", "explainer*", "cases.md", "glossary.md", "examples", "arrangement")
 _ZIP_TIME = (2026, 1, 1, 0, 0, 0)  # fixed, so the same sources give the same zip
 
 README = """# ntgemm: matrix multiplication in NineToothed
