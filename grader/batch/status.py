@@ -105,7 +105,12 @@ def reason(record):
     printable (a student's exception text may hold escapes), at most REASON_LIMIT
     characters."""
     listed = flags(record)
-    if record.get("status") == Status.FLAGGED and listed:
+    if record.get("status") in LIMITS:
+        # How a run met its limit (its seconds, which clock, where the code was) differs
+        # from one run of the same file to the next; the column is the verdict's.
+        who = _first_line(record.get("message")).split(":", 1)[0]
+        text = f"{who}: {LIMITS[record['status']]}" if who else LIMITS[record["status"]]
+    elif record.get("status") == Status.FLAGGED and listed:
         text = listed[0] + (f" (and {len(listed) - 1} more flag(s))" if len(listed) > 1 else "")
     else:
         text = _first_line(record.get("message"))
@@ -124,6 +129,8 @@ def reason(record):
 
 
 MEASURED = re.compile(r"\b\d+(?:\.\d+)? s\b")
+LIMITS = {Status.TIMEOUT: "stopped at its time limit (feedback.md says more)",
+          Status.MEMORY_LIMIT: "stopped at its memory limit (feedback.md says more)"}
 
 
 def _first_line(text):
