@@ -91,6 +91,10 @@ class Capture:
         except (OSError, ValueError):
             pass
 
+    def holds(self, data):
+        """Whether the last bytes kept hold ``data``, without waiting for the stream's end."""
+        return data in bytes(self.tail[-4096:]) or data in bytes(self.head)
+
     def text(self):
         self.thread.join(timeout=2)
         middle = ""

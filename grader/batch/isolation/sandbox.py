@@ -91,7 +91,7 @@ class Ending:
     where: tuple = None  # (line, function) of the submission's code when a timeout stopped it
 
 
-WHERE_WAIT_S = 0.5  # for a timed-out worker's answer to "where are you?"
+WHERE_WAIT_S = 3.0  # at most, for a timed-out worker's answer to "where are you?"
 
 
 def hang_site(stderr):
@@ -357,14 +357,24 @@ class Worker:
 
     def _ask_where(self):
         """Ask the worker where its submission's code is (it answers on stderr, see
-        grader.batch.inside.worker), and give it a moment before the kill."""
+        grader.batch.inside.worker), and wait for the answer, a few seconds at most, before
+        the kill: on a loaded machine it can take more than a moment."""
+        asked = False
         for member in [psutil.Process(self.process.pid)] + self.usage.members():
             try:
-                if "grader.batch.inside.worker" in " ".join(member.cmdline()):
+                command = member.cmdline()
+                # The Python worker only: bubblewrap, whose command line names the worker
+                # too, would die of the signal and take the worker with it.
+                if command and os.path.basename(command[0]).startswith("python") \
+                        and "grader.batch.inside.worker" in command:
                     member.send_signal(signal.SIGUSR1)
+                    asked = True
             except psutil.Error:
                 pass
-        time.sleep(WHERE_WAIT_S)
+        deadline = time.monotonic() + WHERE_WAIT_S
+        while asked and not self.stderr.holds(protocol.HANG_SITE.encode()) \
+                and time.monotonic() < deadline:
+            time.sleep(pipes.POLL_S)
 
     def _kill(self):
         members = self.usage.members()
