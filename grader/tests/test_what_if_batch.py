@@ -344,12 +344,13 @@ def test_a_sandboxed_timing_run_rebuilds_every_configuration_past_the_build_guar
     inside the sandbox under the build guard, and the report reaches the parent whole."""
     if batch_backend() == "gpu":
         pytest.skip("on a GPU the last test times the what-if for real")
-    from grader.batch.isolation.sandbox import Limits
+    from grader.batch.isolation.sandbox import Limits, cores_for
     from grader.core import kernel_source
 
     source = kernel_source.extract(MODEL_ANSWER.read_text()).text
     run = conversation.TimingRun(source.encode(), [(64, 64, 64)], backend_name="interpreter",
-                                 limits=Limits(300, 4 << 30, 1.0), what_if_s=120).prepare()
+                                 limits=Limits(300, 4 << 30, cores_for("interpreter")),
+                                 what_if_s=120).prepare()
     assert run.ready, run.note
     run.measure()
     assert run.stopped == "" and run.what_if_done, (run.ending, run.what_ifs)
@@ -367,7 +368,7 @@ def test_a_rebuild_that_patches_triton_is_stopped_before_the_graded_timing():
     there for that day.)"""
     if batch_backend() == "gpu":
         pytest.skip("the sandboxed interpreter run shows it; the GPU test times for real")
-    from grader.batch.isolation.sandbox import Limits
+    from grader.batch.isolation.sandbox import Limits, cores_for
     from grader.core import kernel_source
 
     source = kernel_source.extract(MODEL_ANSWER.read_text()).text
@@ -377,7 +378,8 @@ def test_a_rebuild_that_patches_triton_is_stopped_before_the_graded_timing():
         "        triton.testing.do_bench = lambda *args, **kwargs: (1e-3, 1e-3, 1e-3)\n"
         "    output_arranged = output.tile(", 1)
     run = conversation.TimingRun(source.encode(), [(64, 64, 64)], backend_name="interpreter",
-                                 limits=Limits(300, 4 << 30, 1.0), what_if_s=120).prepare()
+                                 limits=Limits(300, 4 << 30, cores_for("interpreter")),
+                                 what_if_s=120).prepare()
     run.measure()
     assert not run.ready and "triton.testing.do_bench" in run.stopped, run.ending
 
