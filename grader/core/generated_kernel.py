@@ -452,8 +452,6 @@ class _Kernel:
                 self.flag(child, f"a {kind} through `{child.id}`, which is not one of "
                                  "NineToothed's tile pointers")
                 return
-            elif not isinstance(child, LEAVES):
-                continue
         if len(tensors) != 1:
             self.flag(node, f"a {kind} whose address is not one tensor's pointers")
             return
@@ -463,18 +461,15 @@ class _Kernel:
                             "output, so assign only to the output in application()")
         elif kind == "load" and tensor == self.output:
             self.flag(node, "reads the output's values, which C = A @ B never needs")
-        without_pointers = ast.Tuple(
-            [child for child in _replace_pointers(pointer, set(self.pointer_sources))],
-            ast.Load())
-        self.arguments(list(without_pointers.elts) + rest)
+        self.arguments(_around_pointers(pointer, set(self.pointer_sources)) + rest)
 
 
-def _replace_pointers(node, pointers):
+def _around_pointers(node, pointers):
     """The parts of an address expression around its pointer names, to check as usual."""
     if isinstance(node, ast.Name) and node.id in pointers:
         return []
     if isinstance(node, ast.BinOp):
-        return _replace_pointers(node.left, pointers) + _replace_pointers(node.right, pointers)
+        return _around_pointers(node.left, pointers) + _around_pointers(node.right, pointers)
     return [node]
 
 

@@ -149,12 +149,12 @@ def _checked_source(path, digest):
     return source
 
 
-def _guard(path, refusals):
-    """The build guard, for the rest of this process; a refusal is recorded, then ends it."""
+def _guard(path):
+    """The build guard, for the rest of this process; a refusal is printed as the child's
+    Build, then ends it."""
     from grader.core import build_guard
 
     def refuse(why):
-        refusals.append(why)
         print(json.dumps(Build("", False, "the build guard stopped the compile",
                                checked=False, refused=why).to_fields()), flush=True)
 
@@ -168,7 +168,7 @@ def _compile(path, target, digest=None):
 
     arch, shared_limit = TARGETS[target]
     source = _checked_source(path, digest)
-    _guard(path, [])
+    _guard(path)
     spec = importlib.util.spec_from_file_location("ntgemm_generated_kernel", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

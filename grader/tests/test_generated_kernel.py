@@ -252,7 +252,7 @@ def test_the_compile_child_runs_under_the_build_guard(tmp_path):
     kernel.write_text("\n", encoding="utf-8")
     done = subprocess.run(
         [sys.executable, "-c", "import sys; from grader.core import gpu_compile; "
-         f"gpu_compile._guard({str(kernel)!r}, []); open('/etc/hostname').read(); "
+         f"gpu_compile._guard({str(kernel)!r}); open('/etc/hostname').read(); "
          "print('still running')"],
         capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert "still running" not in done.stdout
