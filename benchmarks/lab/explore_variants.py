@@ -505,6 +505,47 @@ def section_split_k(bench):
         for name, spec in tails.items()])
 
 
+WAVE_TILE_SHAPES = [(6144, 1024, 4096), (4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048),
+                    (4096, 2048, 4096), (1024, 6144, 4096)]
+
+
+def section_wave_tiles(bench):
+    """Tiles chosen by the wave: where 128x256 tiles leave the last wave of SMs partly
+    empty (6144x1024x4096: 192 tiles on 132 SMs), do 128x128, 64x256 or 256x128 fill it?"""
+    log("== wave_tiles: one launch, the tile size picked by how full its last wave is")
+    sms = bench.sms
+    specs = [(128, 256, 64, 8, 8, 3), (128, 128, 64, 8, 8, 3), (128, 128, 64, 8, 8, 4),
+             (128, 128, 64, 8, 4, 4), (128, 128, 64, 8, 4, 3), (128, 128, 64, 16, 8, 4),
+             (64, 256, 64, 8, 8, 3), (64, 256, 64, 8, 8, 4), (64, 256, 64, 8, 4, 4),
+             (256, 128, 64, 8, 8, 3), (128, 128, 128, 8, 8, 3)]
+    builds = [("reference autotuned", None)]
+    builds += [(TileConfig(*spec).name, built(TileConfig(*spec))) for spec in specs]
+    for shape in WAVE_TILE_SHAPES:
+        for bm, bn in ((128, 256), (128, 128), (64, 256)):
+            log(f"wave_tiles {shape}: {bm}x{bn} last wave "
+                f"{waves.last_wave_share(shape[0], shape[1], bm, bn, sms):.2f} full")
+        measure_builds(bench, "wavetile", [shape], builds)
+
+
+def section_padded_k(bench):
+    """3000^3 with both operands copied into zero-padded, aligned rows, beside the
+    ladder of its neighbours (2992, 3008 and 3072 are aligned)."""
+    log("== padded_k: K and N padded to multiples of 16 by copies, and the 3000 ladder")
+    tile = TileConfig
+    padded = [tile(128, 256, 64, 8, 8, 3, pad_k=True, pad_n=True),
+              tile(128, 256, 64, 8, 8, 4, pad_k=True, pad_n=True),
+              tile(128, 128, 64, 8, 8, 3, pad_k=True, pad_n=True),
+              tile(128, 128, 64, 8, 4, 4, pad_k=True, pad_n=True),
+              tile(256, 128, 64, 8, 8, 3, pad_k=True, pad_n=True)]
+    builds = [("reference autotuned", None)] + [(c.name, built(c)) for c in padded]
+    measure_builds(bench, "padk", [(3000, 3000, 3000), (3000, 3000, 4096), (4096, 4096, 3000)],
+                   builds)
+    measure_builds(bench, "padk", [(2992, 2992, 2992), (3008, 3008, 3008), (3072, 3072, 3072)],
+                   [("reference autotuned", None),
+                    *((c.name, built(c)) for c in (tile(128, 256, 64, 8, 8, 3),
+                                                    tile(128, 128, 64, 8, 8, 3)))])
+
+
 def measure_builds(bench, section, shapes, builds):
     """Each (variant, build) at each shape; a build of None is the autotuned reference."""
     for shape in shapes:
@@ -609,7 +650,8 @@ def print_table(bench):
     for row in bench.rows:
         if row.get("ms") is None or row["section"] not in ("main", "ragged", "waves", "padded",
                                                                   "limits", "transp", "wide_k", "rtsize",
-                                                                  "tma", "persist", "split_k"):
+                                                                  "tma", "persist", "split_k",
+                                                                  "wavetile", "padk"):
             continue
         shape = f"{row['m']}x{row['n']}x{row['k']}" + ("" if row["operands"] == "contiguous"
                                                         else f" {row['operands']}")
@@ -627,7 +669,8 @@ def main():
     parser.add_argument("--budget-s", type=float, default=300)
     parser.add_argument("--sections", default="main,sweep,ragged",
                         help="which sections to run, in this order: main, sweep, ragged, waves, "
-                        "padded, limits, transposed, deeper, wide_k, runtime_size, tma, persistent, split_k")
+                        "padded, limits, transposed, deeper, wide_k, runtime_size, tma, persistent, split_k, "
+                        "wave_tiles, padded_k")
     parser.add_argument("--sweep-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.sweep_child:
@@ -656,6 +699,8 @@ def main():
              "tma": lambda: section_tma(bench),
              "persistent": lambda: section_persistent(bench),
              "split_k": lambda: section_split_k(bench),
+             "wave_tiles": lambda: section_wave_tiles(bench),
+             "padded_k": lambda: section_padded_k(bench),
              "main": lambda: section_main(bench)}
     for name in sections:
         try:

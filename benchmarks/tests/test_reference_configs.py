@@ -143,3 +143,17 @@ def test_a_transposed_config_must_be_flat():
 def test_the_wave_split_is_offered_only_where_it_fills_the_waves(m, n, pays):
     config = configs.WAVE_SPLIT_CONFIGS[0]
     assert waves.wave_split_pays(m, n, config, 132) == pays
+
+
+@pytest.mark.parametrize("pad_n", [False, True])
+def test_padded_copies_keep_the_product(device, pad_n):
+    """K padded with zeros on both operands (and N on rhs): the zeros add nothing, and
+    the output keeps its own (M, N) even where rhs grew wider."""
+    run = kernels.tuned_kernel(configs.TileConfig(64, 64, 64, 1, 4, 3, pad_k=True, pad_n=pad_n))
+    for m, n, k in ((130, 140, 72), (70, 37, 35)):
+        assert_product(run, *operands(m, n, k, device))
+
+
+def test_a_padded_config_runs_the_strided_kernel():
+    with pytest.raises(ValueError, match="strided"):
+        configs.TileConfig(128, 256, 64, 8, 8, 3, flat=True, pad_k=True)

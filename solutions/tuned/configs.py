@@ -20,6 +20,9 @@ class TileConfig:
     num_stages: int
     flat: bool = False  # operands passed flat to a flat_arrangement kernel
     pad_n: bool = False  # strided kernel on a copy of rhs whose N is padded to a multiple of 16
+    # strided kernel on copies of lhs and rhs whose K is padded with zeros to a multiple
+    # of 16 (and rhs's N too, with pad_n)
+    pad_k: bool = False
     transposed: bool = False  # flat kernel computing C^T = B^T A^T, C's tiles as named
     # A wave split: this config runs the rows of C that fill whole waves of the
     # SMs, and ``tail`` (a smaller tile) runs the rows left over.
@@ -28,11 +31,13 @@ class TileConfig:
     def __post_init__(self):
         if self.transposed and not self.flat:
             raise ValueError("a transposed TileConfig needs flat=True: only flat kernels swap roles")
+        if (self.pad_k or self.pad_n) and self.flat:
+            raise ValueError("a padded TileConfig runs the strided kernel: flat must be False")
 
     @property
     def name(self):
         kind = (("flat-t " if self.transposed else "flat " if self.flat else "")
-                + ("pad-n " if self.pad_n else ""))
+                + ("pad-k " if self.pad_k else "") + ("pad-n " if self.pad_n else ""))
         name = (f"{kind}{self.block_m}x{self.block_n}x{self.block_k} "
                 f"g{self.group_size_m} {self.num_warps}w{self.num_stages}s")
         return f"waves {name} + tail {self.tail.name}" if self.tail else name
