@@ -20,7 +20,10 @@ then the leftover rows), ``padded`` (rhs copied into aligned rows), ``limits``
 pointer loads would give: ``tma`` (tiles loaded through TMA descriptors, in
 NineToothed and in a plain Triton persistent kernel), ``persistent`` (one
 program per SM, as a NineToothed arrangement) and ``split_k`` (a wave split whose
-leftover rows cut their K loops in chunks). Each is one device call.
+leftover rows cut their K loops in chunks). Each is one device call. Round 6's
+pick tiles by the wave: ``wave_tiles`` (128x128, 64x256 and 256x128 beside
+128x256 where the last wave is partly empty) and ``ladder`` (3000^3 beside
+2992, 3008 and 3072).
 
 Writes OUT_DIR/explore.csv (one row per measurement), OUT_DIR/explore.log and
 OUT_DIR/sweep_{cold,warm}.json, and prints a short table last. The results and
@@ -527,20 +530,19 @@ def section_wave_tiles(bench):
         measure_builds(bench, "wavetile", [shape], builds)
 
 
-def section_padded_k(bench):
-    """3000^3 with both operands copied into zero-padded, aligned rows, beside the
-    ladder of its neighbours (2992, 3008 and 3072 are aligned)."""
-    log("== padded_k: K and N padded to multiples of 16 by copies, and the 3000 ladder")
+def section_ladder(bench):
+    """3000^3 beside its neighbours 2992, 3008 (aligned, one tile row more or less) and 3072,
+    and the ragged 3000 on one side at a time: where the cliff is.
+
+    Round 6 also ran both operands through zero-padded aligned copies here (a pad-k
+    configuration, at 232ce34); it ran at 0.50x, the copies costing more than the
+    cliff, and was dropped.
+    """
+    log("== ladder: 3000^3 and its aligned neighbours")
     tile = TileConfig
-    padded = [tile(128, 256, 64, 8, 8, 3, pad_k=True, pad_n=True),
-              tile(128, 256, 64, 8, 8, 4, pad_k=True, pad_n=True),
-              tile(128, 128, 64, 8, 8, 3, pad_k=True, pad_n=True),
-              tile(128, 128, 64, 8, 4, 4, pad_k=True, pad_n=True),
-              tile(256, 128, 64, 8, 8, 3, pad_k=True, pad_n=True)]
-    builds = [("reference autotuned", None)] + [(c.name, built(c)) for c in padded]
-    measure_builds(bench, "padk", [(3000, 3000, 3000), (3000, 3000, 4096), (4096, 4096, 3000)],
-                   builds)
-    measure_builds(bench, "padk", [(2992, 2992, 2992), (3008, 3008, 3008), (3072, 3072, 3072)],
+    measure_builds(bench, "ladder", [(3000, 3000, 3000), (3000, 3000, 4096), (4096, 4096, 3000)],
+                   [("reference autotuned", None)])
+    measure_builds(bench, "ladder", [(2992, 2992, 2992), (3008, 3008, 3008), (3072, 3072, 3072)],
                    [("reference autotuned", None),
                     *((c.name, built(c)) for c in (tile(128, 256, 64, 8, 8, 3),
                                                     tile(128, 128, 64, 8, 8, 3)))])
@@ -559,6 +561,7 @@ def measure_builds(bench, section, shapes, builds):
 def autotuned_call(_, a, b, out):
     """The tuned reference's nt_gemm: fills out once (the check), then times plain calls."""
     out.copy_(tuned.nt_gemm(a, b))
+    log(f"reference chose {tuned.chosen_config(a.shape[0], b.shape[1], a.shape[1])['name']}")
     return lambda: tuned.nt_gemm(a, b)
 
 
@@ -651,7 +654,7 @@ def print_table(bench):
         if row.get("ms") is None or row["section"] not in ("main", "ragged", "waves", "padded",
                                                                   "limits", "transp", "wide_k", "rtsize",
                                                                   "tma", "persist", "split_k",
-                                                                  "wavetile", "padk"):
+                                                                  "wavetile", "ladder"):
             continue
         shape = f"{row['m']}x{row['n']}x{row['k']}" + ("" if row["operands"] == "contiguous"
                                                         else f" {row['operands']}")
@@ -670,7 +673,7 @@ def main():
     parser.add_argument("--sections", default="main,sweep,ragged",
                         help="which sections to run, in this order: main, sweep, ragged, waves, "
                         "padded, limits, transposed, deeper, wide_k, runtime_size, tma, persistent, split_k, "
-                        "wave_tiles, padded_k")
+                        "wave_tiles, ladder")
     parser.add_argument("--sweep-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.sweep_child:
@@ -700,7 +703,7 @@ def main():
              "persistent": lambda: section_persistent(bench),
              "split_k": lambda: section_split_k(bench),
              "wave_tiles": lambda: section_wave_tiles(bench),
-             "padded_k": lambda: section_padded_k(bench),
+             "ladder": lambda: section_ladder(bench),
              "main": lambda: section_main(bench)}
     for name in sections:
         try:

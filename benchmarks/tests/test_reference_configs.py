@@ -95,6 +95,10 @@ def test_whole_wave_rows(m, n, block_m, block_n, sms, rows):
     (3000, 3000, 3000, "flat-t", "waves"),  # ragged: flat kernels, no split
     (4096, 3000, 4096, "flat-t", "waves"),
     (4096, 4096, 3000, "flat ", "flat-t"),  # a ragged K alone: the rhs rows are aligned
+    (6144, 1024, 4096, "128x128x64", "waves"),  # 192 tiles of 128x256: the last wave 45% full
+    (4096, 4096, 4096, "", "128x128x64"),  # 512 tiles: the last wave 88% full
+    (2048, 2048, 2048, "", "128x128x64"),  # 128 tiles: one wave
+    (3000, 3000, 3000, "", "128x128x64"),  # ragged: the flat kernels' own tables
 ])
 def test_candidates_per_shape(monkeypatch, m, n, k, offered, withheld):
     """Which kinds of kernel the tuner times, on an H200's 132 SMs."""
@@ -143,17 +147,3 @@ def test_a_transposed_config_must_be_flat():
 def test_the_wave_split_is_offered_only_where_it_fills_the_waves(m, n, pays):
     config = configs.WAVE_SPLIT_CONFIGS[0]
     assert waves.wave_split_pays(m, n, config, 132) == pays
-
-
-@pytest.mark.parametrize("pad_n", [False, True])
-def test_padded_copies_keep_the_product(device, pad_n):
-    """K padded with zeros on both operands (and N on rhs): the zeros add nothing, and
-    the output keeps its own (M, N) even where rhs grew wider."""
-    run = kernels.tuned_kernel(configs.TileConfig(64, 64, 64, 1, 4, 3, pad_k=True, pad_n=pad_n))
-    for m, n, k in ((130, 140, 72), (70, 37, 35)):
-        assert_product(run, *operands(m, n, k, device))
-
-
-def test_a_padded_config_runs_the_strided_kernel():
-    with pytest.raises(ValueError, match="strided"):
-        configs.TileConfig(128, 256, 64, 8, 8, 3, flat=True, pad_k=True)

@@ -24,9 +24,8 @@ def tuned_kernel(config):
     Strided kernels are NineToothed's own handles; flat, padded and wave-split
     configurations wrap them.
     """
-    if config.pad_k or config.pad_n:
-        return padding(tuned_kernel(dataclasses.replace(config, pad_k=False, pad_n=False)),
-                       config.pad_k, config.pad_n)
+    if config.pad_n:
+        return padding_n(tuned_kernel(dataclasses.replace(config, pad_n=False)))
     if config.tail is not None:
         return wave_split(tuned_kernel(dataclasses.replace(config, tail=None)),
                           tuned_kernel(config.tail), config.block_m, config.block_n)
@@ -66,23 +65,16 @@ def flattening(kernel, transposed=False):
     return run
 
 
-def padding(kernel, pad_k, pad_n):
-    """Wrap a launcher to run on zero-padded copies whose K (pad_k) or N (pad_n) is a
-    multiple of 16.
+def padding_n(kernel):
+    """Wrap a launcher to run on a copy of rhs whose N is padded to a multiple of 16.
 
-    With every size and stride of the loads a multiple of 16, the ragged cliff is
-    gone; the zeros added along K add nothing to any dot. The output stays (M, N):
-    it is stored once per tile, where the operands are loaded at every K step, so
-    its masked store costs little and it needs no copy. The grid does not change:
-    cdiv(N padded, BN) == cdiv(N, BN) for BN a multiple of 16.
+    With every size and stride of the loads a multiple of 16, the ragged-N cliff is
+    gone. The output stays (M, N): it is stored once per tile, where rhs is loaded
+    at every K step, so its masked store costs little and it needs no copy. The
+    grid does not change: cdiv(N padded, BN) == cdiv(N, BN) for BN a multiple of 16.
     """
-    pad = torch.nn.functional.pad
-
     def run(lhs, rhs, output):
-        k_pad = -lhs.shape[1] % 16 if pad_k else 0
-        n_pad = -rhs.shape[1] % 16 if pad_n else 0
-        kernel(pad(lhs, (0, k_pad)) if k_pad else lhs,
-               pad(rhs, (0, n_pad, 0, k_pad)) if k_pad or n_pad else rhs, output)
+        kernel(lhs, torch.nn.functional.pad(rhs, (0, -rhs.shape[1] % 16)), output)
 
     return run
 

@@ -19,8 +19,8 @@ from solutions.tuned.cache import TuningCache
 def candidates(lhs, rhs):
     """The configurations worth timing for this shape.
 
-    Its size class, plus flat, padded and wave-split kernels only where a ragged K
-    or N, or a nearly empty last wave, makes them worth a compile and a timing.
+    Its size class, plus flat, padded, wave-split and smaller-tile kernels only where
+    a ragged K or N, or a partly empty last wave, makes them worth a compile and a timing.
     """
     m, k = lhs.shape
     n = rhs.shape[1]
@@ -39,9 +39,11 @@ def candidates(lhs, rhs):
         chosen += configs.LARGE_FLAT_CONFIGS
         if n % 16:
             chosen += configs.RAGGED_N_FLAT_CONFIGS
-    split = configs.WAVE_SPLIT_CONFIGS[0]
-    if not ragged and waves.wave_split_pays(m, n, split, waves.sm_count(lhs.device)):
+    sms = waves.sm_count(lhs.device)
+    if not ragged and waves.wave_split_pays(m, n, configs.WAVE_SPLIT_CONFIGS[0], sms):
         chosen += configs.WAVE_SPLIT_CONFIGS
+    if not ragged and waves.smaller_tiles_pay(m, n, sms):
+        chosen += configs.WAVE_TILE_CONFIGS
     return chosen
 
 

@@ -56,5 +56,14 @@ def wave_split_pays(m, n, config, sms):
     return rows * tiles_per_row >= 0.9 * whole_waves * sms
 
 
+def smaller_tiles_pay(m, n, sms):
+    """Whether the large tiles leave the last wave partly empty and 128x128 tiles fill it
+    better: then the tuner times them too."""
+    large, smaller = configs.LARGE_CONFIGS[0], configs.WAVE_TILE_CONFIGS[0]
+    share = last_wave_share(m, n, large.block_m, large.block_n, sms)
+    return (share < configs.SMALLER_TILES_BELOW
+            and last_wave_share(m, n, smaller.block_m, smaller.block_n, sms) > share)
+
+
 def cdiv(a, b):
     return -(-a // b)
