@@ -96,9 +96,9 @@ def explain(findings, verdicts, cases, tiles=None, reveal=False):
             if not shown:
                 add(key, [f"{_count(cases_named)} failed this way (hidden cases, not quoted)"])
                 continue
-            # A recognised partial sum states its evidence on the message's last line.
-            line = shown[0].splitlines()[-1] if mistakes.MISTAKES[key].evidence_on_last_line \
-                else _first_line(shown[0])
+            # A recognised partial sum, or the stack's own error, is the message's last line.
+            line = (shown[0].splitlines() or [""])[-1] \
+                if mistakes.MISTAKES[key].evidence_on_last_line else _first_line(shown[0])
             add(key, [f"{_count(cases_named)} failed with: {line}"])
 
     # 5. The shape of the failures, for mismatches the checks could not name.

@@ -249,11 +249,15 @@ MISTAKES = {
         Mistake(
             "build_error",
             "the kernel does not build or launch",
-            "NineToothed could not build or launch the kernel; the error below says where. "
-            "Check that ntl.dot gets 2-D tiles whose inner sizes match.",
-            "NineToothed 无法构建或启动 kernel，下面的报错指出了位置。请检查 ntl.dot 的两个输入"
-            "是否都是二维块、内侧维度是否一致。",
+            "NineToothed or Triton could not build or launch the kernel; their own error is "
+            "kept below as detail, its last lines pointing at the failing line. Where no other "
+            "hint names the cause, look for ntl.dot given tiles that are not 2-D or whose inner "
+            "sizes differ, or Python that Triton does not compile inside application().",
+            "NineToothed 或 Triton 无法构建或启动 kernel；它们自己的报错作为细节附在下面，最后几行"
+            "指向出错的位置。如果没有别的提示指出原因，请检查传给 ntl.dot 的块是否都是二维的、内侧"
+            "维度是否一致，以及 application() 里是否用了 Triton 不支持的 Python 写法。",
             found_by=(OUTPUT,),
+            evidence_on_last_line=True,
         ),
     ]
 }

@@ -3,7 +3,7 @@ explain() as a pure function."""
 
 import types
 
-from grader.core import cases, diagnosis, layout, program_tiles, tile_picture
+from grader.core import cases, checks, diagnosis, layout, program_tiles, tile_picture
 from grader.core.checks import Verdict
 from grader.core.mistakes import MISTAKES
 
@@ -276,3 +276,16 @@ def test_hints_never_quote_a_hidden_case_message():
     assert str(hidden.k) not in evidence and str(hidden.m) not in evidence
     revealed = diagnosis.explain([], verdicts, [hidden], reveal=True)
     assert str(hidden.k) in " ".join(line for hint in revealed for line in hint["evidence"])
+
+
+def test_a_build_error_leads_with_plain_words_and_keeps_the_stacks_as_detail():
+    """Issue 32: NineToothed's own `'Symbol' object has no attribute 'upper_bound'` was the
+    message a student read first; it stays, last, as the detail the hint quotes."""
+    case = cases.catalogue()[0]
+    error = AttributeError("'Symbol' object has no attribute 'upper_bound'")
+    verdict = checks.error_verdict(case, error)
+    first, last = verdict.message.splitlines()[0], verdict.message.splitlines()[-1]
+    assert verdict.mistake == "build_error" and "upper_bound" not in first, verdict.message
+    assert last == "AttributeError: 'Symbol' object has no attribute 'upper_bound'"
+    hints = diagnosis.explain([], [verdict], [case], reveal=True)
+    assert hints[0]["evidence"] == [f"1 case failed with: {last}"], hints
