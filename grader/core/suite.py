@@ -9,7 +9,8 @@ import pathlib
 
 import pytest
 
-from grader.core import cases, checks, diagnosis, execution, gpu_compile, layout
+from grader.core import (cases, checks, diagnosis, execution, gpu_compile, layout,
+                         source_mistakes)
 from grader.core.checks import Verdict
 from grader.core.mistakes import MISTAKES
 
@@ -89,10 +90,13 @@ def record(config, case, verdict):
 
 
 def findings(config):
-    """The symbolic findings for the loaded submission, computed once per session."""
+    """The findings on the loaded submission's lines, then on its arrangement (symbolic),
+    computed once per session."""
     found = getattr(config, "_ntgemm_findings", None)
-    if found is None and getattr(config, "_ntgemm_module", None) is not None:
-        found = config._ntgemm_findings = layout.inspect_arrangement(config._ntgemm_module)
+    module = getattr(config, "_ntgemm_module", None)
+    if found is None and module is not None:
+        found = config._ntgemm_findings = (source_mistakes.inspect_file(module.__file__)
+                                           + layout.inspect_arrangement(module))
     return found or []
 
 
