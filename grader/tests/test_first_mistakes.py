@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from grader.core import cases, diagnosis, layout, source_mistakes
+from grader.core import cases, diagnosis, layout, source_mistakes, suite
 from grader.core.checks import Verdict
 from grader.core.loading import load_submission
 from grader.tests import build_variants
@@ -104,20 +104,31 @@ def test_no_correct_variant_is_named_by_a_first_mistake(name, variant_path):
     assert not {finding["mistake"] for finding in _findings(path)} & NEW_KEYS
 
 
+def test_no_picture_says_why(variant_path):
+    failing = cases.catalogue()[:1]
+    assert "did not load" in suite.no_picture(None, failing)[0]
+    reference = load_submission(MODEL_ANSWER)
+    assert suite.no_picture(reference, []) == ("every case passed", "所有用例都通过了")
+    broken = load_submission(variant_path("returns_two"))
+    assert "fails on symbolic tensors" in suite.no_picture(broken, failing)[0]
+    assert "look at application()" in suite.no_picture(reference, failing)[0]
+
+
 def _run_grader(path, *extra):
     command = [sys.executable, "-m", "pytest", "grader", "--submission", str(path), "-q",
                "-p", "no:cacheprovider", "-k", "square-64x64x64", *extra]
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600).stdout
 
 
-def test_pytest_grader_names_a_returned_result_with_its_line(variant_path):
+def test_pytest_grader_names_a_returned_result_with_its_line(tmp_path, variant_path):
     path = variant_path("returns_accumulator")
-    shown = _run_grader(path)
+    shown = _run_grader(path, "--pictures", str(tmp_path))
     causes = shown[shown.index("likely causes"):]
     assert causes.splitlines()[1].endswith("[unwritten_output]"), causes
     assert (f"- line {_line(path, 'return accumulator')}: application() returns its "
             "result") in causes
     assert "[build_error]" not in causes and "ntl.dot gets 2-D tiles" not in shown
+    assert "no picture of the arrangement: " in shown and "look at application()" in shown
 
 
 def test_pytest_grader_names_an_operand_not_tiled_along_k(variant_path):
