@@ -28,15 +28,15 @@ def inspect_source(source):
     """Findings ``{"mistake": key, "message": "line N: ..."}``, in line order."""
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError):
-        return []  # loading the file says why it cannot run
-    functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
-    torch_names = _torch_names(tree)
-    findings = []
-    if "arrangement" in functions:
-        findings += _arrangement_return(functions["arrangement"])
-    if "application" in functions:
-        findings += _application(functions["application"], torch_names)
+        functions = {node.name: node for node in tree.body
+                     if isinstance(node, ast.FunctionDef)}
+        findings = []
+        if "arrangement" in functions:
+            findings += _arrangement_return(functions["arrangement"])
+        if "application" in functions:
+            findings += _application(functions["application"], _torch_names(tree))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []  # loading the file says why it cannot run, or it nests past any reading
     return [finding for _, finding in sorted(findings, key=lambda pair: pair[0])]
 
 
@@ -47,6 +47,10 @@ def _finding(key, node, text):
 
 def _code(node):
     return f"`{quoted(ast.unparse(node))}`"
+
+
+def _names(names):
+    return ", ".join(f"`{name}`" for name in names)
 
 
 def _parameters(function):
@@ -91,9 +95,9 @@ def _arrangement_return(function):
                        for element in value.elts]
             if sorted(sources, key=str) == sorted(parameters) and sources != parameters:
                 findings.append(_finding("arrangement_return", node,
-                                         f"arrangement() returns the arranged {', '.join(sources)} "
+                                         f"arrangement() returns the arranged {_names(sources)} "
                                          f"in that order; return them as its parameters come, "
-                                         f"{', '.join(parameters)}: NineToothed hands them to "
+                                         f"{_names(parameters)}: NineToothed hands them to "
                                          "application() by position"))
     return findings
 
@@ -194,7 +198,7 @@ def _accumulator(call, lhs, rhs):
             and isinstance(shape.value, ast.Name) and shape.value.id in (lhs, rhs):
         findings.append(_finding("accumulator_shape", call,
                                  f"the accumulator takes {_code(shape)}, the shape of the "
-                                 f"sequence of K tiles {shape.value.id} is; it must have the "
+                                 f"sequence of K tiles `{shape.value.id}` is; it must have the "
                                  "output tile's shape, `output.shape`"))
     elif isinstance(shape, (ast.Tuple, ast.List)) and any(
             isinstance(node, ast.Name) and node.id.upper() == "BLOCK_SIZE_K"
@@ -267,5 +271,5 @@ def _loop_bound(loop, operands):
     if not single:
         return []  # indexed around a kept length-1 dimension, as lhs[0, k]: that can be right
     return [_finding("k_loop_bound", loop,
-                     f"the loop runs over {_code(call)}, but {operand} is the 1-D sequence of K "
+                     f"the loop runs over {_code(call)}, but `{operand}` is the 1-D sequence of K "
                      f"tiles (indexed `{operand}[k]`): its length is `{operand}.shape[0]`")]

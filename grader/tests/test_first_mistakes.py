@@ -50,7 +50,7 @@ NAMED = {
     "returns_list": ("arrangement_return", "return [", "returns a list"),
     "returns_dict": ("arrangement_return", "return {", "returns a dict"),
     "returns_in_other_order": ("arrangement_return", "return output_arranged",
-                               "returns the arranged output, lhs, rhs in that order"),
+                               "returns the arranged `output`, `lhs`, `rhs` in that order"),
 }
 NEW_KEYS = {key for key, _, _ in NAMED.values()}
 CORRECT = sorted(build_variants.CORRECT)
@@ -112,6 +112,17 @@ def test_no_picture_says_why(variant_path):
     broken = load_submission(variant_path("returns_two"))
     assert "fails on symbolic tensors" in suite.no_picture(broken, failing)[0]
     assert "look at application()" in suite.no_picture(reference, failing)[0]
+
+
+@pytest.mark.parametrize("source", [
+    "def application(lhs, rhs, output:\n",
+    "def application(lhs, rhs, output):\n    output = " + "-" * 2000 + "1\n",
+    "def application(lhs, rhs, output):\n    output = " + "-" * 50000 + "1\n",
+])
+def test_reading_the_source_never_raises(source):
+    """A file that does not parse, or nests deeper than a reading can recurse, has no finding:
+    its load, or its cases, say what is wrong."""
+    assert source_mistakes.inspect_source(source) == []
 
 
 def _run_grader(path, *extra):
