@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from grader.core import cases, diagnosis, layout, source_mistakes, suite
+from grader.core import cases, diagnosis, kernel_source, layout, source_mistakes, suite
 from grader.core.checks import Verdict
 from grader.core.loading import load_submission
 from grader.tests import build_variants
@@ -95,6 +95,15 @@ def test_a_first_mistake_is_named_by_its_cause(name, failed_with, variant_path):
     assert says in evidence, evidence
     if line:
         assert evidence.startswith(f"line {_line(path, line)}: "), evidence
+
+
+@pytest.mark.parametrize("name", sorted(NAMED))
+def test_the_batch_reads_the_same_from_its_rebuilt_file(name):
+    """The batch worker reads the file it rebuilt (grader.core.kernel_source), which keeps
+    the student's lines but drops `import torch`: the findings must not change."""
+    source = build_variants.VARIANTS[name].source(name)
+    rebuilt = kernel_source.extract(source).text
+    assert source_mistakes.inspect_source(rebuilt) == source_mistakes.inspect_source(source)
 
 
 @pytest.mark.parametrize("name", CORRECT + ["reference"])
