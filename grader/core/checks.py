@@ -341,9 +341,9 @@ def error_verdict(case, error, limit=12):
     """A failed Verdict for a case whose kernel raised instead of returning.
 
     ``error`` is the exception (or its text, when it was caught in another
-    process). Triton's compile errors run long, so the message leads with the
-    error's last line and keeps only the last ``limit`` lines below it; the
-    mistake is read from the whole text.
+    process). The message leads with a plain line, not the stack's own words: those
+    follow as detail, the last ``limit`` lines of a long compile error with the error
+    itself last; the mistake is read from the whole text.
     """
     from grader.core.layout import NOT_LAUNCHED
     from grader.core.retile import NOT_RETILED
@@ -362,14 +362,19 @@ def error_verdict(case, error, limit=12):
         mistake, name, text = "build_error", "", str(error).strip()
     lines = [line.rstrip() for line in text.splitlines() if line.strip()]
     last = lines[-1].strip() if lines else ""
-    head = "the kernel raised " + (f"{name}: {last}" if name else last or "an error")
-    body = lines[-limit:] if len(lines) > 1 else []
-    if len(lines) > limit:
-        body = ["..."] + body
-    if mistake == "build_error":
-        mistake, why = _named_build_error(text)
-        if why:
-            body.append(why)
+    raised = (f"{name}: {last}" if name else last) or "an error"
+    if mistake == "not_implemented":
+        return Verdict(case.id, False, f"the kernel raised {raised}", mistake,
+                       details={"error": (f"{name}: " if name else "") + text[-4000:]})
+    # NineToothed's and Triton's own words are detail, under a plain line and above the
+    # named cause, if any: the error itself last but for that cause.
+    head = ("the kernel did not build or run: NineToothed or Triton stopped with the error "
+            "below (their own words; the hint says what to change)")
+    context = lines[-limit:-1]
+    body = (["..."] if len(lines) > limit else []) + context + [raised]
+    mistake, why = _named_build_error(text)
+    if why:
+        body.append(why)
     return Verdict(case.id, False, "\n".join([head] + body), mistake,
                    details={"error": (f"{name}: " if name else "") + text[-4000:]})
 
@@ -396,11 +401,12 @@ def build_verdict(case, build, source=""):
     (grader.core.gpu_compile.Build), whatever the interpreter would make of it."""
     from grader.core import gpu_compile
 
-    text = f"does not build for {build.target} (the course's GPU): {build.message}"
+    text = (f"does not build for {build.target} (the course's GPU), so no case runs: the "
+            "interpreter would accept it, the GPU would not")
     where = gpu_compile.where(build, source)
     if where:
         text += f"\n{where}"
-    text += "\nno case runs: the interpreter would accept it, the GPU would not"
+    text += f"\nthe compiler's own words: {build.message}"  # detail, last but for a named cause
     mistake, why = _named_build_error(build.message)
     return Verdict(case.id, False, text + (f"\n{why}" if why else ""), mistake,
                    details={"error": build.message})

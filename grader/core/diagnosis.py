@@ -1,10 +1,10 @@
 """Name the likely mistake behind a failing submission: ``explain``, which is pure.
 
-``explain(findings, verdicts, cases)`` weighs the arrangement's findings
-(grader.core.layout.inspect_arrangement, which runs the student's code) against which
-cases failed, and returns a short, ordered list of hints. The two are kept apart so the
-batch grader can inspect next to the student code and explain in a process that never
-imports it.
+``explain(findings, verdicts, cases)`` weighs the findings on the file's own lines
+(grader.core.source_mistakes) and on its arrangement (grader.core.layout.inspect_arrangement,
+which runs the student's code) against which cases failed, and returns a short, ordered
+list of hints. The two are kept apart so the batch grader can inspect next to the student
+code and explain in a process that never imports it.
 
 A hint is only worth giving when it is right, so it stays quiet when the evidence is thin:
 a pattern of failures that fits no known mistake yields no hint.
@@ -88,6 +88,9 @@ def explain(findings, verdicts, cases, tiles=None, reveal=False):
     for key in mistakes.found_by(mistakes.OUTPUT):
         if key == "grid_mismatch" and _explained_by_findings(hints):
             continue  # the arrangement's findings already say which level is off
+        if key == "build_error" and any(found in hints
+                                        for found in mistakes.found_by(mistakes.SOURCE)):
+            continue  # a line of the file says why; the stack's words add nothing to it
         if key in named:
             cases_named = [case for case, _ in named[key]]
             # Only a case the student may see is quoted: a hidden case's message holds its shape.
@@ -96,9 +99,9 @@ def explain(findings, verdicts, cases, tiles=None, reveal=False):
             if not shown:
                 add(key, [f"{_count(cases_named)} failed this way (hidden cases, not quoted)"])
                 continue
-            # A recognised partial sum states its evidence on the message's last line.
-            line = shown[0].splitlines()[-1] if mistakes.MISTAKES[key].evidence_on_last_line \
-                else _first_line(shown[0])
+            # A recognised partial sum, or the stack's own error, is the message's last line.
+            line = (shown[0].splitlines() or [""])[-1] \
+                if mistakes.MISTAKES[key].evidence_on_last_line else _first_line(shown[0])
             add(key, [f"{_count(cases_named)} failed with: {line}"])
 
     # 5. The shape of the failures, for mismatches the checks could not name.
@@ -112,7 +115,8 @@ def explain(findings, verdicts, cases, tiles=None, reveal=False):
 
 
 def _explained_by_findings(hints):
-    return any(key in hints for key in mistakes.found_by(mistakes.LAYOUT))
+    return any(key in hints for key in
+               mistakes.found_by(mistakes.SOURCE) + mistakes.found_by(mistakes.LAYOUT))
 
 
 def _verdict_fields(verdict):

@@ -184,6 +184,9 @@ def _judge_levels(levels):
             return []
         per_shape.append((shape, _observe(shape, at)))
 
+    untiled = _k_untiled_findings(per_shape)
+    if untiled:
+        return untiled  # no K sequence: the other checks would only echo it
     findings = []
     findings += _output_grid_findings(per_shape)
     for role in ("lhs", "rhs"):
@@ -195,8 +198,9 @@ def _judge_levels(levels):
         findings += tiles
         if tiles:
             continue  # a wrong tile shape also skews the outer shape; say it once
-        findings += _outer_findings(role, per_shape)
-        findings += _k_length_findings(role, per_shape)
+        sequence = _k_sequence_findings(role, per_shape)
+        findings += sequence or (_outer_findings(role, per_shape)
+                                 + _k_length_findings(role, per_shape))
     return _dedupe(findings)
 
 
@@ -232,6 +236,55 @@ def _observe(shape, at):
     else:
         obs["bk"] = None
     return obs
+
+
+# What each operand is tiled and grouped by, as the hints write it.
+_TILING = {"lhs": "lhs.tile((BLOCK_SIZE_M, BLOCK_SIZE_K)).tile((1, -1))",
+           "rhs": "rhs.tile((BLOCK_SIZE_K, BLOCK_SIZE_N)).tile((-1, 1))"}
+
+
+def _k_untiled_findings(per_shape):
+    """An operand whose innermost level holds all of K at every size: tiled with -1 (or K
+    itself) along K, it has no sequence of K tiles, and NineToothed cannot build a tile
+    whose size is no block size (it fails inside, on a Symbol's upper_bound)."""
+    findings = []
+    for role in ("lhs", "rhs"):
+        if all(shape[2] in obs[role]["levels"][-1] for shape, obs in per_shape):
+            shape, obs = per_shape[0]
+            findings.append({"mistake": "k_untiled",
+                             "message": f"{role}'s tiles are {tuple(obs[role]['levels'][-1])} "
+                                        f"at {_where(shape)}: each holds all of K, so there "
+                                        f"are no K tiles to loop over; tile K by BLOCK_SIZE_K "
+                                        f"and group the K tiles, `{_TILING[role]}`"})
+    return findings
+
+
+def _k_sequence_findings(role, per_shape):
+    """A K sequence of length 1 at every size, where K needs several tiles: the squeeze took
+    out the K tiles (the grid is right), or the tiles were grouped along the other axis."""
+    short = [(shape, obs) for shape, obs in per_shape
+             if obs[role]["bk"] and ceil_div(shape[2], obs[role]["bk"]) > 1]
+    if not short or any(obs[role]["middle"] != (1,) for _, obs in per_shape):
+        return []
+    shape, obs = short[0]
+    need = ceil_div(shape[2], obs[role]["bk"])
+    outer = tuple(obs[role]["levels"][0])
+    if all(tuple(o[role]["levels"][0]) == o["grid"] for _, o in per_shape):
+        right = 0 if role == "lhs" else 1
+        return [{"mistake": "squeeze_axis",
+                 "message": f"{role}'s K sequence has length 1 at every size, where "
+                            f"ceil(K/{obs[role]['bk']}) = {need} at {_where(shape)}: the squeeze "
+                            f"took out the K tiles; squeeze the length-1 dimension, "
+                            f"`{role}_arranged.dtype.squeeze({right})`"}]
+    own = 0 if role == "lhs" else 1
+    if all(o[role]["levels"][0][own] == 1 for _, o in per_shape) and any(
+            o["grid"][own] > 1 for _, o in per_shape):
+        return [{"mistake": "group_axis",
+                 "message": f"{role}'s outer shape is {outer} where the output grid is "
+                            f"{obs['grid']}, and its K sequence has length 1 where ceil(K/"
+                            f"{obs[role]['bk']}) = {need} ({_where(shape)}): its tiles are "
+                            f"grouped along the other axis; `{_TILING[role]}`"}]
+    return []
 
 
 def _output_grid_findings(per_shape):

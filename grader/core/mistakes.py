@@ -13,10 +13,11 @@ import dataclasses
 
 # Where the evidence for a mistake comes from; explain() reads them in this order.
 FILE = "file"  # the file cannot run at all (grader.core.loading, checks.error_verdict)
+SOURCE = "source"  # a line of the file itself, read with ast (grader.core.source_mistakes)
 LAYOUT = "layout"  # the arranged tensors' levels (grader.core.layout.inspect_arrangement)
 OUTPUT = "output"  # one case's verdict names it (grader.core.checks: output, error or build)
 PATTERN = "pattern"  # which cases fail (diagnosis._patterns), or the cases that target it
-SOURCES = (FILE, LAYOUT, OUTPUT, PATTERN)
+SOURCES = (FILE, SOURCE, LAYOUT, OUTPUT, PATTERN)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,7 +161,7 @@ MISTAKES = {
             "累加器要用 float32 创建（`ntl.zeros(..., dtype=ntl.float32)`），循环内也保持 "
             "float32：ntl.dot 的结果是 float32，若累加器是 float16，Triton 编译器会拒绝；若在 "
             "float16 中求和，长 K 上的小项会被舍掉。只在写回时再转成 float16。",
-            found_by=(OUTPUT,),
+            found_by=(SOURCE, OUTPUT),
             evidence_on_last_line=True,
         ),
         Mistake(
@@ -210,11 +211,14 @@ MISTAKES = {
         Mistake(
             "unwritten_output",
             "some output elements are never written",
-            "Part of the output keeps whatever memory held before: every (i, j) output tile must "
-            "be covered by exactly one program and assigned with `output = accumulator`.",
-            "输出有一部分从未被写入，保留着内存里原来的值：每个输出块都必须由一个程序负责，"
-            "并用 `output = accumulator` 写回。",
-            found_by=(OUTPUT,),
+            "Part of the output is never written. NineToothed writes an output tile only where "
+            "application() assigns it: end application() with `output = accumulator` (a "
+            "`return accumulator` is ignored), and let exactly one program cover every (i, j) "
+            "output tile.",
+            "输出有一部分从未被写入。NineToothed 只在 application() 给 output 赋值的地方写回输出块："
+            "application() 最后要写 `output = accumulator`（`return accumulator` 会被忽略），"
+            "并且每个输出块 (i, j) 都要恰好由一个程序负责。",
+            found_by=(SOURCE, OUTPUT),
         ),
         Mistake(
             "nondeterministic",
@@ -247,13 +251,120 @@ MISTAKES = {
             found_by=(LAYOUT, OUTPUT),
         ),
         Mistake(
+            "arrangement_return",
+            "arrangement() does not return its three tensors in order",
+            "arrangement() must return a tuple of exactly three arranged tensors, in the order "
+            "of its parameters: `return lhs_arranged, rhs_arranged, output_arranged`. "
+            "NineToothed hands them to application(lhs, rhs, output) by position: a list, a "
+            "dict, two tensors or another order do not build, or pair the wrong tensors.",
+            "arrangement() 必须返回恰好三个排布后的张量组成的元组，顺序与参数一致："
+            "`return lhs_arranged, rhs_arranged, output_arranged`。NineToothed 按位置把它们交给 "
+            "application(lhs, rhs, output)：返回列表、字典、两个张量或别的顺序，要么无法构建，"
+            "要么配错张量。",
+            found_by=(SOURCE,),
+        ),
+        Mistake(
+            "k_untiled",
+            "lhs or rhs is not tiled along K",
+            "Each program walks K one tile at a time: tile lhs by (BLOCK_SIZE_M, BLOCK_SIZE_K) "
+            "and rhs by (BLOCK_SIZE_K, BLOCK_SIZE_N), then group the K tiles, `.tile((1, -1))` "
+            "for lhs and `.tile((-1, 1))` for rhs. A -1 in the first tile() puts all of K in "
+            "one tile, whose size is no block size, and NineToothed cannot build it.",
+            "每个程序按块遍历 K：lhs 按 (BLOCK_SIZE_M, BLOCK_SIZE_K) 分块，rhs 按 "
+            "(BLOCK_SIZE_K, BLOCK_SIZE_N) 分块，再把 K 方向的块分组：lhs 用 `.tile((1, -1))`，"
+            "rhs 用 `.tile((-1, 1))`。第一次 tile() 里写 -1 会把整个 K 放进一个块，它的大小不是"
+            "分块大小，NineToothed 无法构建。",
+            found_by=(LAYOUT,),
+        ),
+        Mistake(
+            "group_axis",
+            "the K tiles are grouped along the wrong axis",
+            "lhs groups each row of its tiles, `.tile((1, -1))`, so that a program gets every K "
+            "tile of its M block; rhs groups each column, `.tile((-1, 1))`. Grouped the other "
+            "way, a program gets a column of lhs tiles (or a row of rhs tiles), and the grid "
+            "no longer matches the output's.",
+            "lhs 要把每一行块分成一组，`.tile((1, -1))`，这样每个程序拿到它那个 M 块的全部 K 块；"
+            "rhs 要把每一列分成一组，`.tile((-1, 1))`。分组方向反了，程序拿到的是 lhs 的一列块"
+            "（或 rhs 的一行块），网格也与输出对不上。",
+            found_by=(LAYOUT,),
+        ),
+        Mistake(
+            "squeeze_axis",
+            "the squeeze removes the K tiles",
+            "After grouping, each program's lhs is (1, number of K tiles) and rhs (number of K "
+            "tiles, 1): squeeze the length-1 dimension, squeeze(0) for lhs and squeeze(1) for "
+            "rhs. Squeezing the other one leaves a single K tile, so only a K that fits in "
+            "one tile comes out right.",
+            "分组之后，每个程序的 lhs 形状是 (1, K 块数)，rhs 是 (K 块数, 1)：要去掉长度为 1 的"
+            "那一维，lhs 用 squeeze(0)，rhs 用 squeeze(1)。去掉另一维只会剩下一个 K 块，于是只有 "
+            "K 不超过一个块时结果才对。",
+            found_by=(LAYOUT,),
+        ),
+        Mistake(
+            "k_loop_bound",
+            "the loop over k has the wrong bound",
+            "Inside application(), lhs and rhs are 1-D sequences of K tiles (after the "
+            "squeeze): loop `for k in range(lhs.shape[0])`. They have no shape[1], so the "
+            "kernel does not build.",
+            "在 application() 里，lhs 和 rhs 是一维的 K 块序列（squeeze 之后）：循环写 "
+            "`for k in range(lhs.shape[0])`。它们没有 shape[1]，kernel 因此无法构建。",
+            found_by=(SOURCE,),
+        ),
+        Mistake(
+            "k_steps",
+            "ntl.dot does not get the k-th tiles",
+            "lhs and rhs are sequences of K tiles: loop `for k in range(lhs.shape[0])` and "
+            "multiply the k-th tile of each, `ntl.dot(lhs[k], rhs[k])`. A fixed index "
+            "(lhs[0]), no loop, or the whole sequence (`ntl.dot(lhs, rhs)`) multiplies the "
+            "wrong tiles.",
+            "lhs 和 rhs 是 K 块的序列：循环 `for k in range(lhs.shape[0])`，每一步把两者的第 k "
+            "块相乘：`ntl.dot(lhs[k], rhs[k])`。固定下标（lhs[0]）、没有循环，或者把整个序列传给 "
+            "ntl.dot（`ntl.dot(lhs, rhs)`），乘的都是错误的块。",
+            found_by=(SOURCE,),
+        ),
+        Mistake(
+            "matmul_operator",
+            "Python's @ between tiles",
+            "application() becomes a Triton kernel, and Triton does not compile `@` between "
+            "tiles: multiply with `ntl.dot(lhs[k], rhs[k])`.",
+            "application() 会变成 Triton kernel，Triton 不支持块之间的 `@` 运算：请用 "
+            "`ntl.dot(lhs[k], rhs[k])` 相乘。",
+            found_by=(SOURCE,),
+        ),
+        Mistake(
+            "torch_in_kernel",
+            "torch used inside application()",
+            "application() becomes a Triton kernel that runs on the GPU, where torch does not "
+            "exist (and the batch grader flags a file that uses it there). Use ntl: ntl.zeros "
+            "for the accumulator, ntl.dot for the products.",
+            "application() 会变成在 GPU 上运行的 Triton kernel，那里没有 torch（批量评分器也会"
+            "标记在其中使用 torch 的文件）。请用 ntl：累加器用 ntl.zeros，乘积用 ntl.dot。",
+            found_by=(SOURCE,),
+        ),
+        Mistake(
+            "accumulator_shape",
+            "the accumulator is not the output tile's shape",
+            "The accumulator holds one output tile: create it as "
+            "`ntl.zeros(output.shape, dtype=ntl.float32)`. lhs.shape and rhs.shape are the "
+            "lengths of the K sequences, and a shape with BLOCK_SIZE_K is a tile of lhs or "
+            "rhs, not of the output.",
+            "累加器保存的是一个输出块：应写 `ntl.zeros(output.shape, dtype=ntl.float32)`。"
+            "lhs.shape 和 rhs.shape 是 K 序列的长度；含 BLOCK_SIZE_K 的形状是 lhs 或 rhs 的块，"
+            "不是输出块。",
+            found_by=(SOURCE,),
+        ),
+        Mistake(
             "build_error",
             "the kernel does not build or launch",
-            "NineToothed could not build or launch the kernel; the error below says where. "
-            "Check that ntl.dot gets 2-D tiles whose inner sizes match.",
-            "NineToothed 无法构建或启动 kernel，下面的报错指出了位置。请检查 ntl.dot 的两个输入"
-            "是否都是二维块、内侧维度是否一致。",
+            "NineToothed or Triton could not build or launch the kernel; their own error is "
+            "kept below as detail, its last lines pointing at the failing line. Where no other "
+            "hint names the cause, look for ntl.dot given tiles that are not 2-D or whose inner "
+            "sizes differ, or Python that Triton does not compile inside application().",
+            "NineToothed 或 Triton 无法构建或启动 kernel；它们自己的报错作为细节附在下面，最后几行"
+            "指向出错的位置。如果没有别的提示指出原因，请检查传给 ntl.dot 的块是否都是二维的、内侧"
+            "维度是否一致，以及 application() 里是否用了 Triton 不支持的 Python 写法。",
             found_by=(OUTPUT,),
+            evidence_on_last_line=True,
         ),
     ]
 }

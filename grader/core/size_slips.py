@@ -49,7 +49,7 @@ def _recording_calls(filename):
 QUOTE_LIMIT = 120  # characters of the student's line quoted
 
 
-def _quoted(line):
+def quoted(line):
     """The student's line as it may stand between backticks in feedback.md: its own
     backticks (a comment's, an assert message's) would close the code span and let the rest
     of the line be read as markdown or HTML, so they become quotes; a long line is cut."""
@@ -88,7 +88,7 @@ def _size_slips(module, levels):
     for method, line, argument in calls:
         if not isinstance(argument, (tuple, list)):
             continue
-        code = _quoted(linecache.getline(filename, line))
+        code = quoted(linecache.getline(filename, line))
         for position, size in enumerate(argument):
             letter = sizes.get(str(size))
             if letter is None:

@@ -9,7 +9,8 @@ import pathlib
 
 import pytest
 
-from grader.core import cases, checks, diagnosis, execution, gpu_compile, layout
+from grader.core import (cases, checks, diagnosis, execution, gpu_compile, layout,
+                         source_mistakes)
 from grader.core.checks import Verdict
 from grader.core.mistakes import MISTAKES
 
@@ -89,10 +90,13 @@ def record(config, case, verdict):
 
 
 def findings(config):
-    """The symbolic findings for the loaded submission, computed once per session."""
+    """The findings on the loaded submission's lines, then on its arrangement (symbolic),
+    computed once per session."""
     found = getattr(config, "_ntgemm_findings", None)
-    if found is None and getattr(config, "_ntgemm_module", None) is not None:
-        found = config._ntgemm_findings = layout.inspect_arrangement(config._ntgemm_module)
+    module = getattr(config, "_ntgemm_module", None)
+    if found is None and module is not None:
+        found = config._ntgemm_findings = (source_mistakes.inspect_file(module.__file__)
+                                           + layout.inspect_arrangement(module))
     return found or []
 
 
@@ -183,13 +187,36 @@ def summary(terminalreporter, config):
             for line in entry["evidence"]:
                 write(f"   - {line}")
     folder = config.getoption("--pictures", default=None)
-    if folder and module is not None:
+    if folder:
         failing = [case for case, verdict in results.values() if not verdict.passed]
-        drawn = picture(module, failing, pathlib.Path(folder) / "arrangement.png")
+        drawn = picture(module, failing, pathlib.Path(folder) / "arrangement.png") \
+            if module is not None and failing else None
+        write("")
         if drawn is not None:
-            write("")
             write(f"picture of the arrangement: {drawn} (yours above, the expected below)")
             write(f"排布示意图：{drawn}（上面一行是你的排布，下面一行是期望的排布）")
+        else:
+            en, zh = no_picture(module, failing)
+            write(f"no picture of the arrangement: {en}")
+            write(f"没有画排布示意图：{zh}")
+
+
+def no_picture(module, failing):
+    """Why ``--pictures`` drew nothing, in English and Chinese: a silent option reads as
+    a broken one."""
+    if module is None:
+        return ("the file did not load, so there is no arrangement to draw",
+                "文件无法加载，没有可画的排布")
+    if not failing:
+        return "every case passed", "所有用例都通过了"
+    if layout.arranged_levels_or_none(module) is None:
+        return ("arrangement() fails on symbolic tensors, so no program's tiles can be "
+                "worked out (the likely causes above say why)",
+                "arrangement() 在符号张量上运行失败，无法算出程序拿到的块（原因见上面的可能原因）")
+    return ("at the failing cases' shapes every program checked gets the tiles it should: "
+            "the arrangement looks right, so look at application()",
+            "在失败用例的形状下，检查过的每个程序拿到的块都是对的：排布看起来没有问题，"
+            "请检查 application()")
 
 
 def picture(module, failing, path):

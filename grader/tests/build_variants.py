@@ -14,10 +14,12 @@ OUTPUT_TILE = "output.tile((block_size_m, block_size_n))"
 LHS_EXPAND = "lhs_arranged.expand((-1, grid_n))"
 RHS_EXPAND = "rhs_arranged.expand((grid_m, -1))"
 LHS_SQUEEZE = "    lhs_arranged.dtype = lhs_arranged.dtype.squeeze(0)\n"
+RHS_SQUEEZE = "    rhs_arranged.dtype = rhs_arranged.dtype.squeeze(1)\n"
 ZEROS = "accumulator = ntl.zeros(output.shape, dtype=ntl.float32)"
 LOOP = "for k in range(lhs.shape[0]):"
 DOT = "accumulator += ntl.dot(lhs[k], rhs[k])"
 STORE = "    output = accumulator  # noqa: F841 (NineToothed turns this into the store)\n"
+ARRANGED = "return lhs_arranged, rhs_arranged, output_arranged"
 RETURN = "    _kernel()(lhs, rhs, output)\n    return output\n"
 BLOCKS = "BLOCK_SIZE_M = 64\n    BLOCK_SIZE_N = 64\n    BLOCK_SIZE_K = 64"
 
@@ -73,6 +75,12 @@ CORRECT = {
           "    # lhs keeps its (1, K tiles) level, so index around the length-1 dimension.\n"
           "    for k in range(lhs.shape[1]):\n"
           "        accumulator += ntl.dot(lhs[0, k], rhs[k])\n"))),
+    "store_in_loop": Variant("the output assigned inside the loop over k: every step stores "
+                             "the running sum, the last one the whole",
+                             ((f"{DOT}\n{STORE}", f"{DOT}\n    {STORE}"),)),
+    "cast_on_store": Variant("the accumulator cast to float16 where it is assigned to output",
+                             ((STORE,
+                               "    output = accumulator.to(ntl.float16)  # noqa: F841\n"),)),
 }
 
 # Common mistakes; what each must fail and which hint names it is in the tests that
@@ -161,7 +169,65 @@ MISTAKES = {
                                  (_blocks(128, 128, 128),)),
 }
 
-VARIANTS = {**CORRECT, **MISTAKES}
+# The first hour's mistakes, each named from its line (grader.core.source_mistakes) or from
+# the arranged levels (grader.core.layout); which key names each, test_first_mistakes.py says.
+FIRST_MISTAKES = {
+    "returns_accumulator": Variant("application() returns the accumulator instead of "
+                                   "assigning it to output",
+                                   ((STORE, "    return accumulator\n"),)),
+    "output_never_assigned": Variant("application() never assigns output", ((STORE, ""),)),
+    "lhs_not_tiled_along_k": Variant("lhs tiled (BLOCK_SIZE_M, -1): all of K in one tile",
+                                     ((f"{LHS_TILE}.tile((1, -1))",
+                                       "lhs.tile((block_size_m, -1))"),)),
+    "rhs_not_tiled_along_k": Variant("rhs tiled (-1, BLOCK_SIZE_N): all of K in one tile",
+                                     ((f"{RHS_TILE}.tile((-1, 1))",
+                                       "rhs.tile((-1, block_size_n))"),)),
+    "lhs_squeeze_axis": Variant("lhs's dtype squeezed along 1, which holds its K tiles",
+                                ((LHS_SQUEEZE, LHS_SQUEEZE.replace("squeeze(0)", "squeeze(1)")),)),
+    "rhs_squeeze_axis": Variant("rhs's dtype squeezed along 0, which holds its K tiles",
+                                ((RHS_SQUEEZE, RHS_SQUEEZE.replace("squeeze(1)", "squeeze(0)")),)),
+    "lhs_grouped_by_column": Variant("lhs's tiles grouped by column, .tile((-1, 1))",
+                                     ((f"{LHS_TILE}.tile((1, -1))", f"{LHS_TILE}.tile((-1, 1))"),)),
+    "rhs_grouped_by_row": Variant("rhs's tiles grouped by row, .tile((1, -1))",
+                                  ((f"{RHS_TILE}.tile((-1, 1))", f"{RHS_TILE}.tile((1, -1))"),)),
+    "zeros_without_dtype": Variant("ntl.zeros(output.shape) with no dtype",
+                                   ((ZEROS, "accumulator = ntl.zeros(output.shape)"),)),
+    "zeros_of_output_dtype": Variant("the accumulator made with output's dtype, float16",
+                                     ((ZEROS, "accumulator = ntl.zeros(output.shape, "
+                                              "dtype=output.dtype)"),)),
+    "loop_over_shape_1": Variant("the loop over k runs over range(lhs.shape[1])",
+                                 ((LOOP, "for k in range(lhs.shape[1]):"),)),
+    "dot_rhs_fixed": Variant("ntl.dot(lhs[k], rhs[0])",
+                             ((DOT, "accumulator += ntl.dot(lhs[k], rhs[0])"),)),
+    "dot_lhs_fixed": Variant("ntl.dot(lhs[0], rhs[k])",
+                             ((DOT, "accumulator += ntl.dot(lhs[0], rhs[k])"),)),
+    "dot_without_loop": Variant("one ntl.dot(lhs[0], rhs[0]) and no loop over k",
+                                ((f"    {LOOP}\n        {DOT}\n",
+                                  "    accumulator += ntl.dot(lhs[0], rhs[0])\n"),)),
+    "dot_whole_sequences": Variant("ntl.dot(lhs, rhs): the whole K sequences, not the k-th tiles",
+                                   ((DOT, "accumulator += ntl.dot(lhs, rhs)"),)),
+    "python_matmul": Variant("lhs[k] @ rhs[k] instead of ntl.dot",
+                             ((DOT, "accumulator += lhs[k] @ rhs[k]"),)),
+    "torch_matmul": Variant("torch.matmul inside application()",
+                            ((DOT, "accumulator += torch.matmul(lhs[k], rhs[k])"),)),
+    "accumulator_of_lhs_shape": Variant("the accumulator made with lhs.shape",
+                                        ((ZEROS, ZEROS.replace("output.shape", "lhs.shape")),)),
+    "accumulator_with_block_k": Variant("the accumulator made (BLOCK_SIZE_M, BLOCK_SIZE_K)",
+                                        ((ZEROS, ZEROS.replace(
+                                            "output.shape", "(BLOCK_SIZE_M, BLOCK_SIZE_K)")),)),
+    "returns_two": Variant("arrangement() returns lhs's and rhs's arranged tensors only",
+                           ((ARRANGED, "return lhs_arranged, rhs_arranged"),)),
+    "returns_list": Variant("arrangement() returns a list",
+                            ((ARRANGED, "return [lhs_arranged, rhs_arranged, output_arranged]"),)),
+    "returns_dict": Variant("arrangement() returns a dict",
+                            ((ARRANGED, "return {'lhs': lhs_arranged, 'rhs': rhs_arranged, "
+                                        "'output': output_arranged}"),)),
+    "returns_in_other_order": Variant("arrangement() returns output's arranged tensor first",
+                                      ((ARRANGED, "return output_arranged, lhs_arranged, "
+                                                  "rhs_arranged"),)),
+}
+
+VARIANTS = {**CORRECT, **MISTAKES, **FIRST_MISTAKES}
 
 
 if __name__ == "__main__":

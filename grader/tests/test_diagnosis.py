@@ -3,7 +3,7 @@ explain() as a pure function."""
 
 import types
 
-from grader.core import cases, diagnosis, layout, program_tiles, tile_picture
+from grader.core import cases, checks, diagnosis, layout, program_tiles, tile_picture
 from grader.core.checks import Verdict
 from grader.core.mistakes import MISTAKES
 
@@ -128,7 +128,8 @@ def test_right_tiles_under_mismatched_grids_are_still_drawn():
 
 def test_every_mistaken_layout_of_the_variants_gets_a_picture(tmp_path):
     """Issue 24: each variant whose layout the symbolic checks find off is drawn at a public
-    shape (a dtype left unsqueezed is no layout of tiles, and has no picture to show)."""
+    shape (a dtype left unsqueezed is no layout of tiles, and an arrangement that fails on
+    symbolic tensors has none at all: neither has a picture to show)."""
     from grader.core.loading import load_submission
     from grader.tests.build_variants import VARIANTS
 
@@ -141,11 +142,13 @@ def test_every_mistaken_layout_of_the_variants_gets_a_picture(tmp_path):
             module = load_submission(path)
         except Exception:  # noqa: BLE001 - a placeholder that does not load has no layout
             continue
-        found = set(_keys(layout.inspect_arrangement(module))) - {"missing_squeeze"}
+        found = set(_keys(layout.inspect_arrangement(module))) - {"missing_squeeze",
+                                                                   "build_error"}
         if found:
             assert program_tiles.first_difference(module, public) is not None, (name, found)
             drawn.append(name)
-    assert {"expand_rhs_by_size", "expand_rhs_by_k", "expand_axis"} <= set(drawn)
+    assert {"expand_rhs_by_size", "expand_rhs_by_k", "expand_axis", "lhs_not_tiled_along_k",
+            "lhs_squeeze_axis", "rhs_grouped_by_row"} <= set(drawn)
 
 
 def test_tiles_of_one_cost_the_parent_no_more_drawing_than_usual(tmp_path):
@@ -276,3 +279,16 @@ def test_hints_never_quote_a_hidden_case_message():
     assert str(hidden.k) not in evidence and str(hidden.m) not in evidence
     revealed = diagnosis.explain([], verdicts, [hidden], reveal=True)
     assert str(hidden.k) in " ".join(line for hint in revealed for line in hint["evidence"])
+
+
+def test_a_build_error_leads_with_plain_words_and_keeps_the_stacks_as_detail():
+    """Issue 32: NineToothed's own `'Symbol' object has no attribute 'upper_bound'` was the
+    message a student read first; it stays, last, as the detail the hint quotes."""
+    case = cases.catalogue()[0]
+    error = AttributeError("'Symbol' object has no attribute 'upper_bound'")
+    verdict = checks.error_verdict(case, error)
+    first, last = verdict.message.splitlines()[0], verdict.message.splitlines()[-1]
+    assert verdict.mistake == "build_error" and "upper_bound" not in first, verdict.message
+    assert last == "AttributeError: 'Symbol' object has no attribute 'upper_bound'"
+    hints = diagnosis.explain([], [verdict], [case], reveal=True)
+    assert hints[0]["evidence"] == [f"1 case failed with: {last}"], hints

@@ -121,6 +121,8 @@ CORRECT_VARIANTS = [
     "tiles_128x64x32",
     "other_style",
     "unsqueezed_indexing",
+    "store_in_loop",
+    "cast_on_store",
 ]
 
 
@@ -143,6 +145,8 @@ def test_correct_variants_look_right_symbolically(variant_path):
         "tiles_128x64x32": (128, 64, 32),
         "other_style": (64, 64, 64),
         "unsqueezed_indexing": (64, 64, 64),
+        "store_in_loop": (64, 64, 64),
+        "cast_on_store": (64, 64, 64),
     }
     for name, tiles in expected_tiles.items():
         module = _module(name, variant_path)

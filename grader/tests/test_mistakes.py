@@ -4,18 +4,21 @@ where explain() looks for it, fails here instead of silently losing a hint."""
 
 import ast
 import pathlib
+import re
 
 import pytest
 
 from grader.core import cases, diagnosis, mistakes
 
 CORE = pathlib.Path(diagnosis.__file__).resolve().parent
+DOCS = CORE.parents[1] / "docs"
 
 
 def _reported(module):
     """The mistake keys a module of grader.core writes: ``"mistake": KEY`` in a dict,
-    ``mistake = KEY`` or ``.mistake = KEY``, ``mistake=KEY`` or the fourth argument of
-    ``Verdict(...)``, and the first of what ``_named_build_error`` returns."""
+    ``mistake = KEY`` or ``.mistake = KEY``, ``mistake=KEY``, the fourth argument of
+    ``Verdict(...)``, the first of ``_finding(...)`` and the first of what
+    ``_named_build_error`` returns."""
     tree = ast.parse((CORE / f"{module}.py").read_text(encoding="utf-8"))
     values = []
     for node in ast.walk(tree):
@@ -29,6 +32,8 @@ def _reported(module):
             values.append(node.value)
         elif isinstance(node, ast.Call) and getattr(node.func, "id", "") == "Verdict":
             values += node.args[3:4]
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", "") == "_finding":
+            values += node.args[:1]
         elif isinstance(node, ast.FunctionDef) and node.name == "_named_build_error":
             values += [ret.value.elts[0] for ret in ast.walk(node)
                        if isinstance(ret, ast.Return) and isinstance(ret.value, ast.Tuple)]
@@ -48,6 +53,7 @@ def _patterns():
 
 FOUND_IN = {
     mistakes.FILE: _reported("suite") | _reported("checks"),
+    mistakes.SOURCE: _reported("source_mistakes"),
     mistakes.LAYOUT: _reported("layout") | _reported("size_slips"),
     mistakes.OUTPUT: _reported("checks"),
     mistakes.PATTERN: _patterns() | {case.targets for case in cases.all_fixed_cases()},
@@ -63,7 +69,7 @@ def test_a_declared_mistake_is_reported_where_it_says(key):
 
 
 def test_every_reported_key_is_declared_where_explain_reads_it():
-    for source in (mistakes.FILE, mistakes.LAYOUT, mistakes.OUTPUT):
+    for source in (mistakes.FILE, mistakes.SOURCE, mistakes.LAYOUT, mistakes.OUTPUT):
         assert FOUND_IN[source] <= set(mistakes.MISTAKES), FOUND_IN[source] - set(mistakes.MISTAKES)
     checked = _reported("checks")
     undeclared = {key for key in checked
@@ -77,3 +83,16 @@ def test_a_declared_output_mistake_reaches_the_hints():
         verdict = {"case_id": case.id, "passed": False, "mistake": key, "message": "evidence"}
         hints = diagnosis.explain([], [verdict], [case], reveal=True)
         assert key in [hint["key"] for hint in hints], key
+
+
+def test_the_student_guides_list_the_same_mistakes_and_every_one_named_from_a_line():
+    """The guides' tables of mistakes (section 8), in English and in Chinese, name the same
+    declared keys, among them every mistake the grader names from the student's own lines."""
+    listed = []
+    for guide in ("student-guide.en.md", "student-guide.zh.md"):
+        text = (DOCS / guide).read_text(encoding="utf-8")
+        listed.append(set(re.findall(r"^\|[^|]*[（(]`(\w+)`[）)] \|", text, re.M)))
+    assert listed[0] == listed[1], listed[0] ^ listed[1]
+    assert listed[0] <= set(mistakes.MISTAKES), listed[0] - set(mistakes.MISTAKES)
+    missing = set(mistakes.found_by(mistakes.SOURCE)) - listed[0]
+    assert not missing, f"the guides do not list {missing}"

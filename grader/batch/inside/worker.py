@@ -206,13 +206,15 @@ def _make(module, path, blocks=None):
 
 
 def kernel_run(channel, path, active):
-    from grader.core import cases, gpu_compile, layout, program_tiles  # before the guard's snapshot
+    # before the guard's snapshot
+    from grader.core import cases, gpu_compile, layout, program_tiles, source_mistakes
 
     loaded = _import_kernel(channel, path)
     if loaded is None:
         return
     module, untouched = loaded
-    findings = layout.inspect_arrangement(module)
+    arranged = layout.inspect_arrangement(module)
+    findings = source_mistakes.inspect_file(path) + arranged
     kernel, problem = _make(module, path)
     # Every block size a case may ask for, built before the guard's check like the kernel.
     kernels = {None: (kernel, problem),
@@ -228,7 +230,7 @@ def kernel_run(channel, path, active):
         # the parent fails every case with the build's verdict
         kernels = {blocks: (None, build.message) for blocks in kernels}
     for number, work in enumerate(channel.phases()):
-        if number == 0 and findings:  # the layout is off: what one program gets, to be drawn
+        if number == 0 and arranged:  # the layout is off: what one program gets, to be drawn
             picture = program_tiles.first_difference(module,
                                                      [(job.m, job.n, job.k) for job, _ in work])
             if picture is not None:

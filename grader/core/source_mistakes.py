@@ -1,0 +1,276 @@
+"""First-hour mistakes read from the submission's own source, each named with its line.
+
+Some mistakes leave the arrangement's layout right and are plain on one line of the file:
+``return accumulator`` where ``output = accumulator`` belongs, ``ntl.zeros`` without a
+float32 dtype, ``ntl.dot(lhs[k], rhs[0])``. What the kernel does with them says little (it
+computes zeros, or Triton fails deep inside its compiler), so ``inspect_source(source)``
+reads them with ``ast`` before anything compiles. Nothing of the file runs, so the pytest
+grader and the batch grader's worker call it alike; the batch's rebuilt file keeps the
+student's line numbers (grader.core.kernel_source). It never raises.
+"""
+
+import ast
+
+from grader.core.kernel_allowlist import dotted_name
+from grader.core.size_slips import quoted
+
+
+def inspect_file(path):
+    """``inspect_source`` of the file at ``path``; [] when it cannot be read."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return inspect_source(handle.read())
+    except (OSError, TypeError):
+        return []
+
+
+def inspect_source(source):
+    """Findings ``{"mistake": key, "message": "line N: ..."}``, in line order."""
+    try:
+        tree = ast.parse(source)
+        functions = {node.name: node for node in tree.body
+                     if isinstance(node, ast.FunctionDef)}
+        findings = []
+        if "arrangement" in functions:
+            findings += _arrangement_return(functions["arrangement"])
+        if "application" in functions:
+            findings += _application(functions["application"], _torch_names(tree))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []  # loading the file says why it cannot run, or it nests past any reading
+    return [finding for _, finding in sorted(findings, key=lambda pair: pair[0])]
+
+
+def _finding(key, node, text):
+    """(its line, the finding), so that the findings can be put in line order."""
+    return node.lineno, {"mistake": key, "message": f"line {node.lineno}: {text}"}
+
+
+def _code(node):
+    return f"`{quoted(ast.unparse(node))}`"
+
+
+def _names(names):
+    return ", ".join(f"`{name}`" for name in names)
+
+
+def _parameters(function):
+    return [argument.arg for argument in function.args.args]
+
+
+def _torch_names(tree):
+    """``torch`` and what the file imports it as: the batch's rebuilt file drops the import."""
+    names = {"torch"}
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            names |= {alias.asname or alias.name.split(".")[0] for alias in node.names
+                      if alias.name.split(".")[0] == "torch"}
+    return names
+
+
+# -- arrangement()
+
+
+def _arrangement_return(function):
+    """A return that is not the tuple (lhs's, rhs's, output's) arranged tensor, in that
+    order: NineToothed pairs them with application()'s parameters by position."""
+    parameters = _parameters(function)[:3]
+    findings = []
+    for node in ast.walk(function):
+        if not isinstance(node, ast.Return) or node.value is None:
+            continue
+        value = node.value
+        if isinstance(value, (ast.List, ast.Dict, ast.Set)):
+            kind = type(value).__name__.lower()
+            findings.append(_finding("arrangement_return", node,
+                                     f"arrangement() returns a {kind}, {_code(value)}; NineToothed "
+                                     "needs a tuple: `return lhs_arranged, rhs_arranged, "
+                                     "output_arranged`"))
+        elif isinstance(value, ast.Tuple) and len(value.elts) != 3:
+            findings.append(_finding("arrangement_return", node,
+                                     f"arrangement() returns {len(value.elts)} tensors, "
+                                     f"{_code(value)}; it must return three, one per parameter "
+                                     "of application(): lhs's, rhs's and output's arranged "
+                                     "tensor"))
+        elif isinstance(value, ast.Tuple) and len(parameters) == 3:
+            sources = [_source_parameter(function, element, parameters)
+                       for element in value.elts]
+            if sorted(sources, key=str) == sorted(parameters) and sources != parameters:
+                findings.append(_finding("arrangement_return", node,
+                                         f"arrangement() returns the arranged {_names(sources)} "
+                                         f"in that order; return them as its parameters come, "
+                                         f"{_names(parameters)}: NineToothed hands them to "
+                                         "application() by position"))
+    return findings
+
+
+def _source_parameter(function, node, parameters, depth=0):
+    """The parameter an arranged tensor is made from (``lhs`` for
+    ``lhs.tile(...).tile(...)``, or a name assigned from it earlier), else None."""
+    if depth > 50:
+        return None
+    if isinstance(node, ast.Name):
+        if node.id in parameters and not _assignments_before(function, node):
+            return node.id
+        earlier = _assignments_before(function, node)
+        return _source_parameter(function, earlier[-1], parameters, depth + 1) if earlier else None
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        return _source_parameter(function, node.func.value, parameters, depth + 1)
+    if isinstance(node, (ast.Attribute, ast.Subscript)):
+        return _source_parameter(function, node.value, parameters, depth + 1)
+    return None
+
+
+def _assignments_before(function, name):
+    """The values assigned to ``name``'s variable on lines before it, in line order."""
+    values = []
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign) and node.lineno < name.lineno:
+            if any(isinstance(target, ast.Name) and target.id == name.id
+                   for target in node.targets):
+                values.append((node.lineno, node.value))
+    return [value for _, value in sorted(values, key=lambda pair: pair[0])]
+
+
+# -- application()
+
+
+def _application(function, torch_names):
+    parameters = _parameters(function)
+    if len(parameters) != 3:
+        return []
+    lhs, rhs, output = parameters
+    findings = _output_written(function, output)
+    findings += _loops(function, (lhs, rhs))
+    for node in ast.walk(function):
+        if isinstance(node, ast.Call) and _called(node) == "zeros" \
+                and (dotted_name(node.func) or "").split(".")[0] not in torch_names:
+            findings += _accumulator(node, lhs, rhs)
+        elif isinstance(node, (ast.BinOp, ast.AugAssign)) and isinstance(node.op, ast.MatMult):
+            findings.append(_finding("matmul_operator", node,
+                                     f"{_code(node)} uses Python's `@`, which Triton does not "
+                                     "compile for tiles: write `ntl.dot(lhs[k], rhs[k])`"))
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                and node.value.id in torch_names:
+            findings.append(_finding("torch_in_kernel", node,
+                                     f"application() calls {_code(node)}: application() "
+                                     "becomes a Triton kernel, where torch does not exist; use "
+                                     "ntl (ntl.dot, ntl.zeros)"))
+    return findings
+
+
+def _called(call):
+    name = dotted_name(call.func) or ""
+    return name.rpartition(".")[2]
+
+
+def _output_written(function, output):
+    returns = [node for node in ast.walk(function)
+               if isinstance(node, ast.Return) and node.value is not None]
+    if returns:
+        value = quoted(ast.unparse(returns[0].value))
+        return [_finding("unwritten_output", returns[0],
+                         f"application() returns its result; NineToothed ignores a return "
+                         f"value: assign it instead, `{output} = {value}`")]
+    assigned = any(isinstance(node, ast.Name) and node.id == output
+                   and isinstance(node.ctx, ast.Store) for node in ast.walk(function))
+    if assigned or any(isinstance(node, ast.Raise) for node in ast.walk(function)):
+        return []  # a placeholder's raise says itself what is missing
+    return [_finding("unwritten_output", function,
+                     f"application() never assigns `{output}`: NineToothed writes the output "
+                     f"tile only where application() assigns it, `{output} = accumulator`")]
+
+
+def _accumulator(call, lhs, rhs):
+    """``ntl.zeros`` with no dtype or another than float32, or not of the output's shape."""
+    findings = []
+    dtype = next((keyword.value for keyword in call.keywords if keyword.arg == "dtype"),
+                 call.args[1] if len(call.args) > 1 else None)
+    if dtype is None:
+        findings.append(_finding("accumulator_dtype", call,
+                                 f"{_code(call)} is given no dtype: create the accumulator as "
+                                 "float32, `ntl.zeros(output.shape, dtype=ntl.float32)`"))
+    elif (dotted_name(dtype) or "").rpartition(".")[2] != "float32":
+        findings.append(_finding("accumulator_dtype", call,
+                                 f"the accumulator is created as {_code(dtype)}, not float32: "
+                                 "`ntl.zeros(output.shape, dtype=ntl.float32)`"))
+    shape = next((keyword.value for keyword in call.keywords if keyword.arg == "shape"),
+                 call.args[0] if call.args else None)
+    if isinstance(shape, ast.Attribute) and shape.attr == "shape" \
+            and isinstance(shape.value, ast.Name) and shape.value.id in (lhs, rhs):
+        findings.append(_finding("accumulator_shape", call,
+                                 f"the accumulator takes {_code(shape)}, the shape of the "
+                                 f"sequence of K tiles `{shape.value.id}` is; it must have the "
+                                 "output tile's shape, `output.shape`"))
+    elif isinstance(shape, (ast.Tuple, ast.List)) and any(
+            isinstance(node, ast.Name) and node.id.upper() == "BLOCK_SIZE_K"
+            for node in ast.walk(shape)):
+        findings.append(_finding("accumulator_shape", call,
+                                 f"the accumulator's shape {_code(shape)} holds BLOCK_SIZE_K; "
+                                 "the output tile is (BLOCK_SIZE_M, BLOCK_SIZE_N): take "
+                                 "`output.shape`"))
+    return findings
+
+
+def _loops(function, operands):
+    """ntl.dot given other than the k-th tile of each operand, and loops over the K tiles
+    bounded by another dimension than the sequence's own."""
+    findings = []
+
+    def visit(node, loop_names):
+        if isinstance(node, ast.For):
+            findings.extend(_loop_bound(node, operands))
+            names = {name.id for name in ast.walk(node.target) if isinstance(name, ast.Name)}
+            loop_names = loop_names | names
+        if isinstance(node, ast.Call) and _called(node) == "dot":
+            findings.extend(_dot_operands(node, operands, loop_names))
+        for child in ast.iter_child_nodes(node):
+            visit(child, loop_names)
+
+    for statement in function.body:
+        visit(statement, frozenset())
+    return findings
+
+
+def _dot_operands(call, operands, loop_names):
+    for argument in call.args[:2]:
+        if isinstance(argument, ast.Name) and argument.id in operands:
+            return [_finding("k_steps", call,
+                             f"{_code(call)} gets `{argument.id}` itself, the whole sequence of "
+                             f"K tiles: give it one tile, `{argument.id}[k]`, in a loop over k")]
+        if isinstance(argument, ast.Subscript) and isinstance(argument.value, ast.Name) \
+                and argument.value.id in operands:
+            used = {node.id for node in ast.walk(argument.slice) if isinstance(node, ast.Name)}
+            if not loop_names:
+                return [_finding("k_steps", call,
+                                 f"{_code(call)} is not inside a loop over the K tiles: only one "
+                                 "K tile is multiplied; sum `ntl.dot(lhs[k], rhs[k])` over "
+                                 "`for k in range(lhs.shape[0])`")]
+            if not used & loop_names:
+                return [_finding("k_steps", call,
+                                 f"{_code(call)} takes {_code(argument)} at every step of the "
+                                 "loop: index both operands with the loop's k, "
+                                 "`ntl.dot(lhs[k], rhs[k])`")]
+    return []
+
+
+def _loop_bound(loop, operands):
+    """``for k in range(lhs.shape[1])`` while the body takes ``lhs[k]``: lhs is the 1-D
+    sequence of K tiles, whose length is lhs.shape[0]."""
+    call = loop.iter
+    if not (isinstance(call, ast.Call) and dotted_name(call.func) == "range" and call.args):
+        return []
+    bound = call.args[-1] if len(call.args) == 1 else call.args[1]
+    if not (isinstance(bound, ast.Subscript) and isinstance(bound.value, ast.Attribute)
+            and bound.value.attr == "shape" and isinstance(bound.value.value, ast.Name)
+            and bound.value.value.id in operands and isinstance(bound.slice, ast.Constant)
+            and bound.slice.value != 0):
+        return []
+    operand = bound.value.value.id
+    single = any(isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)
+                 and node.value.id == operand and not isinstance(node.slice, ast.Tuple)
+                 for statement in loop.body for node in ast.walk(statement))
+    if not single:
+        return []  # indexed around a kept length-1 dimension, as lhs[0, k]: that can be right
+    return [_finding("k_loop_bound", loop,
+                     f"the loop runs over {_code(call)}, but `{operand}` is the 1-D sequence of K "
+                     f"tiles (indexed `{operand}[k]`): its length is `{operand}.shape[0]`")]
