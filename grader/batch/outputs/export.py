@@ -16,7 +16,9 @@ looks like a formula stays text (a gradebook cell already quoted is kept as it i
   command names them.
 * ``moodle``: the columns of Moodle's offline grading worksheet: Identifier
   ("Participant <id>", the id from Moodle's download names), Full name, Status,
-  Grade, Maximum Grade, Feedback comments.
+  Grade, Maximum Grade, Feedback comments: one line the student reads beside the grade, the
+  status, the score and the gradebook's ``message`` (why, which names a hidden case only
+  by its name), else its flags.
 
 Canvas and Moodle refuse a gradebook holding an id that another LMS gave (its ``lms``
 column, read from the download names by grader.batch.names.lms_of): a Canvas user id
@@ -59,8 +61,10 @@ def moodle(book, assignment):
         "Identifier": ["Participant " + lms if lms else "" for lms in book["lms_id"]],
         "Full name": book["student"], "Status": book["status"], "Grade": book["score"],
         "Maximum Grade": book["max_score"],
-        "Feedback comments": [f"ntgemm: {status}" + (f"; {flags}" if flags else "")
-                              for status, flags in zip(book["status"], book["flags"])]})
+        "Feedback comments": [
+            f"ntgemm: {row.status}, {row.score:g} of {row.max_score:g}"
+            + (f"; {row.message or row.flags}" if row.message or row.flags else "")
+            for row in book.itertuples()]})
 
 
 def _check_overrides(out_dir):
