@@ -61,10 +61,11 @@ def moodle(book, assignment):
         "Identifier": ["Participant " + lms if lms else "" for lms in book["lms_id"]],
         "Full name": book["student"], "Status": book["status"], "Grade": book["score"],
         "Maximum Grade": book["max_score"],
-        "Feedback comments": [
-            f"ntgemm: {row.status}, {row.score:g} of {row.max_score:g}"
-            + (f"; {row.message or row.flags}" if row.message or row.flags else "")
-            for row in book.itertuples()]})
+        "Feedback comments": [  # an older gradebook has no message column
+            f"ntgemm: {status}, {score:g} of {top:g}" + (f"; {why or flags}" if why or flags else "")
+            for status, score, top, why, flags in zip(
+                book["status"], book["score"], book["max_score"],
+                book.get("message", [""] * len(book)), book["flags"])]})
 
 
 def _check_overrides(out_dir):
