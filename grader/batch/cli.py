@@ -10,6 +10,7 @@
     python -m grader share OUT_DIR --out DIR
     python -m grader gradescope --out DIR [--seed N | --seed-file PATH]
     python -m grader export OUT_DIR --format canvas|moodle|csv --out FILE
+    python -m grader export OUT_DIR --format canvas-feedback|moodle-feedback --out FILE.zip
     python -m grader constraints OUT_DIR --out FILE
 
 Exit status: 0 when every submission got a verdict, whatever the scores; 1 when
@@ -273,15 +274,21 @@ def build_parser():
     gradescope.add_argument("--cases", default="", help=argparse.SUPPRESS)  # tests only
 
     export = commands.add_parser(
-        "export", help="write a gradebook for Canvas, Moodle or a spreadsheet",
+        "export", help="write a gradebook, or the students' feedback, for Canvas, Moodle or a "
+                       "spreadsheet",
         description="Write OUT_DIR's gradebook as FILE in the format an LMS imports: canvas "
                     "(Canvas's gradebook import columns, matched by the Canvas user id from "
                     "its download names), moodle (the offline grading worksheet, matched by "
                     "participant id) or csv (the gradebook itself). UTF-8 with a byte-order "
-                    "mark, so spreadsheets open non-ASCII names as written.")
+                    "mark, so spreadsheets open non-ASCII names as written. Or write every "
+                    "student's feedback as FILE, a zip of one HTML page each (pictures inside), "
+                    "named as the LMS's bulk upload matches them: canvas-feedback (Canvas's "
+                    "'Re-upload submissions') or moodle-feedback (Moodle's 'Upload multiple "
+                    "feedback files in a zip').")
     export.add_argument("out_dir", metavar="OUT_DIR", help="the OUT_DIR of 'grade' or 'merge'")
-    export.add_argument("--format", required=True, choices=("canvas", "moodle", "csv"),
-                        dest="kind", help="which tool the file is for")
+    export.add_argument("--format", required=True, dest="kind",
+                        choices=("canvas", "moodle", "csv", "canvas-feedback", "moodle-feedback"),
+                        help="which tool the file is for")
     _output_option(export, "FILE", "the file to write")
     export.add_argument("--assignment", default="NineToothed GEMM", metavar="NAME",
                         help="the assignment's column, as the LMS names it; for Canvas "
@@ -452,16 +459,20 @@ def command_gradescope(args):
 
 
 def command_export(args):
-    from grader.batch.outputs import export
+    from grader.batch.outputs import export, feedback_zip
 
+    feedback = args.kind in feedback_zip.FORMATS
     try:
-        unmatched = export.export(args.out_dir, args.kind, args.target, args.assignment)
+        unmatched = (feedback_zip.build(args.out_dir, args.kind, args.target) if feedback
+                     else export.export(args.out_dir, args.kind, args.target, args.assignment))
     except ValueError as error:
         raise GraderError(str(error)) from None
-    say(f"{args.kind} gradebook: {args.target}")
+    say(f"{args.kind} {'zip' if feedback else 'gradebook'}: {args.target}")
     if unmatched:
-        say(f"note: {len(unmatched)} student(s) have no LMS id, so the LMS cannot match "
-             f"their rows: {', '.join(unmatched)} (their entries were not LMS download names)")
+        left = "their feedback is left out of the zip" if feedback else \
+            "the LMS cannot match their rows"
+        say(f"note: {len(unmatched)} student(s) have no LMS id, so {left}: "
+            f"{', '.join(unmatched)} (their entries were not LMS download names)")
     return ExitCode.OK
 
 

@@ -123,15 +123,34 @@ def identity(stem, folder=False):
 _ARCHIVE_ORIGIN = re.compile(r"^(?P<stem>[^/]*?)\.zip(:|$)", re.IGNORECASE)
 
 
+def _download_entry(origin):
+    """(the name of the top-level entry of ``origin``, less ``.py`` or ``.zip``; its Identity)."""
+    archive = _ARCHIVE_ORIGIN.match(origin)
+    if archive:
+        return archive.group("stem"), identity(archive.group("stem"))
+    if "/" in origin:
+        folder = origin.split("/", 1)[0]
+        return folder, identity(folder, folder=True)
+    stem = re.sub(r"\.py$", "", origin, flags=re.IGNORECASE)
+    return stem, identity(stem)
+
+
 def lms_of(origin):
     """The LMS whose download name the entry of ``origin`` has (grader.batch.grade.intake's
     path of a submission in its folder: ``x.py``, ``x.zip:member``, ``x/...``), else "".
 
     Its LMS id means something to that LMS alone: an export to another one must refuse it
     (grader.batch.outputs.export)."""
-    archive = _ARCHIVE_ORIGIN.match(origin)
-    if archive:
-        return identity(archive.group("stem")).lms
-    if "/" in origin:
-        return identity(origin.split("/", 1)[0], folder=True).lms
-    return identity(re.sub(r"\.py$", "", origin, flags=re.IGNORECASE)).lms
+    return _download_entry(origin)[1].lms
+
+
+def download_prefix(origin):
+    """What the LMS download name of the entry of ``origin`` puts before the uploaded file's
+    name: Canvas's ``lihua_LATE_4711_101_``, Moodle's ``Li Hua_2231_assignsubmission_file_``
+    (a folder's whole name); "" for a name no LMS gave. An LMS's bulk upload matches a file
+    by it (grader.batch.outputs.feedback_zip)."""
+    stem, who = _download_entry(origin)
+    if who.lms not in ("canvas", "moodle"):
+        return ""
+    stem = unicodedata.normalize("NFC", decode_name(stem))  # as identity read it
+    return stem[:len(stem) - len(who.uploaded)]

@@ -118,9 +118,9 @@ def reason(record):
                   if entry.get("status") in ("failed", "error")]
         if record.get("status") == Status.FAILED and failed:
             first = failed[0]
-            said = _first_line(first.get("message")) if first.get("visibility") == "public" \
-                else ""
-            text = "; ".join(part for part in (text, f"first: {first['id']}"
+            public = first.get("visibility") == "public"
+            said = _first_line(first.get("message")) if public else ""
+            text = "; ".join(part for part in (text, f"first: {first['id' if public else 'name']}"
                                                 + (f": {said}" if said else "")) if part)
     # Seconds measured by this run ("still running after 63.2 s") differ from one run of the
     # same file to the next; the column is the verdict's, so a regrade reads the same.

@@ -181,6 +181,10 @@ def test_moodle_export_has_the_worksheet_columns(tmp_path):
     assert list(rows[0])[:5] == ["Identifier", "Full name", "Status", "Grade", "Maximum Grade"]
     assert rows[0]["Identifier"] == "Participant 4711" and rows[1]["Identifier"] == ""
     assert rows[2]["Identifier"] == "Participant 0042"  # leading zeros kept: text, not a number
+    # the line the student reads beside the grade: status, score and the gradebook's message
+    assert [row["Feedback comments"] for row in rows] == [
+        "ntgemm: failed, 12 of 32; 1 of 1 cases failed", "ntgemm: passed, 32 of 32",
+        "ntgemm: crashed, 0 of 32; the kernel run: the process ended"]
 
 
 @pytest.mark.parametrize("origin, lms", [

@@ -1,21 +1,25 @@
 """A Canvas and a Moodle download graded whole: files under other names, a second file,
 two students of one name and a hand-in CSV. Every student gets exactly one right row, in
-the gradebook and in the LMS's export, and every entry left out is said."""
+the gradebook and in the LMS's export, and every entry left out is said; the feedback zip
+hands each one page back under a name of that student's download."""
 
 import json
 import shutil
+import zipfile
 
 import pytest
 
 from grader.batch.grade.manifest import Manifest
-from grader.batch.outputs import export
+from grader.batch.outputs import export, feedback_zip
 from grader.tests.batch_helpers import DEMO, gradebook, run_grader
 from grader.tests.test_lms import read_back
+from grader.tests.test_lms_feedback import CANVAS_NAME, MOODLE_NAME, Page, pictures_of
 
 OPTIONS = ["--cases", "nonsquare-128x256x192", "--no-speed", "--no-progress", "-j", "2"]
 SOLUTION = DEMO / "ada" / "ninetoothed_gemm.py"
 BENCHMARK = next((DEMO / "ada").glob("*.csv"))
 SKELETON = DEMO / "ben" / "ninetoothed_gemm.py"
+ARRANGEMENT_OFF = DEMO / "chen" / "ninetoothed_gemm.py"  # fails non-square: a picture drawn
 
 CANVAS = {  # the download's file name: what it holds
     "lihua_4711_101_NineToothed_GEMM.py": SOLUTION,
@@ -26,23 +30,25 @@ CANVAS = {  # the download's file name: what it holds
     "smithjohn_12345_106_helper.py": "x = 1\n",
     "amyw_555_107_ninetoothed_gemm.py": SKELETON,
     "amyw_555_108_utils.py": "x = 1\n",
+    "chenwei_888_109_ninetoothed_gemm.py": ARRANGEMENT_OFF,
     "roster.csv": "name\n",
 }
 CANVAS_ROWS = {  # student: (status, LMS id, late)
     "lihua (4711)": ("passed", "4711", "False"), "lihua (4712)": ("import_error", "4712", "False"),
     "doejane": ("not_implemented", "777", "True"), "smithjohn": ("missing_file", "12345", "False"),
-    "amyw": ("not_implemented", "555", "False"),
+    "amyw": ("not_implemented", "555", "False"), "chenwei": ("failed", "888", "False"),
 }
 MOODLE = {
     "Li Hua_2231_assignsubmission_file_/NineToothed_GEMM.py": SKELETON,
     "Li Hua_2232_assignsubmission_file_/ninetoothed_gemm.py": "x = 1\n",
     "Wang Fang_2233_assignsubmission_file_/a.py": SKELETON,
     "Wang Fang_2233_assignsubmission_file_/b.py": SKELETON,
+    "Chen Wei_2234_assignsubmission_file_/ninetoothed_gemm.py": ARRANGEMENT_OFF,
 }
 MOODLE_ROWS = {
     "Li Hua (2231)": ("not_implemented", "2231", "False"),
     "Li Hua (2232)": ("import_error", "2232", "False"),
-    "Wang Fang": ("missing_file", "2233", "False"),
+    "Wang Fang": ("missing_file", "2233", "False"), "Chen Wei": ("failed", "2234", "False"),
 }
 
 
@@ -114,3 +120,22 @@ def test_every_entry_left_out_is_said_and_recorded(graded):
         folder = Manifest.read(out).students["Wang Fang"]
         record = json.loads((out / folder / "record.json").read_text(encoding="utf-8"))
         assert "more than one Python file (a.py, b.py)" in record["message"]
+
+
+def test_the_feedback_zip_names_each_page_as_the_lms_upload_matches_it(graded):
+    kind, base, out, _ = graded
+    expected = CANVAS_ROWS if kind == "canvas" else MOODLE_ROWS
+    files, pattern = (CANVAS, CANVAS_NAME) if kind == "canvas" else (MOODLE, MOODLE_NAME)
+    target = base / f"{kind}-feedback.zip"
+    assert feedback_zip.build(out, f"{kind}-feedback", target) == []
+    with zipfile.ZipFile(target) as archive:
+        pages = {name: archive.read(name).decode("utf-8") for name in archive.namelist()}
+    users = sorted(pattern.fullmatch(name)["user"] for name in pages)
+    assert users == sorted(lms for _, lms, _ in expected.values())
+    for name in pages:  # the ids of one of that student's own downloaded files
+        prefix = name[:-len(feedback_zip.FILE_NAME)].rstrip("/")
+        assert any(download.startswith(prefix) for download in files), name
+    pictures = {name: pictures_of(Page(page)) for name, page in pages.items()}
+    drawn = [name for name, found in pictures.items() if found]
+    assert len(drawn) == 1 and ("chenwei_888_109_" in drawn[0] or "Chen Wei_2234" in drawn[0])
+    assert "The picture above draws which tiles" in pages[drawn[0]]

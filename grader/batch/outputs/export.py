@@ -16,7 +16,9 @@ looks like a formula stays text (a gradebook cell already quoted is kept as it i
   command names them.
 * ``moodle``: the columns of Moodle's offline grading worksheet: Identifier
   ("Participant <id>", the id from Moodle's download names), Full name, Status,
-  Grade, Maximum Grade, Feedback comments.
+  Grade, Maximum Grade, Feedback comments: one line the student reads beside the grade, the
+  status, the score and the gradebook's ``message`` (why, which names a hidden case only
+  by its name), else its flags.
 
 Canvas and Moodle refuse a gradebook holding an id that another LMS gave (its ``lms``
 column, read from the download names by grader.batch.names.lms_of): a Canvas user id
@@ -59,8 +61,12 @@ def moodle(book, assignment):
         "Identifier": ["Participant " + lms if lms else "" for lms in book["lms_id"]],
         "Full name": book["student"], "Status": book["status"], "Grade": book["score"],
         "Maximum Grade": book["max_score"],
-        "Feedback comments": [f"ntgemm: {status}" + (f"; {flags}" if flags else "")
-                              for status, flags in zip(book["status"], book["flags"])]})
+        "Feedback comments": [  # an older gradebook has no message column
+            f"ntgemm: {status}, {score:g} of {top:g}"
+            + (f"; {why or flags}" if why or flags else "")
+            for status, score, top, why, flags in zip(
+                book["status"], book["score"], book["max_score"],
+                book.get("message", [""] * len(book)), book["flags"])]})
 
 
 def _check_overrides(out_dir):
@@ -97,20 +103,33 @@ def _check_lms(book, kind):
                          "the class was downloaded from, or use --format csv")
 
 
+def checked_gradebook(out_dir, kind):
+    """OUT_DIR's gradebook, refused where ``kind`` (an LMS, or "csv") would be handed a stale
+    grade, another LMS's ids, or one id for two students."""
+    book = read_gradebook(out_dir)
+    _check_overrides(out_dir)
+    if kind == "csv":
+        return book
+    _check_lms(book, kind)
+    ids = [lms for lms in book["lms_id"] if lms]
+    repeated = sorted({lms for lms in ids if ids.count(lms) > 1})
+    if repeated:
+        raise ValueError(f"LMS id(s) {', '.join(repeated)} belong to more than one student in "
+                         "the gradebook; an LMS would give one of them the other's grade. "
+                         "Check those entries' names in the submissions folder")
+    return book
+
+
+def unmatched(book):
+    """The students an LMS cannot match: those without an LMS id."""
+    return [student for student, lms in zip(book["student"], book["lms_id"]) if not lms]
+
+
 def export(out_dir, kind, target, assignment="NineToothed GEMM"):
     """Write the export; returns the ids of students the LMS cannot match (no LMS id)."""
     if kind not in FORMATS:
         raise ValueError(f"--format must be one of {', '.join(FORMATS)}, got {kind!r}")
-    book = read_gradebook(out_dir)
-    _check_overrides(out_dir)
-    ids = [lms for lms in book["lms_id"] if lms]
-    repeated = sorted({lms for lms in ids if ids.count(lms) > 1})
-    if kind != "csv":
-        _check_lms(book, kind)
-    if repeated and kind != "csv":
-        raise ValueError(f"LMS id(s) {', '.join(repeated)} belong to more than one student in "
-                         "the gradebook; an LMS would give one of them the other's grade. "
-                         "Check those entries' names in the submissions folder")
+    book = checked_gradebook(out_dir, kind)
     table = {"canvas": canvas, "moodle": moodle, "csv": lambda frame, _: frame}[kind](
         book, assignment)
     target = pathlib.Path(target)
@@ -118,6 +137,4 @@ def export(out_dir, kind, target, assignment="NineToothed GEMM"):
     from grader.batch.outputs.atomic_file import atomic_write
 
     atomic_write(target, spreadsheet.csv_text(table, bom=True))
-    if kind == "csv":
-        return []
-    return [student for student, lms in zip(book["student"], book["lms_id"]) if not lms]
+    return [] if kind == "csv" else unmatched(book)

@@ -220,10 +220,9 @@ def arrangement_markdown(record, pictures=True):
             f"`{DRAW_COMMAND}` 会把它们画出来，你的排布与期望的排布并列。"]
     return lines + [
         f"![program {program}: your tiles and the expected ones]({ARRANGEMENT_PICTURE})", "",
-        f"{ARRANGEMENT_PICTURE}, next to this file, draws which tiles of A, B and C program "
-        f"{program} gets at M={m}, N={n}, K={k}: yours above, the expected ones "
-        "below, K steps numbered in order.",
-        f"同目录的 {ARRANGEMENT_PICTURE} 画出了在 M={m}、N={n}、K={k} 时第 {program} "
+        f"The picture above draws which tiles of A, B and C program {program} gets at "
+        f"M={m}, N={n}, K={k}: yours above, the expected ones below, K steps numbered in order.",
+        f"上图画出了在 M={m}、N={n}、K={k} 时第 {program} "
         "个程序拿到的 A、B、C 块：上面一行是你的排布，下面一行是期望的排布，K 方向的块按顺序编号。"]
 
 

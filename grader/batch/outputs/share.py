@@ -24,6 +24,24 @@ SHARED_CLASS_FILES = ("leaderboard.csv", "leaderboard.png")
 INDEX = "index.csv"
 
 
+def student_rows(out_dir):
+    """The rows of OUT_DIR/students.csv (student, folder, origin, ...) of students with a
+    folder, each folder checked to be one of OUT_DIR's own before anything is read from it.
+
+    Raises ValueError, naming the folder, when out_dir is not a grader output."""
+    out_dir = pathlib.Path(out_dir)
+    students = out_dir / "students.csv"
+    if not students.is_file():
+        raise ValueError(f"{out_dir} has no students.csv: give the OUT_DIR of 'grade' or 'merge'")
+    with open(students, newline="", encoding="utf-8") as file:
+        rows = [row for row in csv.DictReader(file) if row.get("folder")]
+    for row in rows:
+        if pathlib.Path(row["folder"]).name != row["folder"] or not (out_dir / row["folder"]).is_dir():
+            raise ValueError(f"students.csv names folder {row['folder']!r}, which {out_dir} "
+                             "does not hold")
+    return rows
+
+
 def build(out_dir, target):
     """Fill ``target`` from the grade (or merge) output ``out_dir``; returns the student count.
 
@@ -31,20 +49,11 @@ def build(out_dir, target):
     target is not a fresh place to write.
     """
     out_dir, target = pathlib.Path(out_dir), pathlib.Path(target)
-    students = out_dir / "students.csv"
-    if not students.is_file():
-        raise ValueError(f"{out_dir} has no students.csv: give the OUT_DIR of 'grade' or 'merge'")
     if target.resolve().is_relative_to(out_dir.resolve()):
         raise ValueError(f"--out {target} is inside {out_dir}: share into a folder of its own")
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise ValueError(f"--out {target} already exists and is not an empty folder")
-
-    with open(students, newline="", encoding="utf-8") as file:
-        rows = [row for row in csv.DictReader(file) if row.get("folder")]
-    for row in rows:  # all checked before anything is written
-        if pathlib.Path(row["folder"]).name != row["folder"] or not (out_dir / row["folder"]).is_dir():
-            raise ValueError(f"students.csv names folder {row['folder']!r}, which {out_dir} "
-                             "does not hold")
+    rows = student_rows(out_dir)  # all checked before anything is written
     target.mkdir(parents=True, exist_ok=True)
     for row in rows:
         source = out_dir / row["folder"]
