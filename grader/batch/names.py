@@ -18,7 +18,7 @@ import unicodedata
 _CANVAS_NAME = re.compile(r"^(?P<id>[^_]+)_(?P<late>LATE_)?(?P<lms>\d+)_\d+_(?P<file>.+)$")
 _MOODLE_NAME = re.compile(r"^(?P<id>.+?)_(?P<lms>\d+)_assignsubmission_[a-z]+_(?P<file>.*)$")
 # A Moodle folder name ends with the marker: the id is all before the last "_<id>_..._".
-_MOODLE_FOLDER = re.compile(r"^(?P<id>.+)_(?P<lms>\d+)_assignsubmission_[a-z]+_(?P<file>)$")
+_MOODLE_FOLDER = re.compile(r"^(?P<id>.+)_(?P<lms>\d+)_assignsubmission_[a-z]+_?(?P<file>)$")
 _GRADESCOPE_NAME = re.compile(r"^submission_(?P<lms>\d+)$")
 _LMS_NAME = re.compile(r"^(?P<id>[^_]+)_.*ninetoothed_gemm(-\d+)?$")
 # Bidirectional formatting characters (they reorder the text around them on screen).

@@ -23,6 +23,8 @@ from grader.tests.batch_helpers import run_grader
     ("Li Hua_2231_assignsubmission_file_", True, ("Li Hua", "2231", False)),
     ("李华_2232_assignsubmission_file_ninetoothed_gemm", False, ("李华", "2232", False)),
     ("Anne_Marie Roe_77_assignsubmission_file_", True, ("Anne_Marie Roe", "77", False)),
+    # Moodle 4.1 and later name the folder without the trailing _
+    ("Li Hua_2231_assignsubmission_file", True, ("Li Hua", "2231", False)),
     # a full name that imitates the marker cannot borrow another participant's id
     ("Bobby_4712_assignsubmission_file_ x_88_assignsubmission_file_", True,
      ("Bobby_4712_assignsubmission_file_ x", "88", False)),
