@@ -267,6 +267,7 @@ def feedback_markdown(record, hints, pictures=True):
         lines += ["", f"- Graded {taken}, your only Python file, in place of "
                   f"ninetoothed_gemm.py. / 你只交了一个 Python 文件 {taken}，按 "
                   "ninetoothed_gemm.py 评分。"]
+    lines += uploaded_markdown(record)
     if record.get("late_deduction"):
         lines += ["", f"- Late: {record['late_deduction']} points deducted by the course's late "
                   "policy. / 迟交：按课程的迟交规定扣除 "
@@ -305,6 +306,26 @@ def feedback_markdown(record, hints, pictures=True):
     if details:
         lines += ["", "## Details / 详情", ""] + details
     return "\n".join(lines + [""])
+
+
+UPLOADED_SHOWN = 20  # names listed of an upload without ninetoothed_gemm.py; the rest counted
+
+
+def uploaded_markdown(record):
+    """What a student whose upload has no ninetoothed_gemm.py handed in instead
+    (``uploaded``: the names, which grader.batch.packaging.gradescope adds, since there the
+    folder is the upload as the student named it), and the name the grader looks for."""
+    if "uploaded" not in record:
+        return []
+    names = [override_view.markdown_text(name) for name in record["uploaded"][:UPLOADED_SHOWN]]
+    more = len(record["uploaded"]) - len(names)
+    en = ", ".join(names) + (f" and {more} more" if more > 0 else "") if names else "no file"
+    zh = "、".join(names) + (f" 等共 {len(record['uploaded'])} 个文件" if more > 0 else "") \
+        if names else "没有文件"
+    return ["", f"- You uploaded: {en}. The grader grades only a file named "
+                "ninetoothed_gemm.py: rename yours to that name and upload it again.",
+            f"- 你上传的是：{zh}。评测程序只评测名为 ninetoothed_gemm.py 的文件："
+            "请把你的文件改成这个名字后重新上传。"]
 
 
 def leaderboard_markdown(view):
