@@ -13,6 +13,7 @@ import re
 
 from grader.batch.outputs.overrides import ANY_FILE, FILE_BOUND, ORDER
 from grader.batch.status import Status, flags
+from grader.core.messages import say
 
 def applied(record, book):
     """The record as the reports show it: the batch's late penalty and ``book``'s rows for its
@@ -137,7 +138,8 @@ def _unflag(view):
     for entry in view["cases"]:
         entry["points"] = entry["max_points"] if entry.get("passed") else 0
     failing = sum(entry["status"] != "passed" for entry in view["cases"])
-    view["message"] = f"{failing} of {len(view['cases'])} cases failed" if failing else ""
+    view["message"] = say("cases_failed", failing=failing,
+                          total=len(view["cases"])) if failing else ""
     return Status.FAILED.value if failing else Status.PASSED.value
 
 
