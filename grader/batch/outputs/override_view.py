@@ -24,7 +24,8 @@ def applied(record, book):
     view["overrides"], view["overrides_withheld"] = [], []
     rows = sorted(book.for_student(record["student"]) if book else [],
                   key=lambda row: (ORDER[row.change], row.line))
-    pending = True  # the score is to be recomputed: the late penalty at least
+    # A change the score must be recomputed for: the late penalty, if it bites, at least.
+    pending = bool(book and book.late_penalty and record.get("late"))
     for row in rows:
         if not for_this_file(row, record):
             view["overrides_withheld"].append({
