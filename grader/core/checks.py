@@ -16,6 +16,7 @@ import torch
 
 from grader.core import cases as catalogue
 from grader.core.generated_kernel import KernelRejected
+from grader.core.messages import say
 
 # The guide's tolerance, per element: |out - ref| <= ATOL + RTOL * |ref|.
 ATOL = 0.025
@@ -80,15 +81,14 @@ class Verdict:
 def compare(out, ref, case, seed):
     """Closeness of ``out`` to ``ref`` with the guide's tolerance, explained on failure."""
     if not isinstance(out, torch.Tensor):
-        return Verdict(case.id, False, f"nt_gemm returned {type(out).__name__}, not a tensor",
-                       "wrong_dtype")
+        return Verdict(case.id, False, say("not_tensor", kind=type(out).__name__), "wrong_dtype")
     expected_shape = (case.m, case.n)
     if tuple(out.shape) != expected_shape:
         return Verdict(case.id, False,
-                       f"shape {tuple(out.shape)}, expected {expected_shape}", "wrong_dtype")
-    if out.dtype != torch.float16:
-        return Verdict(case.id, False, f"dtype {out.dtype}, expected torch.float16",
+                       say("wrong_shape", got=tuple(out.shape), expected=expected_shape),
                        "wrong_dtype")
+    if out.dtype != torch.float16:
+        return Verdict(case.id, False, say("wrong_dtype", dtype=out.dtype), "wrong_dtype")
 
     got = out.detach().float().cpu()
     want = ref.detach().float().cpu()
@@ -122,15 +122,14 @@ def describe_mismatch(details):
     """The student-facing text of a mismatch: never the case seed, which stays in the
     Verdict's details. Batch feedback shows this message for public cases only."""
     lines = [
-        f"{details['mismatches']} of {details['total']} elements outside "
-        f"|out - ref| <= {ATOL} + {RTOL}*|ref|",
-        f"worst at {tuple(details['worst_index'])}: max abs error {details['max_abs_error']:.4g}, "
-        f"max rel error {details['max_rel_error']:.4g}",
+        say("mismatches", bad=details["mismatches"], total=details["total"], atol=ATOL,
+            rtol=RTOL),
+        say("worst", index=tuple(details["worst_index"]), absolute=details["max_abs_error"],
+            relative=details["max_rel_error"]),
     ]
     for sample in details["samples"]:
-        lines.append(
-            f"  out{tuple(sample['index'])} = {sample['got']:.5g}, expected {sample['expected']:.5g}"
-        )
+        lines.append(say("sample", index=tuple(sample["index"]), got=sample["got"],
+                         expected=sample["expected"]))
     return "\n".join(lines)
 
 
@@ -156,8 +155,7 @@ def judge(case, outputs, seed, device):
         verdict = compare(first, ref, case, seed)
         if verdict.passed and not torch.equal(first, second):
             differing = int((first != second).sum())
-            return Verdict(case.id, False,
-                           f"two runs on the same inputs differ in {differing} elements",
+            return Verdict(case.id, False, say("nondeterministic", differing=differing),
                            "nondeterministic")
         return verdict
     if case.check == catalogue.COVERAGE:
@@ -165,8 +163,7 @@ def judge(case, outputs, seed, device):
         unwritten = int(torch.isnan(out.float()).sum()) if isinstance(out, torch.Tensor) else 0
         if unwritten:
             return Verdict(case.id, False,
-                           f"{unwritten} of {case.m * case.n} output elements were never written "
-                           "(they still hold the NaN the output was filled with)",
+                           say("unwritten", unwritten=unwritten, total=case.m * case.n),
                            "unwritten_output")
         return compare(out, ref, case, seed)
     verdict = compare(outputs["out"], ref, case, seed)
@@ -202,19 +199,14 @@ def _name_partial_sum(verdict, out, lhs, rhs, _ref):
             suffixes.add(last)
             if _close(out, reference(lhs[:, last:], rhs[last:, :])):
                 verdict.mistake = "accumulator"
-                verdict.message += (f"\nthe output equals the product over K columns {last}:{k} "
-                                    f"alone (the last K tile, of K={k}): earlier tiles were "
-                                    "discarded")
+                verdict.message += "\n" + say("last_tile_only", last=last, k=k)
                 return
         for stop in (k // block_k * block_k, last):  # every whole tile; all tiles but the last
             if 0 < stop < k and stop not in prefixes:
                 prefixes.add(stop)
                 if _close(out, reference(lhs[:, :stop], rhs[:stop, :])):
                     verdict.mistake = "k_tail"
-                    verdict.message += (f"\nthe output equals the product over K columns 0:{stop} "
-                                        f"of K={k}: the columns from {stop} on were never added "
-                                        "(a partial last K tile dropped, or a K loop that stops "
-                                        "early)")
+                    verdict.message += "\n" + say("k_prefix", stop=stop, k=k)
                     return
 
 
@@ -242,9 +234,7 @@ def _name_float16_sum(verdict, out, lhs, rhs, _ref):
             total = (total.float() + part.float()).half()
         if _close(out, total):
             verdict.mistake = "accumulator_dtype"
-            verdict.message += (f"\nthe output equals a float16 running sum of the products of "
-                                f"{block_k}-wide K tiles: the accumulator lost the small terms "
-                                "a float32 sum keeps")
+            verdict.message += "\n" + say("float16_sum", block_k=block_k)
             return
 
 
@@ -273,9 +263,7 @@ def _name_swapped_dot(verdict, out, lhs, rhs, _ref):
         swapped = tiles.permute(0, 2, 1, 3).reshape(left.shape[0] * size, right.shape[1] * size)
         if _close(out, swapped[:m, :n]):
             verdict.mistake = "dot_order"
-            verdict.message += (f"\nthe output equals, tile by tile ({size} x {size} tiles), the "
-                                "sum over k of rhs tile (k, j) @ lhs tile (i, k): ntl.dot's "
-                                "operands are swapped")
+            verdict.message += "\n" + say("swapped_dot", size=size)
             return
 
 
@@ -294,29 +282,29 @@ def _name_misplaced_tiles(verdict, out, _lhs, _rhs, ref):
             found = _tile_sources(mine, right)
             if found:
                 verdict.mistake = "output_tile"
-                verdict.message += f"\nat {rows} x {columns} tiles, {found}"
+                verdict.message += "\n" + say(found[0], rows=rows, columns=columns, **found[1])
                 return
 
 
 def _tile_sources(mine, right):
     """How the output's tiles relate to the right ones, when every tile is some right tile
-    (or one transposed) and not all in place; else ''."""
+    (or one transposed) and not all in place, as (template key, its fields); else None."""
     grid = [(i, j) for i in range(mine.shape[0]) for j in range(mine.shape[1])]
     if all(_close(mine[i, j], right[i, j].T) for i, j in grid) and mine.shape[2] == mine.shape[3]:
-        return "every output tile holds its own product transposed"
+        return "transposed_tiles", {}
     moved = []
     for i, j in grid:
         if _close(mine[i, j], right[i, j]):
             continue
         source = next(((p, q) for p, q in grid if _close(mine[i, j], right[p, q])), None)
         if source is None:
-            return ""
+            return None
         moved.append(((i, j), source))
     if not moved:
-        return ""
-    (i, j), (p, q) = moved[0]
-    return (f"{len(moved)} of {len(grid)} output tiles hold another tile's product: tile "
-            f"({i}, {j}) holds the product meant for tile ({p}, {q})")
+        return None
+    tile, source = moved[0]
+    return "moved_tiles", {"moved": len(moved), "total": len(grid), "tile": tile,
+                           "source": source}
 
 
 def outside_tolerance(out, expected):
@@ -349,12 +337,14 @@ def error_verdict(case, error, limit=12):
     from grader.core.retile import NOT_RETILED
 
     if str(error).startswith(NOT_LAUNCHED):  # a grid known to be wrong before any launch
-        return Verdict(case.id, False, f"the kernel was {error}", "grid_mismatch")
+        return Verdict(case.id, False, say("not_launched", why=str(error)[len(NOT_LAUNCHED):]),
+                       "grid_mismatch")
     if str(error).startswith(NOT_RETILED):  # the file's tiles do not follow its block sizes
-        return Verdict(case.id, False, f"the kernel was {error}", "fixed_tiles")
+        return Verdict(case.id, False, say("not_retiled", why=str(error)[len(NOT_RETILED):]),
+                       "fixed_tiles")
     if isinstance(error, KernelRejected):  # nothing ran; the batch grader flags the file
-        return Verdict(case.id, False, f"not run: {error}\nthe batch grader flags such a "
-                                       "file (score 0)", details={"error": str(error)[-4000:]})
+        return Verdict(case.id, False, say("not_run", error=error) + "\n"
+                       + say("flags_such_a_file"), details={"error": str(error)[-4000:]})
     if isinstance(error, BaseException):
         mistake = "not_implemented" if isinstance(error, NotImplementedError) else "build_error"
         name, text = type(error).__name__, str(error).strip()
@@ -364,12 +354,11 @@ def error_verdict(case, error, limit=12):
     last = lines[-1].strip() if lines else ""
     raised = (f"{name}: {last}" if name else last) or "an error"
     if mistake == "not_implemented":
-        return Verdict(case.id, False, f"the kernel raised {raised}", mistake,
+        return Verdict(case.id, False, say("raised", raised=raised), mistake,
                        details={"error": (f"{name}: " if name else "") + text[-4000:]})
     # NineToothed's and Triton's own words are detail, under a plain line and above the
     # named cause, if any: the error itself last but for that cause.
-    head = ("the kernel did not build or run: NineToothed or Triton stopped with the error "
-            "below (their own words; the hint says what to change)")
+    head = say("did_not_build")
     context = lines[-limit:-1]
     body = (["..."] if len(lines) > limit else []) + context + [raised]
     mistake, why = _named_build_error(text)
@@ -385,12 +374,10 @@ def _named_build_error(text):
     if undefined:
         # Triton only lets a value assigned inside a loop outlive it when it was
         # defined before the loop: the accumulator created inside the loop.
-        return "accumulator", (f"`{undefined.group(1)}` is first assigned inside the loop but "
-                               "used after it: create it before the loop and add to it inside")
+        return "accumulator", say("defined_in_loop", name=undefined.group(1))
     retyped = _LOOP_TYPE.search(text)
     if retyped:
-        return "accumulator_dtype", (f"`{retyped.group(1)}` starts as float16 and the loop makes "
-                                     "it float32: create it as float32")
+        return "accumulator_dtype", say("float16_start", name=retyped.group(1))
     if _RESOURCES.search(text):
         return "gpu_resources", ""
     return "build_error", ""
@@ -401,12 +388,11 @@ def build_verdict(case, build, source=""):
     (grader.core.gpu_compile.Build), whatever the interpreter would make of it."""
     from grader.core import gpu_compile
 
-    text = (f"does not build for {build.target} (the course's GPU), so no case runs: the "
-            "interpreter would accept it, the GPU would not")
+    text = say("not_for_gpu", target=build.target)
     where = gpu_compile.where(build, source)
     if where:
         text += f"\n{where}"
-    text += f"\nthe compiler's own words: {build.message}"  # detail, last but for a named cause
+    text += "\n" + say("compiler_words", words=build.message)  # detail, last but for a cause
     mistake, why = _named_build_error(build.message)
     return Verdict(case.id, False, text + (f"\n{why}" if why else ""), mistake,
                    details={"error": build.message})

@@ -12,6 +12,7 @@ a pattern of failures that fits no known mistake yields no hint.
 
 from grader.core import mistakes
 from grader.core.layout import ceil_div
+from grader.core.messages import say
 
 # Block sizes tried when the failure pattern is read without the tiles at hand.
 _CANDIDATE_BLOCKS = (16, 32, 64, 128, 256)
@@ -69,9 +70,8 @@ def explain(findings, verdicts, cases, tiles=None, reveal=False):
     if own and all(own) and all(case.blocks and mistake != "fixed_tiles"
                                 for case, mistake, _ in failed):
         tiles_text = ", ".join(sorted({"x".join(map(str, case.blocks)) for case, _, _ in failed}))
-        add("block_order", [
-            f"every case at your own block sizes passes; built at {tiles_text} tiles the "
-            f"kernel fails ({_examples([case for case, _, _ in failed], reveal)})"])
+        add("block_order", [say("block_order", tiles=tiles_text,
+                                failed=_examples([case for case, _, _ in failed], reveal))])
         return _finish(hints)
 
     # 3. What the symbolic inspection saw, when the kernel indeed computes
@@ -97,12 +97,12 @@ def explain(findings, verdicts, cases, tiles=None, reveal=False):
             shown = [message for case, message in named[key]
                      if reveal or case.visibility == "public"]
             if not shown:
-                add(key, [f"{_count(cases_named)} failed this way (hidden cases, not quoted)"])
+                add(key, [say("hidden_failed", **_count(cases_named))])
                 continue
             # A recognised partial sum, or the stack's own error, is the message's last line.
             line = (shown[0].splitlines() or [""])[-1] \
                 if mistakes.MISTAKES[key].evidence_on_last_line else _first_line(shown[0])
-            add(key, [f"{_count(cases_named)} failed with: {line}"])
+            add(key, [say("failed_with", line=line, **_count(cases_named))])
 
     # 5. The shape of the failures, for mismatches the checks could not name.
     plain = [(case, passed) for case, passed, mistake, _ in results
@@ -142,10 +142,8 @@ def _patterns(results, tiles=None, reveal=False):
         single = [case for case, _ in results if case.k <= bk]
         multi = [case for case, _ in results if case.k > bk]
         if single and multi and set(single) <= set(passed) and set(multi) <= set(failed):
-            yield "accumulator", [
-                f"every case whose K fits in one K tile passes ({_examples(single, reveal)}), "
-                f"every case needing several fails ({_examples(multi, reveal)}), reading the "
-                f"tile as {bk} wide"]
+            yield "accumulator", [say("one_k_tile", single=_examples(single, reveal),
+                                      multi=_examples(multi, reveal), block_k=bk)]
             return
 
     # Wrong exactly when K is not a multiple of the K tile.
@@ -153,9 +151,8 @@ def _patterns(results, tiles=None, reveal=False):
         ragged = [case for case, _ in results if case.k % bk]
         even = [case for case, _ in results if not case.k % bk]
         if ragged and even and set(ragged) <= set(failed) and set(even) <= set(passed):
-            yield "k_tail", [
-                f"only cases whose K is not a multiple of {bk} fail ({_examples(ragged, reveal)}); "
-                f"those with whole K tiles pass ({_examples(even, reveal)})"]
+            yield "k_tail", [say("ragged_k", block_k=bk, ragged=_examples(ragged, reveal),
+                                 even=_examples(even, reveal))]
             return
 
     # Squares pass, other shapes fail.
@@ -167,9 +164,8 @@ def _patterns(results, tiles=None, reveal=False):
             for bn in block_ns:
                 if all(not grid_square(case, bm, bn) for case in failed) and all(
                         grid_square(case, bm, bn) for case in others_pass):
-                    yield "expand_axis", [
-                        f"square shapes pass ({_examples(squares, reveal)}) while shapes with more "
-                        f"M blocks than N blocks or the reverse fail ({_examples(failed, reveal)})"]
+                    yield "expand_axis", [say("squares_pass", squares=_examples(squares, reveal),
+                                              failed=_examples(failed, reveal))]
                     return
 
     # Only shapes with a partial tile in M or N fail.
@@ -183,17 +179,14 @@ def _patterns(results, tiles=None, reveal=False):
             tailed_failing = [case for case in tailed if case in failed]
             if (len(whole) >= 2 and len(tailed_failing) == len(failed)
                     and 2 * len(tailed_failing) >= len(tailed)):
-                yield "tail_mask", [
-                    f"only shapes with a partial tile in M or N fail "
-                    f"({_examples(failed, reveal)}); "
-                    f"shapes made of whole tiles pass ({_examples(whole, reveal)})"]
+                yield "tail_mask", [say("partial_tiles_fail", failed=_examples(failed, reveal),
+                                        whole=_examples(whole, reveal))]
                 return
 
     # One target shared by every failing case: the catalogue says what it is for.
     targets = {case.targets for case in failed}
     if len(targets) == 1:
-        yield targets.pop(), [
-            f"every failing case targets this mistake ({_examples(failed, reveal)})"]
+        yield targets.pop(), [say("same_target", failed=_examples(failed, reveal))]
 
 
 def _examples(cases, reveal=False, limit=3):
@@ -204,7 +197,8 @@ def _examples(cases, reveal=False, limit=3):
 
 
 def _count(cases):
-    return f"{len(cases)} case" + ("" if len(cases) == 1 else "s")
+    """The fields of a count of cases in a template: how many, and the plural's s."""
+    return {"count": len(cases), "s": "" if len(cases) == 1 else "s"}
 
 
 def _first_line(text):

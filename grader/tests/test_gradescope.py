@@ -97,11 +97,14 @@ def test_the_zip_holds_every_module_the_autograder_runs(autograder):
     assert all(path.startswith(str(kit)) for path in loaded), loaded
 
 
-def grade_in_tree(base, submission_file, name):
+def grade_in_tree(base, submission_file, name, uploaded=("ninetoothed_gemm.py",)):
+    """results.json of run_autograder on ``submission_file`` uploaded under each name of
+    ``uploaded``."""
     root = base / name
     shutil.copytree(base / "autograder" / "source", root / "source")
-    (root / "submission").mkdir(parents=True)
-    shutil.copyfile(submission_file, root / "submission" / "ninetoothed_gemm.py")
+    for upload in uploaded:
+        (root / "submission" / upload).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(submission_file, root / "submission" / upload)
     (root / "results").mkdir()
     environment = {**os.environ, "AUTOGRADER_ROOT": str(root), "NTGEMM_PYTHON": sys.executable,
                    "TMPDIR": str(base)}
@@ -143,6 +146,27 @@ def test_run_autograder_writes_spec_valid_results(autograder, name, path, status
     hidden = [test for test in results["tests"] if "hidden" in test["tags"]]
     assert hidden and all(test["visibility"] == "after_due_date" for test in hidden)
     assert all(str(SEED) not in json.dumps(test) for test in results["tests"])
+
+
+def test_a_misnamed_upload_is_told_what_it_uploaded_and_what_is_expected(autograder):
+    uploaded = ("ninetoothed_gemm.ipynb", "hw3/gemm_v1.py", "hw3/gemm_v2.py")
+    results = grade_in_tree(autograder, MODEL_ANSWER, "misnamed", uploaded)
+    check_results(results)
+    assert results["extra_data"]["status"] == "missing_file"
+    output = results["output"]
+    assert r"You uploaded: ninetoothed\_gemm.ipynb, hw3/gemm\_v1.py, hw3/gemm\_v2.py." in output
+    assert "only a file named ninetoothed_gemm.py" in output
+    assert r"你上传的是：ninetoothed\_gemm.ipynb、hw3/gemm\_v1.py、hw3/gemm\_v2.py。" in output
+    assert "只评测名为 ninetoothed_gemm.py 的文件" in output
+
+
+def test_a_long_upload_lists_its_first_names_and_counts_the_rest():
+    from grader.batch.outputs import feedback
+
+    lines = feedback.uploaded_markdown({"uploaded": [f"f{i}.txt" for i in range(25)]})
+    assert "f19.txt and 5 more." in lines[1] and "f20.txt" not in lines[1]
+    assert "f19.txt 等共 25 个文件。" in lines[2]
+    assert feedback.uploaded_markdown({}) == []
 
 
 def test_bad_visibility_is_refused_with_the_choices(tmp_path):

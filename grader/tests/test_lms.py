@@ -267,20 +267,23 @@ def test_export_and_share_take_out_as_every_command_does(tmp_path):
 
 
 def test_a_late_penalty_applies_only_to_late_submissions_and_says_so():
-    from grader.batch.grade.grading import apply_late_penalty
     from grader.batch.outputs.feedback import feedback_markdown
+    from grader.batch.outputs.overrides import Overrides
+    from grader.batch.outputs.override_view import applied
 
     late = {"student": "eli", "score": 12, "max_score": 32, "status": "failed", "late": True,
-            "message": "", "cases": [], "flags": []}
+            "message": "", "flags": [],
+            "cases": [{"id": "a", "name": "a", "visibility": "public", "points": 12,
+                       "max_points": 12, "status": "passed", "message": "", "mistake": "",
+                       "flags": []}]}
     on_time = {**late, "student": "ada", "late": False}
-    for record in (late, on_time):
-        apply_late_penalty(record, 0.1)
-    assert (late["score"], late["late_deduction"]) == (10.8, 1.2)
-    assert on_time["score"] == 12 and "late_deduction" not in on_time
-    assert "1.2 points deducted" in feedback_markdown(late, [])
-    untouched = {"score": 12, "late": True}
-    apply_late_penalty(untouched, 0.0)
-    assert untouched["score"] == 12
+    book = Overrides(late_penalty=0.1)
+    shown_late, shown_on_time = applied(late, book), applied(on_time, book)
+    assert (shown_late["score"], shown_late["late_deduction"]) == (10.8, 1.2)
+    assert shown_on_time["score"] == 12 and "late_deduction" not in shown_on_time
+    assert "1.2 points deducted" in feedback_markdown(shown_late, [])
+    assert late["score"] == 12 and "late_deduction" not in late, "the record stays as graded"
+    assert applied(late, Overrides())["score"] == 12
 
 
 @pytest.mark.parametrize("value", ["-0.1", "1.5", "tenth"])

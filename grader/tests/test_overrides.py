@@ -101,7 +101,8 @@ def test_the_record_keeps_the_grade_as_graded_and_lists_the_overrides(batch):
     out = batch[3]
     record = reports.read_record(out, folder_of(out, "eli"))
     assert record is not None, "the record's signature must hold"
-    assert (record["score"], record["late"], record["late_deduction"]) == (0.5, True, 0.5)
+    # As graded: the late penalty, like the rows, applies to the view alone.
+    assert (record["score"], record["late"], "late_deduction" in record) == (1, True, False)
     assert record["overrides"] == [{"row": 2, "change": "late", "case": "", "from": "late",
                                     "to": "extension", "reason": "doctor's note <b>|x|</b>",
                                     "by": "TA Wang", "date": "2026-12-02"}]
@@ -191,6 +192,29 @@ def test_an_edited_file_is_applied_or_refused_never_silently_dropped(batch):
     assert scores(folder)["eli"] == ("0.5", "failed")
     assert gradebook(folder)["eli"]["late"] == "True"
     assert "Extension" not in (folder / folder_of(out, "eli") / "feedback.md").read_text("utf-8")
+
+
+def test_a_new_late_penalty_regrades_nobody_and_shows_everywhere(batch):
+    base, submissions, _, out = batch
+    folder = base / "penalty"
+    shutil.copytree(out, folder)
+    staff = write_overrides(base / "penalty-staff.csv", ROWS[1:])  # eli is late again
+    eli = folder_of(out, "eli")
+    graded = reports.read_record(folder, eli)
+    result = run_grader(base, "grade", str(submissions), "--out", str(folder), "--overrides",
+                        str(staff), *OPTIONS[:-2], "--late-penalty", "0.25")
+    assert result.returncode == 0 and "5 already graded, 0 to grade" in result.stderr
+    assert scores(folder)["eli"] == ("0.75", "failed")
+    assert "0.25 points deducted" in (folder / eli / "feedback.md").read_text("utf-8")
+    assert json.loads((folder / eli / "results.json").read_text())["score"] == 0.75
+    record = reports.read_record(folder, eli)
+    assert (record["key"], record["wall_time_s"]) == (graded["key"], graded["wall_time_s"])
+    assert json.loads((folder / "batch.json").read_text())["late_penalty"] == 0.25
+    export = run_grader(base, "export", str(folder), "--format", "canvas", "--out",
+                        str(base / "penalty.csv"))
+    assert export.returncode == 0, export.stderr
+    exported = csv.DictReader(io.StringIO((base / "penalty.csv").read_text("utf-8-sig")))
+    assert {row["Student"]: row["NineToothed GEMM"] for row in exported}["eli"] == "0.75"
 
 
 def test_a_bad_row_applies_nothing_and_every_problem_is_named(batch):

@@ -53,7 +53,9 @@ class Settings:
     case_filter: tuple = ()  # test-only subset of case ids; empty means the whole catalogue
     sandboxed: bool = True  # False only with --unsafe-no-sandbox
     speed: SpeedSettings = SpeedSettings(sizes=())  # grader.batch.timing.speed; off unless given
-    late_penalty: float = 0.0  # share of the case points a late submission loses (--late-penalty)
+    # Share of the case points a late submission loses (--late-penalty): applied when the
+    # reports are written (grader.batch.outputs.override_view), so changing it regrades nobody.
+    late_penalty: float = 0.0
     gpu_target: str = "sm_90"  # what every kernel is compiled for first (grader.core.gpu_compile)
 
     @property
@@ -100,7 +102,6 @@ def grading_key(submission, settings):
         "timeout_s": settings.timeout_s,
         "memory_limit_bytes": settings.memory_limit_bytes,
         "cases": list(settings.case_filter),
-        "late_penalty": settings.late_penalty,
         "gpu_target": settings.gpu_target,
         "isolation": settings.isolation,
         "speed": settings.speed.describe() if settings.timed else None,
@@ -274,7 +275,6 @@ def grade(submission, settings, folder, device=None, on_start=None):
                                                  cases_list)
     verdict.decide(record, kernel_run, wrapper_run, wrapper_phases[0][0][0], cases_list, source)
     record["score"] = sum(entry["points"] for entry in record["cases"])
-    apply_late_penalty(record, settings.late_penalty)
     if record["status"] == "passed" and settings.timed:
         record["speed"] = None  # to be timed (grader.batch.timing.speed.needs_timing)
     check_handin(submission, record)
@@ -289,15 +289,3 @@ def _failing_arrangement(picture, entries, cases_list):
     failed = {case.shape for case, entry in zip(cases_list, entries)
               if case.visibility == "public" and entry["status"] != "passed"}
     return picture if tuple(picture["shape"]) in failed else None
-
-
-def apply_late_penalty(record, penalty):
-    """A late submission (the LMS marked it, grader.batch.grade.intake) keeps (1 - penalty) of
-    its case points, rounded to two decimals: score = round(points * (1 - penalty), 2)."""
-    if not (penalty and record.get("late")):
-        return
-    kept = round(record["score"] * (1 - penalty), 2)
-    record["late_deduction"] = round(record["score"] - kept, 2)
-    record["score"] = kept
-
-

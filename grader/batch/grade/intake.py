@@ -324,6 +324,14 @@ def _from_folder(root, folder, student):
     return submission
 
 
+def files_in(folder):
+    """The printable paths of the files in ``folder`` and below, as intake looks (hidden
+    entries and links aside): what a student handed in, to tell one whose upload has no
+    ninetoothed_gemm.py what it had instead."""
+    found, _ = _find_in_folder(folder, lambda name: True, shallowest=False)
+    return [display(inside) for inside, _ in found]
+
+
 def _from_zip(root, path, student):
     origin = _relative(root, path)
     name = display(os.path.basename(path))

@@ -18,6 +18,7 @@ from grader.batch.isolation import conversation
 from grader.batch.status import Status
 from grader.core import cases as catalogue
 from grader.core import checks, generated_kernel
+from grader.core.messages import say
 
 ROLES = {catalogue.GEMM: ("out",), catalogue.DETERMINISM: ("first", "second"),
          catalogue.COVERAGE: ("prefilled",)}
@@ -131,7 +132,7 @@ def decide(record, kernel_run, wrapper_run, wrapper_job, cases_list, source=""):
     if not status:
         failing = sum(entry["status"] != "passed" for entry in entries)
         status = Status.FAILED if failing else Status.PASSED
-        message = f"{failing} of {len(entries)} cases failed" if failing else ""
+        message = say("cases_failed", failing=failing, total=len(entries)) if failing else ""
     record.update(status=status, message=message)
 
 

@@ -11,23 +11,24 @@ import re
 
 from grader.batch.outputs import override_view
 from grader.batch.status import Status, flags
+from grader.core import messages
 
 
 def _public_message(entry):
     status = entry["status"]
     if entry["visibility"] == "public":
         if status == "flagged" and not entry.get("message"):
-            return "flagged by the anti-cheat check (score 0): see the flags in your feedback"
+            return messages.say("flagged_see_flags")
         return entry.get("message", "")
     if status == "passed":
         return "passed"
     if status == "not_run":
         return entry.get("message", "not run")
     if status == "flagged":
-        return "flagged by the anti-cheat check (score 0)"
+        return messages.say("flagged")
     if status == "error":
-        return "failed: the kernel raised an error on this hidden case"
-    return "failed: the output does not match the reference on this hidden case"
+        return messages.say("hidden_error")
+    return messages.say("hidden_mismatch")
 
 
 HIDDEN_VISIBILITY = "after_due_date"  # Gradescope shows hidden cases' results after the deadline
@@ -43,7 +44,8 @@ def public_view(record):
     if record["status"] in ("passed", "failed"):
         failing = sum(entry["status"] != "passed" for entry in public)
         view["status"] = "failed" if failing else "passed"
-        view["message"] = f"{failing} of {len(public)} public cases failed" if failing else ""
+        view["message"] = messages.say("public_cases_failed", failing=failing,
+                                       total=len(public)) if failing else ""
     return view
 
 
@@ -226,6 +228,13 @@ def arrangement_markdown(record, pictures=True):
         "个程序拿到的 A、B、C 块：上面一行是你的排布，下面一行是期望的排布，K 方向的块按顺序编号。"]
 
 
+def chinese_block(text):
+    """The Chinese of the lines of ``text`` the kit wrote (grader.core.messages), fenced as
+    the English is, to go under it; nothing when no line is the kit's."""
+    zh = messages.chinese(text)
+    return ["", *fenced(zh)] if zh else []
+
+
 def fenced(text):
     """``text`` as a code block whose fence is longer than any run of backticks in it: a
     message is the student's (an assert's text, an exception's), and a line of ``` in it
@@ -261,12 +270,13 @@ def feedback_markdown(record, hints, pictures=True):
         f"- {zh}",
     ]
     if record.get("message"):
-        lines += ["", *fenced(record["message"].strip())]
+        lines += ["", *fenced(record["message"].strip()), *chinese_block(record["message"])]
     if record.get("taken"):
         taken = override_view.markdown_text(record["taken"])
         lines += ["", f"- Graded {taken}, your only Python file, in place of "
                   f"ninetoothed_gemm.py. / 你只交了一个 Python 文件 {taken}，按 "
                   "ninetoothed_gemm.py 评分。"]
+    lines += uploaded_markdown(record)
     if record.get("late_deduction"):
         lines += ["", f"- Late: {record['late_deduction']} points deducted by the course's late "
                   "policy. / 迟交：按课程的迟交规定扣除 "
@@ -285,7 +295,9 @@ def feedback_markdown(record, hints, pictures=True):
         for hint in hints:
             lines += [f"### {hint['title']}", "", hint["en"], "", hint["zh"], ""]
             for evidence in hint.get("evidence") or []:
-                lines.append(f"- evidence / 依据: {evidence}")
+                zh = messages.line_zh(evidence)
+                lines += [f"- evidence / 依据: {evidence}  ", f"  依据：{zh}"] if zh else \
+                    [f"- evidence / 依据: {evidence}"]
             lines.append("")
     lines += arrangement_markdown(record, pictures)
     lines += build_markdown(record)
@@ -299,12 +311,35 @@ def feedback_markdown(record, hints, pictures=True):
         name = entry["id"] if public else entry["name"]
         lines.append(f"| {name} | {entry['points']}/{entry['max_points']} | {entry['status']} |")
         if public and entry["status"] not in ("passed", "not_run") and entry.get("message"):
-            details += [f"### {name}", "", *fenced(entry["message"].strip()[:3000]), ""]
+            message = entry["message"].strip()[:3000]
+            details += [f"### {name}", "", *fenced(message), *chinese_block(message), ""]
         elif not public and entry["status"] not in ("passed",):
-            details += [f"### {name}", "", _public_message(entry), ""]
+            shown = _public_message(entry)
+            zh = messages.line_zh(shown)
+            details += [f"### {name}", "", shown + (f"  \n{zh}" if zh else ""), ""]
     if details:
         lines += ["", "## Details / 详情", ""] + details
     return "\n".join(lines + [""])
+
+
+UPLOADED_SHOWN = 20  # names listed of an upload without ninetoothed_gemm.py; the rest counted
+
+
+def uploaded_markdown(record):
+    """What a student whose upload has no ninetoothed_gemm.py handed in instead
+    (``uploaded``: the names, which grader.batch.packaging.gradescope adds, since there the
+    folder is the upload as the student named it), and the name the grader looks for."""
+    if "uploaded" not in record:
+        return []
+    names = [override_view.markdown_text(name) for name in record["uploaded"][:UPLOADED_SHOWN]]
+    more = len(record["uploaded"]) - len(names)
+    en = ", ".join(names) + (f" and {more} more" if more > 0 else "") if names else "no file"
+    zh = "、".join(names) + (f" 等共 {len(record['uploaded'])} 个文件" if more > 0 else "") \
+        if names else "没有文件"
+    return ["", f"- You uploaded: {en}. The grader grades only a file named "
+                "ninetoothed_gemm.py: rename yours to that name and upload it again.",
+            f"- 你上传的是：{zh}。评测程序只评测名为 ninetoothed_gemm.py 的文件："
+            "请把你的文件改成这个名字后重新上传。"]
 
 
 def leaderboard_markdown(view):

@@ -1,11 +1,11 @@
 """The staff's decisions applied to a grade, and shown: the view every report is written from.
 
 grader.batch.outputs.overrides reads and checks the staff's file; this module applies its
-rows to a record (``applied``: the record stays as graded, the view changes) and says what
-changed, in the gradebook's ``overrides`` cell, feedback.md (English and Chinese) and
-Gradescope's results. A row written for another file than the one graded is withheld: the
-staff see it in the gradebook's cell and in what ``grade`` prints (``file_warnings``), the
-student does not.
+rows, and the batch's late penalty, to a record (``applied``: the record stays as graded,
+the view changes) and says what changed, in the gradebook's ``overrides`` cell, feedback.md
+(English and Chinese) and Gradescope's results. A row written for another file than the one
+graded is withheld: the staff see it in the gradebook's cell and in what ``grade`` prints
+(``file_warnings``), the student does not.
 """
 
 import copy
@@ -13,15 +13,19 @@ import re
 
 from grader.batch.outputs.overrides import ANY_FILE, FILE_BOUND, ORDER
 from grader.batch.status import Status, flags
+from grader.core.messages import say
 
 def applied(record, book):
-    """The record as the reports show it: ``book``'s rows for its student applied, and what
-    each changed listed under ``overrides`` (empty when none). ``record`` is not changed."""
+    """The record as the reports show it: the batch's late penalty and ``book``'s rows for its
+    student applied, and what each row changed listed under ``overrides`` (empty when none).
+    ``record`` is not changed: like the rows, the penalty is the staff's to change without
+    regrading anyone."""
     view = copy.deepcopy(record)
     view["overrides"], view["overrides_withheld"] = [], []
     rows = sorted(book.for_student(record["student"]) if book else [],
                   key=lambda row: (ORDER[row.change], row.line))
-    pending = False  # a change the score must be recomputed for
+    # A change the score must be recomputed for: the late penalty, if it bites, at least.
+    pending = bool(book and book.late_penalty and record.get("late"))
     for row in rows:
         if not for_this_file(row, record):
             view["overrides_withheld"].append({
@@ -73,10 +77,12 @@ def _label(change, case):
 
 
 def _rescore(view, book):
-    """Recompute the view's score from its cases, its lateness and its speed points, as
-    grader.batch.grade.grading and grader.batch.timing.speed compute it."""
+    """Recompute the view's score from its cases, its lateness and its speed points: a late
+    submission keeps round(points * (1 - penalty), 2) of its case points (``--late-penalty``,
+    kept in ``book``), its speed points whole (grader.batch.timing.speed)."""
     points = sum(entry["points"] for entry in view["cases"])
-    penalty = book.late_penalty if view.get("late") and not view.get("late_excused") else 0
+    late = view.get("late") and not view.get("late_excused")
+    penalty = book.late_penalty if book and late else 0
     kept_points = round(points * (1 - penalty), 2) if penalty else points
     view.pop("late_deduction", None)
     if kept_points != points:
@@ -133,7 +139,8 @@ def _unflag(view):
     for entry in view["cases"]:
         entry["points"] = entry["max_points"] if entry.get("passed") else 0
     failing = sum(entry["status"] != "passed" for entry in view["cases"])
-    view["message"] = f"{failing} of {len(view['cases'])} cases failed" if failing else ""
+    view["message"] = say("cases_failed", failing=failing,
+                          total=len(view["cases"])) if failing else ""
     return Status.FAILED.value if failing else Status.PASSED.value
 
 

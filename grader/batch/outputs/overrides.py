@@ -79,7 +79,7 @@ class Overrides:
     rows: tuple = ()
     text: str = ""  # the file as read, kept as OUT_DIR/overrides.csv
     source: str = ""  # where it was read from (absolute), for the staleness check
-    late_penalty: float = 0.0  # the batch's --late-penalty, to recompute a changed lateness
+    late_penalty: float = 0.0  # the batch's --late-penalty, applied to every late view
 
     def for_student(self, student):
         return [row for row in self.rows if row.student == student]

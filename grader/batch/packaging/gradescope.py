@@ -236,6 +236,7 @@ def _grade(class_dir, out_dir, config, unsafe):
 
 def run(root):
     """Grade ``root/submission`` and write ``root/results/results.json``; returns 0."""
+    from grader.batch.grade import intake
     from grader.batch.isolation import sandbox, unprivileged
     from grader.batch.outputs import feedback, reports
 
@@ -271,6 +272,8 @@ def run(root):
             results = _failure("The autograder could not grade this submission; please tell "
                                "the course staff.")
         else:
+            if record["status"] == "missing_file":  # tell what was uploaded instead
+                record["uploaded"] = intake.files_in(root / "submission")
             results = feedback.results_json(record, config["hidden_visibility"],
                                             output=_student_output(record, config))
             results["extra_data"]["isolation"] = record["isolation"] + (
