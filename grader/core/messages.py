@@ -83,6 +83,9 @@ TEMPLATES = {
     "public_cases_failed": ("{failing} of {total} public cases failed",
                             "{total} 个公开用例中有 {failing} 个未通过"),
     "cases_failed": ("{failing} of {total} cases failed", "{total} 个用例中有 {failing} 个未通过"),
+    "refused_mistake": ("your kernel cannot run as written: {line}; nothing of it was run and "
+                        "the score is 0",
+                        "你的 kernel 按现在的写法无法运行：{line}；它没有被运行，得 0 分"),
     "flagged_see_flags": ("flagged by the anti-cheat check (score 0): see the flags in your "
                           "feedback", "被反作弊检查标记（得 0 分）：见反馈中的标记"),
     "flagged": ("flagged by the anti-cheat check (score 0)", "被反作弊检查标记（得 0 分）"),

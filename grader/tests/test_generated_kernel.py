@@ -271,15 +271,23 @@ def test_the_compile_gate_compiles_only_what_this_process_checked(tmp_path):
 # --------------------------------------------------------------------------- the graders
 
 ATTACKED = sorted(ATTACKS)
+# Honest first-hour mistakes the rules refuse too (the source allowlist or the generated
+# kernel's check), each explained by a line of the file: failed and named, not flagged.
+# torch inside application() is also how a cheat reaches cuBLAS: it stays flagged, named.
+REFUSED_MISTAKES = {"accumulator_with_block_k": "accumulator_shape", "returns_two": "arrangement_return",
+                    "returns_dict": "arrangement_return"}
+FLAGGED_MISTAKES = {"torch_matmul": "torch_in_kernel"}
 
 
 @pytest.fixture(scope="module")
 def attack_class(tmp_path_factory):
     base = tmp_path_factory.mktemp("generated-attacks")
-    for name in ATTACKED:
+    sources = {name: ATTACKS[name][0].source(name) for name in ATTACKED}
+    sources |= {name: build_variants.FIRST_MISTAKES[name].source(name)
+                for name in REFUSED_MISTAKES | FLAGGED_MISTAKES}
+    for name, source in sources.items():
         (base / "class" / name).mkdir(parents=True)
-        (base / "class" / name / "ninetoothed_gemm.py").write_text(
-            ATTACKS[name][0].source(name), encoding="utf-8")
+        (base / "class" / name / "ninetoothed_gemm.py").write_text(source, encoding="utf-8")
     (base / "class" / "reference").mkdir()
     (base / "class" / "reference" / "ninetoothed_gemm.py").write_text(
         (ROOT / "solutions" / "ninetoothed_gemm.py").read_text(), encoding="utf-8")
@@ -293,6 +301,16 @@ def _every_attack_flagged(out):
         row = book[name]
         assert row["status"] == "flagged" and row["score"] == "0", (name, row)
         assert "generated kernel" in row["flags"], (name, row["flags"])
+    for name, mistake in REFUSED_MISTAKES.items():
+        row = book[name]
+        assert row["status"] == "failed" and row["score"] == "0", (name, row)
+        assert row["flags"] and "cannot run as written: line " in row["message"], (name, row)
+        record = json.loads((out / name / "record.json").read_text(encoding="utf-8"))
+        assert record["findings"][0]["mistake"] == mistake, (name, record["findings"])
+    for name, mistake in FLAGGED_MISTAKES.items():
+        assert book[name]["status"] == "flagged" and book[name]["score"] == "0", book[name]
+        record = json.loads((out / name / "record.json").read_text(encoding="utf-8"))
+        assert record["findings"][0]["mistake"] == mistake, (name, record["findings"])
 
 
 def test_the_sandboxed_batch_grader_flags_every_attack_on_what_runs(attack_class, tmp_path):
@@ -307,7 +325,7 @@ def test_the_sandboxed_batch_grader_flags_every_attack_on_what_runs(attack_class
     assert list(record["seconds"]["nt_gemm run"]) == ["start", "import", "public cases"]
     environment = json.loads((tmp_path / "out" / "environment.json").read_text())
     summary = json.dumps(environment)
-    assert '"build": {"median_s"' in summary and '"runs": 10' in summary, summary[:2000]
+    assert '"build": {"median_s"' in summary and '"runs": 12' in summary, summary[:2000]
 
 
 def test_the_unsandboxed_batch_grader_flags_every_attack_on_what_runs(attack_class, tmp_path):

@@ -221,10 +221,12 @@ def grade(submission, settings, folder, device=None, on_start=None):
         return record
     kernel = kernel_source.extract(source)
     if kernel.violations:
-        record.update(status=Status.FLAGGED, flags=[f"kernel: {item}" for item in kernel.violations],
-                      message="arrangement() or application() uses what a kernel may not (see "
-                              "flags); nothing was run and the score is 0")
-        record["cases"] = case_entries_for(cases_list, "not run: flagged")
+        record["flags"] = [f"kernel: {item}" for item in kernel.violations]
+        status, message = verdict.refusal(record, source, "arrangement() or application() uses "
+                                          "what a kernel may not (see flags); nothing was run "
+                                          "and the score is 0")
+        record.update(status=status, message=message)
+        record["cases"] = case_entries_for(cases_list, f"not run: {status}")
         return record
 
     phases = _phases(cases_list, settings.seed)

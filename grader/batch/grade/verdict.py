@@ -5,7 +5,8 @@ the wrapper run can only cost points. Status precedence: ``missing_file``,
 ``import_error``, ``not_implemented``, ``flagged`` for a kernel that uses what the grader
 does not run (nothing runs, score 0; grader.batch.grade.grading decides those before any
 run); ``flagged`` for a kernel run the build guard stopped (grader.core.build_guard,
-score 0); then how the kernel run ended (``timeout``, ``memory_limit``, ``crashed``: the
+score 0), each ``failed`` instead where a first-hour mistake on a line of the file explains
+the refusal (``refusal``); then how the kernel run ended (``timeout``, ``memory_limit``, ``crashed``: the
 cases judged before keep their points); then the wrapper run (its ending, an ``nt_gemm``
 that asks to exit: ``crashed``; an ``nt_gemm`` whose result is not its kernel's:
 ``flagged``; one that raises: ``failed``; each scores 0); then ``passed`` when every case
@@ -17,7 +18,7 @@ import re
 from grader.batch.isolation import conversation
 from grader.batch.status import Status
 from grader.core import cases as catalogue
-from grader.core import checks, generated_kernel
+from grader.core import checks, generated_kernel, source_mistakes
 from grader.core.messages import say
 
 ROLES = {catalogue.GEMM: ("out",), catalogue.DETERMINISM: ("first", "second"),
@@ -115,8 +116,8 @@ def decide(record, kernel_run, wrapper_run, wrapper_job, cases_list, source=""):
         why = kernel_run.stopped
         record["flags"].append(f"kernel run: {why}" if generated_kernel.REFUSAL in why
                                else f"kernel run: the build guard stopped it at {why}")
-        status, message = Status.FLAGGED, ("anti-cheat evidence: the kernel run did what no "
-                                           "kernel build needs (see flags); the score is 0")
+        status, message = refusal(record, source, "anti-cheat evidence: the kernel run did what "
+                                                  "no kernel build needs (see flags); the score is 0")
     elif kernel_run.ending.kind != "finished":
         status, zero = Status(kernel_run.ending.kind), False
         message = _ending_message(kernel_run, "the kernel run", source)
@@ -134,6 +135,30 @@ def decide(record, kernel_run, wrapper_run, wrapper_job, cases_list, source=""):
         status = Status.FAILED if failing else Status.PASSED
         message = say("cases_failed", failing=failing, total=len(entries)) if failing else ""
     record.update(status=status, message=message)
+
+
+def refusal(record, source, flagged_message):
+    """Status and message of a kernel the grader would not run, the score 0 either way.
+
+    ``flagged`` with ``flagged_message``, unless a first-hour mistake named on a line of the
+    file (grader.core.source_mistakes, read here from the source, not from the worker)
+    explains it: arrangement() returning two tensors, a global block size in application().
+    Then ``failed`` with that line; the record's findings name it either way. A cheat dressed
+    as a mistake gains only the word: nothing runs, and the flags keep the refusal for staff.
+    """
+    findings = source_mistakes.inspect_source(source)
+    named = {finding["message"] for finding in findings}
+    record["findings"] = findings + [finding for finding in record.get("findings") or []
+                                     if finding["message"] not in named]
+    honest = [finding for finding in findings if finding["mistake"] not in CHEAT_LIKE]
+    if not honest:
+        return Status.FLAGGED, flagged_message
+    return Status.FAILED, say("refused_mistake", line=honest[0]["message"])
+
+
+# torch called inside the kernel is a first-hour mistake and also the way a cheat reaches
+# cuBLAS: a refusal it explains stays flagged (its line is still named in the feedback).
+CHEAT_LIKE = {"torch_in_kernel"}
 
 
 def _wrapper_verdict(record, kernel_run, wrapper_run, job, case):
