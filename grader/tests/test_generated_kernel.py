@@ -279,6 +279,21 @@ REFUSED_MISTAKES = {"accumulator_with_block_k": "accumulator_shape", "returns_tw
 FLAGGED_MISTAKES = {"torch_matmul": "torch_in_kernel"}
 
 
+
+@pytest.mark.parametrize("name", ATTACKED)
+def test_an_attack_beside_an_unrelated_mistake_stays_flagged(name):
+    """Only a mistake that the rules refuse by its nature turns a refusal into ``failed``:
+    an attack whose accumulator also lacks its dtype is still flagged."""
+    from grader.batch.grade import verdict
+
+    source = ATTACKS[name][0].source(name)
+    sloppy = source.replace("ntl.zeros(output.shape, dtype=ntl.float32)", "ntl.zeros(output.shape)")
+    assert sloppy != source, "the attack no longer creates the reference's accumulator"
+    record = {"findings": []}
+    status, _ = verdict.refusal(record, sloppy, "flagged message")
+    assert status == "flagged"
+    assert [finding["mistake"] for finding in record["findings"]] == ["accumulator_dtype"]
+
 @pytest.fixture(scope="module")
 def attack_class(tmp_path_factory):
     base = tmp_path_factory.mktemp("generated-attacks")

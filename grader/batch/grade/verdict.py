@@ -6,8 +6,8 @@ the wrapper run can only cost points. Status precedence: ``missing_file``,
 does not run (nothing runs, score 0; grader.batch.grade.grading decides those before any
 run); ``flagged`` for a kernel run the build guard stopped (grader.core.build_guard,
 score 0), each ``failed`` instead where a first-hour mistake on a line of the file explains
-the refusal (``refusal``); then how the kernel run ended (``timeout``, ``memory_limit``, ``crashed``: the
-cases judged before keep their points); then the wrapper run (its ending, an ``nt_gemm``
+the refusal (``refusal``); then how the kernel run ended (``timeout``, ``memory_limit``,
+``crashed``: the cases judged before keep their points); then the wrapper run (its ending, an ``nt_gemm``
 that asks to exit: ``crashed``; an ``nt_gemm`` whose result is not its kernel's:
 ``flagged``; one that raises: ``failed``; each scores 0); then ``passed`` when every case
 passed, else ``failed``.
@@ -137,28 +137,31 @@ def decide(record, kernel_run, wrapper_run, wrapper_job, cases_list, source=""):
     record.update(status=status, message=message)
 
 
+# The first-hour mistakes that the kernel rules refuse by their nature: arrangement()
+# returning other than three tensors in a tuple (the launcher the check expects), a global
+# block size in the accumulator's shape (a name the generated kernel does not have). Any
+# other finding beside a refusal explains nothing of it: torch in application() is also
+# how a cheat reaches cuBLAS.
+EXPLAINS_REFUSAL = {"arrangement_return", "accumulator_shape"}
+
+
 def refusal(record, source, flagged_message):
     """Status and message of a kernel the grader would not run, the score 0 either way.
 
-    ``flagged`` with ``flagged_message``, unless a first-hour mistake named on a line of the
-    file (grader.core.source_mistakes, read here from the source, not from the worker)
-    explains it: arrangement() returning two tensors, a global block size in application().
-    Then ``failed`` with that line; the record's findings name it either way. A cheat dressed
-    as a mistake gains only the word: nothing runs, and the flags keep the refusal for staff.
+    ``flagged`` with ``flagged_message``, unless a mistake of EXPLAINS_REFUSAL named on a
+    line of the file (grader.core.source_mistakes, read here from the source, not from the
+    worker) explains it: then ``failed`` with that line. The record's findings name every
+    finding either way. A cheat dressed as such a mistake gains only the word: nothing runs,
+    and the flags keep the refusal for staff.
     """
     findings = source_mistakes.inspect_source(source)
     named = {finding["message"] for finding in findings}
     record["findings"] = findings + [finding for finding in record.get("findings") or []
                                      if finding["message"] not in named]
-    honest = [finding for finding in findings if finding["mistake"] not in CHEAT_LIKE]
-    if not honest:
+    explaining = [finding for finding in findings if finding["mistake"] in EXPLAINS_REFUSAL]
+    if not explaining:
         return Status.FLAGGED, flagged_message
-    return Status.FAILED, say("refused_mistake", line=honest[0]["message"])
-
-
-# torch called inside the kernel is a first-hour mistake and also the way a cheat reaches
-# cuBLAS: a refusal it explains stays flagged (its line is still named in the feedback).
-CHEAT_LIKE = {"torch_in_kernel"}
+    return Status.FAILED, say("refused_mistake", line=explaining[0]["message"])
 
 
 def _wrapper_verdict(record, kernel_run, wrapper_run, job, case):
