@@ -338,6 +338,7 @@ def test_the_sandboxed_batch_grader_flags_every_attack_on_what_runs(attack_class
     assert list(record["seconds"]["kernel run"]) == ["start", "import", "build",
                                                      "public cases", "hidden cases"]
     assert list(record["seconds"]["nt_gemm run"]) == ["start", "import", "public cases"]
+    assert list(record["seconds"]["grader"]) == ["judge"]
     environment = json.loads((tmp_path / "out" / "environment.json").read_text())
     summary = json.dumps(environment)
     assert '"build": {"median_s"' in summary and '"runs": 12' in summary, summary[:2000]

@@ -246,3 +246,5 @@ def test_a_hang_s_message_names_the_student_s_line(tmp_path, monkeypatch):
                 if "while output.shape[0] > 0" in text)
     assert record["status"] == "timeout", record["message"]
     assert f"your code was at line {line}, in `while output.shape[0] > 0:" in record["message"]
+    # For staff, every thread's stack as the time ran out, the grader's frames too.
+    assert "(most recent call first)" in record["stderr"] and "worker.py" in record["stderr"]

@@ -24,6 +24,7 @@ import concurrent.futures
 import dataclasses
 import hashlib
 import json
+import time
 
 from benchmarks.environment import package_version
 from grader import __version__
@@ -271,8 +272,11 @@ def grade(submission, settings, folder, device=None, on_start=None):
     build = kernel_run.build
     record["gpu_build"] = build.to_fields() if build else None
     unbuilt = build if (build is not None and build.checked and not build.ok) else None
+    judging = time.perf_counter()
     record["cases"] = verdict.judge_cases(cases_list, kernel_run, settings.seed, unbuilt,
                                           source, every=settings.backend == "interpreter")
+    # The grader's own CPU work per student, beside the workers (grader.core.checks).
+    record["seconds"]["grader"] = {"judge": round(time.perf_counter() - judging, 2)}
     record["arrangement"] = _failing_arrangement(kernel_run.arrangement, record["cases"],
                                                  cases_list)
     verdict.decide(record, kernel_run, wrapper_run, wrapper_phases[0][0][0], cases_list, source)

@@ -83,6 +83,7 @@ class Session:
 
         started = time.monotonic()
         self._grade(todo, folders, cases_list, records)
+        self._confirm_timeouts(todo, folders, cases_list, records)
         speed_record = self._time(chosen, cases_list, records)
         ordered = [records[s.student] for s in chosen]
         reports.write_class(self.out_dir, ordered, cases_list, self.book)
@@ -132,36 +133,81 @@ class Session:
             stored = reports.read_record(self.out_dir, folders[submission.student])
             key = grading.grading_key(submission, self.settings)
             if stored and stored.get("key") == key and stored.get("student") == submission.student \
-                    and not force:
+                    and not force and not self._unconfirmed(stored):
                 records[submission.student] = stored
             else:
                 todo.append(submission)
         return records, todo
 
-    def _grade(self, todo, folders, cases_list, records):
-        """Grade ``todo`` on the worker slots, writing each student's folder as it ends."""
+    def _unconfirmed(self, record):
+        """A GPU timeout graded beside other submissions and not yet graded again: see
+        ``_confirm_timeouts``."""
+        return self.settings.backend == "gpu" and record.get("status") == "timeout" \
+            and record.get("neighbours") and not record.get("confirmed")
+
+    def _confirm_timeouts(self, todo, folders, cases_list, records):
+        """Grade again, once the class is graded, each GPU timeout that had neighbours.
+
+        Runs that share a GPU slow each other down, and the time limit can discount a wait
+        for a CPU core (grader.batch.isolation.usage) but not a wait for the GPU: under a
+        loaded batch a correct file once timed out. So a timeout stands only as graded
+        again with no other submission's runs beside it but the other timeouts', and the
+        record keeps what the first grading said (``confirmed``)."""
+        again = [s for s in todo if s.student in records and self._unconfirmed(records[s.student])]
+        if not again:
+            return
+        say(f"confirming {len(again)} timeout(s): graded again, beside no other submission "
+            "but the other timeouts")
+        first = {s.student: records[s.student] for s in again}
+
+        def keep_first(record):
+            earlier = first[record["student"]]
+            record["confirmed"] = {"first_status": earlier["status"],
+                                   "first_message": earlier["message"],
+                                   "first_wall_time_s": earlier["wall_time_s"],
+                                   "first_neighbours": earlier["neighbours"]}
+
+        self._grade(again, folders, cases_list, records, "confirming", keep_first)
+
+    def _grade(self, todo, folders, cases_list, records, what="grading", amend=None):
+        """Grade ``todo`` on the worker slots, writing each student's folder as it ends
+        (after ``amend(record)``, if given). Each record counts its ``neighbours``: the
+        other submissions graded at some moment while it was."""
         if not todo:
             return
         free = queue.Queue()
         for device in self.slots:
             free.put(device)
         processes = _Processes()
+        active, neighbours, lock = set(), {}, threading.Lock()
 
         def work(submission):
             if processes.stop.is_set():
                 return None
             device = free.get()
+            me = submission.student
+            with lock:
+                neighbours[me] = set(active)
+                for other in active:
+                    neighbours[other].add(me)
+                active.add(me)
             try:
-                record = grading.grade(submission, self.settings, folders[submission.student],
-                                       device, on_start=processes.track)
+                record = grading.grade(submission, self.settings, folders[me], device,
+                                       on_start=processes.track)
             finally:
+                with lock:
+                    active.discard(me)
                 free.put(device)
             if processes.stop.is_set():
                 return None
+            with lock:
+                record["neighbours"] = len(neighbours.pop(me))
+            if amend is not None:
+                amend(record)
             reports.write_student(self.out_dir, record, cases_list, self.book)
             return record
 
-        bar = _bar(len(todo), not self.progress)
+        bar = _bar(len(todo), not self.progress, what)
         executor = concurrent.futures.ThreadPoolExecutor(max_workers=len(self.slots))
         try:
             futures = {executor.submit(work, s): s for s in todo}

@@ -1,8 +1,9 @@
 """Where a class's grading seconds went: each step's median and slowest, over its records.
 
 A record keeps the seconds of each step of its two runs as the parent saw them
-(grader.batch.isolation.conversation: start, import, build, public cases, hidden cases) and
-its timing run's prepare and measure (grader.batch.timing.speed); environment.json keeps
+(grader.batch.isolation.conversation: start, import, build, public cases, hidden cases), the
+grader's own judging of its cases, and its timing run's prepare and measure
+(grader.batch.timing.speed); environment.json keeps
 this summary, to show where a batch's time goes before anyone tries to cut it.
 """
 

@@ -27,6 +27,7 @@ phase of their own). What it reports is only ever a claim: the parent judges
 the bytes it sent back, and takes nothing else from it that could raise a grade.
 """
 
+import faulthandler
 import functools
 import os
 import signal
@@ -356,6 +357,10 @@ def _say_where(signum, frame):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     signal.signal(signal.SIGUSR1, _say_where)
+    # And every thread's stack, from C, even where the run is stuck outside Python (a CUDA
+    # call, a lock): a timeout's stderr then shows staff where any run was, the grader's
+    # own frames too (issue 32: a correct file timed out once under load).
+    faulthandler.register(signal.SIGUSR1, all_threads=True, chain=True)
     if len(argv) != 2 or argv[0] not in RUNS:
         print(f"usage: python -m grader.batch.inside.worker {'|'.join(RUNS)} FILE", file=sys.stderr)
         return ExitCode.USAGE

@@ -276,6 +276,10 @@ def feedback_markdown(record, hints, pictures=True):
         lines += ["", f"- Graded {taken}, your only Python file, in place of "
                   f"ninetoothed_gemm.py. / 你只交了一个 Python 文件 {taken}，按 "
                   "ninetoothed_gemm.py 评分。"]
+    if record.get("confirmed") and status is Status.TIMEOUT:
+        lines += ["", "- It timed out twice: graded again after the class, with no other "
+                  "submission's run beside it. / 两次超时：全班评完后，在没有其他提交同时运行的"
+                  "情况下又评了一次，仍然超时。"]
     lines += uploaded_markdown(record)
     if record.get("late_deduction"):
         lines += ["", f"- Late: {record['late_deduction']} points deducted by the course's late "

@@ -1,0 +1,108 @@
+"""A GPU timeout graded beside other submissions stands only once graded again without them
+(grader.batch.grade.session: issue 32, the same verdict on every run). The workers are
+stand-ins here: what is tested is the session's bookkeeping of who ran beside whom."""
+
+import threading
+
+import pytest
+
+from grader.batch.grade import grading, intake, session
+from grader.batch.outputs import reports
+
+
+class StandIns:
+    """grading.grade for the session: ``slow`` times out while any other student is being
+    graded, and passes alone; every other student passes once ``slow`` has started."""
+
+    def __init__(self):
+        self.calls, self.lock, self.slow_started = [], threading.Lock(), threading.Event()
+        self.active = set()
+
+    def grade(self, submission, settings, folder, device=None, on_start=None):
+        with self.lock:
+            self.calls.append(submission.student)
+            self.active.add(submission.student)
+        try:
+            if submission.student == "slow":
+                self.slow_started.set()
+                crowded = threading.Event()
+                for _ in range(200):  # up to 2 s for a neighbour to show
+                    with self.lock:
+                        if len(self.active) > 1:
+                            crowded.set()
+                            break
+                    threading.Event().wait(0.01)
+                status = "timeout" if crowded.is_set() else "passed"
+            else:
+                self.slow_started.wait(5)
+                threading.Event().wait(0.2)
+                status = "passed"
+            return {"student": submission.student, "status": status, "message": status,
+                    "score": 0, "max_score": 1, "wall_time_s": 1.0}
+        finally:
+            with self.lock:
+                self.active.discard(submission.student)
+
+
+@pytest.fixture
+def stand_ins(monkeypatch):
+    fake = StandIns()
+    monkeypatch.setattr(grading, "grade", fake.grade)
+    monkeypatch.setattr(reports, "write_student", lambda *args, **kwargs: None)
+    return fake
+
+
+def graded(backend, students, slots, tmp_path):
+    settings = grading.Settings(seed="1", backend=backend, timeout_s=1,
+                                memory_limit_bytes=1 << 30)
+    chosen = [intake.Submission(name, f"{name}.py", b"x = 1\n") for name in students]
+    folders = {name: name for name in students}
+    run = session.Session(settings, tmp_path, slots, progress=False)
+    records = {}
+    run._grade(chosen, folders, [], records)
+    run._confirm_timeouts(chosen, folders, [], records)
+    return run, records
+
+
+def test_a_gpu_timeout_beside_others_is_graded_again_and_the_second_verdict_stands(
+        stand_ins, tmp_path):
+    run, records = graded("gpu", ["slow", "quick"], [0, 0], tmp_path)
+    assert stand_ins.calls.count("slow") == 2 and stand_ins.calls.count("quick") == 1
+    slow = records["slow"]
+    assert slow["status"] == "passed" and slow["neighbours"] == 0
+    assert slow["confirmed"] == {"first_status": "timeout", "first_message": "timeout",
+                                 "first_wall_time_s": 1.0, "first_neighbours": 1}
+    assert records["quick"]["neighbours"] == 1 and "confirmed" not in records["quick"]
+    assert not run._unconfirmed(slow)
+
+
+def test_a_timeout_graded_alone_or_on_the_interpreter_is_not_graded_again(stand_ins, tmp_path):
+    _, alone = graded("gpu", ["slow"], [0, 0], tmp_path)  # no neighbour: it passes at once
+    assert stand_ins.calls == ["slow"] and alone["slow"]["neighbours"] == 0
+    stand_ins.calls.clear()
+    _, interpreted = graded("interpreter", ["slow", "quick"], [None, None], tmp_path)
+    # There the time limit discounts every wait for the one shared resource, a CPU core.
+    assert stand_ins.calls.count("slow") == 1 and interpreted["slow"]["status"] == "timeout"
+    assert "confirmed" not in interpreted["slow"]
+
+
+def test_an_unconfirmed_gpu_timeout_is_graded_again_on_resume(tmp_path):
+    settings = grading.Settings(seed="1", backend="gpu", timeout_s=1, memory_limit_bytes=1 << 30)
+    run = session.Session(settings, tmp_path, [0], progress=False)
+    first = {"status": "timeout", "neighbours": 3}
+    assert run._unconfirmed(first)
+    assert not run._unconfirmed({**first, "confirmed": {"first_status": "timeout"}})
+    assert not run._unconfirmed({**first, "neighbours": 0})
+    assert not run._unconfirmed({**first, "status": "failed"})
+
+
+def test_a_confirmed_timeout_says_so_on_the_student_s_page():
+    from grader.batch.outputs import feedback
+
+    record = {"student": "gus", "status": "timeout", "score": 0, "max_score": 35,
+              "message": "still running", "cases": [], "flags": [],
+              "confirmed": {"first_status": "timeout"}}
+    page = feedback.feedback_markdown(record, [])
+    assert "timed out twice" in page and "两次超时" in page
+    del record["confirmed"]
+    assert "twice" not in feedback.feedback_markdown(record, [])
