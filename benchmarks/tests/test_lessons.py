@@ -283,3 +283,22 @@ def test_tiled_matmul_waves(occupancy_output):
     assert table_rows(occupancy_output, "512x1024")[-1] == ["512x1024", "256x256", "8", "1", "6%", "128"]
     assert table_rows(occupancy_output, "4096x4096")[0] == ["4096x4096", "64x64", "4096", "32", "97%", "32"]
     assert f.cdiv(133, 132) == 2 and f.cdiv(132, 132) == 1
+
+
+# --- row alignment and tails -----------------------------------------------------------------
+
+
+def test_row_alignment_formulas():
+    assert f.row_bytes(3000, 2) == 6000 and f.row_bytes(3072, 2) == 6144
+    assert f.rows_whole_vectors(3000, 2) and not f.rows_whole_vectors(3001, 2)
+    assert f.rows_whole_vectors(3004, 4) and not f.rows_whole_vectors(3002, 4)
+    assert [f.divisibility_marked(n) for n in (2992, 3000, 3008, 3072)] == [True, False, True, True]
+    assert f.ragged(3000, 4096) and f.ragged(4096, 3000) and f.ragged(4095, 4096)
+    assert not f.ragged(4096, 4096) and not f.ragged(3008, 3072)
+
+
+def test_last_tile():
+    assert [f.last_tile(n, 128) for n in (2992, 3000, 3008, 3072)] == [48, 56, 64, 128]
+    assert [f.last_tile(n, 256) for n in (2992, 3000, 3008, 3072)] == [176, 184, 192, 256]
+    assert (f.last_tile(65, 64), f.last_tile(97, 64), f.last_tile(130, 64)) == (1, 33, 2)  # section 4's tails
+    assert all(0 < f.last_tile(n, t) <= t and (n - f.last_tile(n, t)) % t == 0 for n in range(1, 300) for t in (16, 64))
