@@ -27,7 +27,6 @@ import typing
 from ledger import formulas
 
 DTYPE_BYTES = 2  # fp16 operands and output
-ALIGN = 16  # K or N not a multiple of this: the ragged cliff (docs/perf-notes.md)
 CUBIN_TARGET = "sm_90"  # the machines the ledger models (H100, H200); other cubins are not read
 
 # Named thresholds, each read by one rule below.
@@ -181,7 +180,7 @@ def explain(row, build=None):
         "bound": formulas.bound(m, n, k, DTYPE_BYTES, machine),
         "roofs": roofs, "refuted": refuted, "binding": binding,
         "waves_hold": waves_hold, "predicted_tflops": predicted,
-        "share": tflops / predicted, "ragged": bool(n % ALIGN or k % ALIGN),
+        "share": tflops / predicted, "ragged": formulas.ragged(n, k),
     }
     rule = next(rule for rule in RULES if rule.applies(why))
     return {**why, "limit": rule.limit, "certainty": rule.certainty(why)}

@@ -202,6 +202,43 @@ def tile_feed_roof_tflops(tm: int, tn: int, machine: Machine, dtype_bytes: int =
     return tile_intensity(tm, tn, dtype_bytes) * machine.tile_feed_tbs
 
 
+def last_tile(length: int, t: int) -> int:
+    """Elements the last of the cdiv(length, t) tiles holds: t when the tiles divide length,
+    else the partial tail (3000 in tiles of 128: 23 whole ones and a last one holding 56)."""
+    return length - (cdiv(length, t) - 1) * t
+
+
+# --- row alignment: the ragged cliff ------------------------------------------------------
+
+VECTOR_BYTES = 16  # the widest load one thread issues (cp.async, ld.global.v4) and TMA's row unit
+TRITON_DIVISIBILITY = 16  # Triton marks an integer argument when it is a multiple of this
+
+
+def row_bytes(length: int, dtype_bytes: int) -> int:
+    """Bytes in one row of ``length`` elements: how far apart the rows of a contiguous matrix start."""
+    return length * dtype_bytes
+
+
+def rows_whole_vectors(length: int, dtype_bytes: int) -> bool:
+    """Whether each row is a whole number of 16-byte units, so that every row starts on a 16-byte
+    boundary when the first does: what 16-byte loads and TMA need of the memory. 3000 fp16
+    elements are 6000 bytes, 375 units: yes; 3001 are 6002 bytes: only every eighth row does."""
+    return row_bytes(length, dtype_bytes) % VECTOR_BYTES == 0
+
+
+def divisibility_marked(length: int) -> bool:
+    """Whether Triton can know the rows are aligned when ``length`` (a row stride, or the size a
+    mask compares with) reaches a kernel as a run-time integer. It specialises an integer argument
+    only on "divisible by 16", counted in elements, so 3000 (16 * 187 + 8) gets no mark although
+    its fp16 rows are whole 16-byte units (docs/perf-notes.md, "The ragged cliff")."""
+    return length % TRITON_DIVISIBILITY == 0
+
+
+def ragged(n: int, k: int) -> bool:
+    """The ragged cliff's condition: K or N, the row lengths of A and B, is unmarked. A ragged M
+    costs nothing, since its mask only drops whole rows."""
+    return not (divisibility_marked(n) and divisibility_marked(k))
+
 # --- re-reads, L2 and HBM traffic ---------------------------------------------------------
 
 

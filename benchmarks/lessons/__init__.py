@@ -1,3 +1,3 @@
 """The ideas behind the assignment as runnable lessons (``python -m
-benchmarks.lessons.ledger``, ``.tiling``, ``.occupancy``): formulas only, no GPU.
+benchmarks.lessons.ledger``, ``.tiling``, ``.occupancy``, ``.cliff``): formulas only, no GPU.
 """

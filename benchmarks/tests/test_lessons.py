@@ -283,3 +283,58 @@ def test_tiled_matmul_waves(occupancy_output):
     assert table_rows(occupancy_output, "512x1024")[-1] == ["512x1024", "256x256", "8", "1", "6%", "128"]
     assert table_rows(occupancy_output, "4096x4096")[0] == ["4096x4096", "64x64", "4096", "32", "97%", "32"]
     assert f.cdiv(133, 132) == 2 and f.cdiv(132, 132) == 1
+
+
+# --- row alignment and tails -----------------------------------------------------------------
+
+
+def test_row_alignment_formulas():
+    assert f.row_bytes(3000, 2) == 6000 and f.row_bytes(3072, 2) == 6144
+    assert f.rows_whole_vectors(3000, 2) and not f.rows_whole_vectors(3001, 2)
+    assert f.rows_whole_vectors(3004, 4) and not f.rows_whole_vectors(3002, 4)
+    assert [f.divisibility_marked(n) for n in (2992, 3000, 3008, 3072)] == [True, False, True, True]
+    assert f.ragged(3000, 4096) and f.ragged(4096, 3000) and f.ragged(4095, 4096)
+    assert not f.ragged(4096, 4096) and not f.ragged(3008, 3072)
+
+
+def test_last_tile():
+    assert [f.last_tile(n, 128) for n in (2992, 3000, 3008, 3072)] == [48, 56, 64, 128]
+    assert [f.last_tile(n, 256) for n in (2992, 3000, 3008, 3072)] == [176, 184, 192, 256]
+    assert (f.last_tile(65, 64), f.last_tile(97, 64), f.last_tile(130, 64)) == (1, 33, 2)  # section 4's tails
+    assert all(0 < f.last_tile(n, t) <= t and (n - f.last_tile(n, t)) % t == 0 for n in range(1, 300) for t in (16, 64))
+
+
+# --- the cliff lesson -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cliff_output():
+    return run_cli("benchmarks.lessons.cliff")
+
+
+def test_cliff_output(cliff_output):
+    out = cliff_output
+    assert "1 per SM at a time (144 KiB of shared memory each), 132 at once" in out
+    for n in (2992, 3000, 3008, 3072):
+        assert table_rows(out, f"{n}^3")[0][1:6] == ["24 x 12", "288", "3", "18%", "73%"]
+    assert table_rows(out, "3000^3")[0][6] == "56 of 128; 184 of 256"
+    assert table_rows(out, "3072^3")[0][6] == "whole; whole"
+    assert "waves cannot tell them apart" in out
+    assert table_rows(out, "3000") == [
+        ["3000", "6000", "375", "16 x 187 + 8", "no", "only if n is a constant (flat kernels)"]]
+    for n, units, q in ((2992, "374", 187), (3008, "376", 188), (3072, "384", 192)):
+        assert table_rows(out, str(n)) == [[str(n), str(2 * n), units, f"16 x {q} + 0", "yes", "yes"]]
+
+
+def test_cliff_other_sizes():
+    out = run_cli("benchmarks.lessons.cliff", "--sizes", "3001", "4095", "4096")
+    assert table_rows(out, "3001") == [["3001", "6002", "375.125", "16 x 187 + 9", "no", "no"]]
+    assert table_rows(out, "4096") == [["4096", "8192", "512", "16 x 256 + 0", "yes", "yes"]]
+    assert table_rows(out, "4096^3")[0][1:6] == ["32 x 16", "512", "4", "88%", "97%"]
+    assert "cannot tell them apart" not in out
+
+
+def test_cliff_refuses_a_size_below_one():
+    done = subprocess.run([sys.executable, "-m", "benchmarks.lessons.cliff", "--sizes", "0"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "at least 1" in done.stderr
