@@ -1,7 +1,9 @@
-"""Case messages and evidence lines in English and Chinese (grader.core.messages): each
-template reads back as its own Chinese, a student's page shows the Chinese of the kit's
+"""Case messages, findings and evidence lines in English and Chinese (grader.core.messages):
+each template reads back as its own Chinese with the same facts, every finding of the
+kit's mistaken variants has its Chinese, a student's page shows the Chinese of the kit's
 lines under the English, and what records and the gradebook keep stays English."""
 
+import re
 import string
 
 import pytest
@@ -9,19 +11,88 @@ import torch
 
 from grader.batch.outputs import feedback
 from grader.batch.status import reason
-from grader.core import cases, checks, diagnosis, messages
+from grader.core import cases, checks, diagnosis, layout, messages, source_mistakes
+from grader.core.loading import load_submission
+from grader.tests import build_variants
+from grader.tests.source_edits import writer
+
+PLURAL = "s"  # "case{s}": English grammar, no fact of the message
+# A field's value in a sample: a line the kit wrote for evidence, a size for where, else 7.
+SAMPLE = {messages.NESTED: messages.say("flagged"), "where": "M=1, N=2, K=3"}
 
 
 def fields_of(template):
     return {field for _, field, _, _ in string.Formatter().parse(template) if field}
 
 
+def marked(template):
+    """``template`` with each field written as <its name>, whatever its format spec."""
+    return "".join(literal + (f"<{field}>" if field else "")
+                   for literal, field, _, _ in string.Formatter().parse(template))
+
+
+def facts(text):
+    """What a message says in either language: its code, tuples, sizes and line numbers."""
+    return sorted(re.findall(r"`[^`]*`|\(\d+(?:, \d+)*\)|[MNK]=\d+|\d+(?:x\d+)+", text)
+                  + re.findall(r"\bline (\d+)", text) + re.findall(r"第 (\d+) 行", text))
+
+
+def english_phrases():
+    """Runs of three or more English words in the templates' own text: none belongs in a
+    Chinese line, where one shows a line read by the wrong template."""
+    runs = set()
+    for english, _ in messages.TEMPLATES.values():
+        for literal, _, _, _ in string.Formatter().parse(english):
+            runs |= set(re.findall(r"[a-z]+(?: [a-z']+){2,}", re.sub("`[^`]*`", "", literal)))
+    return runs
+
+
 @pytest.mark.parametrize("key", list(messages.TEMPLATES))
-def test_each_template_reads_back_as_its_own_chinese(key):
+def test_each_template_reads_back_as_its_own_chinese_with_the_same_facts(key):
     english, chinese = messages.TEMPLATES[key]
-    assert fields_of(chinese) <= fields_of(english)
-    written = messages.say(key, **{field: 7 for field in fields_of(english)})
-    assert messages.line_zh(written) == chinese.format(**{f: "7" for f in fields_of(chinese)})
+    assert fields_of(chinese) == fields_of(english) - {PLURAL}
+    assert facts(marked(english)) == facts(marked(chinese))
+    written = messages.say(key, **{field: SAMPLE.get(field, 7) for field in fields_of(english)})
+    assert messages.line_zh(written) == chinese.format(
+        **{field: messages.line_zh(str(SAMPLE.get(field, 7))) or SAMPLE.get(field, "7")
+           for field in fields_of(chinese)})
+
+
+@pytest.fixture(scope="module")
+def findings_of_variants(tmp_path_factory):
+    """{variant: its findings} for each mistaken variant of the kit: what grader.core.layout
+    and grader.core.source_mistakes say of it."""
+    path = writer(tmp_path_factory.mktemp("variants"), build_variants.VARIANTS)
+    found = {}
+    for name in {**build_variants.MISTAKES, **build_variants.FIRST_MISTAKES}:
+        findings = source_mistakes.inspect_file(path(name))
+        try:
+            findings += layout.inspect_arrangement(load_submission(path(name)))
+        except Exception:  # noqa: BLE001 - a placeholder or a file that does not load
+            pass
+        found[name] = [finding["message"] for finding in findings]
+    return found
+
+
+def test_every_finding_of_the_variants_has_its_chinese_with_the_same_facts(findings_of_variants):
+    phrases = english_phrases()
+    read = 0
+    for name, lines in findings_of_variants.items():
+        for line in lines:
+            zh = messages.line_zh(line)
+            assert zh, (name, line)
+            assert facts(zh) == facts(line), (name, line, zh)
+            assert not [phrase for phrase in phrases if phrase in zh], (name, zh)
+            read += 1
+    assert read >= 40  # layout, size slips and the file's own lines all spoke
+
+
+def test_a_launch_the_layout_refuses_says_why_in_both_languages(tmp_path):
+    module = load_submission(writer(tmp_path, build_variants.VARIANTS)("expand_axis"))
+    why = layout.launch_mismatch(module, (128, 256, 192))
+    verdict = checks.error_verdict(public_case(), why)
+    assert messages.chinese(verdict.message).startswith("kernel 没有启动：在 M=128, N=256, "
+                                                        "K=192 时，排布后三个张量的外层形状不同")
 
 
 def test_raw_error_text_has_no_chinese_and_a_quoted_kit_line_is_translated():
