@@ -7,13 +7,16 @@ languages cannot drift apart. Raw text (an exception's own words) matches no tem
 is left to the English. Chinese templates take no format specs: they get the English's
 text of each field. A field named ``evidence`` holds a line a template wrote (a clause added
 to a finding): a template reads a line only where its evidence is the kit's too.
-The findings' templates are kept in grader.core.finding_messages.
+The findings' templates are kept in grader.core.finding_messages, those of a submission
+not graded in full (a file that does not load, a run that ended early) in
+grader.core.run_messages.
 """
 
 import re
 import string
 
 from grader.core.finding_messages import FINDINGS
+from grader.core.run_messages import RUNS
 
 _CASES = {
     # grader.core.checks: what the output is
@@ -124,7 +127,7 @@ _CASES = {
     "same_target": ("every failing case targets this mistake ({failed})",
                     "每个失败的用例都是针对这个错误设计的（{failed}）"),
 }
-TEMPLATES = {**_CASES, **FINDINGS}
+TEMPLATES = {**_CASES, **FINDINGS, **RUNS}
 NESTED = "evidence"
 # Fields of one known form, read as that form: a field before them may hold " (" too.
 FORMS = {"where": r"M=\d+, N=\d+, K=\d+"}

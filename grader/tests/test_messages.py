@@ -52,10 +52,12 @@ def test_each_template_reads_back_as_its_own_chinese_with_the_same_facts(key):
     english, chinese = messages.TEMPLATES[key]
     assert fields_of(chinese) == fields_of(english) - {PLURAL}
     assert facts(marked(english)) == facts(marked(chinese))
-    written = messages.say(key, **{field: SAMPLE.get(field, 7) for field in fields_of(english)})
-    assert messages.line_zh(written) == chinese.format(
-        **{field: messages.line_zh(str(SAMPLE.get(field, 7))) or SAMPLE.get(field, "7")
-           for field in fields_of(chinese)})
+    values = {field: SAMPLE.get(field, 7) for field in fields_of(english)}
+    # the Chinese gets each field as the English wrote it, in Chinese where a template wrote it
+    texts = {field: format(values[field], spec)
+             for _, field, spec, _ in string.Formatter().parse(english) if field}
+    assert messages.line_zh(messages.say(key, **values)) == chinese.format(
+        **{field: messages.line_zh(text) or text for field, text in texts.items()})
 
 
 @pytest.fixture(scope="module")
@@ -70,21 +72,37 @@ def findings_of_variants(tmp_path_factory):
             findings += layout.inspect_arrangement(load_submission(path(name)))
         except Exception:  # noqa: BLE001 - a placeholder or a file that does not load
             pass
-        found[name] = [finding["message"] for finding in findings]
+        found[name] = findings
     return found
 
 
 def test_every_finding_of_the_variants_has_its_chinese_with_the_same_facts(findings_of_variants):
     phrases = english_phrases()
     read = 0
-    for name, lines in findings_of_variants.items():
-        for line in lines:
+    for name, findings in findings_of_variants.items():
+        for line in (finding["message"] for finding in findings):
             zh = messages.line_zh(line)
             assert zh, (name, line)
             assert facts(zh) == facts(line), (name, line, zh)
             assert not [phrase for phrase in phrases if phrase in zh], (name, zh)
             read += 1
     assert read >= 40  # layout, size slips and the file's own lines all spoke
+
+
+@pytest.mark.parametrize("name", ["floor_mode", "expand_by_size", "returns_accumulator"])
+def test_the_page_shows_a_finding_in_both_languages(name, findings_of_variants):
+    """A layout finding, a size slip and a mistake on a line of the file, as a student reads
+    them under a likely mistake."""
+    catalogue = cases.catalogue(cases.DEFAULT_SEED, "interpreter")
+    verdicts = [{"case_id": case.id, "passed": False, "mistake": "", "message": ""}
+                for case in catalogue]
+    hints = diagnosis.explain(findings_of_variants[name], verdicts, catalogue)
+    record = {"student": "ada", "status": "failed", "score": 0, "max_score": 1, "message": "",
+              "flags": [], "cases": []}
+    page = feedback.feedback_markdown(record, hints)
+    evidence = [line for hint in hints for line in hint["evidence"]]
+    assert evidence and all(f"- evidence / 依据: {line}  \n  依据：{messages.line_zh(line)}\n"
+                            in page for line in evidence), page
 
 
 def test_a_launch_the_layout_refuses_says_why_in_both_languages(tmp_path):
