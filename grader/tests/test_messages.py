@@ -137,7 +137,7 @@ def test_a_mismatch_shows_its_chinese_under_the_english_and_the_gradebook_stays_
     record = {"student": "ada", "status": "failed", "score": 0, "max_score": case.points,
               "message": messages.say("cases_failed", failing=1, total=1), "flags": [],
               "cases": [entry]}
-    hints = [{"title": "t", "en": "e", "zh": "z",
+    hints = [{"title": "t", "title_zh": "标题", "en": "e", "zh": "z",
               "evidence": [messages.say("same_target", failed=case.id), "a raw line"]}]
     page = feedback.feedback_markdown(record, hints)
     total = case.m * case.n

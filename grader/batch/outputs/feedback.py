@@ -300,7 +300,8 @@ def feedback_markdown(record, hints, pictures=True):
     if hints:
         lines += ["", "## Likely mistakes / 可能的错误", ""]
         for hint in hints:
-            lines += [f"### {hint['title']}", "", hint["en"], "", hint["zh"], ""]
+            lines += [f"### {hint['title']} / {hint['title_zh']}", "", hint["en"], "", hint["zh"],
+                      ""]
             for evidence in hint.get("evidence") or []:
                 lines += bilingual_item(evidence, "evidence / 依据: ", "依据：")
             lines.append("")
@@ -309,7 +310,7 @@ def feedback_markdown(record, hints, pictures=True):
     lines += speed_markdown(record, pictures)
     lines += leaderboard_markdown(record)
     lines += ["", "## Cases / 测试用例"] + zeroed_markdown(record)
-    lines += ["", "| case | points | result |", "| --- | --- | --- |"]
+    lines += ["", "| case / 用例 | points / 得分 | result / 结果 |", "| --- | --- | --- |"]
     details = []
     for entry in record["cases"]:
         public = entry["visibility"] == "public"
