@@ -129,8 +129,9 @@ _CASES = {
 }
 TEMPLATES = {**_CASES, **FINDINGS, **RUNS}
 NESTED = "evidence"
-# Fields of one known form, read as that form: a field before them may hold " (" too.
-FORMS = {"where": r"M=\d+, N=\d+, K=\d+"}
+# Fields of one known form, read as that form: a field before them may hold " (" too, and
+# a line of raw text that happens to fit a short template ("no ... in ...") is not read.
+FORMS = {"where": r"M=\d+, N=\d+, K=\d+", "file": r"\S+\.py"}
 
 
 def say(key, **fields):

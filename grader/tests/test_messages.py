@@ -17,8 +17,9 @@ from grader.tests import build_variants
 from grader.tests.source_edits import writer
 
 PLURAL = "s"  # "case{s}": English grammar, no fact of the message
-# A field's value in a sample: a line the kit wrote for evidence, a size for where, else 7.
-SAMPLE = {messages.NESTED: messages.say("flagged"), "where": "M=1, N=2, K=3"}
+# A field's value in a sample: a line the kit wrote for evidence, one of its form for a
+# field of grader.core.messages.FORMS, else 7.
+SAMPLE = {messages.NESTED: messages.say("flagged"), "where": "M=1, N=2, K=3", "file": "a.py"}
 
 
 def fields_of(template):
