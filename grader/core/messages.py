@@ -1,4 +1,5 @@
-"""The sentences the kit writes into case messages and evidence lines, in English and Chinese.
+"""The sentences the kit writes into case messages, findings, evidence and status lines, in
+English and Chinese.
 
 Records, the gradebook and the pytest grader keep the English (``say``), so a message
 reads the same however it is shown; a student's page adds the Chinese of each line one of
@@ -18,7 +19,7 @@ import string
 from grader.core.finding_messages import FINDINGS
 from grader.core.run_messages import RUNS
 
-_CASES = {
+CASES = {
     # grader.core.checks: what the output is
     "not_tensor": ("nt_gemm returned {kind}, not a tensor",
                    "nt_gemm 返回的是 {kind}，不是张量"),
@@ -127,7 +128,7 @@ _CASES = {
     "same_target": ("every failing case targets this mistake ({failed})",
                     "每个失败的用例都是针对这个错误设计的（{failed}）"),
 }
-TEMPLATES = {**_CASES, **FINDINGS, **RUNS}
+TEMPLATES = {**CASES, **FINDINGS, **RUNS}
 NESTED = "evidence"
 # Fields of one known form, read as that form: a field before them may hold " (" too, and
 # a line of raw text that happens to fit a short template ("no ... in ...") is not read.

@@ -12,6 +12,8 @@ import torch
 from grader.batch.outputs import feedback
 from grader.batch.status import reason
 from grader.core import cases, checks, diagnosis, layout, messages, source_mistakes
+from grader.core.finding_messages import FINDINGS
+from grader.core.run_messages import RUNS
 from grader.core.loading import load_submission
 from grader.tests import build_variants
 from grader.tests.source_edits import writer
@@ -46,6 +48,10 @@ def english_phrases():
         for literal, _, _, _ in string.Formatter().parse(english):
             runs |= set(re.findall(r"[a-z]+(?: [a-z']+){2,}", re.sub("`[^`]*`", "", literal)))
     return runs
+
+
+def test_no_table_hides_another_s_template_under_the_same_key():
+    assert len(messages.TEMPLATES) == len(messages.CASES) + len(FINDINGS) + len(RUNS)
 
 
 @pytest.mark.parametrize("key", list(messages.TEMPLATES))
