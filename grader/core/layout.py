@@ -14,6 +14,7 @@ It runs the student's ``arrangement``, so the batch grader calls it inside the s
 (grader.batch.inside.worker), never in the process that judges.
 """
 
+from grader.core.messages import say
 from grader.core.size_slips import size_slips
 
 # (M, N, K) sizes the arrangement is evaluated at. They differ in M, N and K
@@ -122,18 +123,17 @@ def inspect_arrangement(module, shapes=DEFAULT_SHAPES):
     try:
         levels = arranged_levels(module, shapes)
     except NotImplementedError:
-        return [{"mistake": "not_implemented",
-                 "message": "arrangement() still raises NotImplementedError"}]
+        return [{"mistake": "not_implemented", "message": say("arrangement_unfinished")}]
     except Exception as error:  # the student's arrangement can fail in any way
         return [{"mistake": "build_error",
-                 "message": f"arrangement() fails on symbolic tensors, before any kernel is "
-                            f"built: {type(error).__name__}: {_one_line(error)}"}]
+                 "message": say("symbolic_failure",
+                                error=f"{type(error).__name__}: {_one_line(error)}")}]
     try:
         return _dedupe(size_slips(module, levels) + _judge_levels(levels))
     except Exception as error:  # a bug here must never cost the student a grade
         return [{"mistake": "grid_mismatch",
-                 "message": f"the arranged shapes could not be compared ({type(error).__name__}: "
-                            f"{_one_line(error)}); levels seen: {_compact(levels)}"}]
+                 "message": say("not_compared", error=f"{type(error).__name__}: "
+                                f"{_one_line(error)}", levels=_compact(levels))}]
 
 
 NOT_LAUNCHED = "not launched: "
@@ -155,10 +155,7 @@ def launch_mismatch(module, shape):
     outers = {role: tuple(at[role][0]) for role in ("lhs", "rhs", "output")}
     if len(set(outers.values())) == 1:
         return None
-    return (f"{NOT_LAUNCHED}at {_where(shape)} the arranged tensors' outer shapes differ "
-            f"(lhs {outers['lhs']}, rhs {outers['rhs']}, output {outers['output']}): NineToothed "
-            "starts one program per element of lhs's outer shape and pairs the tiles by each "
-            "tensor's own, so all three must be the output's block grid")
+    return NOT_LAUNCHED + say("outer_shapes_differ", where=_where(shape), **outers)
 
 
 def is_standard_layout(levels_at_shape):
@@ -177,9 +174,8 @@ def _judge_levels(levels):
         output = at["output"]
         if len(output) == 1:
             return [{"mistake": "grid_mismatch",
-                     "message": f"output is not tiled: its arrangement has the single level "
-                                f"{tuple(output[0])} ({_where(shape)}), where a grid of "
-                                f"(BLOCK_SIZE_M, BLOCK_SIZE_N) tiles was expected"}]
+                     "message": say("output_untiled", level=tuple(output[0]),
+                                    where=_where(shape))}]
         if not is_standard_layout(at):
             return []
         per_shape.append((shape, _observe(shape, at)))
@@ -252,10 +248,9 @@ def _k_untiled_findings(per_shape):
         if all(shape[2] in obs[role]["levels"][-1] for shape, obs in per_shape):
             shape, obs = per_shape[0]
             findings.append({"mistake": "k_untiled",
-                             "message": f"{role}'s tiles are {tuple(obs[role]['levels'][-1])} "
-                                        f"at {_where(shape)}: each holds all of K, so there "
-                                        f"are no K tiles to loop over; tile K by BLOCK_SIZE_K "
-                                        f"and group the K tiles, `{_TILING[role]}`"})
+                             "message": say("k_untiled", role=role,
+                                            tile=tuple(obs[role]["levels"][-1]),
+                                            where=_where(shape), tiling=_TILING[role])})
     return findings
 
 
@@ -272,18 +267,15 @@ def _k_sequence_findings(role, per_shape):
     if all(tuple(o[role]["levels"][0]) == o["grid"] for _, o in per_shape):
         right = 0 if role == "lhs" else 1
         return [{"mistake": "squeeze_axis",
-                 "message": f"{role}'s K sequence has length 1 at every size, where "
-                            f"ceil(K/{obs[role]['bk']}) = {need} at {_where(shape)}: the squeeze "
-                            f"took out the K tiles; squeeze the length-1 dimension, "
-                            f"`{role}_arranged.dtype.squeeze({right})`"}]
+                 "message": say("squeeze_axis", role=role, bk=obs[role]["bk"], need=need,
+                                where=_where(shape), right=right)}]
     own = 0 if role == "lhs" else 1
     if all(o[role]["levels"][0][own] == 1 for _, o in per_shape) and any(
             o["grid"][own] > 1 for _, o in per_shape):
         return [{"mistake": "group_axis",
-                 "message": f"{role}'s outer shape is {outer} where the output grid is "
-                            f"{obs['grid']}, and its K sequence has length 1 where ceil(K/"
-                            f"{obs[role]['bk']}) = {need} ({_where(shape)}): its tiles are "
-                            f"grouped along the other axis; `{_TILING[role]}`"}]
+                 "message": say("group_axis", role=role, outer=outer, grid=obs["grid"],
+                                bk=obs[role]["bk"], need=need, where=_where(shape),
+                                tiling=_TILING[role])}]
     return []
 
 
@@ -293,12 +285,10 @@ def _output_grid_findings(per_shape):
         return []
     shape, obs = wrong[0]
     floored = all(tuple(o["out_outer"]) == o["floor_grid"] for _, o in wrong)
-    key = "tail_mask" if floored else "grid_mismatch"
-    extra = (" (rounded down, so the partial edge tiles get no program)" if floored else "")
-    return [{"mistake": key,
-             "message": f"output outer shape is {tuple(obs['out_outer'])} where the block grid "
-                        f"ceil(M/{obs['bm']}) x ceil(N/{obs['bn']}) is {obs['grid']}{extra} "
-                        f"({_where(shape)})"}]
+    return [{"mistake": "tail_mask" if floored else "grid_mismatch",
+             "message": say("output_grid_floored" if floored else "output_grid",
+                            outer=tuple(obs["out_outer"]), bm=obs["bm"], bn=obs["bn"],
+                            grid=obs["grid"], where=_where(shape))}]
 
 
 def _nesting_findings(role, per_shape):
@@ -307,15 +297,14 @@ def _nesting_findings(role, per_shape):
         seen = obs[role]
         if seen["extra_ones"]:
             return [{"mistake": "missing_squeeze",
-                     "message": f"{role} levels are {_levels_text(seen['levels'])} "
-                                f"({_where(shape)}): the K sequence {seen['levels'][1]} still has "
-                                f"a length-1 dimension; squeeze it out of {role}'s dtype"}]
+                     "message": say("missing_squeeze", role=role,
+                                    levels=_levels_text(seen["levels"]), where=_where(shape),
+                                    sequence=seen["levels"][1])}]
         if seen["middle"] is None:
             return [{"mistake": "grid_mismatch",
-                     "message": f"{role} levels are {_levels_text(seen['levels'])} "
-                                f"({_where(shape)}), where three levels were expected: the "
-                                f"output's block grid, a 1-D sequence of K tiles, and a "
-                                f"{expected} tile"}]
+                     "message": say("three_levels", role=role,
+                                    levels=_levels_text(seen["levels"]), where=_where(shape),
+                                    tile=expected)}]
     return []
 
 
@@ -328,11 +317,11 @@ def _outer_findings(role, per_shape):
     if not wrong:
         return []
     shape, obs, outer = wrong[0]
-    evidence = (f"{role} outer shape is {outer} where the output grid is {obs['grid']} "
-                f"({_where(shape)})")
+    evidence = say("outer_shape", role=role, outer=outer, grid=obs["grid"], where=_where(shape))
     right_at = [s for s, o in per_shape if tuple(o[role]["levels"][0]) == o["grid"]]
     if right_at:
-        evidence += "; it is right at " + ", ".join(_shape_text(s) for s in right_at)
+        evidence = say("right_at", evidence=evidence,
+                       sizes=", ".join(_shape_text(s) for s in right_at))
 
     # Which outer dimension repeats the operand across the grid: lhs is repeated
     # along N (dim 1), rhs along M (dim 0). The other one is the operand's own.
@@ -360,11 +349,12 @@ def _outer_findings(role, per_shape):
         if constant_but_needs_to_vary(repeat_dim):
             value = seen(per_shape[0][1])[repeat_dim]
             return [{"mistake": "hard_coded",
-                     "message": f"{evidence}; dimension {repeat_dim} is always {value}"}]
+                     "message": say("always_the_same", evidence=evidence,
+                                    dimension=repeat_dim, value=value)}]
     if own_off:
         if all(out[own_dim] == o["floor_grid"][own_dim] for o, out in own_off):
             return [{"mistake": "tail_mask",
-                     "message": evidence + " (the block count is rounded down)"}]
+                     "message": say("count_rounded_down", evidence=evidence)}]
         if constant_but_needs_to_vary(own_dim):
             return [{"mistake": "hard_coded", "message": evidence}]
     return [{"mistake": "grid_mismatch", "message": evidence}]
@@ -386,13 +376,13 @@ def _k_length_findings(role, per_shape):
         return []
     shape, obs, got, need = wrong[0]
     k, bk = shape[2], obs[role]["bk"]
-    evidence = f"{role} K sequence has length {got} where ceil(K/{bk}) = {need} ({_where(shape)})"
+    evidence = say("k_length", role=role, got=got, bk=bk, need=need, where=_where(shape))
     if all(g == s[2] // o[role]["bk"] for s, o, g, _ in wrong):
         return [{"mistake": "k_tail",
-                 "message": evidence + f": the partial K tile ({k % bk} wide) is dropped"}]
+                 "message": say("k_tile_dropped", evidence=evidence, width=k % bk)}]
     values = {o[role]["middle"][0] for _, o in per_shape}
     if len(values) == 1:
-        return [{"mistake": "hard_coded", "message": evidence + "; it never changes with K"}]
+        return [{"mistake": "hard_coded", "message": say("never_changes", evidence=evidence)}]
     return [{"mistake": "grid_mismatch", "message": evidence}]
 
 
@@ -405,9 +395,9 @@ def _tile_findings(role, per_shape):
                                  and obs["lhs"]["levels"][-1][1] != inner[0]):
             lhs_tile = tuple(obs["lhs"]["levels"][-1])
             return [{"mistake": "tile_shape",
-                     "message": f"{role} tiles are {inner} where {expected} was expected "
-                                f"(output tiles are {(obs['bm'], obs['bn'])}, lhs tiles "
-                                f"{lhs_tile}; {_where(shape)})"}]
+                     "message": say("tile_shape", role=role, tile=inner, expected=expected,
+                                    output=(obs["bm"], obs["bn"]), lhs=lhs_tile,
+                                    where=_where(shape))}]
     return []
 
 

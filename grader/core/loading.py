@@ -12,6 +12,8 @@ import pathlib
 import sys
 import traceback
 
+from grader.core.messages import say
+
 REQUIRED_NAMES = (
     "arrangement",
     "application",
@@ -59,12 +61,17 @@ def _raises_not_implemented(node):
 
 
 def not_implemented_message(names):
-    listed = " and ".join(f"{name}()" for name in names)
-    verb = "is" if len(names) == 1 else "are"
-    return (
-        f"{listed} {verb} not filled in yet: replace the `raise NotImplementedError(...)` "
-        f"placeholder in {listed} with your code"
-    )
+    """What a student reads of the functions ``names`` (one or both of STUDENT_FUNCTIONS)."""
+    calls = [f"{name}()" for name in names]
+    if len(calls) == 1:
+        return say("unfinished", name=calls[0])
+    return say("two_unfinished", first=", ".join(calls[:-1]), second=calls[-1])
+
+
+def syntax_message(name, error):
+    """The import_error message of the file ``name`` for its SyntaxError: where, and the line."""
+    return (say("syntax_error", file=name, line=error.lineno, error=error.msg)
+            + f"\n    {(error.text or '').rstrip()}")
 
 
 def load_submission(path):
@@ -79,7 +86,7 @@ def load_submission(path):
     missing = [attr for attr in REQUIRED_NAMES if not hasattr(module, attr)]
     if missing:
         raise SubmissionError(
-            "import_error", f"{path.name} does not define {', '.join(missing)}"
+            "import_error", say("does_not_define", file=path.name, names=", ".join(missing))
         )
 
     unfinished = unfinished_functions(path.read_text(encoding="utf-8", errors="replace"))
@@ -95,11 +102,7 @@ def import_file(path):
     try:
         compile(source, str(path), "exec")
     except SyntaxError as error:
-        raise SubmissionError(
-            "import_error",
-            f"syntax error in {path.name}, line {error.lineno}: {error.msg}\n"
-            f"    {(error.text or '').rstrip()}",
-        ) from None
+        raise SubmissionError("import_error", syntax_message(path.name, error)) from None
 
     name = module_name_for(path)
     spec = importlib.util.spec_from_file_location(name, path)
@@ -111,8 +114,8 @@ def import_file(path):
         del sys.modules[name]
         raise SubmissionError(
             "import_error",
-            f"importing {path.name} failed with {type(error).__name__}: {error}\n"
-            + _short_traceback(error, path),
+            say("import_failed", file=path.name, error=f"{type(error).__name__}: {error}")
+            + "\n" + _short_traceback(error, path),
         ) from None
     return module
 

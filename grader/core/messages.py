@@ -1,17 +1,25 @@
-"""The sentences the kit writes into case messages and evidence lines, in English and Chinese.
+"""The sentences the kit writes into case messages, findings, evidence and status lines, in
+English and Chinese.
 
 Records, the gradebook and the pytest grader keep the English (``say``), so a message
 reads the same however it is shown; a student's page adds the Chinese of each line one of
 these templates wrote (``chinese``), read back from the English. One table, so the two
 languages cannot drift apart. Raw text (an exception's own words) matches no template and
 is left to the English. Chinese templates take no format specs: they get the English's
-text of each field.
+text of each field. A field named ``evidence`` holds a line a template wrote (a clause added
+to a finding): a template reads a line only where its evidence is the kit's too.
+The findings' templates are kept in grader.core.finding_messages, those of a submission
+not graded in full (a file that does not load, a run that ended early) in
+grader.core.run_messages.
 """
 
 import re
 import string
 
-TEMPLATES = {
+from grader.core.finding_messages import FINDINGS
+from grader.core.run_messages import RUNS
+
+CASES = {
     # grader.core.checks: what the output is
     "not_tensor": ("nt_gemm returned {kind}, not a tensor",
                    "nt_gemm 返回的是 {kind}，不是张量"),
@@ -120,6 +128,11 @@ TEMPLATES = {
     "same_target": ("every failing case targets this mistake ({failed})",
                     "每个失败的用例都是针对这个错误设计的（{failed}）"),
 }
+TEMPLATES = {**CASES, **FINDINGS, **RUNS}
+NESTED = "evidence"
+# Fields of one known form, read as that form: a field before them may hold " (" too, and
+# a line of raw text that happens to fit a short template ("no ... in ...") is not read.
+FORMS = {"where": r"M=\d+, N=\d+, K=\d+", "file": r"\S+\.py"}
 
 
 def say(key, **fields):
@@ -133,7 +146,8 @@ def _pattern(template):
     for literal, field, _spec, _conversion in string.Formatter().parse(template):
         parts.append(re.escape(literal))
         if field is not None:
-            parts.append(f"(?P={field})" if field in seen else f"(?P<{field}>.*?)")
+            parts.append(f"(?P={field})" if field in seen
+                         else f"(?P<{field}>{FORMS.get(field, '.*?')})")
             seen.add(field)
     return re.compile("".join(parts))
 
@@ -146,9 +160,12 @@ def line_zh(line):
     them (an evidence line quoting a case's message), else ''."""
     for pattern, zh in _READERS:
         match = pattern.fullmatch(line)
-        if match:
-            return zh.format(**{name: (line_zh(value) if value else "") or value
-                                for name, value in match.groupdict().items()})
+        if not match:
+            continue
+        said = {name: line_zh(value) if value else "" for name, value in match.groupdict().items()}
+        if NESTED in said and not said[NESTED]:
+            continue  # a clause after a line that is not the kit's
+        return zh.format(**{name: said[name] or value for name, value in match.groupdict().items()})
     return ""
 
 

@@ -24,6 +24,7 @@ SOURCES = (FILE, SOURCE, LAYOUT, OUTPUT, PATTERN)
 class Mistake:
     key: str
     title: str
+    title_zh: str
     en: str
     zh: str
     found_by: tuple = ()  # SOURCES that can name it
@@ -36,6 +37,7 @@ MISTAKES = {
         Mistake(
             "not_implemented",
             "placeholder left in",
+            "占位异常未删除",
             "A `raise NotImplementedError(...)` placeholder is still in arrangement() or "
             "application(). Replace it with your code.",
             "arrangement() 或 application() 中仍保留着 `raise NotImplementedError(...)` 占位异常，"
@@ -45,6 +47,7 @@ MISTAKES = {
         Mistake(
             "import_error",
             "the file does not import",
+            "文件无法导入",
             "Python could not import your file, so no case could run. Fix the error shown "
             "(a syntax error, a misspelt name, a missing import) and run the tests again.",
             "Python 无法导入你的文件，所以没有任何用例能运行。先修复显示的错误（语法错误、"
@@ -54,6 +57,7 @@ MISTAKES = {
         Mistake(
             "expand_axis",
             "expanded along the wrong axis",
+            "expand 的方向反了",
             "lhs must be repeated across the output's N blocks (output_arranged.shape[1]) and "
             "rhs across its M blocks (output_arranged.shape[0]). Squares hide a swap; "
             "non-square shapes reveal it.",
@@ -64,6 +68,7 @@ MISTAKES = {
         Mistake(
             "size_for_count",
             "a matrix size where a block count or block size belongs",
+            "在该填块数或分块大小的地方用了矩阵尺寸",
             "A call in arrangement() gets a matrix size (M, N or K, read as `lhs.shape[...]`, "
             "`rhs.shape[...]` or `output.shape[...]`) where a number of blocks or a block size "
             "belongs. expand() repeats a tensor once per block: take the counts from the tiled "
@@ -80,6 +85,7 @@ MISTAKES = {
         Mistake(
             "missing_squeeze",
             "a squeeze is missing",
+            "少了 squeeze",
             "Each program's lhs should be a sequence of (BLOCK_SIZE_M, BLOCK_SIZE_K) tiles and "
             "rhs a sequence of (BLOCK_SIZE_K, BLOCK_SIZE_N) tiles. After grouping, squeeze the "
             "length-1 dimension of `.dtype`: squeeze(0) for lhs, squeeze(1) for rhs.",
@@ -91,6 +97,7 @@ MISTAKES = {
         Mistake(
             "tile_shape",
             "tiles of the wrong shape",
+            "tile 形状不对",
             "The tiles do not line up: lhs tiles must be (BLOCK_SIZE_M, BLOCK_SIZE_K), rhs tiles "
             "(BLOCK_SIZE_K, BLOCK_SIZE_N) and output tiles (BLOCK_SIZE_M, BLOCK_SIZE_N).",
             "块的形状对不上：lhs 块应为 (BLOCK_SIZE_M, BLOCK_SIZE_K)，rhs 块应为 "
@@ -100,6 +107,7 @@ MISTAKES = {
         Mistake(
             "block_order",
             "right only while the block sizes are equal",
+            "只在各分块大小相等时才正确",
             "Right at your own block sizes, wrong when the grader builds your arrangement() "
             "and application() at other tiles of the course's autotune range (such as "
             "128x64x32): two block sizes are swapped somewhere, which equal sizes hide. rhs "
@@ -115,6 +123,7 @@ MISTAKES = {
         Mistake(
             "fixed_tiles",
             "tile sizes written as numbers",
+            "tile 大小写成了具体数字",
             "Your arrangement lays out the same tiles whatever block sizes it is given, so "
             "the grader cannot build it at others. Write the block sizes in tile(...) "
             "(block_size_m/n/k, or BLOCK_SIZE_M/N/K), never the numbers themselves.",
@@ -126,6 +135,7 @@ MISTAKES = {
         Mistake(
             "tail_mask",
             "partial tiles mishandled",
+            "尾块处理不当",
             "Shapes that are not multiples of the block sizes fail. Let tile() produce the "
             "partial edge tiles (no floor_mode, no manual offsets) so loads and stores stay masked.",
             "形状不是分块大小整数倍时失败。让 tile() 自动产生边缘的不完整块（不要用 floor_mode，"
@@ -135,6 +145,7 @@ MISTAKES = {
         Mistake(
             "hard_coded",
             "a hard-coded shape or block count",
+            "写死了形状或块数",
             "The arrangement only fits some sizes: take block counts from the arranged tensors "
             "(output_arranged.shape[0] and [1]) rather than writing numbers such as 2 or 4.",
             "排布只适配部分尺寸：块数应取自排布后的张量（output_arranged.shape[0] 与 [1]），"
@@ -144,6 +155,7 @@ MISTAKES = {
         Mistake(
             "accumulator",
             "accumulator reset or assigned",
+            "累加器被重置或直接赋值",
             "Right when K fits in one tile, wrong with several: create the float32 "
             "accumulator once, before the loop over k, and add to it with `+=`.",
             "K 只有一段时正确、多段时出错：float32 累加器要在 k 循环之前只创建一次，"
@@ -154,6 +166,7 @@ MISTAKES = {
         Mistake(
             "accumulator_dtype",
             "the accumulator is not float32",
+            "累加器不是 float32",
             "Create the accumulator as float32 (`ntl.zeros(..., dtype=ntl.float32)`) and keep "
             "it float32 inside the loop: Triton's compiler rejects a float16 accumulator that "
             "ntl.dot's float32 products re-type, and a sum kept in float16 loses the small terms "
@@ -167,6 +180,7 @@ MISTAKES = {
         Mistake(
             "dot_order",
             "ntl.dot's operands are swapped",
+            "ntl.dot 的两个操作数写反",
             "Each program computes its output tile as the sum over k of lhs[k] @ rhs[k]: "
             "`ntl.dot(lhs[k], rhs[k])`, lhs first. The other order only compiles when all three "
             "block sizes are equal, and then multiplies the wrong tiles.",
@@ -177,6 +191,7 @@ MISTAKES = {
         Mistake(
             "output_tile",
             "the result lands in the wrong output tile",
+            "结果写进了错误的输出块",
             "Each output tile holds a correct product, but of another tile, or transposed. "
             "Program (i, j) must write the product of lhs row block i and rhs column block j "
             "into output tile (i, j), as it is: keep lhs repeated along N, rhs along M, and "
@@ -189,6 +204,7 @@ MISTAKES = {
         Mistake(
             "k_tail",
             "the K tail is dropped",
+            "丢了 K 的尾块",
             "The last K columns are never added. If only shapes whose K is not a multiple of "
             "BLOCK_SIZE_K fail, the number of K tiles rounds down: keep the default tiling and "
             "masked loads, so that ceil(K / BLOCK_SIZE_K) tiles include the partial last one. "
@@ -203,6 +219,7 @@ MISTAKES = {
         Mistake(
             "wrong_dtype",
             "output of the wrong dtype or shape",
+            "输出的 dtype 或形状不对",
             "nt_gemm must return a new float16 tensor of shape (M, N); accumulate in float32 "
             "inside the kernel only.",
             "nt_gemm 必须返回一个新的 float16 张量，形状为 (M, N)；float32 只用于 kernel 内部累加。",
@@ -211,6 +228,7 @@ MISTAKES = {
         Mistake(
             "unwritten_output",
             "some output elements are never written",
+            "部分输出从未写入",
             "Part of the output is never written. NineToothed writes an output tile only where "
             "application() assigns it: end application() with `output = accumulator` (a "
             "`return accumulator` is ignored), and let exactly one program cover every (i, j) "
@@ -223,6 +241,7 @@ MISTAKES = {
         Mistake(
             "nondeterministic",
             "results differ between runs",
+            "两次运行结果不同",
             "The same inputs gave different bits on two runs. Each output tile should be "
             "computed by one program, with no shared state between calls.",
             "相同输入两次运行结果不同。每个输出块应只由一个程序计算，两次调用之间不应共享状态。",
@@ -231,6 +250,7 @@ MISTAKES = {
         Mistake(
             "gpu_resources",
             "the kernel needs more than the GPU has",
+            "kernel 需要的资源超过 GPU 上限",
             "The kernel compiles but cannot launch on the course's GPU: its tiles need more "
             "shared memory (or registers) per block than the GPU offers. Use smaller block "
             "sizes; the guide's 64 x 64 x 64 fits.",
@@ -241,6 +261,7 @@ MISTAKES = {
         Mistake(
             "grid_mismatch",
             "the arranged tensors do not line up",
+            "排布后的张量对不上",
             "Every arranged tensor must have the output's block grid as its outer shape: "
             "(ceil(M / BLOCK_SIZE_M), ceil(N / BLOCK_SIZE_N)). Inside, lhs holds one row of "
             "K tiles and rhs one column of K tiles. Print the `.shape` of each level of your "
@@ -253,6 +274,7 @@ MISTAKES = {
         Mistake(
             "arrangement_return",
             "arrangement() does not return its three tensors in order",
+            "arrangement() 没有按顺序返回三个张量",
             "arrangement() must return a tuple of exactly three arranged tensors, in the order "
             "of its parameters: `return lhs_arranged, rhs_arranged, output_arranged`. "
             "NineToothed hands them to application(lhs, rhs, output) by position: a list, a "
@@ -266,6 +288,7 @@ MISTAKES = {
         Mistake(
             "k_untiled",
             "lhs or rhs is not tiled along K",
+            "lhs 或 rhs 没有沿 K 分块",
             "Each program walks K one tile at a time: tile lhs by (BLOCK_SIZE_M, BLOCK_SIZE_K) "
             "and rhs by (BLOCK_SIZE_K, BLOCK_SIZE_N), then group the K tiles, `.tile((1, -1))` "
             "for lhs and `.tile((-1, 1))` for rhs. A -1 in the first tile() puts all of K in "
@@ -279,6 +302,7 @@ MISTAKES = {
         Mistake(
             "group_axis",
             "the K tiles are grouped along the wrong axis",
+            "K 块的分组方向反了",
             "lhs groups each row of its tiles, `.tile((1, -1))`, so that a program gets every K "
             "tile of its M block; rhs groups each column, `.tile((-1, 1))`. Grouped the other "
             "way, a program gets a column of lhs tiles (or a row of rhs tiles), and the grid "
@@ -291,6 +315,7 @@ MISTAKES = {
         Mistake(
             "squeeze_axis",
             "the squeeze removes the K tiles",
+            "squeeze 去掉了 K 块",
             "After grouping, each program's lhs is (1, number of K tiles) and rhs (number of K "
             "tiles, 1): squeeze the length-1 dimension, squeeze(0) for lhs and squeeze(1) for "
             "rhs. Squeezing the other one leaves a single K tile, so only a K that fits in "
@@ -303,6 +328,7 @@ MISTAKES = {
         Mistake(
             "k_loop_bound",
             "the loop over k has the wrong bound",
+            "k 循环的范围不对",
             "Inside application(), lhs and rhs are 1-D sequences of K tiles (after the "
             "squeeze): loop `for k in range(lhs.shape[0])`. They have no shape[1], so the "
             "kernel does not build.",
@@ -313,6 +339,7 @@ MISTAKES = {
         Mistake(
             "k_steps",
             "ntl.dot does not get the k-th tiles",
+            "ntl.dot 拿到的不是第 k 块",
             "lhs and rhs are sequences of K tiles: loop `for k in range(lhs.shape[0])` and "
             "multiply the k-th tile of each, `ntl.dot(lhs[k], rhs[k])`. A fixed index "
             "(lhs[0]), no loop, or the whole sequence (`ntl.dot(lhs, rhs)`) multiplies the "
@@ -325,6 +352,7 @@ MISTAKES = {
         Mistake(
             "matmul_operator",
             "Python's @ between tiles",
+            "块之间用了 Python 的 @",
             "application() becomes a Triton kernel, and Triton does not compile `@` between "
             "tiles: multiply with `ntl.dot(lhs[k], rhs[k])`.",
             "application() 会变成 Triton kernel，Triton 不支持块之间的 `@` 运算：请用 "
@@ -334,6 +362,7 @@ MISTAKES = {
         Mistake(
             "torch_in_kernel",
             "torch used inside application()",
+            "application() 里用了 torch",
             "application() becomes a Triton kernel that runs on the GPU, where torch does not "
             "exist (and the batch grader flags a file that uses it there). Use ntl: ntl.zeros "
             "for the accumulator, ntl.dot for the products.",
@@ -344,6 +373,7 @@ MISTAKES = {
         Mistake(
             "accumulator_shape",
             "the accumulator is not the output tile's shape",
+            "累加器的形状不是输出块的形状",
             "The accumulator holds one output tile: create it as "
             "`ntl.zeros(output.shape, dtype=ntl.float32)`. lhs.shape and rhs.shape are the "
             "lengths of the K sequences, and a shape with BLOCK_SIZE_K is a tile of lhs or "
@@ -356,6 +386,7 @@ MISTAKES = {
         Mistake(
             "build_error",
             "the kernel does not build or launch",
+            "kernel 无法构建或启动",
             "NineToothed or Triton could not build or launch the kernel; their own error is "
             "kept below as detail, its last lines pointing at the failing line. Where no other "
             "hint names the cause, look for ntl.dot given tiles that are not 2-D or whose inner "
@@ -371,9 +402,10 @@ MISTAKES = {
 
 
 def hint(key):
-    """One hint as a dict ready for reports: key, title, en, zh."""
+    """One hint as a dict ready for reports: key, title, title_zh, en, zh."""
     mistake = MISTAKES[key]
-    return {"key": mistake.key, "title": mistake.title, "en": mistake.en, "zh": mistake.zh}
+    return {"key": mistake.key, "title": mistake.title, "title_zh": mistake.title_zh,
+            "en": mistake.en, "zh": mistake.zh}
 
 
 def found_by(source):

@@ -17,6 +17,8 @@ import contextlib
 import linecache
 import sys
 
+from grader.core.messages import say
+
 _RECORDED = ("tile", "expand")
 
 
@@ -93,16 +95,14 @@ def _size_slips(module, levels):
             letter = sizes.get(str(size))
             if letter is None:
                 continue
-            if method == "expand":
-                count = f", {grid[position]} here" if position < len(grid) else ""
-                belongs = (f"not a block count: that entry wants the number of blocks "
-                           f"along its axis (output_arranged.shape[{position}]{count})")
+            fields = dict(line=line, code=code, letter=letter, value=value[letter], where=where,
+                          position=position)
+            if method == "tile":
+                message = say("tile_by_size", **fields)
+            elif position < len(grid):
+                message = say("expand_by_size", count=grid[position], **fields)
             else:
-                belongs = (f"not a block size: that entry wants BLOCK_SIZE_{letter} (or -1 "
-                           f"to keep every tile along its axis)")
-            findings.append({"mistake": "size_for_count",
-                             "message": f"line {line}, `{code}`: {method}() gets {letter} itself "
-                                        f"({value[letter]} at {where}) as entry {position} of "
-                                        f"its shape, {belongs}"})
+                message = say("expand_by_size_uncounted", **fields)
+            findings.append({"mistake": "size_for_count", "message": message})
     return findings
 

@@ -12,6 +12,7 @@ student's line numbers (grader.core.kernel_source). It never raises.
 import ast
 
 from grader.core.kernel_allowlist import dotted_name
+from grader.core.messages import say
 from grader.core.size_slips import quoted
 
 
@@ -40,9 +41,11 @@ def inspect_source(source):
     return [finding for _, finding in sorted(findings, key=lambda pair: pair[0])]
 
 
-def _finding(key, node, text):
-    """(its line, the finding), so that the findings can be put in line order."""
-    return node.lineno, {"mistake": key, "message": f"line {node.lineno}: {text}"}
+def _finding(key, node, template, **fields):
+    """(its line, the finding), so that the findings can be put in line order; its message
+    is grader.core.messages's ``template`` with ``fields``, after its line."""
+    return node.lineno, {"mistake": key, "message": say("at_line", line=node.lineno,
+                                                        evidence=say(template, **fields))}
 
 
 def _code(node):
@@ -81,25 +84,17 @@ def _arrangement_return(function):
         value = node.value
         if isinstance(value, (ast.List, ast.Dict, ast.Set)):
             kind = type(value).__name__.lower()
-            findings.append(_finding("arrangement_return", node,
-                                     f"arrangement() returns a {kind}, {_code(value)}; NineToothed "
-                                     "needs a tuple: `return lhs_arranged, rhs_arranged, "
-                                     "output_arranged`"))
+            findings.append(_finding("arrangement_return", node, "returns_container", kind=kind,
+                                     code=_code(value)))
         elif isinstance(value, ast.Tuple) and len(value.elts) != 3:
-            findings.append(_finding("arrangement_return", node,
-                                     f"arrangement() returns {len(value.elts)} tensors, "
-                                     f"{_code(value)}; it must return three, one per parameter "
-                                     "of application(): lhs's, rhs's and output's arranged "
-                                     "tensor"))
+            findings.append(_finding("arrangement_return", node, "returns_count",
+                                     count=len(value.elts), code=_code(value)))
         elif isinstance(value, ast.Tuple) and len(parameters) == 3:
             sources = [_source_parameter(function, element, parameters)
                        for element in value.elts]
             if sorted(sources, key=str) == sorted(parameters) and sources != parameters:
-                findings.append(_finding("arrangement_return", node,
-                                         f"arrangement() returns the arranged {_names(sources)} "
-                                         f"in that order; return them as its parameters come, "
-                                         f"{_names(parameters)}: NineToothed hands them to "
-                                         "application() by position"))
+                findings.append(_finding("arrangement_return", node, "returns_order",
+                                         got=_names(sources), parameters=_names(parameters)))
     return findings
 
 
@@ -146,15 +141,12 @@ def _application(function, torch_names):
                 and (dotted_name(node.func) or "").split(".")[0] not in torch_names:
             findings += _accumulator(node, lhs, rhs)
         elif isinstance(node, (ast.BinOp, ast.AugAssign)) and isinstance(node.op, ast.MatMult):
-            findings.append(_finding("matmul_operator", node,
-                                     f"{_code(node)} uses Python's `@`, which Triton does not "
-                                     "compile for tiles: write `ntl.dot(lhs[k], rhs[k])`"))
+            findings.append(_finding("matmul_operator", node, "matmul_operator",
+                                     code=_code(node)))
         elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
                 and node.value.id in torch_names:
-            findings.append(_finding("torch_in_kernel", node,
-                                     f"application() calls {_code(node)}: application() "
-                                     "becomes a Triton kernel, where torch does not exist; use "
-                                     "ntl (ntl.dot, ntl.zeros)"))
+            findings.append(_finding("torch_in_kernel", node, "torch_in_kernel",
+                                     code=_code(node)))
     return findings
 
 
@@ -168,16 +160,13 @@ def _output_written(function, output):
                if isinstance(node, ast.Return) and node.value is not None]
     if returns:
         value = quoted(ast.unparse(returns[0].value))
-        return [_finding("unwritten_output", returns[0],
-                         f"application() returns its result; NineToothed ignores a return "
-                         f"value: assign it instead, `{output} = {value}`")]
+        return [_finding("unwritten_output", returns[0], "returns_result", output=output,
+                         value=value)]
     assigned = any(isinstance(node, ast.Name) and node.id == output
                    and isinstance(node.ctx, ast.Store) for node in ast.walk(function))
     if assigned or any(isinstance(node, ast.Raise) for node in ast.walk(function)):
         return []  # a placeholder's raise says itself what is missing
-    return [_finding("unwritten_output", function,
-                     f"application() never assigns `{output}`: NineToothed writes the output "
-                     f"tile only where application() assigns it, `{output} = accumulator`")]
+    return [_finding("unwritten_output", function, "never_assigns", output=output)]
 
 
 def _accumulator(call, lhs, rhs):
@@ -186,28 +175,22 @@ def _accumulator(call, lhs, rhs):
     dtype = next((keyword.value for keyword in call.keywords if keyword.arg == "dtype"),
                  call.args[1] if len(call.args) > 1 else None)
     if dtype is None:
-        findings.append(_finding("accumulator_dtype", call,
-                                 f"{_code(call)} is given no dtype: create the accumulator as "
-                                 "float32, `ntl.zeros(output.shape, dtype=ntl.float32)`"))
+        findings.append(_finding("accumulator_dtype", call, "zeros_without_dtype",
+                                 code=_code(call)))
     elif (dotted_name(dtype) or "").rpartition(".")[2] != "float32":
-        findings.append(_finding("accumulator_dtype", call,
-                                 f"the accumulator is created as {_code(dtype)}, not float32: "
-                                 "`ntl.zeros(output.shape, dtype=ntl.float32)`"))
+        findings.append(_finding("accumulator_dtype", call, "zeros_of_dtype",
+                                 dtype=_code(dtype)))
     shape = next((keyword.value for keyword in call.keywords if keyword.arg == "shape"),
                  call.args[0] if call.args else None)
     if isinstance(shape, ast.Attribute) and shape.attr == "shape" \
             and isinstance(shape.value, ast.Name) and shape.value.id in (lhs, rhs):
-        findings.append(_finding("accumulator_shape", call,
-                                 f"the accumulator takes {_code(shape)}, the shape of the "
-                                 f"sequence of K tiles `{shape.value.id}` is; it must have the "
-                                 "output tile's shape, `output.shape`"))
+        findings.append(_finding("accumulator_shape", call, "accumulator_of_operand",
+                                 shape=_code(shape), operand=shape.value.id))
     elif isinstance(shape, (ast.Tuple, ast.List)) and any(
             isinstance(node, ast.Name) and node.id.upper() == "BLOCK_SIZE_K"
             for node in ast.walk(shape)):
-        findings.append(_finding("accumulator_shape", call,
-                                 f"the accumulator's shape {_code(shape)} holds BLOCK_SIZE_K; "
-                                 "the output tile is (BLOCK_SIZE_M, BLOCK_SIZE_N): take "
-                                 "`output.shape`"))
+        findings.append(_finding("accumulator_shape", call, "accumulator_block_k",
+                                 shape=_code(shape)))
     return findings
 
 
@@ -234,22 +217,16 @@ def _loops(function, operands):
 def _dot_operands(call, operands, loop_names):
     for argument in call.args[:2]:
         if isinstance(argument, ast.Name) and argument.id in operands:
-            return [_finding("k_steps", call,
-                             f"{_code(call)} gets `{argument.id}` itself, the whole sequence of "
-                             f"K tiles: give it one tile, `{argument.id}[k]`, in a loop over k")]
+            return [_finding("k_steps", call, "dot_whole_sequence", code=_code(call),
+                             operand=argument.id)]
         if isinstance(argument, ast.Subscript) and isinstance(argument.value, ast.Name) \
                 and argument.value.id in operands:
             used = {node.id for node in ast.walk(argument.slice) if isinstance(node, ast.Name)}
             if not loop_names:
-                return [_finding("k_steps", call,
-                                 f"{_code(call)} is not inside a loop over the K tiles: only one "
-                                 "K tile is multiplied; sum `ntl.dot(lhs[k], rhs[k])` over "
-                                 "`for k in range(lhs.shape[0])`")]
+                return [_finding("k_steps", call, "dot_outside_loop", code=_code(call))]
             if not used & loop_names:
-                return [_finding("k_steps", call,
-                                 f"{_code(call)} takes {_code(argument)} at every step of the "
-                                 "loop: index both operands with the loop's k, "
-                                 "`ntl.dot(lhs[k], rhs[k])`")]
+                return [_finding("k_steps", call, "dot_fixed_tile", code=_code(call),
+                                 tile=_code(argument))]
     return []
 
 
@@ -271,6 +248,4 @@ def _loop_bound(loop, operands):
                  for statement in loop.body for node in ast.walk(statement))
     if not single:
         return []  # indexed around a kept length-1 dimension, as lhs[0, k]: that can be right
-    return [_finding("k_loop_bound", loop,
-                     f"the loop runs over {_code(call)}, but `{operand}` is the 1-D sequence of K "
-                     f"tiles (indexed `{operand}[k]`): its length is `{operand}.shape[0]`")]
+    return [_finding("k_loop_bound", loop, "k_loop_bound", code=_code(call), operand=operand)]

@@ -127,7 +127,7 @@ def test_the_page_is_the_feedback_with_its_picture_inside_and_no_markup_from_the
     shown = "".join(page.text)
     assert "ntgemm feedback: <img src=x>" in shown and "<script>alert(1)</script>" in shown
     assert "**not bold** | not a cell" in shown  # the message, as written, in its code block
-    for markup in ("**Score", "| case |", "| --- |", "![", "```text", "### "):
+    for markup in ("**Score", "| case / 用例 |", "| --- |", "![", "```text", "### "):
         assert markup not in shown, markup
     assert "<strong>Score / 得分: 1 / 2</strong><br>" in text
     assert "<tr><td>tail_m-65x128x128</td><td>1/1</td><td>passed</td></tr>" in text

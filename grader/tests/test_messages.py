@@ -1,7 +1,9 @@
-"""Case messages and evidence lines in English and Chinese (grader.core.messages): each
-template reads back as its own Chinese, a student's page shows the Chinese of the kit's
+"""Case messages, findings and evidence lines in English and Chinese (grader.core.messages):
+each template reads back as its own Chinese with the same facts, every finding of the
+kit's mistaken variants has its Chinese, a student's page shows the Chinese of the kit's
 lines under the English, and what records and the gradebook keep stays English."""
 
+import re
 import string
 
 import pytest
@@ -9,19 +11,113 @@ import torch
 
 from grader.batch.outputs import feedback
 from grader.batch.status import reason
-from grader.core import cases, checks, diagnosis, messages
+from grader.core import cases, checks, diagnosis, layout, messages, source_mistakes
+from grader.core.finding_messages import FINDINGS
+from grader.core.run_messages import RUNS
+from grader.core.loading import load_submission
+from grader.tests import build_variants
+from grader.tests.source_edits import writer
+
+PLURAL = "s"  # "case{s}": English grammar, no fact of the message
+# A field's value in a sample: a line the kit wrote for evidence, one of its form for a
+# field of grader.core.messages.FORMS, else 7.
+SAMPLE = {messages.NESTED: messages.say("flagged"), "where": "M=1, N=2, K=3", "file": "a.py"}
 
 
 def fields_of(template):
     return {field for _, field, _, _ in string.Formatter().parse(template) if field}
 
 
+def marked(template):
+    """``template`` with each field written as <its name>, whatever its format spec."""
+    return "".join(literal + (f"<{field}>" if field else "")
+                   for literal, field, _, _ in string.Formatter().parse(template))
+
+
+def facts(text):
+    """What a message says in either language: its code, tuples, sizes and line numbers."""
+    return sorted(re.findall(r"`[^`]*`|\(\d+(?:, \d+)*\)|[MNK]=\d+|\d+(?:x\d+)+", text)
+                  + re.findall(r"\bline (\d+)", text) + re.findall(r"第 (\d+) 行", text))
+
+
+def english_phrases():
+    """Runs of three or more English words in the templates' own text: none belongs in a
+    Chinese line, where one shows a line read by the wrong template."""
+    runs = set()
+    for english, _ in messages.TEMPLATES.values():
+        for literal, _, _, _ in string.Formatter().parse(english):
+            runs |= set(re.findall(r"[a-z]+(?: [a-z']+){2,}", re.sub("`[^`]*`", "", literal)))
+    return runs
+
+
+def test_no_table_hides_another_s_template_under_the_same_key():
+    assert len(messages.TEMPLATES) == len(messages.CASES) + len(FINDINGS) + len(RUNS)
+
+
 @pytest.mark.parametrize("key", list(messages.TEMPLATES))
-def test_each_template_reads_back_as_its_own_chinese(key):
+def test_each_template_reads_back_as_its_own_chinese_with_the_same_facts(key):
     english, chinese = messages.TEMPLATES[key]
-    assert fields_of(chinese) <= fields_of(english)
-    written = messages.say(key, **{field: 7 for field in fields_of(english)})
-    assert messages.line_zh(written) == chinese.format(**{f: "7" for f in fields_of(chinese)})
+    assert fields_of(chinese) == fields_of(english) - {PLURAL}
+    assert facts(marked(english)) == facts(marked(chinese))
+    values = {field: SAMPLE.get(field, 7) for field in fields_of(english)}
+    # the Chinese gets each field as the English wrote it, in Chinese where a template wrote it
+    texts = {field: format(values[field], spec)
+             for _, field, spec, _ in string.Formatter().parse(english) if field}
+    assert messages.line_zh(messages.say(key, **values)) == chinese.format(
+        **{field: messages.line_zh(text) or text for field, text in texts.items()})
+
+
+@pytest.fixture(scope="module")
+def findings_of_variants(tmp_path_factory):
+    """{variant: its findings} for each mistaken variant of the kit: what grader.core.layout
+    and grader.core.source_mistakes say of it."""
+    path = writer(tmp_path_factory.mktemp("variants"), build_variants.VARIANTS)
+    found = {}
+    for name in {**build_variants.MISTAKES, **build_variants.FIRST_MISTAKES}:
+        findings = source_mistakes.inspect_file(path(name))
+        try:
+            findings += layout.inspect_arrangement(load_submission(path(name)))
+        except Exception:  # noqa: BLE001 - a placeholder or a file that does not load
+            pass
+        found[name] = findings
+    return found
+
+
+def test_every_finding_of_the_variants_has_its_chinese_with_the_same_facts(findings_of_variants):
+    phrases = english_phrases()
+    read = 0
+    for name, findings in findings_of_variants.items():
+        for line in (finding["message"] for finding in findings):
+            zh = messages.line_zh(line)
+            assert zh, (name, line)
+            assert facts(zh) == facts(line), (name, line, zh)
+            assert not [phrase for phrase in phrases if phrase in zh], (name, zh)
+            read += 1
+    assert read >= 40  # layout, size slips and the file's own lines all spoke
+
+
+@pytest.mark.parametrize("name", ["floor_mode", "expand_by_size", "returns_accumulator"])
+def test_the_page_shows_a_finding_in_both_languages(name, findings_of_variants):
+    """A layout finding, a size slip and a mistake on a line of the file, as a student reads
+    them under a likely mistake."""
+    catalogue = cases.catalogue(cases.DEFAULT_SEED, "interpreter")
+    verdicts = [{"case_id": case.id, "passed": False, "mistake": "", "message": ""}
+                for case in catalogue]
+    hints = diagnosis.explain(findings_of_variants[name], verdicts, catalogue)
+    record = {"student": "ada", "status": "failed", "score": 0, "max_score": 1, "message": "",
+              "flags": [], "cases": []}
+    page = feedback.feedback_markdown(record, hints)
+    evidence = [line for hint in hints for line in hint["evidence"]]
+    assert evidence and all(f"- evidence / 依据: {line}  \n  依据：{messages.line_zh(line)}\n"
+                            in page for line in evidence), page
+
+
+def test_a_launch_the_layout_refuses_says_why_in_both_languages(tmp_path):
+    module = load_submission(writer(tmp_path, build_variants.VARIANTS)("expand_axis"))
+    why = layout.launch_mismatch(module, (128, 256, 192))
+    verdict = checks.error_verdict(public_case(), why)
+    assert messages.chinese(verdict.message).startswith("kernel 没有启动：在 M=128, N=256, "
+                                                        "K=192 时，排布后三个张量的外层形状不同")
 
 
 def test_raw_error_text_has_no_chinese_and_a_quoted_kit_line_is_translated():
@@ -48,7 +144,7 @@ def test_a_mismatch_shows_its_chinese_under_the_english_and_the_gradebook_stays_
     record = {"student": "ada", "status": "failed", "score": 0, "max_score": case.points,
               "message": messages.say("cases_failed", failing=1, total=1), "flags": [],
               "cases": [entry]}
-    hints = [{"title": "t", "en": "e", "zh": "z",
+    hints = [{"title": "t", "title_zh": "标题", "en": "e", "zh": "z",
               "evidence": [messages.say("same_target", failed=case.id), "a raw line"]}]
     page = feedback.feedback_markdown(record, hints)
     total = case.m * case.n

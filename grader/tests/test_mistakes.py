@@ -96,3 +96,13 @@ def test_the_student_guides_list_the_same_mistakes_and_every_one_named_from_a_li
     assert listed[0] <= set(mistakes.MISTAKES), listed[0] - set(mistakes.MISTAKES)
     missing = set(mistakes.found_by(mistakes.SOURCE)) - listed[0]
     assert not missing, f"the guides do not list {missing}"
+
+
+def test_the_guides_name_each_mistake_by_its_title_in_their_language():
+    """The feedback heads a likely mistake with its title in both languages: a student finds
+    it in either guide's table under the same words."""
+    for guide, row, title in (("student-guide.en.md", r"^\| ([^|]*?) \(`(\w+)`\) \|", "title"),
+                              ("student-guide.zh.md", r"^\| ([^|]*?)（`(\w+)`） \|", "title_zh")):
+        rows = re.findall(row, (DOCS / guide).read_text(encoding="utf-8"), re.M)
+        assert rows and {key: named for named, key in rows} == {
+            key: getattr(mistakes.MISTAKES[key], title) for _, key in rows}, guide

@@ -34,6 +34,7 @@ from grader.batch.inside import protocol
 from grader.batch.isolation import conversation
 from grader.batch.timing import speed
 from grader.core import checks, kernel_source, loading
+from grader.core.messages import say
 from grader.core import cases as catalogue
 from grader.batch.isolation.sandbox import Limits, cores_for
 from grader.batch.timing.handin import check_handin
@@ -117,10 +118,9 @@ def syntax_problem(source):
     try:
         compile(source, "ninetoothed_gemm.py", "exec", dont_inherit=True)
     except SyntaxError as error:
-        return (f"syntax error in ninetoothed_gemm.py, line {error.lineno}: {error.msg}\n"
-                f"    {(error.text or '').rstrip()}")
+        return loading.syntax_message("ninetoothed_gemm.py", error)
     except ValueError as error:  # e.g. null bytes
-        return f"ninetoothed_gemm.py cannot be compiled: {error}"
+        return say("cannot_compile", file="ninetoothed_gemm.py", error=error)
     return ""
 
 
@@ -152,7 +152,7 @@ def base_record(submission, settings, folder):
         "max_score": sum(case.points for case in cases_list)
         + (settings.speed.max_points if settings.timed else 0),
         "flags": [],
-        "cases": case_entries_for(cases_list, "not run"),
+        "cases": case_entries_for(cases_list, say("case_not_run")),
         "findings": [],
         "tiles": None,
         "arrangement": None,
@@ -181,7 +181,8 @@ def _static_verdict(source):
     missing = [name for name in loading.REQUIRED_NAMES
                if name not in kernel_source.defined_names(source)]
     if missing:
-        return Status.IMPORT_ERROR, f"ninetoothed_gemm.py does not define {', '.join(missing)}", []
+        return (Status.IMPORT_ERROR,
+                say("does_not_define", file="ninetoothed_gemm.py", names=", ".join(missing)), [])
     unfinished = loading.unfinished_functions(source)
     if unfinished:
         return Status.NOT_IMPLEMENTED, loading.not_implemented_message(unfinished), []
@@ -212,22 +213,20 @@ def grade(submission, settings, folder, device=None, on_start=None):
     cases_list = settings.cases()
     if submission.problem:
         record.update(status=Status.MISSING_FILE, message=submission.problem)
-        record["cases"] = case_entries_for(cases_list, "no submission file")
+        record["cases"] = case_entries_for(cases_list, say("no_submission_file"))
         return record
     source = submission.data.decode("utf-8", errors="replace")
     refused = _static_verdict(source)
     if refused:
         record.update(status=refused[0], message=refused[1])
-        record["cases"] = case_entries_for(cases_list, f"not run: {refused[0]}")
+        record["cases"] = case_entries_for(cases_list, say("not_run", error=refused[0]))
         return record
     kernel = kernel_source.extract(source)
     if kernel.violations:
         record["flags"] = [f"kernel: {item}" for item in kernel.violations]
-        status, message = verdict.refusal(record, source, "arrangement() or application() uses "
-                                          "what a kernel may not (see flags); nothing was run "
-                                          "and the score is 0")
+        status, message = verdict.refusal(record, source, say("kernel_refused"))
         record.update(status=status, message=message)
-        record["cases"] = case_entries_for(cases_list, f"not run: {status}")
+        record["cases"] = case_entries_for(cases_list, say("not_run", error=status))
         return record
 
     phases = _phases(cases_list, settings.seed)

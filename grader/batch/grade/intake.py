@@ -54,6 +54,7 @@ import zipfile
 
 from grader.batch.names import Identity, decode_name, display, identity, printable
 from grader.batch.grade.safe_read import NotRegular, open_regular, read_limited
+from grader.core.messages import say
 
 FILE_NAME = "ninetoothed_gemm.py"
 MAX_FILE_BYTES = 1 << 20  # a submission is one small source file
@@ -177,10 +178,8 @@ def _from_uploads(root, files, skipped):
     if chosen is None:
         listed = ", ".join(sorted(upload.name for upload in files))
         submission = Submission(who.student, _relative(root, files[0].path),
-                                problem=f"no {FILE_NAME} among the files handed in "
-                                        f"({listed}); " + (
-                                    "more than one is a Python file, so none was taken"
-                                    if python else "none is a Python file"))
+                                problem=say("none_handed_in_of_several" if python
+                                            else "none_handed_in", file=FILE_NAME, listed=listed))
     elif chosen.suffix == ".zip":
         submission = _from_zip(root, chosen.path, who.student)
     else:
@@ -307,10 +306,11 @@ def _from_folder(root, folder, student):
         python, _ = _find_in_folder(folder, _is_python, shallowest=False)
         listed = ", ".join(display(inside) for inside, _ in python)
         if len(python) != 1:
-            return Submission(student, origin, problem=f"no {FILE_NAME} in the folder {name}/"
-                              + (f" ({note})" if note else "")
-                              + (f"; more than one Python file ({listed}), so none was taken"
-                                 if python else ""))
+            problem = say("none_in_folder", file=FILE_NAME,
+                          folder=f"{name}/" + (f" ({note})" if note else ""))
+            if python:
+                problem = say("several_python_files", evidence=problem, listed=listed)
+            return Submission(student, origin, problem=problem)
         found, taken = python, listed
     path = found[0][1]
     data, problem = read_limited(path, MAX_FILE_BYTES)
@@ -340,24 +340,28 @@ def _from_zip(root, path, student):
     except NotRegular as error:
         return Submission(student, origin, problem=f"{name} is not a regular file (it is {error})")
     except OSError as error:
-        return Submission(student, origin, problem=f"archive unreadable: {error.strerror or error}")
+        return Submission(student, origin,
+                          problem=say("archive_unreadable", why=error.strerror or error))
     with os.fdopen(fd, "rb") as stream:
         size = os.fstat(fd).st_size
         if size > MAX_ZIP_BYTES:
-            return Submission(student, origin, problem=f"archive rejected: {name} is {size} "
-                                                       f"bytes, over the limit of {MAX_ZIP_BYTES}")
+            return Submission(student, origin, problem=say(
+                "archive_rejected", why=f"{name} is {size} bytes, over the limit of "
+                                        f"{MAX_ZIP_BYTES}"))
         try:
             with zipfile.ZipFile(stream) as archive:
                 problem, member = _check_archive(archive)
                 if problem:
-                    return Submission(student, origin, problem=f"archive rejected: {problem}")
+                    return Submission(student, origin,
+                                      problem=say("archive_rejected", why=problem))
                 if member is None:
-                    return Submission(student, origin, problem=f"no {FILE_NAME} in {name}")
+                    return Submission(student, origin,
+                                      problem=say("none_in_archive", file=FILE_NAME, archive=name))
                 with archive.open(member) as handle:
                     data = handle.read(MAX_FILE_BYTES + 1)
                 if len(data) > MAX_FILE_BYTES:
-                    return Submission(student, origin,
-                                      problem=f"archive rejected: {member.filename} is too large")
+                    return Submission(student, origin, problem=say(
+                        "archive_rejected", why=f"{member.filename} is too large"))
                 submission = Submission(student, f"{origin}:{member.filename}", data)
                 handin = _member(archive, _is_handin)
                 if handin is not None and handin.file_size <= MAX_FILE_BYTES:
@@ -367,7 +371,7 @@ def _from_zip(root, path, student):
                 return submission
         except (zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError, ValueError,
                 EOFError) as error:
-            return Submission(student, origin, problem=f"archive unreadable: {error}")
+            return Submission(student, origin, problem=say("archive_unreadable", why=error))
 
 
 def _check_archive(archive):

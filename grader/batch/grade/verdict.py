@@ -62,12 +62,12 @@ def judge_cases(cases_list, run, seed, unbuilt=None, source="", every=True):
         if got is None:
             ended = run.ending.kind if run.ending.kind != "finished" else "crashed"
             entries.append({**base, "status": "not_run",
-                            "message": f"not run: the kernel run ended ({ended})"})
+                            "message": say("not_run", error=say("run_ended", ended=ended))})
             continue
         if got.error:
             verdict = checks.error_verdict(case, tidy(got.error))
         elif set(got.outputs) != set(ROLES[case.check]):
-            verdict = checks.Verdict(case.id, False, "the kernel run sent no output for this case")
+            verdict = checks.Verdict(case.id, False, say("no_output"))
         else:
             verdict = checks.judge(case, got.outputs, seed, "cpu")
         status = "passed" if verdict.passed else ("error" if got.error else "failed")
@@ -88,17 +88,20 @@ HIDDEN_MESSAGE = ("a hidden case: its message is not kept (replay it with pytest
 
 
 def _ending_message(run, who, source=""):
+    """How ``run`` ended, after ``who``: the template of whose run it was."""
     if run.ending.kind == "crashed" and run.phase > 0:
         # How a process holding hidden inputs ended is the one thing it can choose to say.
-        return f"{who}: the process ended abnormally while running the hidden cases"
-    message = f"{who}: {run.ending.detail}"
-    message += " (while importing the file)" if run.stage == "importing" else ""
+        return say(who, evidence=say("ended_in_hidden"))
+    detail = run.ending.detail
+    if run.stage == "importing":
+        detail = say("while_importing", evidence=detail)
     # Where a hang was, in the file's own words; never with hidden inputs, where the line
     # it hangs at is a channel the code could choose.
     site, lines = run.ending.where, source.splitlines()
     if run.ending.kind == "timeout" and site and run.phase <= 0 and 0 < site[0] <= len(lines):
-        message += f"; your code was at line {site[0]}, in `{lines[site[0] - 1].strip()[:120]}`"
-    return message
+        detail = say("code_was_at", evidence=detail, line=site[0],
+                     code=lines[site[0] - 1].strip()[:120])
+    return say(who, evidence=detail)
 
 
 def decide(record, kernel_run, wrapper_run, wrapper_job, cases_list, source=""):
@@ -116,14 +119,13 @@ def decide(record, kernel_run, wrapper_run, wrapper_job, cases_list, source=""):
         why = kernel_run.stopped
         record["flags"].append(f"kernel run: {why}" if generated_kernel.REFUSAL in why
                                else f"kernel run: the build guard stopped it at {why}")
-        status, message = refusal(record, source, "anti-cheat evidence: the kernel run did what "
-                                                  "no kernel build needs (see flags); the score is 0")
+        status, message = refusal(record, source, say("guard_stopped"))
     elif kernel_run.ending.kind != "finished":
         status, zero = Status(kernel_run.ending.kind), False
-        message = _ending_message(kernel_run, "the kernel run", source)
+        message = _ending_message(kernel_run, "kernel_run", source)
     elif wrapper_run.ending.kind != "finished":
         status = Status(wrapper_run.ending.kind)
-        message = _ending_message(wrapper_run, "running your nt_gemm", source)
+        message = _ending_message(wrapper_run, "nt_gemm_run", source)
     else:
         status, message = _wrapper_verdict(record, kernel_run, wrapper_run, wrapper_job, case)
         zero = bool(status)
@@ -170,21 +172,17 @@ def _wrapper_verdict(record, kernel_run, wrapper_run, job, case):
 
     got = wrapper_run.cases.get(job.index)
     if got is None:
-        return Status.CRASHED, "running your nt_gemm: the process ended before nt_gemm returned"
+        return Status.CRASHED, say("nt_gemm_run", evidence=say("ended_before_return"))
     if got.exited:
-        return Status.CRASHED, f"running your nt_gemm on {case.id}: {got.error}"
+        return Status.CRASHED, say("nt_gemm_run_on", case=case.id, evidence=got.error)
     if got.error:
-        return Status.FAILED, (f"your nt_gemm failed on the public case {case.id}, so the file as "
-                          f"handed in does not compute C (score 0):\n{tidy(got.error)}")
+        return Status.FAILED, f"{say('wrapper_failed', case=case.id)}\n{tidy(got.error)}"
     mine = (kernel_run.cases.get(job.index) or conversation.CaseReport()).outputs.get("out")
     theirs = got.outputs.get("out")
     passed = next(entry for entry in record["cases"] if entry["id"] == case.id).get("passed")
     if not passed or mine is None or torch.equal(mine, theirs):
         return "", ""
     differing = int((mine.view(torch.int16) != theirs.view(torch.int16)).sum())
-    record["flags"].append(
-        f"nt_gemm: on {case.id} it did not return its kernel's output ({differing} of "
-        f"{mine.numel()} elements differ from what the grader's own launch of arrangement() "
-        "and application() wrote)")
-    return Status.FLAGGED, ("anti-cheat evidence: nt_gemm returned something other than its own "
-                       "kernel's output (see flags); the score is 0")
+    record["flags"].append(say("not_its_kernel_flag", case=case.id, differing=differing,
+                               total=mine.numel()))
+    return Status.FLAGGED, say("not_its_kernel")

@@ -37,6 +37,7 @@ import traceback
 
 from grader.batch.inside import protocol
 from grader.core import build_guard, generated_cache, retile
+from grader.core.messages import say
 from grader.batch.status import ExitCode
 
 
@@ -266,8 +267,7 @@ def wrapper_run(channel, path, active):
         channel.report(protocol.Loaded(error.status, str(error)))
         return
     except (SystemExit, KeyboardInterrupt) as error:
-        channel.report(protocol.Loaded(
-            "exited", f"the file called exit while being imported ({error!r})"))
+        channel.report(protocol.Loaded("exited", say("exit_while_importing", error=repr(error))))
         return
     except BaseException as error:  # noqa: BLE001 - anything at import time
         channel.report(protocol.Loaded("import_error", _error_text(error, path)))
@@ -283,18 +283,17 @@ def wrapper_run(channel, path, active):
                 result = module.nt_gemm(lhs, rhs)
                 payload, error = b"", ""
                 if not isinstance(result, torch.Tensor):
-                    error = f"nt_gemm returned {type(result).__name__}, not a tensor"
+                    error = say("not_tensor", kind=type(result).__name__)
                 elif tuple(result.shape) != (job.m, job.n) or result.dtype != torch.float16:
-                    error = (f"nt_gemm returned a {result.dtype} tensor of shape "
-                             f"{tuple(result.shape)}, not float16 ({job.m}, {job.n})")
+                    error = say("not_float16_output", dtype=result.dtype,
+                                shape=tuple(result.shape), m=job.m, n=job.n)
                 else:
                     payload = protocol.matrices([result])
                 channel.report(protocol.CaseResult(job.index, error=error,
                                                    seconds=time.perf_counter() - started), payload)
             except (SystemExit, KeyboardInterrupt) as error:
                 channel.report(protocol.CaseResult(
-                    job.index, error=f"nt_gemm asked the process to exit ({error!r})",
-                    exited=True))
+                    job.index, error=say("asked_to_exit", error=repr(error)), exited=True))
                 return
             except BaseException as error:  # noqa: BLE001 - student code may raise anything
                 channel.report(protocol.CaseResult(job.index, error=_error_text(error, path),

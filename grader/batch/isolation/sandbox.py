@@ -53,6 +53,7 @@ import psutil
 from grader.batch.inside import protocol
 from grader.batch.isolation import folders, launch, pipes, unprivileged, usage
 from grader.batch.status import GraderError
+from grader.core.messages import say
 
 OUTPUT_LIMIT = 64 * 1024  # bytes kept of stderr (head and tail)
 BUBBLEWRAP = "bubblewrap"
@@ -301,24 +302,18 @@ class Worker:
         """Enforce the limits; notice an exit."""
         rss, cores = self.usage.sample()
         if rss > self.limits.memory_bytes:
-            self.stop("memory_limit", f"used more than {self.limits.memory_bytes / 2**30:.2f} "
-                                       "GiB of host memory; its processes were killed")
+            self.stop("memory_limit", say("memory_limit", gib=self.limits.memory_bytes / 2**30))
         elif self.charged() > self.limits.timeout_s:
-            waits = ("its waits for a CPU core not counted, since it lowered its own priority"
-                     if self.usage.lowered else
-                     f"not counting {self._starved():.1f} s spent waiting for a CPU core")
-            self.stop("timeout", f"still running after {self.charged():.1f} s, {waits} (the "
-                                 f"timeout is {self.limits.timeout_s:g} s); its processes were "
-                                 "killed")
+            self.stop("timeout", say("timeout_lowered", seconds=self.charged(),
+                                     limit=self.limits.timeout_s) if self.usage.lowered else
+                      say("timeout", seconds=self.charged(), waited=self._starved(),
+                          limit=self.limits.timeout_s))
         elif (waited := time.monotonic() - self.clock) > WALL_FACTOR * self.limits.timeout_s:
-            self.stop("timeout", f"still running after {waited:.0f} s on the wall clock, "
-                                 f"{WALL_FACTOR:g} times the {self.limits.timeout_s:g} s timeout, "
-                                 f"{self._starved():.0f} s of it waiting for a CPU core; its "
-                                 "processes were killed")
+            self.stop("timeout", say("timeout_wall", seconds=waited, factor=WALL_FACTOR,
+                                     limit=self.limits.timeout_s, waited=self._starved()))
         elif cores > self.limits.cores:
-            self.stop("timeout", f"kept {cores:.1f} CPU cores busy for {usage.CPU_WINDOW_S:g} "
-                                 f"s, over the {self.limits.cores:g} a submission may use; its "
-                                 "processes were killed")
+            self.stop("timeout", say("too_many_cores", cores=cores, window=usage.CPU_WINDOW_S,
+                                     limit=self.limits.cores))
         elif self.process.poll() is not None:
             self._kill()
             # The messages it wrote before it ended still count: read until the pipe is
@@ -347,7 +342,7 @@ class Worker:
         self._kill()
         code = self.process.wait()
         if detail is None:
-            detail = f"the process ended ({describe_returncode(code)}) before grading finished"
+            detail = say("process_ended", how=describe_returncode(code))
         self.ending = self._ending(kind, detail)
 
     def _ending(self, kind, detail):
@@ -444,5 +439,6 @@ def describe_returncode(code):
             name = signal.Signals(number).name
         except ValueError:
             name = f"signal {number}"
-        return f"killed by {name}" + (f", exit code {code}" if code > 0 else "")
-    return f"exit code {code}"
+        return say("killed_with_code", signal=name, code=code) if code > 0 else \
+            say("killed", signal=name)
+    return say("exit_code", code=code)

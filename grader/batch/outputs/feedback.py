@@ -228,6 +228,13 @@ def arrangement_markdown(record, pictures=True):
         "个程序拿到的 A、B、C 块：上面一行是你的排布，下面一行是期望的排布，K 方向的块按顺序编号。"]
 
 
+def bilingual_item(line, label="", label_zh=""):
+    """``line`` as a list item after ``label``, and under it its Chinese after ``label_zh``
+    where a template of grader.core.messages wrote it."""
+    zh = messages.line_zh(line)
+    return [f"- {label}{line}  ", f"  {label_zh}{zh}"] if zh else [f"- {label}{line}"]
+
+
 def chinese_block(text):
     """The Chinese of the lines of ``text`` the kit wrote (grader.core.messages), fenced as
     the English is, to go under it; nothing when no line is the kit's."""
@@ -288,27 +295,26 @@ def feedback_markdown(record, hints, pictures=True):
     lines += override_view.markdown(record)
     if flags(record) and record["status"] == "flagged":
         lines += ["", "## Anti-cheat evidence / 违规证据", ""]
-        lines += [f"- {flag}" for flag in flags(record)]
+        lines += [line for flag in flags(record) for line in bilingual_item(flag)]
     elif flags(record):
         lines += ["", "## For review, grade unchanged / 待复核（成绩不变）", "",
                   "These do not change your score; your instructor will look at them. / "
                   "以下标记不影响你的得分，老师会人工复核。", ""]
-        lines += [f"- {flag}" for flag in flags(record)]
+        lines += [line for flag in flags(record) for line in bilingual_item(flag)]
     if hints:
         lines += ["", "## Likely mistakes / 可能的错误", ""]
         for hint in hints:
-            lines += [f"### {hint['title']}", "", hint["en"], "", hint["zh"], ""]
+            lines += [f"### {hint['title']} / {hint['title_zh']}", "", hint["en"], "", hint["zh"],
+                      ""]
             for evidence in hint.get("evidence") or []:
-                zh = messages.line_zh(evidence)
-                lines += [f"- evidence / 依据: {evidence}  ", f"  依据：{zh}"] if zh else \
-                    [f"- evidence / 依据: {evidence}"]
+                lines += bilingual_item(evidence, "evidence / 依据: ", "依据：")
             lines.append("")
     lines += arrangement_markdown(record, pictures)
     lines += build_markdown(record)
     lines += speed_markdown(record, pictures)
     lines += leaderboard_markdown(record)
     lines += ["", "## Cases / 测试用例"] + zeroed_markdown(record)
-    lines += ["", "| case | points | result |", "| --- | --- | --- |"]
+    lines += ["", "| case / 用例 | points / 得分 | result / 结果 |", "| --- | --- | --- |"]
     details = []
     for entry in record["cases"]:
         public = entry["visibility"] == "public"
