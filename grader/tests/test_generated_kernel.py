@@ -20,7 +20,7 @@ import sys
 import pytest
 
 from grader.core import gpu_compile, kernel_source
-from grader.core.generated_kernel import KernelRejected, check
+from grader.core.generated_kernel import KernelRejected, Unbound, check
 from grader.tests import build_variants
 from grader.tests.batch_helpers import NEEDS_INTERPRETER, ROOT, environment, gradebook, \
     grader_command, run_grader, small_cases
@@ -127,7 +127,6 @@ MUTATIONS = [
     ("local_named_range", ACCUMULATOR, "    range = 2\n" + ACCUMULATOR, "binds `range`"),
     ("local_named_like_the_kernel", ACCUMULATOR, "    application = 1\n" + ACCUMULATOR,
      "binds `application`"),
-    ("unbound_name", ACCUMULATOR, "    x = torch\n" + ACCUMULATOR, "uses `torch`"),
     ("triton_as_value", ACCUMULATOR, "    x = triton\n" + ACCUMULATOR, "uses `triton`"),
     ("string_constant", ACCUMULATOR, "    x = 'os'\n" + ACCUMULATOR, "the constant 'os'"),
     ("bytes_constant", ACCUMULATOR, "    x = b'os'\n" + ACCUMULATOR, "the constant b'os'"),
@@ -202,6 +201,103 @@ def test_each_construct_is_refused_in_the_generated_file(generated, name, anchor
     assert anchor in generated, f"{name}: NineToothed no longer writes {anchor!r}"
     found = check(generated.replace(anchor, replacement, 1))
     assert any(expected in str(violation) for violation in found), (name, found)
+
+
+@pytest.mark.parametrize("name, anchor, replacement, expected", MUTATIONS,
+                         ids=[mutation[0] for mutation in MUTATIONS])
+def test_a_name_bound_nowhere_beside_a_construct_leaves_the_refusal_about_it(
+        generated, name, anchor, replacement, expected):
+    """A global the kernel cannot have, added to a file the check refuses for a construct,
+    changes nothing: the refusal is about the construct still."""
+    source = generated.replace(anchor, replacement, 1).replace(
+        ACCUMULATOR, "    x = BLOCK_SIZE_M\n" + ACCUMULATOR, 1)
+    assert KernelRejected(check(source), source).unbound == (), name
+
+
+# A name nothing binds is told apart (generated_kernel.Unbound): refused, and where it is
+# all the refusal is about, a kernel that cannot build (NameError), not a capability.
+BOUND_NOWHERE = [
+    ("global_block_sizes", "    x = BLOCK_SIZE_M * BLOCK_SIZE_N\n",
+     ("BLOCK_SIZE_M", "BLOCK_SIZE_N")),
+    ("global_asked_for_a_tile_attribute", "    x = SIZES.shape\n", ("SIZES",)),
+    ("call_of_a_name", "    x = helper(ninetoothed_pid)\n", ("helper",)),
+    ("torch", "    x = torch\n", ("torch",)),  # the source says why (torch_in_kernel): flagged
+]
+
+
+@pytest.mark.parametrize("name, line, names", BOUND_NOWHERE,
+                         ids=[case[0] for case in BOUND_NOWHERE])
+def test_a_name_bound_nowhere_is_refused_as_such(generated, name, line, names):
+    source = generated.replace(ACCUMULATOR, line + ACCUMULATOR, 1)
+    found = check(source)
+    assert found and all(isinstance(violation, Unbound) for violation in found), found
+    assert KernelRejected(found, source).unbound == names
+    assert "nothing binds" in str(found[0])
+
+
+USES_SIZE = "    x = SIZE\n" + ACCUMULATOR
+# Where a run could resolve the name after all: something of the file binds it, in any scope
+# or branch, or a namespace the kernel falls back on holds it. None is bound nowhere.
+# (name, [(anchor, replacement), ...])
+COULD_RESOLVE = [
+    ("python_builtin", [(ACCUMULATOR, "    x = open\n" + ACCUMULATOR)]),
+    ("module_attribute", [(ACCUMULATOR, "    x = __name__\n" + ACCUMULATOR)]),
+    ("builtins_of_the_module", [(ACCUMULATOR, "    x = __builtins__\n" + ACCUMULATOR)]),
+    # Triton's interpreter copies its own globals into each interpreted kernel's module.
+    ("interpreter_numpy", [(ACCUMULATOR, "    x = np\n" + ACCUMULATOR)]),
+    ("interpreter_language", [(ACCUMULATOR, "    x = tl\n" + ACCUMULATOR)]),
+    ("interpreter_math", [(ACCUMULATOR, "    x = math\n" + ACCUMULATOR)]),
+    ("the_kernel", [(ACCUMULATOR, "    x = application\n" + ACCUMULATOR)]),
+    ("the_launcher", [(ACCUMULATOR, "    x = launch_application\n" + ACCUMULATOR)]),
+    ("triton", [(ACCUMULATOR, "    x = triton\n" + ACCUMULATOR)]),
+    ("launcher_parameter", [(ACCUMULATOR, "    x = ninetoothed_tensor_0\n" + ACCUMULATOR)]),
+    ("grid_parameter", [(ACCUMULATOR, "    x = meta\n" + ACCUMULATOR)]),
+    ("dead_branch", [(ACCUMULATOR, "    if False:\n        SIZE = 1\n" + USES_SIZE)]),
+    ("global_statement", [(ACCUMULATOR, "    global SIZE\n" + USES_SIZE)]),
+    ("nonlocal_statement", [(ACCUMULATOR, "    nonlocal SIZE\n" + USES_SIZE)]),
+    ("comprehension_variable", [(ACCUMULATOR, "    y = [SIZE for SIZE in range(2)]\n"
+                                 + USES_SIZE)]),
+    ("walrus", [(ACCUMULATOR, "    y = (SIZE := 1)\n" + USES_SIZE)]),
+    ("delete", [(ACCUMULATOR, "    del SIZE\n" + USES_SIZE)]),
+    ("import_in_kernel", [(ACCUMULATOR, "    import SIZE\n" + USES_SIZE)]),
+    ("import_as_in_kernel", [(ACCUMULATOR, "    import os.path as SIZE\n" + USES_SIZE)]),
+    ("except_as", [(ACCUMULATOR, "    try:\n        pass\n    except ValueError as SIZE:\n"
+                    "        pass\n" + USES_SIZE)]),
+    ("with_as", [(ACCUMULATOR, "    with ninetoothed_pid as SIZE:\n        pass\n" + USES_SIZE)]),
+    ("nested_function", [(ACCUMULATOR, "    def SIZE():\n        pass\n" + USES_SIZE)]),
+    ("nested_class", [(ACCUMULATOR, "    class SIZE:\n        pass\n" + USES_SIZE)]),
+    ("lambda_parameter", [(ACCUMULATOR, "    f = (lambda SIZE: 1)\n" + USES_SIZE)]),
+    ("match_capture", [(ACCUMULATOR, "    match 1:\n        case SIZE:\n            pass\n"
+                        + USES_SIZE)]),
+    ("match_rest", [(ACCUMULATOR, "    match 1:\n        case {**SIZE}:\n            pass\n"
+                     + USES_SIZE)]),
+    ("module_assignment", [(LAUNCH, "SIZE = 1\n" + LAUNCH), (ACCUMULATOR, USES_SIZE)]),
+    ("module_function", [(LAUNCH, "def SIZE():\n    pass\n\n" + LAUNCH),
+                         (ACCUMULATOR, USES_SIZE)]),
+    ("module_import", [(LAUNCH, "import SIZE\n" + LAUNCH), (ACCUMULATOR, USES_SIZE)]),
+    ("star_import", [(LAUNCH, "from os import *\n" + LAUNCH), (ACCUMULATOR, USES_SIZE)]),
+]
+
+
+@pytest.mark.parametrize("name, edits", COULD_RESOLVE, ids=[case[0] for case in COULD_RESOLVE])
+def test_a_name_a_run_could_resolve_is_never_bound_nowhere(generated, name, edits):
+    source = generated
+    for anchor, replacement in edits:
+        assert anchor in source, f"{name}: NineToothed no longer writes {anchor!r}"
+        source = source.replace(anchor, replacement, 1)
+    found = check(source)
+    assert "does not parse" not in str(found), found
+    assert not [violation for violation in found if isinstance(violation, Unbound)], found
+
+
+def test_a_builtin_added_before_the_check_is_not_bound_nowhere(generated, monkeypatch):
+    """Code that ran before the check (a student's module, at import) may have added a
+    builtin, which the interpreter would then find."""
+    import builtins
+
+    monkeypatch.setattr(builtins, "SIZE", 64, raising=False)
+    found = check(generated.replace(ACCUMULATOR, USES_SIZE, 1))
+    assert found and not [violation for violation in found if isinstance(violation, Unbound)]
 
 
 def test_a_local_may_take_a_builtin_name_triton_does_not_resolve(generated):
