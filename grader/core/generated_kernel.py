@@ -421,13 +421,15 @@ class _Kernel:
                                      "and builtins)")
 
     def unknown(self, node, name, refusal):
-        """A name the kernel may not use: bound nowhere, or else refused with ``refusal``."""
+        """A name the kernel may not use: bound nowhere (True), or else refused with
+        ``refusal``."""
         if self.file.bound_nowhere(name):
             self.file.flag(node, f"uses `{name}`, which nothing binds: no parameter, local, "
                                  "name of the file or builtin (the kernel cannot run)",
                            unbound=name)
-        else:
-            self.flag(node, refusal)
+            return True
+        self.flag(node, refusal)
+        return False
 
     def attribute(self, node):
         dotted = dotted_name(node)
@@ -451,12 +453,13 @@ class _Kernel:
                 self.flag(keyword.value, "a `**` or underscored keyword argument")
         arguments = list(node.args) + [keyword.value for keyword in node.keywords]
         if isinstance(function, ast.Name):
-            if function.id not in BUILTIN_CALLS or function.id in self.locals:
-                self.unknown(node, function.id,
-                             f"calls `{function.id}`, which a kernel of the kit may not call "
-                             f"(only {', '.join(sorted(BUILTIN_CALLS))} and triton.language's "
-                             "functions)")
+            if (function.id not in BUILTIN_CALLS or function.id in self.locals) and \
+                    not self.unknown(node, function.id,
+                                     f"calls `{function.id}`, which a kernel of the kit may not "
+                                     f"call (only {', '.join(sorted(BUILTIN_CALLS))} and "
+                                     "triton.language's functions)"):
                 return
+            # Checked also where the function is bound nowhere: nothing may hide behind it.
             self.arguments(arguments, text_allowed=function.id == "print" and not node.keywords)
             return
         if dotted in (f"{LANGUAGE}.load", f"{LANGUAGE}.store"):

@@ -132,6 +132,8 @@ MUTATIONS = [
     ("bytes_constant", ACCUMULATOR, "    x = b'os'\n" + ACCUMULATOR, "the constant b'os'"),
     ("print_fstring", ACCUMULATOR, "    print(f'{ninetoothed_pid}')\n" + ACCUMULATOR,
      "`JoinedStr`"),
+    ("capability_in_a_call_bound_nowhere", ACCUMULATOR,
+     "    x = helper(getattr(ninetoothed_pid, 1))\n" + ACCUMULATOR, "calls `getattr`"),
     ("lambda_in_kernel", ACCUMULATOR, "    x = (lambda: 1)()\n" + ACCUMULATOR,
      "calls something other than"),
     ("comprehension", ACCUMULATOR, "    x = [i for i in range(2)]\n" + ACCUMULATOR, "`ListComp`"),
