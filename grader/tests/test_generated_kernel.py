@@ -372,10 +372,46 @@ ATTACKED = sorted(ATTACKS)
 # Honest first-hour mistakes the rules refuse too (the source allowlist or the generated
 # kernel's check), each explained by a line of the file: failed and named, not flagged.
 # torch inside application() is also how a cheat reaches cuBLAS: it stays flagged, named.
-REFUSED_MISTAKES = {"accumulator_with_block_k": "accumulator_shape", "returns_two": "arrangement_return",
-                    "returns_dict": "arrangement_return"}
+REFUSED_MISTAKES = {"accumulator_with_block_k": "global_in_application",
+                    "accumulator_with_global_blocks": "global_in_application",
+                    "global_constant_in_application": "global_in_application",
+                    "returns_two": "arrangement_return", "returns_dict": "arrangement_return"}
 FLAGGED_MISTAKES = {"torch_matmul": "torch_in_kernel"}
+GLOBAL_BLOCKS = "ntl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=ntl.float32)"
 
+
+@pytest.mark.parametrize("name", ATTACKED)
+def test_an_attack_beside_a_global_in_application_stays_flagged(name, tmp_path):
+    """The global block sizes an honest accumulator may take, added to an attack: its kernel
+    is refused for the attack still, and the verdict stays flagged."""
+    from grader.batch.grade import verdict
+
+    source = ATTACKS[name][0].source(name)
+    combined = source.replace("ntl.zeros(output.shape, dtype=ntl.float32)", GLOBAL_BLOCKS)
+    assert combined != source, "the attack no longer creates the reference's accumulator"
+    with pytest.raises(KernelRejected) as rejection:
+        _make(_module(combined, tmp_path, name))
+    assert rejection.value.unbound == ()
+    record = {"findings": []}
+    assert verdict.refusal(record, combined, "flagged message",
+                           rejection.value.unbound)[0] == "flagged"
+    assert "global_in_application" in [finding["mistake"] for finding in record["findings"]]
+
+
+@pytest.mark.parametrize("name", sorted(name for name, key in REFUSED_MISTAKES.items()
+                                        if key == "global_in_application"))
+def test_a_global_in_application_is_failed_on_its_line(name, tmp_path):
+    from grader.batch.grade import verdict
+
+    source = build_variants.FIRST_MISTAKES[name].source(name)
+    with pytest.raises(KernelRejected) as rejection:
+        _make(_module(source, tmp_path, name))
+    assert rejection.value.unbound
+    status, message = verdict.refusal({"findings": []}, source, "flagged message",
+                                      rejection.value.unbound)
+    assert status == "failed", message
+    assert all(f"`{unbound}`" in message for unbound in rejection.value.unbound), message
+    assert "cannot run as written: line " in message and "application() uses " in message
 
 
 @pytest.mark.parametrize("name", ATTACKED)
@@ -419,7 +455,8 @@ def _every_attack_flagged(out):
         assert row["status"] == "failed" and row["score"] == "0", (name, row)
         assert row["flags"] and "cannot run as written: line " in row["message"], (name, row)
         record = json.loads((out / name / "record.json").read_text(encoding="utf-8"))
-        assert record["findings"][0]["mistake"] == mistake, (name, record["findings"])
+        assert [finding for finding in record["findings"] if finding["mistake"] == mistake
+                and finding["message"] in record["message"]], (name, record)
     for name, mistake in FLAGGED_MISTAKES.items():
         assert book[name]["status"] == "flagged" and book[name]["score"] == "0", book[name]
         record = json.loads((out / name / "record.json").read_text(encoding="utf-8"))
@@ -438,7 +475,7 @@ def test_the_sandboxed_batch_grader_flags_every_attack_on_what_runs(attack_class
     assert list(record["seconds"]["nt_gemm run"]) == ["start", "import", "public cases"]
     environment = json.loads((tmp_path / "out" / "environment.json").read_text())
     summary = json.dumps(environment)
-    assert '"build": {"median_s"' in summary and '"runs": 12' in summary, summary[:2000]
+    assert '"build": {"median_s"' in summary and '"runs": 14' in summary, summary[:2000]
 
 
 def test_the_unsandboxed_batch_grader_flags_every_attack_on_what_runs(attack_class, tmp_path):
@@ -460,6 +497,18 @@ def test_the_unsandboxed_batch_grader_flags_every_attack_on_what_runs(attack_cla
         view.close()
     assert done.returncode == 0, done.stderr[-3000:]
     _every_attack_flagged(tmp_path / "out")
+
+
+def test_the_pytest_grader_says_the_batch_would_fail_a_global_in_application(attack_class):
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "grader", "-p", "no:cacheprovider", "-q", "--submission",
+         str(attack_class / "class" / "accumulator_with_global_blocks" / "ninetoothed_gemm.py"),
+         "-k", "kernel_is_what_the_batch_grader_runs"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert "your kernel cannot run as written: line " in done.stdout, done.stdout[-3000:]
+    assert "application() uses `BLOCK_SIZE_M` and `BLOCK_SIZE_N`" in done.stdout
+    assert "the batch grader fails such a file (score 0)" in done.stdout
+    assert "would flag" not in done.stdout
 
 
 def test_the_pytest_grader_says_the_batch_would_flag_it(attack_class):
