@@ -450,6 +450,9 @@ def _every_attack_flagged(out):
         row = book[name]
         assert row["status"] == "flagged" and row["score"] == "0", (name, row)
         assert "generated kernel" in row["flags"], (name, row["flags"])
+        record = json.loads((out / name / "record.json").read_text(encoding="utf-8"))
+        assert {case["message"] for case in record["cases"]} == \
+            {"not run: the kernel was refused"}, (name, record["cases"][:1])
     for name, mistake in REFUSED_MISTAKES.items():
         row = book[name]
         assert row["status"] == "failed" and row["score"] == "0", (name, row)

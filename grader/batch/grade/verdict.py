@@ -62,8 +62,9 @@ def judge_cases(cases_list, run, seed, unbuilt=None, source="", every=True):
             continue
         if got is None:
             ended = run.ending.kind if run.ending.kind != "finished" else "crashed"
-            entries.append({**base, "status": "not_run",
-                            "message": f"not run: the kernel run ended ({ended})"})
+            # A run the build guard or the generated kernel's check stopped: refused.
+            why = "the kernel was refused" if run.stopped else f"the kernel run ended ({ended})"
+            entries.append({**base, "status": "not_run", "message": f"not run: {why}"})
             continue
         if got.error:
             verdict = checks.error_verdict(case, tidy(got.error))
