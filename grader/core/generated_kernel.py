@@ -34,9 +34,12 @@ refusal of such names alone is a kernel that cannot build, not a capability aske
 import ast
 import builtins
 import dataclasses
+import functools
+import pathlib
 import re
 
-from grader.core.kernel_allowlist import MODULE_ATTRIBUTES, Violation, dotted_name
+from grader.core.kernel_allowlist import MODULE_ATTRIBUTES, Violation, dotted_name, \
+    module_bindings
 
 LANGUAGE = "triton.language"
 # What a generated kernel may call or read of triton.language: what a student may write
@@ -556,12 +559,20 @@ def _bindings(tree):
 def _fallback_names():
     """The names a kernel's run may find with no binding in its file: Python's builtins (as
     the kit found them, and as they are now: code run before the check may add some),
-    Triton's own (SHADOWED), and every global of Triton's interpreter, which it copies into
-    the module of each kernel it interprets (``np``, ``tl``, ``math``...). Dunders, module
+    Triton's own (SHADOWED), and the globals of Triton's interpreter. Dunders, module
     attributes such as ``__builtins__``, are ``_File.bound_nowhere``'s."""
-    from triton.runtime import interpreter
+    return PYTHON_BUILTINS | set(dir(builtins)) | SHADOWED | interpreter_globals()
 
-    return PYTHON_BUILTINS | set(dir(builtins)) | SHADOWED | set(vars(interpreter))
+
+@functools.cache
+def interpreter_globals():
+    """The globals of Triton's interpreter, which it copies into the module of every kernel
+    it interprets (``np``, ``tl``, ``math``...), read from its file: importing it would bind
+    a module of Triton's anew, which a worker's build guard takes for a patch of Triton."""
+    import triton.runtime
+
+    path = pathlib.Path(triton.runtime.__file__).with_name("interpreter.py")
+    return frozenset(module_bindings(ast.parse(path.read_text(encoding="utf-8")))[0])
 
 
 def _is_name(nodes, name):

@@ -15,7 +15,7 @@ explains a refusal, for the batch's verdict and the pytest grader alike.
 import ast
 import builtins
 
-from grader.core.kernel_allowlist import dotted_name
+from grader.core.kernel_allowlist import dotted_name, module_bindings
 from grader.core.size_slips import quoted
 
 # The mistakes the kit's rules refuse by their nature, so that a refusal they explain is a
@@ -207,7 +207,7 @@ def _from_outside(tree, functions, torch_names):
     none of theirs: a global of the file, or a name bound nowhere. The kernel NineToothed
     generates has only its parameters and its own names, so it cannot build. Returns
     [(names, (line, finding))], one per line of a function that reads such names."""
-    module, imported = _module_level(tree)
+    module, imported = module_bindings(tree)
     known = set(dir(builtins)) | imported | torch_names | set(functions)
     found, wanted, done = [], ["application"], set()
     while wanted:
@@ -242,22 +242,6 @@ def _from_outside(tree, functions, torch_names):
                 "from the tiles (`output.shape`, `lhs.shape[0]`) and write any other constant "
                 "in application() itself")))
     return found
-
-
-def _module_level(tree):
-    """(the names the module level binds, in any branch, the names its imports bind)."""
-    bound, imported, pending = set(), set(), list(tree.body)
-    while pending:
-        node = pending.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound.add(node.name)
-            continue  # what a function or a class binds inside is its own
-        if isinstance(node, ast.alias):
-            imported.add(node.asname or node.name.partition(".")[0])
-        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            bound.add(node.id)
-        pending.extend(ast.iter_child_nodes(node))
-    return bound, imported
 
 
 def _called(call):

@@ -20,7 +20,7 @@ import sys
 import pytest
 
 from grader.core import gpu_compile, kernel_source
-from grader.core.generated_kernel import KernelRejected, Unbound, check
+from grader.core.generated_kernel import KernelRejected, Unbound, check, interpreter_globals
 from grader.tests import build_variants
 from grader.tests.batch_helpers import NEEDS_INTERPRETER, ROOT, environment, gradebook, \
     grader_command, run_grader, small_cases
@@ -300,6 +300,31 @@ def test_a_builtin_added_before_the_check_is_not_bound_nowhere(generated, monkey
     monkeypatch.setattr(builtins, "SIZE", 64, raising=False)
     found = check(generated.replace(ACCUMULATOR, USES_SIZE, 1))
     assert found and not [violation for violation in found if isinstance(violation, Unbound)]
+
+
+def test_the_interpreter_globals_read_from_its_file_are_those_it_copies():
+    from triton.runtime import interpreter
+
+    assert interpreter_globals() == {name for name in vars(interpreter)
+                                     if not name.startswith("__")}
+
+
+def test_the_check_binds_nothing_new_in_the_stack_a_gpu_worker_compares(generated, tmp_path):
+    """A worker on a GPU (no interpreter) compares Triton's modules before and after the
+    build (grader.core.build_guard.changed): the check must leave them as they were."""
+    path = tmp_path / "kernel.py"
+    path.write_text(generated.replace(ACCUMULATOR, "    x = BLOCK_SIZE_M\n" + ACCUMULATOR, 1),
+                    encoding="utf-8")
+    script = ("import ninetoothed, triton\n"
+              "from grader.core import build_guard, generated_kernel\n"
+              "before = build_guard.snapshot()\n"
+              f"assert generated_kernel.check(open({str(path)!r}).read())\n"
+              "print(build_guard.changed(before))\n")
+    environment = {name: value for name, value in os.environ.items()
+                   if name != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300, env={**environment, "PYTHONPATH": str(ROOT)})
+    assert done.stdout.strip().splitlines()[-1:] == ["[]"], done.stdout + done.stderr[-3000:]
 
 
 def test_a_local_may_take_a_builtin_name_triton_does_not_resolve(generated):
