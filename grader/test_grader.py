@@ -18,7 +18,7 @@ import warnings
 
 import pytest
 
-from grader.core import execution, kernel_source, layout, mistakes, suite
+from grader.core import execution, kernel_source, layout, mistakes, source_mistakes, suite
 from grader.core.generated_kernel import KernelRejected
 
 # The catalogue is expanded into test ids in grader/conftest.py
@@ -62,32 +62,53 @@ def test_kernel_is_what_the_batch_grader_runs(submission, record_property):
 
     Worth no points here: in the batch, anything those two functions (or the
     helpers and constants they use) reach outside grader.core.kernel_source's
-    whitelist flags the file, and nothing of it runs. This says which line first.
+    whitelist, or a kernel NineToothed generates from them that the kit's rules
+    refuse, flags the file, and nothing of it runs; where a mistake on a line of the
+    file explains the refusal, the file fails instead. This says which line first.
     """
     record_property("points", 0)
     record_property("group", "diagnosis")
     path = pathlib.Path(submission.path)
     if not path.is_file():
         pytest.skip(f"no file at {path}")
+    source = path.read_text(encoding="utf-8", errors="replace")
     try:
-        rebuilt = kernel_source.extract(path.read_text(encoding="utf-8", errors="replace"))
+        rebuilt = kernel_source.extract(source)
     except SyntaxError:
         pytest.skip("the file does not parse; the cases say where")
     if rebuilt.violations:
-        pytest.fail("the batch grader would flag this file (score 0) and run nothing of it:\n"
-                    + "\n".join(f"- {item}" for item in rebuilt.violations)
-                    + "\narrangement() and application() may use only ninetoothed, "
-                      "ninetoothed.language, math, the file's constants and its own helper "
-                      "functions (see docs/instructor-guide.md, section 8)", pytrace=False)
+        _refused(source, " and run nothing of it:\n"
+                 + "\n".join(f"- {item}" for item in rebuilt.violations)
+                 + "\narrangement() and application() may use only ninetoothed, "
+                   "ninetoothed.language, math, the file's constants and its own helper "
+                   "functions (see docs/instructor-guide.md, section 8)")
+    rejection = _rejection(submission.module)
+    if rejection is not None:
+        _refused(source, f": {rejection}\nwhat NineToothed generates from arrangement() and "
+                         "application() is checked as Triton runs it (docs/instructor-guide.md, "
+                         "section 8)", rejection.unbound)
+
+
+def _rejection(module):
+    """The KernelRejected of the module's kernel, if the kit's rules refuse it."""
     try:
-        execution.own_kernel(submission.module)
+        execution.own_kernel(module)
     except KernelRejected as rejection:
-        pytest.fail(f"the batch grader would flag this file (score 0): {rejection}\n"
-                    "what NineToothed generates from arrangement() and application() is "
-                    "checked as Triton runs it (docs/instructor-guide.md, section 8)",
-                    pytrace=False)
+        return rejection
     except Exception:  # noqa: BLE001 - a kernel that cannot be made: the cases say why
         pass
+    return None
+
+
+def _refused(source, why, unbound=()):
+    """Fail as the batch grader decides a refusal (grader.core.source_mistakes
+    .explain_refusal): on the line of a mistake that explains it, else as a flagged file."""
+    _, explaining = source_mistakes.explain_refusal(source, unbound)
+    if explaining is None:
+        pytest.fail(f"the batch grader would flag this file (score 0){why}", pytrace=False)
+    pytest.fail(f"your kernel cannot run as written: {explaining['message']}\n"
+                "the batch grader fails such a file (score 0) and runs nothing of it",
+                pytrace=False)
 
 
 def test_case(grader_case, submission, backend, grading_seed, request, record_property):

@@ -370,9 +370,12 @@ def error_verdict(case, error, limit=12):
     if str(error).startswith(NOT_RETILED):  # the file's tiles do not follow its block sizes
         return Verdict(case.id, False, say("not_retiled", why=str(error)[len(NOT_RETILED):]),
                        "fixed_tiles")
-    if isinstance(error, KernelRejected):  # nothing ran; the batch grader flags the file
-        return Verdict(case.id, False, say("not_run", error=error) + "\n"
-                       + say("flags_such_a_file"), details={"error": str(error)[-4000:]})
+    if isinstance(error, KernelRejected):  # nothing ran; the batch grader flags the file,
+        # unless its only violations are names the kernel does not have: it cannot be built
+        consequence = say("unbound_names", names=", ".join(f"`{name}`" for name in error.unbound)) \
+            if error.unbound else say("flags_such_a_file")
+        return Verdict(case.id, False, say("not_run", error=error) + "\n" + consequence,
+                       details={"error": str(error)[-4000:]})
     if isinstance(error, BaseException):
         mistake = "not_implemented" if isinstance(error, NotImplementedError) else "build_error"
         name, text = type(error).__name__, str(error).strip()

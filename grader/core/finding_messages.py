@@ -5,6 +5,12 @@ A template whose ``{evidence}`` is another finding (a clause added to it) comes 
 templates it adds to: a line is read by the first template that matches all of it.
 """
 
+_OUTSIDE = ("the kernel NineToothed generates has only its parameters and its own variables, "
+            "so it cannot be built: take sizes from the tiles (`output.shape`, `lhs.shape[0]`) "
+            "and write any other constant in application() itself",
+            "NineToothed 生成的 kernel 里只有它的参数和它自己的变量，所以无法构建：尺寸请从 tile "
+            "取（`output.shape`、`lhs.shape[0]`），其他常量直接写在 application() 里")
+
 FINDINGS = {
     # clauses added to a finding (grader.core.layout)
     "count_rounded_down": ("{evidence} (the block count is rounded down)",
@@ -99,6 +105,21 @@ FINDINGS = {
                      "（{where} 时为 {value}），不是分块大小：这一项应是 BLOCK_SIZE_{letter}"
                      "（或用 -1 保留该轴上的全部 tile）"),
     # grader.core.source_mistakes: one line of the file, "line N: " before what it says
+    # grader.core.source_mistakes: names application() (or a helper it calls) reads from
+    # outside itself, which the generated kernel does not have
+    "outside_global": ("application() uses {names} from your file's globals; " + _OUTSIDE[0],
+                       "application() 用到了你文件里的全局名字 {names}；" + _OUTSIDE[1]),
+    "outside_undefined": ("application() uses {names}, which it does not define; "
+                          + _OUTSIDE[0],
+                          "application() 用到了它没有定义的名字 {names}；" + _OUTSIDE[1]),
+    "helper_outside_global": ("{helper}(), which application() calls, uses {names} from your "
+                              "file's globals; " + _OUTSIDE[0],
+                              "application() 调用的 {helper}() 用到了你文件里的全局名字 "
+                              "{names}；" + _OUTSIDE[1]),
+    "helper_outside_undefined": ("{helper}(), which application() calls, uses {names}, which "
+                                 "it does not define; " + _OUTSIDE[0],
+                                 "application() 调用的 {helper}() 用到了它没有定义的名字 "
+                                 "{names}；" + _OUTSIDE[1]),
     "at_line": ("line {line}: {evidence}", "第 {line} 行：{evidence}"),
     "returns_container": ("arrangement() returns a {kind}, {code}; NineToothed needs a tuple: "
                           "`return lhs_arranged, rhs_arranged, output_arranged`",

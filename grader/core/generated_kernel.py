@@ -25,13 +25,21 @@ The rule is an allowlist of capabilities, under both readings of the file:
   the kernel stores only to its third tensor, the output, and never loads from it.
 
 ``check(source)`` returns the violations (empty: the file may run). Anything not named
-here is a violation: a gap in this rule fails closed.
+here is a violation: a gap in this rule fails closed. One kind is told apart, ``Unbound``:
+a name the kernel uses that nothing could resolve in any run (a global of the student's
+file, which NineToothed does not carry into the kernel). It is refused like the rest; a
+refusal of such names alone is a kernel that cannot build, not a capability asked for.
 """
 
 import ast
+import builtins
+import dataclasses
+import functools
+import pathlib
 import re
 
-from grader.core.kernel_allowlist import MODULE_ATTRIBUTES, Violation, dotted_name
+from grader.core.kernel_allowlist import MODULE_ATTRIBUTES, Violation, dotted_name, \
+    module_bindings
 
 LANGUAGE = "triton.language"
 # What a generated kernel may call or read of triton.language: what a student may write
@@ -60,6 +68,16 @@ GENERATED = re.compile(r"ninetoothed_\w+")
 # ``input``) are not found by Triton at all; a student may name a local after them.
 SHADOWED = frozenset({"len", "list", "range", "float", "int", "isinstance", "getattr",
                       "hasattr", "print", "min", "max", "triton"})
+PYTHON_BUILTINS = frozenset(dir(builtins))  # as the kit found them, before any student code
+
+
+@dataclasses.dataclass(frozen=True)
+class Unbound(Violation):
+    """A name the kernel uses that no run could resolve (``_File.bound_nowhere``): Triton and
+    the interpreter would only raise NameError. Refused all the same, and told apart so that
+    a refusal of such names alone can be read as the build failure it is."""
+
+    name: str
 
 
 class KernelRejected(Exception):
@@ -67,6 +85,11 @@ class KernelRejected(Exception):
 
     def __init__(self, violations, source):
         self.violations, self.source = tuple(violations), source
+        # The names, where every violation is a name bound nowhere; else empty: any other
+        # violation beside them is what the refusal is about.
+        self.unbound = tuple(sorted({violation.name for violation in self.violations})) if \
+            self.violations and all(isinstance(violation, Unbound)
+                                    for violation in self.violations) else ()
         super().__init__(describe(self.violations))
 
 
@@ -94,12 +117,22 @@ class _File:
     def __init__(self, tree, source):
         self.tree, self.lines = tree, source.splitlines()
         self.found = []
+        self.bindings = _bindings(tree)
+        self.fallback = _fallback_names()
 
-    def flag(self, node, what):
+    def flag(self, node, what, unbound=None):
+        """A Violation at ``node``'s line, quoting it; an Unbound one for the name ``unbound``."""
         line = getattr(node, "lineno", 0)
         text = self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
         text = text if len(text) <= 120 else text[:117] + "..."
-        self.found.append(Violation(line, f"{what}" + (f" (`{text}`)" if text else "")))
+        what += f" (`{text}`)" if text else ""
+        self.found.append(Unbound(line, what, unbound) if unbound else Violation(line, what))
+
+    def bound_nowhere(self, name):
+        """Whether no run could resolve ``name``: nothing in the file binds it, in any scope
+        or branch, and no namespace a kernel falls back on holds it."""
+        return self.bindings is not None and name not in self.bindings \
+            and name not in self.fallback and not name.startswith("__")
 
     def violations(self):
         kernels, launchers, tunings, imports = [], [], [], []
@@ -386,9 +419,20 @@ class _Kernel:
                                         or name in self.pointer_sources.values()):
             self.flag(node, f"uses the pointer `{name}` outside a load or store")
         elif name not in self.parameters and name not in self.locals:
-            self.flag(node, f"uses `{name}`, which is neither a parameter nor a local of "
-                            "the kernel (Triton would look it up among its globals and "
-                            "builtins)")
+            self.unknown(node, name, f"uses `{name}`, which is neither a parameter nor a local "
+                                     "of the kernel (Triton would look it up among its globals "
+                                     "and builtins)")
+
+    def unknown(self, node, name, refusal):
+        """A name the kernel may not use: bound nowhere (True), or else refused with
+        ``refusal``."""
+        if self.file.bound_nowhere(name):
+            self.file.flag(node, f"uses `{name}`, which nothing binds: no parameter, local, "
+                                 "name of the file or builtin (the kernel cannot run)",
+                           unbound=name)
+            return True
+        self.flag(node, refusal)
+        return False
 
     def attribute(self, node):
         dotted = dotted_name(node)
@@ -412,11 +456,13 @@ class _Kernel:
                 self.flag(keyword.value, "a `**` or underscored keyword argument")
         arguments = list(node.args) + [keyword.value for keyword in node.keywords]
         if isinstance(function, ast.Name):
-            if function.id not in BUILTIN_CALLS or function.id in self.locals:
-                self.flag(node, f"calls `{function.id}`, which a kernel of the kit may not "
-                                f"call (only {', '.join(sorted(BUILTIN_CALLS))} and "
-                                "triton.language's functions)")
+            if (function.id not in BUILTIN_CALLS or function.id in self.locals) and \
+                    not self.unknown(node, function.id,
+                                     f"calls `{function.id}`, which a kernel of the kit may not "
+                                     f"call (only {', '.join(sorted(BUILTIN_CALLS))} and "
+                                     "triton.language's functions)"):
                 return
+            # Checked also where the function is bound nowhere: nothing may hide behind it.
             self.arguments(arguments, text_allowed=function.id == "print" and not node.keywords)
             return
         if dotted in (f"{LANGUAGE}.load", f"{LANGUAGE}.store"):
@@ -486,6 +532,47 @@ def _stored(function):
     return {node.id for node in ast.walk(function)
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
 
+
+def _bindings(tree):
+    """Every name the file binds anywhere, in any scope, live or dead: assignments, walrus,
+    loop and comprehension variables, ``del``, parameters, imports, defs and classes,
+    ``except ... as``, ``global`` and ``nonlocal``, match captures. None where a star import
+    may bind any name."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names.add(node.id)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.alias):
+            if node.name == "*":
+                return None
+            names.add(node.asname or node.name.partition(".")[0])
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names.update(node.names)
+        else:  # a def or class, ``except ... as``, a match capture and a match's ``**rest``
+            names.update(name for name in (getattr(node, "name", None),
+                                           getattr(node, "rest", None)) if isinstance(name, str))
+    return names
+
+
+def _fallback_names():
+    """The names a kernel's run may find with no binding in its file: Python's builtins (as
+    the kit found them, and as they are now: code run before the check may add some),
+    Triton's own (SHADOWED), and the globals of Triton's interpreter. Dunders, module
+    attributes such as ``__builtins__``, are ``_File.bound_nowhere``'s."""
+    return PYTHON_BUILTINS | set(dir(builtins)) | SHADOWED | interpreter_globals()
+
+
+@functools.cache
+def interpreter_globals():
+    """The globals of Triton's interpreter, which it copies into the module of every kernel
+    it interprets (``np``, ``tl``, ``math``...), read from its file: importing it would bind
+    a module of Triton's anew, which a worker's build guard takes for a patch of Triton."""
+    import triton.runtime
+
+    path = pathlib.Path(triton.runtime.__file__).with_name("interpreter.py")
+    return frozenset(module_bindings(ast.parse(path.read_text(encoding="utf-8")))[0])
 
 
 def _is_name(nodes, name):

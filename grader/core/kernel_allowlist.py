@@ -135,6 +135,24 @@ def bound_names_in(function):
     return names | _stored_names(function)
 
 
+def module_bindings(tree):
+    """(every name the module level of ``tree`` binds, in any branch, the names its imports
+    bind among them): the globals its functions may find. What a function or a class binds
+    inside is its own."""
+    bound, imported, pending = set(), set(), list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+            continue
+        if isinstance(node, ast.alias):
+            imported.add(node.asname or node.name.partition(".")[0])
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound.add(node.id)
+        pending.extend(ast.iter_child_nodes(node))
+    return bound | imported, imported
+
+
 OUTPUT_METADATA = ("shape", "dtype", "ndim")
 
 

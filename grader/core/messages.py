@@ -70,6 +70,9 @@ CASES = {
     "not_run": ("not run: {error}", "未运行：{error}"),
     "flags_such_a_file": ("the batch grader flags such a file (score 0)",
                           "批量评测会标记这样的文件（得 0 分）"),
+    "unbound_names": ("the kernel cannot be built: it uses {names}, which it does not have "
+                      "(the hint says where)",
+                      "kernel 无法构建：它用到了 {names}，而 kernel 里没有这些名字（提示里说明了位置）"),
     "raised": ("the kernel raised {raised}", "kernel 抛出了异常 {raised}"),
     "did_not_build": ("the kernel did not build or run: NineToothed or Triton stopped with the "
                       "error below (their own words; the hint says what to change)",

@@ -384,6 +384,20 @@ MISTAKES = {
             found_by=(SOURCE,),
         ),
         Mistake(
+            "global_in_application",
+            "application() uses a name from outside it",
+            "application() becomes a Triton kernel, and NineToothed carries into it only "
+            "application()'s parameters (the tiles) and its own variables: a global of your "
+            "file (BLOCK_SIZE_M, a constant defined at the top) does not exist there, so the "
+            "kernel cannot be built. Take sizes from the tiles (`output.shape`, "
+            "`lhs.shape[0]`), and write any other constant inside application().",
+            "application() 会变成 Triton kernel，NineToothed 只把 application() 的参数（各个块）"
+            "和它自己的变量带进去：文件里的全局名字（BLOCK_SIZE_M、在文件开头定义的常量）在那里"
+            "并不存在，所以 kernel 无法构建。尺寸请从块上取（`output.shape`、`lhs.shape[0]`），"
+            "其他常量直接写在 application() 里。",
+            found_by=(SOURCE,),
+        ),
+        Mistake(
             "build_error",
             "the kernel does not build or launch",
             "kernel 无法构建或启动",

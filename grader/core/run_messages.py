@@ -79,6 +79,7 @@ RUNS = {
                             "有 {differing} 个与评测程序自己启动 arrangement() 和 application() "
                             "写出的结果不同）"),
     # a case that was not run
+    "kernel_was_refused": ("the kernel was refused", "kernel 被拒绝，没有运行"),
     "run_ended": ("the kernel run ended ({ended})", "运行 kernel 的进程提前结束了（{ended}）"),
     "no_output": ("the kernel run sent no output for this case",
                   "运行 kernel 的进程没有发回这个用例的输出"),

@@ -7,13 +7,25 @@ computes zeros, or Triton fails deep inside its compiler), so ``inspect_source(s
 reads them with ``ast`` before anything compiles. Nothing of the file runs, so the pytest
 grader and the batch grader's worker call it alike; the batch's rebuilt file keeps the
 student's line numbers (grader.core.kernel_source). It never raises.
+
+Some make the kit's rules refuse the kernel: ``explain_refusal`` says which line, if any,
+explains a refusal, for the batch's verdict and the pytest grader alike.
 """
 
 import ast
+import builtins
 
-from grader.core.kernel_allowlist import dotted_name
+from grader.core.kernel_allowlist import dotted_name, module_bindings
 from grader.core.messages import say
 from grader.core.size_slips import quoted
+
+# The mistakes the kit's rules refuse by their nature, so that a refusal they explain is a
+# kernel that cannot build, not a capability asked for: arrangement() returning other than
+# three tensors in a tuple (the launcher the generated kernel's check expects). Any other
+# finding beside a refusal explains nothing of it: torch in application() is also how a
+# cheat reaches cuBLAS. A name the generated kernel does not have is explained only name by
+# name (``explain_refusal``).
+EXPLAINS_REFUSAL = {"arrangement_return"}
 
 
 def inspect_file(path):
@@ -27,18 +39,44 @@ def inspect_file(path):
 
 def inspect_source(source):
     """Findings ``{"mistake": key, "message": "line N: ..."}``, in line order."""
+    return _read(source)[0]
+
+
+def explain_refusal(source, unbound=()):
+    """(``inspect_source(source)``, the finding that explains why the kit's rules refused
+    the file's kernel, or None: then no mistake of the file explains it).
+
+    ``unbound``: the names, where the generated kernel was refused for names bound nowhere
+    alone (grader.core.generated_kernel.KernelRejected.unbound). Such a refusal is explained
+    where a line of application() reads each of those names from outside it; the first
+    such line is the explanation. Else a finding of EXPLAINS_REFUSAL explains it.
+    """
+    findings, outside = _read(source)
+    if unbound and set(unbound) <= set(outside):
+        return findings, min((outside[name] for name in unbound), key=lambda pair: pair[0])[1]
+    explaining = [finding for finding in findings if finding["mistake"] in EXPLAINS_REFUSAL]
+    return findings, explaining[0] if explaining else None
+
+
+def _read(source):
+    """(the findings in line order, {name: (line, finding)} for each name application()
+    reads from outside it, its first line's)."""
     try:
         tree = ast.parse(source)
         functions = {node.name: node for node in tree.body
                      if isinstance(node, ast.FunctionDef)}
-        findings = []
+        findings, outside = [], {}
         if "arrangement" in functions:
             findings += _arrangement_return(functions["arrangement"])
         if "application" in functions:
-            findings += _application(functions["application"], _torch_names(tree))
+            torch_names = _torch_names(tree)
+            findings += _application(functions["application"], torch_names)
+            for names, pair in _from_outside(tree, functions, torch_names):
+                findings.append(pair)
+                outside.update((name, pair) for name in names if name not in outside)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return []  # loading the file says why it cannot run, or it nests past any reading
-    return [finding for _, finding in sorted(findings, key=lambda pair: pair[0])]
+        return [], {}  # loading the file says why it cannot run, or it nests past any reading
+    return [finding for _, finding in sorted(findings, key=lambda pair: pair[0])], outside
 
 
 def _finding(key, node, template, **fields):
@@ -148,6 +186,41 @@ def _application(function, torch_names):
             findings.append(_finding("torch_in_kernel", node, "torch_in_kernel",
                                      code=_code(node)))
     return findings
+
+
+def _from_outside(tree, functions, torch_names):
+    """application() and the helpers it calls (NineToothed inlines them) read a name of
+    none of theirs: a global of the file, or a name bound nowhere. The kernel NineToothed
+    generates has only its parameters and its own names, so it cannot build. Returns
+    [(names, (line, finding))], one per line of a function that reads such names."""
+    module, imported = module_bindings(tree)
+    known = set(dir(builtins)) | imported | torch_names | set(functions)
+    found, wanted, done = [], ["application"], set()
+    while wanted:
+        name = wanted.pop(0)
+        if name in done or name not in functions:
+            continue
+        done.add(name)
+        function = functions[name]
+        body = [node for statement in function.body for node in ast.walk(statement)]
+        own = {node.arg for node in ast.walk(function) if isinstance(node, ast.arg)} | {
+            node.id for node in body
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)}
+        wanted += [node.func.id for node in body
+                   if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)]
+        lines = {}  # line -> (its first such name's node, the names in order)
+        for node in sorted((node for node in body if isinstance(node, ast.Name)
+                            and isinstance(node.ctx, ast.Load) and node.id not in own | known),
+                           key=lambda node: (node.lineno, node.col_offset)):
+            names = lines.setdefault(node.lineno, (node, []))[1]
+            names += [] if node.id in names else [node.id]
+        for first, names in lines.values():
+            template = "outside_global" if set(names) <= module else "outside_undefined"
+            fields = {"names": ", ".join(f"`{name}`" for name in names)}
+            if name != "application":
+                template, fields["helper"] = f"helper_{template}", name
+            found.append((names, _finding("global_in_application", first, template, **fields)))
+    return found
 
 
 def _called(call):

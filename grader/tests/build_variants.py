@@ -6,7 +6,7 @@ is reworked: arrangement(), application(), the BLOCK_SIZE_* lines and nt_gemm's 
 ``python -m grader.tests.build_variants FOLDER [NAME ...]`` writes them as a class to grade.
 """
 
-from grader.tests.source_edits import Variant, class_command, function
+from grader.tests.source_edits import Variant, appended, class_command, function
 
 LHS_TILE = "lhs.tile((block_size_m, block_size_k))"
 RHS_TILE = "rhs.tile((block_size_k, block_size_n))"
@@ -215,6 +215,18 @@ FIRST_MISTAKES = {
     "accumulator_with_block_k": Variant("the accumulator made (BLOCK_SIZE_M, BLOCK_SIZE_K)",
                                         ((ZEROS, ZEROS.replace(
                                             "output.shape", "(BLOCK_SIZE_M, BLOCK_SIZE_K)")),)),
+    # A global of the file inside application(): the generated kernel has no such name, so
+    # the kit's check refuses it as a name bound nowhere (failed and named, not flagged).
+    "accumulator_with_global_blocks": Variant("the accumulator made (BLOCK_SIZE_M, "
+                                              "BLOCK_SIZE_N), the module's block sizes",
+                                              ((ZEROS, ZEROS.replace(
+                                                  "output.shape",
+                                                  "(BLOCK_SIZE_M, BLOCK_SIZE_N)")),)),
+    "global_constant_in_application": Variant("a module constant, ALPHA = 1.0, scales the "
+                                              "result in application()",
+                                              ((STORE, "    output = accumulator * ALPHA  "
+                                                       "# noqa: F841\n"),
+                                               appended("ALPHA = 1.0  # scales the result\n"))),
     "returns_two": Variant("arrangement() returns lhs's and rhs's arranged tensors only",
                            ((ARRANGED, "return lhs_arranged, rhs_arranged"),)),
     "returns_list": Variant("arrangement() returns a list",

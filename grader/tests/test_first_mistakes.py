@@ -46,6 +46,11 @@ NAMED = {
     "accumulator_of_lhs_shape": ("accumulator_shape", "accumulator = ntl.zeros", "`lhs.shape`"),
     "accumulator_with_block_k": ("accumulator_shape", "accumulator = ntl.zeros",
                                  "holds BLOCK_SIZE_K"),
+    "accumulator_with_global_blocks": ("global_in_application", "accumulator = ntl.zeros",
+                                       "application() uses `BLOCK_SIZE_M`, `BLOCK_SIZE_N` "
+                                       "from your file's globals"),
+    "global_constant_in_application": ("global_in_application", "output = accumulator",
+                                       "application() uses `ALPHA` from your file's globals"),
     "returns_two": ("arrangement_return", "return lhs_arranged", "returns 2 tensors"),
     "returns_list": ("arrangement_return", "return [", "returns a list"),
     "returns_dict": ("arrangement_return", "return {", "returns a dict"),

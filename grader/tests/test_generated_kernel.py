@@ -20,7 +20,7 @@ import sys
 import pytest
 
 from grader.core import gpu_compile, kernel_source
-from grader.core.generated_kernel import KernelRejected, check
+from grader.core.generated_kernel import KernelRejected, Unbound, check, interpreter_globals
 from grader.tests import build_variants
 from grader.tests.batch_helpers import NEEDS_INTERPRETER, ROOT, environment, gradebook, \
     grader_command, run_grader, small_cases
@@ -127,12 +127,13 @@ MUTATIONS = [
     ("local_named_range", ACCUMULATOR, "    range = 2\n" + ACCUMULATOR, "binds `range`"),
     ("local_named_like_the_kernel", ACCUMULATOR, "    application = 1\n" + ACCUMULATOR,
      "binds `application`"),
-    ("unbound_name", ACCUMULATOR, "    x = torch\n" + ACCUMULATOR, "uses `torch`"),
     ("triton_as_value", ACCUMULATOR, "    x = triton\n" + ACCUMULATOR, "uses `triton`"),
     ("string_constant", ACCUMULATOR, "    x = 'os'\n" + ACCUMULATOR, "the constant 'os'"),
     ("bytes_constant", ACCUMULATOR, "    x = b'os'\n" + ACCUMULATOR, "the constant b'os'"),
     ("print_fstring", ACCUMULATOR, "    print(f'{ninetoothed_pid}')\n" + ACCUMULATOR,
      "`JoinedStr`"),
+    ("capability_in_a_call_bound_nowhere", ACCUMULATOR,
+     "    x = helper(getattr(ninetoothed_pid, 1))\n" + ACCUMULATOR, "calls `getattr`"),
     ("lambda_in_kernel", ACCUMULATOR, "    x = (lambda: 1)()\n" + ACCUMULATOR,
      "calls something other than"),
     ("comprehension", ACCUMULATOR, "    x = [i for i in range(2)]\n" + ACCUMULATOR, "`ListComp`"),
@@ -202,6 +203,128 @@ def test_each_construct_is_refused_in_the_generated_file(generated, name, anchor
     assert anchor in generated, f"{name}: NineToothed no longer writes {anchor!r}"
     found = check(generated.replace(anchor, replacement, 1))
     assert any(expected in str(violation) for violation in found), (name, found)
+
+
+@pytest.mark.parametrize("name, anchor, replacement, expected", MUTATIONS,
+                         ids=[mutation[0] for mutation in MUTATIONS])
+def test_a_name_bound_nowhere_beside_a_construct_leaves_the_refusal_about_it(
+        generated, name, anchor, replacement, expected):
+    """A global the kernel cannot have, added to a file the check refuses for a construct,
+    changes nothing: the refusal is about the construct still."""
+    source = generated.replace(anchor, replacement, 1).replace(
+        ACCUMULATOR, "    x = BLOCK_SIZE_M\n" + ACCUMULATOR, 1)
+    assert KernelRejected(check(source), source).unbound == (), name
+
+
+# A name nothing binds is told apart (generated_kernel.Unbound): refused, and where it is
+# all the refusal is about, a kernel that cannot build (NameError), not a capability.
+BOUND_NOWHERE = [
+    ("global_block_sizes", "    x = BLOCK_SIZE_M * BLOCK_SIZE_N\n",
+     ("BLOCK_SIZE_M", "BLOCK_SIZE_N")),
+    ("global_asked_for_a_tile_attribute", "    x = SIZES.shape\n", ("SIZES",)),
+    ("call_of_a_name", "    x = helper(ninetoothed_pid)\n", ("helper",)),
+    ("torch", "    x = torch\n", ("torch",)),  # the source says why (torch_in_kernel): flagged
+]
+
+
+@pytest.mark.parametrize("name, line, names", BOUND_NOWHERE,
+                         ids=[case[0] for case in BOUND_NOWHERE])
+def test_a_name_bound_nowhere_is_refused_as_such(generated, name, line, names):
+    source = generated.replace(ACCUMULATOR, line + ACCUMULATOR, 1)
+    found = check(source)
+    assert found and all(isinstance(violation, Unbound) for violation in found), found
+    assert KernelRejected(found, source).unbound == names
+    assert "nothing binds" in str(found[0])
+
+
+USES_SIZE = "    x = SIZE\n" + ACCUMULATOR
+# Where a run could resolve the name after all: something of the file binds it, in any scope
+# or branch, or a namespace the kernel falls back on holds it. None is bound nowhere.
+# (name, [(anchor, replacement), ...])
+COULD_RESOLVE = [
+    ("python_builtin", [(ACCUMULATOR, "    x = open\n" + ACCUMULATOR)]),
+    ("module_attribute", [(ACCUMULATOR, "    x = __name__\n" + ACCUMULATOR)]),
+    ("builtins_of_the_module", [(ACCUMULATOR, "    x = __builtins__\n" + ACCUMULATOR)]),
+    # Triton's interpreter copies its own globals into each interpreted kernel's module.
+    ("interpreter_numpy", [(ACCUMULATOR, "    x = np\n" + ACCUMULATOR)]),
+    ("interpreter_language", [(ACCUMULATOR, "    x = tl\n" + ACCUMULATOR)]),
+    ("interpreter_math", [(ACCUMULATOR, "    x = math\n" + ACCUMULATOR)]),
+    ("the_kernel", [(ACCUMULATOR, "    x = application\n" + ACCUMULATOR)]),
+    ("the_launcher", [(ACCUMULATOR, "    x = launch_application\n" + ACCUMULATOR)]),
+    ("triton", [(ACCUMULATOR, "    x = triton\n" + ACCUMULATOR)]),
+    ("launcher_parameter", [(ACCUMULATOR, "    x = ninetoothed_tensor_0\n" + ACCUMULATOR)]),
+    ("grid_parameter", [(ACCUMULATOR, "    x = meta\n" + ACCUMULATOR)]),
+    ("dead_branch", [(ACCUMULATOR, "    if False:\n        SIZE = 1\n" + USES_SIZE)]),
+    ("global_statement", [(ACCUMULATOR, "    global SIZE\n" + USES_SIZE)]),
+    ("nonlocal_statement", [(ACCUMULATOR, "    nonlocal SIZE\n" + USES_SIZE)]),
+    ("comprehension_variable", [(ACCUMULATOR, "    y = [SIZE for SIZE in range(2)]\n"
+                                 + USES_SIZE)]),
+    ("walrus", [(ACCUMULATOR, "    y = (SIZE := 1)\n" + USES_SIZE)]),
+    ("delete", [(ACCUMULATOR, "    del SIZE\n" + USES_SIZE)]),
+    ("import_in_kernel", [(ACCUMULATOR, "    import SIZE\n" + USES_SIZE)]),
+    ("import_as_in_kernel", [(ACCUMULATOR, "    import os.path as SIZE\n" + USES_SIZE)]),
+    ("except_as", [(ACCUMULATOR, "    try:\n        pass\n    except ValueError as SIZE:\n"
+                    "        pass\n" + USES_SIZE)]),
+    ("with_as", [(ACCUMULATOR, "    with ninetoothed_pid as SIZE:\n        pass\n" + USES_SIZE)]),
+    ("nested_function", [(ACCUMULATOR, "    def SIZE():\n        pass\n" + USES_SIZE)]),
+    ("nested_class", [(ACCUMULATOR, "    class SIZE:\n        pass\n" + USES_SIZE)]),
+    ("lambda_parameter", [(ACCUMULATOR, "    f = (lambda SIZE: 1)\n" + USES_SIZE)]),
+    ("match_capture", [(ACCUMULATOR, "    match 1:\n        case SIZE:\n            pass\n"
+                        + USES_SIZE)]),
+    ("match_rest", [(ACCUMULATOR, "    match 1:\n        case {**SIZE}:\n            pass\n"
+                     + USES_SIZE)]),
+    ("module_assignment", [(LAUNCH, "SIZE = 1\n" + LAUNCH), (ACCUMULATOR, USES_SIZE)]),
+    ("module_function", [(LAUNCH, "def SIZE():\n    pass\n\n" + LAUNCH),
+                         (ACCUMULATOR, USES_SIZE)]),
+    ("module_import", [(LAUNCH, "import SIZE\n" + LAUNCH), (ACCUMULATOR, USES_SIZE)]),
+    ("star_import", [(LAUNCH, "from os import *\n" + LAUNCH), (ACCUMULATOR, USES_SIZE)]),
+]
+
+
+@pytest.mark.parametrize("name, edits", COULD_RESOLVE, ids=[case[0] for case in COULD_RESOLVE])
+def test_a_name_a_run_could_resolve_is_never_bound_nowhere(generated, name, edits):
+    source = generated
+    for anchor, replacement in edits:
+        assert anchor in source, f"{name}: NineToothed no longer writes {anchor!r}"
+        source = source.replace(anchor, replacement, 1)
+    found = check(source)
+    assert "does not parse" not in str(found), found
+    assert not [violation for violation in found if isinstance(violation, Unbound)], found
+
+
+def test_a_builtin_added_before_the_check_is_not_bound_nowhere(generated, monkeypatch):
+    """Code that ran before the check (a student's module, at import) may have added a
+    builtin, which the interpreter would then find."""
+    import builtins
+
+    monkeypatch.setattr(builtins, "SIZE", 64, raising=False)
+    found = check(generated.replace(ACCUMULATOR, USES_SIZE, 1))
+    assert found and not [violation for violation in found if isinstance(violation, Unbound)]
+
+
+def test_the_interpreter_globals_read_from_its_file_are_those_it_copies():
+    from triton.runtime import interpreter
+
+    assert interpreter_globals() == {name for name in vars(interpreter)
+                                     if not name.startswith("__")}
+
+
+def test_the_check_binds_nothing_new_in_the_stack_a_gpu_worker_compares(generated, tmp_path):
+    """A worker on a GPU (no interpreter) compares Triton's modules before and after the
+    build (grader.core.build_guard.changed): the check must leave them as they were."""
+    path = tmp_path / "kernel.py"
+    path.write_text(generated.replace(ACCUMULATOR, "    x = BLOCK_SIZE_M\n" + ACCUMULATOR, 1),
+                    encoding="utf-8")
+    script = ("import ninetoothed, triton\n"
+              "from grader.core import build_guard, generated_kernel\n"
+              "before = build_guard.snapshot()\n"
+              f"assert generated_kernel.check(open({str(path)!r}).read())\n"
+              "print(build_guard.changed(before))\n")
+    environment = {name: value for name, value in os.environ.items()
+                   if name != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300, env={**environment, "PYTHONPATH": str(ROOT)})
+    assert done.stdout.strip().splitlines()[-1:] == ["[]"], done.stdout + done.stderr[-3000:]
 
 
 def test_a_local_may_take_a_builtin_name_triton_does_not_resolve(generated):
@@ -274,10 +397,46 @@ ATTACKED = sorted(ATTACKS)
 # Honest first-hour mistakes the rules refuse too (the source allowlist or the generated
 # kernel's check), each explained by a line of the file: failed and named, not flagged.
 # torch inside application() is also how a cheat reaches cuBLAS: it stays flagged, named.
-REFUSED_MISTAKES = {"accumulator_with_block_k": "accumulator_shape", "returns_two": "arrangement_return",
-                    "returns_dict": "arrangement_return"}
+REFUSED_MISTAKES = {"accumulator_with_block_k": "global_in_application",
+                    "accumulator_with_global_blocks": "global_in_application",
+                    "global_constant_in_application": "global_in_application",
+                    "returns_two": "arrangement_return", "returns_dict": "arrangement_return"}
 FLAGGED_MISTAKES = {"torch_matmul": "torch_in_kernel"}
+GLOBAL_BLOCKS = "ntl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=ntl.float32)"
 
+
+@pytest.mark.parametrize("name", ATTACKED)
+def test_an_attack_beside_a_global_in_application_stays_flagged(name, tmp_path):
+    """The global block sizes an honest accumulator may take, added to an attack: its kernel
+    is refused for the attack still, and the verdict stays flagged."""
+    from grader.batch.grade import verdict
+
+    source = ATTACKS[name][0].source(name)
+    combined = source.replace("ntl.zeros(output.shape, dtype=ntl.float32)", GLOBAL_BLOCKS)
+    assert combined != source, "the attack no longer creates the reference's accumulator"
+    with pytest.raises(KernelRejected) as rejection:
+        _make(_module(combined, tmp_path, name))
+    assert rejection.value.unbound == ()
+    record = {"findings": []}
+    assert verdict.refusal(record, combined, "flagged message",
+                           rejection.value.unbound)[0] == "flagged"
+    assert "global_in_application" in [finding["mistake"] for finding in record["findings"]]
+
+
+@pytest.mark.parametrize("name", sorted(name for name, key in REFUSED_MISTAKES.items()
+                                        if key == "global_in_application"))
+def test_a_global_in_application_is_failed_on_its_line(name, tmp_path):
+    from grader.batch.grade import verdict
+
+    source = build_variants.FIRST_MISTAKES[name].source(name)
+    with pytest.raises(KernelRejected) as rejection:
+        _make(_module(source, tmp_path, name))
+    assert rejection.value.unbound
+    status, message = verdict.refusal({"findings": []}, source, "flagged message",
+                                      rejection.value.unbound)
+    assert status == "failed", message
+    assert all(f"`{unbound}`" in message for unbound in rejection.value.unbound), message
+    assert "cannot run as written: line " in message and "application() uses " in message
 
 
 @pytest.mark.parametrize("name", ATTACKED)
@@ -316,12 +475,16 @@ def _every_attack_flagged(out):
         row = book[name]
         assert row["status"] == "flagged" and row["score"] == "0", (name, row)
         assert "generated kernel" in row["flags"], (name, row["flags"])
+        record = json.loads((out / name / "record.json").read_text(encoding="utf-8"))
+        assert {case["message"] for case in record["cases"]} == \
+            {"not run: the kernel was refused"}, (name, record["cases"][:1])
     for name, mistake in REFUSED_MISTAKES.items():
         row = book[name]
         assert row["status"] == "failed" and row["score"] == "0", (name, row)
         assert row["flags"] and "cannot run as written: line " in row["message"], (name, row)
         record = json.loads((out / name / "record.json").read_text(encoding="utf-8"))
-        assert record["findings"][0]["mistake"] == mistake, (name, record["findings"])
+        assert [finding for finding in record["findings"] if finding["mistake"] == mistake
+                and finding["message"] in record["message"]], (name, record)
     for name, mistake in FLAGGED_MISTAKES.items():
         assert book[name]["status"] == "flagged" and book[name]["score"] == "0", book[name]
         record = json.loads((out / name / "record.json").read_text(encoding="utf-8"))
@@ -341,7 +504,7 @@ def test_the_sandboxed_batch_grader_flags_every_attack_on_what_runs(attack_class
     assert list(record["seconds"]["grader"]) == ["judge"]
     environment = json.loads((tmp_path / "out" / "environment.json").read_text())
     summary = json.dumps(environment)
-    assert '"build": {"median_s"' in summary and '"runs": 12' in summary, summary[:2000]
+    assert '"build": {"median_s"' in summary and '"runs": 14' in summary, summary[:2000]
 
 
 def test_the_unsandboxed_batch_grader_flags_every_attack_on_what_runs(attack_class, tmp_path):
@@ -363,6 +526,18 @@ def test_the_unsandboxed_batch_grader_flags_every_attack_on_what_runs(attack_cla
         view.close()
     assert done.returncode == 0, done.stderr[-3000:]
     _every_attack_flagged(tmp_path / "out")
+
+
+def test_the_pytest_grader_says_the_batch_would_fail_a_global_in_application(attack_class):
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "grader", "-p", "no:cacheprovider", "-q", "--submission",
+         str(attack_class / "class" / "accumulator_with_global_blocks" / "ninetoothed_gemm.py"),
+         "-k", "kernel_is_what_the_batch_grader_runs"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert "your kernel cannot run as written: line " in done.stdout, done.stdout[-3000:]
+    assert "application() uses `BLOCK_SIZE_M`, `BLOCK_SIZE_N`" in done.stdout
+    assert "the batch grader fails such a file (score 0)" in done.stdout
+    assert "would flag" not in done.stdout
 
 
 def test_the_pytest_grader_says_the_batch_would_flag_it(attack_class):

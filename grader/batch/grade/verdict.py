@@ -4,9 +4,10 @@ Every case is judged in the parent from the bytes the kernel run sent (grader.co
 the wrapper run can only cost points. Status precedence: ``missing_file``,
 ``import_error``, ``not_implemented``, ``flagged`` for a kernel that uses what the grader
 does not run (nothing runs, score 0; grader.batch.grade.grading decides those before any
-run); ``flagged`` for a kernel run the build guard stopped (grader.core.build_guard,
-score 0), each ``failed`` instead where a first-hour mistake on a line of the file explains
-the refusal (``refusal``); then how the kernel run ended (``timeout``, ``memory_limit``,
+run); ``flagged`` for a kernel run the build guard (grader.core.build_guard) or the check
+of its generated kernel (grader.core.generated_kernel) stopped, score 0, each ``failed``
+instead where a first-hour mistake on a line of the file explains the refusal
+(``refusal``); then how the kernel run ended (``timeout``, ``memory_limit``,
 ``crashed``: the cases judged before keep their points); then the wrapper run (its ending, an ``nt_gemm``
 that asks to exit: ``crashed``; an ``nt_gemm`` whose result is not its kernel's:
 ``flagged``; one that raises: ``failed``; each scores 0); then ``passed`` when every case
@@ -61,8 +62,9 @@ def judge_cases(cases_list, run, seed, unbuilt=None, source="", every=True):
             continue
         if got is None:
             ended = run.ending.kind if run.ending.kind != "finished" else "crashed"
-            entries.append({**base, "status": "not_run",
-                            "message": say("not_run", error=say("run_ended", ended=ended))})
+            # A run the build guard or the generated kernel's check stopped: refused.
+            why = say("kernel_was_refused") if run.stopped else say("run_ended", ended=ended)
+            entries.append({**base, "status": "not_run", "message": say("not_run", error=why)})
             continue
         if got.error:
             verdict = checks.error_verdict(case, tidy(got.error))
@@ -119,7 +121,7 @@ def decide(record, kernel_run, wrapper_run, wrapper_job, cases_list, source=""):
         why = kernel_run.stopped
         record["flags"].append(f"kernel run: {why}" if generated_kernel.REFUSAL in why
                                else f"kernel run: the build guard stopped it at {why}")
-        status, message = refusal(record, source, say("guard_stopped"))
+        status, message = refusal(record, source, say("guard_stopped"), kernel_run.unbound)
     elif kernel_run.ending.kind != "finished":
         status, zero = Status(kernel_run.ending.kind), False
         message = _ending_message(kernel_run, "kernel_run", source)
@@ -139,31 +141,23 @@ def decide(record, kernel_run, wrapper_run, wrapper_job, cases_list, source=""):
     record.update(status=status, message=message)
 
 
-# The first-hour mistakes that the kernel rules refuse by their nature: arrangement()
-# returning other than three tensors in a tuple (the launcher the check expects), a global
-# block size in the accumulator's shape (a name the generated kernel does not have). Any
-# other finding beside a refusal explains nothing of it: torch in application() is also
-# how a cheat reaches cuBLAS.
-EXPLAINS_REFUSAL = {"arrangement_return", "accumulator_shape"}
-
-
-def refusal(record, source, flagged_message):
+def refusal(record, source, flagged_message, unbound=()):
     """Status and message of a kernel the grader would not run, the score 0 either way.
 
-    ``flagged`` with ``flagged_message``, unless a mistake of EXPLAINS_REFUSAL named on a
-    line of the file (grader.core.source_mistakes, read here from the source, not from the
-    worker) explains it: then ``failed`` with that line. The record's findings name every
-    finding either way. A cheat dressed as such a mistake gains only the word: nothing runs,
-    and the flags keep the refusal for staff.
+    ``flagged`` with ``flagged_message``, unless a mistake named on a line of the file
+    explains the refusal (grader.core.source_mistakes.explain_refusal, read here from the
+    source, not from the worker; ``unbound``: the names of a generated kernel refused for
+    names bound nowhere alone): then ``failed`` with that line. The record's findings name
+    every finding either way. A cheat dressed as such a mistake gains only the word: nothing
+    runs, and the flags keep the refusal for staff.
     """
-    findings = source_mistakes.inspect_source(source)
+    findings, explaining = source_mistakes.explain_refusal(source, unbound)
     named = {finding["message"] for finding in findings}
     record["findings"] = findings + [finding for finding in record.get("findings") or []
                                      if finding["message"] not in named]
-    explaining = [finding for finding in findings if finding["mistake"] in EXPLAINS_REFUSAL]
-    if not explaining:
+    if explaining is None:
         return Status.FLAGGED, flagged_message
-    return Status.FAILED, say("refused_mistake", line=explaining[0]["message"])
+    return Status.FAILED, say("refused_mistake", line=explaining["message"])
 
 
 def _wrapper_verdict(record, kernel_run, wrapper_run, job, case):

@@ -26,7 +26,7 @@ Messages, in the order a run sends them:
 | worker | arrangement | Arrangement: shape, program, grids, tiles (phase 0 only, at most once) | |
 | worker | case        | CaseResult: index, error, exited, seconds | the job's outputs, role by role |
 | worker | phase_done  |                                          | |
-| worker | stopped     | Stopped: why (the build guard ended the run; at any point) | |
+| worker | stopped     | Stopped: why, unbound (the run ended: the build guard, the kernel check) | |
 
 A timing run (grader.batch.timing.speed) instead sends, after ``loaded``:
 
@@ -257,17 +257,20 @@ HANG_SITE = "ntgemm-hang-site:"
 @dataclasses.dataclass(frozen=True)
 class Stopped:
     """The build guard (grader.core.build_guard) ended a kernel or timing run at an event
-    no build needs; the worker exits right after sending it, at any point of the run."""
+    no build needs, or the check of its generated kernel refused it; the worker exits right
+    after sending it, at any point of the run. ``unbound``: the names, where the kernel was
+    refused for names bound nowhere alone (grader.core.generated_kernel.KernelRejected)."""
 
     KIND = "stopped"
     why: str
+    unbound: tuple = ()
 
     def to_fields(self):
-        return {"why": text(self.why, 1000)}
+        return {"why": text(self.why, 1000), "unbound": list(self.unbound)}
 
     @classmethod
     def from_fields(cls, fields):
-        return cls(text(fields.get("why", ""), 1000))
+        return cls(text(fields.get("why", ""), 1000), names(fields.get("unbound")))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -496,6 +499,15 @@ def findings(value):
             kept.append({"mistake": text(item["mistake"], 64),
                          "message": text(item.get("message", ""), 2000)})
     return kept[:20]
+
+
+def names(value):
+    """A list of Python names as a tuple, kept only whole: else () (up to 20, each of 100
+    characters at most)."""
+    if isinstance(value, list) and len(value) <= 20 and all(
+            isinstance(item, str) and item.isidentifier() and len(item) <= 100 for item in value):
+        return tuple(value)
+    return ()
 
 
 MIN_MS = 1e-3  # no launch and its events take less than a microsecond

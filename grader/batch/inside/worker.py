@@ -158,8 +158,8 @@ def _import_kernel(channel, path):
     return module, functools.partial(_check_untouched, channel, before)
 
 
-def _stop(channel, why):
-    channel.report(protocol.Stopped(why))
+def _stop(channel, why, unbound=()):
+    channel.report(protocol.Stopped(why, unbound))
 
 
 def _refuse_kernel(channel, path, rejection):
@@ -175,7 +175,7 @@ def _refuse_kernel(channel, path, rejection):
         if line is not None:
             why += f"\nyour line {line[0]}: {line[1]}"
             break
-    _stop(channel, why)
+    _stop(channel, why, rejection.unbound)
     sys.stderr.flush()
     os._exit(ExitCode.STOPPED)
 

@@ -37,6 +37,7 @@ class RunReport:
     arrangement: dict = None  # one program's tiles at a public shape (protocol.Arrangement)
     cases: dict = dataclasses.field(default_factory=dict)  # job index -> CaseReport
     stopped: str = ""  # why the build guard (grader.core.build_guard) ended it, if it did
+    unbound: tuple = ()  # the names, where it ended on a kernel refused for those alone
     seconds: dict = dataclasses.field(default_factory=dict)  # each step, as the parent saw it
 
 
@@ -108,7 +109,8 @@ class _Guarded:
     def receive(self, accept):
         message = self.worker.receive(accept)
         if message is not None and message.kind == protocol.Stopped.KIND:
-            self.report.stopped = protocol.Stopped.from_fields(message.fields).why
+            stopped = protocol.Stopped.from_fields(message.fields)
+            self.report.stopped, self.report.unbound = stopped.why, stopped.unbound
             self.worker.stop("crashed", "the build guard stopped it")
             return None
         return message
@@ -211,6 +213,7 @@ class TimingRun:
                  on_start=None, what_if_s=0):
         self.sizes = [tuple(size) for size in sizes]
         self.stopped = ""  # why the build guard ended the run, if it did
+        self.unbound = ()  # as RunReport's; the kernel run's decides the verdict
         self.worker = _Guarded(sandbox.Worker("timing", source, backend_name=backend_name,
                                               limits=limits, device=device, sandboxed=sandboxed,
                                               on_start=on_start), self)
