@@ -442,11 +442,22 @@ class _Kernel:
             if attribute not in LANGUAGE_ATTRIBUTES - {"constexpr"}:
                 self.flag(node, f"uses `{dotted}`, which a kernel of the kit may not use")
             return
+        if self._element_type(node):
+            return
         if node.attr not in VALUE_ATTRIBUTES:
             self.flag(node, f"asks a value for `.{node.attr}`, which is not on the list of "
                             f"what a tile has ({', '.join(sorted(VALUE_ATTRIBUTES))})")
             return
         self.expression(node.value)
+
+    def _element_type(self, node):
+        """``<pointer parameter>.type.element_ty``: what NineToothed writes for a student's
+        ``output.dtype`` (``ntl.zeros(..., dtype=output.dtype)``, ``accumulator.to(
+        output.dtype)``). A dtype, read of the parameter in this one form only."""
+        inner = node.value
+        return (node.attr == "element_ty" and isinstance(inner, ast.Attribute)
+                and inner.attr == "type" and isinstance(inner.value, ast.Name)
+                and inner.value.id in self.pointer_sources.values())
 
     def call(self, node):
         function = node.func
@@ -469,6 +480,9 @@ class _Kernel:
             self.memory(node, dotted.rsplit(".", 1)[1])
             return
         if isinstance(function, ast.Attribute):
+            if self._element_type(function):
+                self.flag(node, "calls a pointer's element type, which is a dtype to pass on")
+                return
             self.attribute(function)
         else:
             self.flag(node, "calls something other than a function by its name")

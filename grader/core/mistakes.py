@@ -386,6 +386,7 @@ MISTAKES = {
         Mistake(
             "global_in_application",
             "application() uses a name from outside it",
+            "application() 用了它外面的名字",
             "application() becomes a Triton kernel, and NineToothed carries into it only "
             "application()'s parameters (the tiles) and its own variables: a global of your "
             "file (BLOCK_SIZE_M, a constant defined at the top) does not exist there, so the "

@@ -81,6 +81,9 @@ CORRECT = {
     "cast_on_store": Variant("the accumulator cast to float16 where it is assigned to output",
                              ((STORE,
                                "    output = accumulator.to(ntl.float16)  # noqa: F841\n"),)),
+    "cast_to_output_dtype": Variant("the accumulator cast to output's own dtype where it is "
+                                    "assigned", ((STORE, "    output = accumulator.to("
+                                                 "output.dtype)  # noqa: F841\n"),)),
 }
 
 # Common mistakes; what each must fail and which hint names it is in the tests that

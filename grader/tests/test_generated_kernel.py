@@ -98,6 +98,7 @@ def generated(tmp_path_factory):
 
 
 ACCUMULATOR = "    accumulator = triton.language.zeros("
+OUTPUT_POINTER = "ninetoothed_ninetoothed_tensor_2_pointer"
 STORE = "    triton.language.store("
 LAUNCH = "def launch_application("
 # (name, anchor, replacement, a fragment of the violation). The anchor must occur in the
@@ -192,6 +193,16 @@ MUTATIONS = [
      "ninetoothed_ninetoothed_tensor_0_pointer: print('x'),",
      "annotated with something other than"),
     ("decorator", "@triton.jit", "@triton.jit(debug=True)", "not a plain @triton.jit"),
+    # A pointer's element type is read only as NineToothed writes a tile's dtype.
+    ("pointer_type", ACCUMULATOR, f"    x = {OUTPUT_POINTER}.type\n" + ACCUMULATOR, "`.type`"),
+    ("element_type_attribute", ACCUMULATOR,
+     f"    x = {OUTPUT_POINTER}.type.element_ty.name\n" + ACCUMULATOR, "`.name`"),
+    ("element_type_called", ACCUMULATOR,
+     f"    x = {OUTPUT_POINTER}.type.element_ty(1)\n" + ACCUMULATOR, "calls a pointer's element"),
+    ("element_type_of_the_pointer_block", ACCUMULATOR,
+     "    x = ninetoothed_tensor_2_pointers.type.element_ty\n" + ACCUMULATOR, "`.element_ty`"),
+    ("element_type_of_a_local", ACCUMULATOR,
+     "    x = ninetoothed_pid.type.element_ty\n" + ACCUMULATOR, "`.element_ty`"),
 ]
 
 

@@ -123,6 +123,7 @@ CORRECT_VARIANTS = [
     "unsqueezed_indexing",
     "store_in_loop",
     "cast_on_store",
+    "cast_to_output_dtype",
 ]
 
 
@@ -147,6 +148,7 @@ def test_correct_variants_look_right_symbolically(variant_path):
         "unsqueezed_indexing": (64, 64, 64),
         "store_in_loop": (64, 64, 64),
         "cast_on_store": (64, 64, 64),
+        "cast_to_output_dtype": (64, 64, 64),
     }
     for name, tiles in expected_tiles.items():
         module = _module(name, variant_path)
