@@ -539,12 +539,17 @@ def test_the_unsandboxed_batch_grader_flags_every_attack_on_what_runs(attack_cla
     _every_attack_flagged(tmp_path / "out")
 
 
-def test_the_pytest_grader_says_the_batch_would_fail_a_global_in_application(attack_class):
-    done = subprocess.run(
+def _pytest_grader(attack_class, name, selection):
+    """The kit's pytest grader run on the class's ``name``, its tests chosen by ``-k``."""
+    return subprocess.run(
         [sys.executable, "-m", "pytest", "grader", "-p", "no:cacheprovider", "-q", "--submission",
-         str(attack_class / "class" / "accumulator_with_global_blocks" / "ninetoothed_gemm.py"),
-         "-k", "kernel_is_what_the_batch_grader_runs"],
+         str(attack_class / "class" / name / "ninetoothed_gemm.py"), "-k", selection],
         cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+def test_the_pytest_grader_says_the_batch_would_fail_a_global_in_application(attack_class):
+    done = _pytest_grader(attack_class, "accumulator_with_global_blocks",
+                          "kernel_is_what_the_batch_grader_runs")
     assert "your kernel cannot run as written: line " in done.stdout, done.stdout[-3000:]
     assert "application() uses `BLOCK_SIZE_M`, `BLOCK_SIZE_N`" in done.stdout
     assert "the batch grader fails such a file (score 0)" in done.stdout
@@ -552,11 +557,8 @@ def test_the_pytest_grader_says_the_batch_would_fail_a_global_in_application(att
 
 
 def test_the_pytest_grader_says_the_batch_would_flag_it(attack_class):
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "grader", "-p", "no:cacheprovider", "-q", "--submission",
-         str(attack_class / "class" / "store_into_input" / "ninetoothed_gemm.py"),
-         "-k", "kernel_is_what_the_batch_grader_runs or nonsquare"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600)
+    done = _pytest_grader(attack_class, "store_into_input",
+                          "kernel_is_what_the_batch_grader_runs or nonsquare")
     assert "the batch grader would flag this file" in done.stdout, done.stdout[-3000:]
     assert "stores into an input" in done.stdout
     assert "4 failed" in done.stdout, done.stdout[-2000:]  # the rule and 3 nonsquare cases
