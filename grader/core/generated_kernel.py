@@ -305,6 +305,14 @@ class _Kernel:
                                              "than NineToothed's prologue")
         return bound
 
+    def _prologue_line(self, node):
+        """``t_pointers = ninetoothed_t_pointer`` as _pointer_prologue bound it, and nothing
+        beside it: another target there would hold the pointer as a value."""
+        target = node.targets[0] if len(node.targets) == 1 else None
+        return (node in self.node.body and isinstance(target, ast.Name)
+                and isinstance(node.value, ast.Name)
+                and self.pointer_sources.get(target.id) == node.value.id)
+
     # -- statements
 
     def statements(self, body):
@@ -316,9 +324,8 @@ class _Kernel:
             self.flag(node, f"`{type(node).__name__}`, which no kernel of the kit may hold")
             return
         if isinstance(node, ast.Assign):
-            if node in self.node.body and isinstance(node.value, ast.Name) \
-                    and node.value.id in self.pointer_sources.values():
-                return  # the pointer prologue, checked whole above
+            if self._prologue_line(node):
+                return  # checked whole above
             for target in node.targets:
                 self.target(target)
             self.expression(node.value)
@@ -415,8 +422,9 @@ class _Kernel:
 
     def name(self, node):
         name = node.id
-        if POINTER.fullmatch(name) and (name in self.pointer_sources
-                                        or name in self.pointer_sources.values()):
+        # A pointer parameter too, with or without its prologue line: its address, as an
+        # integer, would offset one tensor's pointers onto another's.
+        if POINTER.fullmatch(name) and (name in self.pointer_sources or name in self.parameters):
             self.flag(node, f"uses the pointer `{name}` outside a load or store")
         elif name not in self.parameters and name not in self.locals:
             self.unknown(node, name, f"uses `{name}`, which is neither a parameter nor a local "

@@ -203,6 +203,18 @@ MUTATIONS = [
      "    x = ninetoothed_tensor_2_pointers.type.element_ty\n" + ACCUMULATOR, "`.element_ty`"),
     ("element_type_of_a_local", ACCUMULATOR,
      "    x = ninetoothed_pid.type.element_ty\n" + ACCUMULATOR, "`.element_ty`"),
+    # A pointer parameter is read by its prologue line alone: as a value, its address (an
+    # integer with .to(int64)) offsets one tensor's pointers onto another's.
+    ("pointer_parameter_aliased", ACCUMULATOR, f"    x = {OUTPUT_POINTER}\n" + ACCUMULATOR,
+     f"uses the pointer `{OUTPUT_POINTER}`"),
+    ("pointer_parameter_aliased_beside_its_prologue", "    ninetoothed_tensor_2_pointers = ",
+     "    x = ninetoothed_tensor_2_pointers = ", f"uses the pointer `{OUTPUT_POINTER}`"),
+    ("store_into_lhs_through_addresses", STORE,
+     f"    c = {OUTPUT_POINTER}\n    a = ninetoothed_ninetoothed_tensor_0_pointer\n"
+     "    triton.language.store(ninetoothed_tensor_2_pointers + (a.to(triton.language.int64) "
+     "- c.to(triton.language.int64)) // 2, 0.0)\n" + STORE, f"uses the pointer `{OUTPUT_POINTER}`"),
+    ("pointer_parameter_without_its_prologue", "    ninetoothed_tensor_1_pointers = ",
+     "    x = ", "uses the pointer `ninetoothed_ninetoothed_tensor_1_pointer`"),
 ]
 
 
