@@ -245,6 +245,10 @@ class _File:
         if not fine:
             self.flag(launcher, "a launcher other than NineToothed's: one launch of the "
                                 "kernel on a grid of sizes, with its tensors, sizes and strides")
+        elif not _each_tensor_to_its_pointer(kernel, launch.args, tensors):
+            self.flag(launcher, "a launch that gives a tensor to another parameter than its own "
+                                "unannotated pointer, or that pointer something else (Triton "
+                                "binds the arguments by position)")
 
 
 class _Kernel:
@@ -530,6 +534,24 @@ class _Kernel:
         elif kind == "load" and tensor == self.output:
             self.flag(node, "reads the output's values, which C = A @ B never needs")
         self.arguments(_around_pointers(pointer, set(self.pointer_sources)) + rest)
+
+
+def _each_tensor_to_its_pointer(kernel, arguments, tensors):
+    """Whether the launch gives each tensor ``t`` to the parameter ``ninetoothed_t_pointer``,
+    unannotated, and that parameter nothing else: the kernel's check reads a load or store
+    through ``t_pointers`` as one of ``t``, and the interpreter hands a constexpr parameter
+    the host tensor itself."""
+    parameters = kernel.args.args
+    pointers = {f"ninetoothed_{tensor}_pointer" for tensor in tensors}
+    if len(arguments) > len(parameters):
+        return False
+    for parameter, argument in zip(parameters, arguments + [None] * len(parameters)):
+        given = argument.id if isinstance(argument, ast.Name) and argument.id in tensors \
+            else None
+        if (given is not None or parameter.arg in pointers) and (
+                parameter.arg != f"ninetoothed_{given}_pointer" or parameter.annotation):
+            return False
+    return True
 
 
 def _around_pointers(node, pointers):

@@ -193,6 +193,16 @@ MUTATIONS = [
      "ninetoothed_ninetoothed_tensor_0_pointer: print('x'),",
      "annotated with something other than"),
     ("decorator", "@triton.jit", "@triton.jit(debug=True)", "not a plain @triton.jit"),
+    # Triton binds the launch's arguments by position: the output given as lhs's pointer is
+    # read through lhs's loads, a tensor given as a size is a pointer the kernel may compute
+    # with, and an annotated (constexpr) pointer parameter gets the interpreter's host tensor.
+    ("output_launched_as_lhs", ")](ninetoothed_tensor_0, ", ")](ninetoothed_tensor_2, ",
+     "gives a tensor to another parameter"),
+    ("tensor_launched_as_a_size", "ninetoothed_tensor_0, ninetoothed_tensor_0.size(0),",
+     "ninetoothed_tensor_0, ninetoothed_tensor_2,", "gives a tensor to another parameter"),
+    ("pointer_parameter_annotated", "ninetoothed_ninetoothed_tensor_0_pointer,",
+     "ninetoothed_ninetoothed_tensor_0_pointer: triton.language.constexpr,",
+     "gives a tensor to another parameter"),
     # A pointer's element type is read only as NineToothed writes a tile's dtype.
     ("pointer_type", ACCUMULATOR, f"    x = {OUTPUT_POINTER}.type\n" + ACCUMULATOR, "`.type`"),
     ("element_type_attribute", ACCUMULATOR,
