@@ -213,6 +213,22 @@ MUTATIONS = [
      "    x = ninetoothed_tensor_2_pointers.type.element_ty\n" + ACCUMULATOR, "`.element_ty`"),
     ("element_type_of_a_local", ACCUMULATOR,
      "    x = ninetoothed_pid.type.element_ty\n" + ACCUMULATOR, "`.element_ty`"),
+    ("element_type_called_through_a_local", ACCUMULATOR,
+     f"    x = {OUTPUT_POINTER}.type.element_ty\n    y = x(1)\n" + ACCUMULATOR, "calls `x`"),
+    ("element_type_called_through_a_subscript", ACCUMULATOR,
+     f"    x = ({OUTPUT_POINTER}.type.element_ty,)[0](1)\n" + ACCUMULATOR,
+     "calls something other than a function by its name"),
+    ("element_type_called_inside_a_call_bound_nowhere", ACCUMULATOR,
+     f"    x = helper({OUTPUT_POINTER}.type.element_ty(1))\n" + ACCUMULATOR,
+     "calls a pointer's element"),
+    ("element_type_in_an_address", ACCUMULATOR, "    x = triton.language.load("
+     f"ninetoothed_tensor_0_pointers + {OUTPUT_POINTER}.type.element_ty)\n" + ACCUMULATOR,
+     "not one of NineToothed's tile pointers"),
+    ("element_type_in_an_assert_message", ACCUMULATOR,
+     f"    assert ninetoothed_pid >= 0, {OUTPUT_POINTER}.type.element_ty\n" + ACCUMULATOR,
+     "assert message"),
+    ("pointer_type_scalar", ACCUMULATOR, f"    x = {OUTPUT_POINTER}.type.scalar\n" + ACCUMULATOR,
+     "`.scalar`"),
     # A pointer parameter is read by its prologue line alone: as a value, its address (an
     # integer with .to(int64)) offsets one tensor's pointers onto another's.
     ("pointer_parameter_aliased", ACCUMULATOR, f"    x = {OUTPUT_POINTER}\n" + ACCUMULATOR,
