@@ -162,6 +162,10 @@ class _File:
         module_names = {kernel.name, launcher.name} | {
             target.id for statement in tunings for target in statement.targets
             if isinstance(target, ast.Name)}
+        for name in sorted(module_names & (SHADOWED | BUILTIN_CALLS | EXCEPTIONS)):
+            # Triton and the interpreter look the kernel's builtins up in the file first.
+            self.flag(kernel, f"a function of the file named `{name}`, which the kernel would "
+                              "call or raise in the builtin's place")
         tuned = self._autotuning(tunings[0], kernel) if tunings else None
         self._launcher(launcher, kernel, tuned)
         output = _parameters(launcher)[2:3]

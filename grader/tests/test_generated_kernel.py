@@ -383,6 +383,14 @@ def test_a_local_may_take_a_builtin_name_triton_does_not_resolve(generated):
                                    + ACCUMULATOR, 1)) == ()
 
 
+@pytest.mark.parametrize("name", ["min", "range", "ValueError"])
+def test_a_function_of_the_file_may_not_take_a_builtin_the_kernel_uses(generated, name):
+    """Triton and the interpreter look a kernel's ``min(...)`` up among the file's names
+    first: a kernel named min would call itself there."""
+    found = check(generated.replace("application", name))
+    assert any(f"named `{name}`" in str(violation) for violation in found), found
+
+
 def test_a_file_that_does_not_parse_is_refused():
     assert "does not parse" in str(check("def application(:\n")[0])
 
