@@ -15,14 +15,17 @@ The rule is an allowlist of capabilities, under both readings of the file:
 
 * the file holds ``import triton``, ``import triton.language``, one ``@triton.jit``
   kernel, at most one ``triton.autotune`` of it with constant configurations, and its
-  launcher, whose single statement launches the kernel on a grid of sizes and numbers;
+  launcher, whose single statement launches the kernel on a grid of sizes and numbers, each
+  tensor to its own pointer parameter; no function of the file takes a builtin's name;
 * in the kernel, every name is a parameter, a local, ``triton`` (only as
   ``triton.language.<allowed>``) or one of a few builtins (only called); no local may
   share a name with a builtin or a module global, so a dead branch changes no name's
   meaning; attributes of values are the few a tile has; constants are numbers, except
   docstrings, ``assert`` messages and ``print`` labels, which are constant strings;
-* memory is reached only through NineToothed's pointers, inside ``load`` and ``store``:
-  the kernel stores only to its third tensor, the output, and never loads from it.
+* memory is reached only through NineToothed's pointers, inside ``load`` and ``store`` (a
+  pointer parameter is read only by NineToothed's line naming its tile pointers, and as
+  ``.type.element_ty``): the kernel stores only to its third tensor, the output, and never
+  loads from it.
 
 ``check(source)`` returns the violations (empty: the file may run). Anything not named
 here is a violation: a gap in this rule fails closed. One kind is told apart, ``Unbound``:
