@@ -15,14 +15,17 @@ The rule is an allowlist of capabilities, under both readings of the file:
 
 * the file holds ``import triton``, ``import triton.language``, one ``@triton.jit``
   kernel, at most one ``triton.autotune`` of it with constant configurations, and its
-  launcher, whose single statement launches the kernel on a grid of sizes and numbers;
+  launcher, whose single statement launches the kernel on a grid of sizes and numbers, each
+  tensor to its own pointer parameter; no function of the file takes a builtin's name;
 * in the kernel, every name is a parameter, a local, ``triton`` (only as
   ``triton.language.<allowed>``) or one of a few builtins (only called); no local may
   share a name with a builtin or a module global, so a dead branch changes no name's
   meaning; attributes of values are the few a tile has; constants are numbers, except
   docstrings, ``assert`` messages and ``print`` labels, which are constant strings;
-* memory is reached only through NineToothed's pointers, inside ``load`` and ``store``:
-  the kernel stores only to its third tensor, the output, and never loads from it.
+* memory is reached only through NineToothed's pointers, inside ``load`` and ``store`` (a
+  pointer parameter is read only by NineToothed's line naming its tile pointers, and as
+  ``.type.element_ty``): the kernel stores only to its third tensor, the output, and never
+  loads from it.
 
 ``check(source)`` returns the violations (empty: the file may run). Anything not named
 here is a violation: a gap in this rule fails closed. One kind is told apart, ``Unbound``:
@@ -162,6 +165,10 @@ class _File:
         module_names = {kernel.name, launcher.name} | {
             target.id for statement in tunings for target in statement.targets
             if isinstance(target, ast.Name)}
+        for name in sorted(module_names & (SHADOWED | BUILTIN_CALLS | EXCEPTIONS)):
+            # Triton and the interpreter look the kernel's builtins up in the file first.
+            self.flag(kernel, f"a function of the file named `{name}`, which the kernel would "
+                              "call or raise in the builtin's place")
         tuned = self._autotuning(tunings[0], kernel) if tunings else None
         self._launcher(launcher, kernel, tuned)
         output = _parameters(launcher)[2:3]
@@ -245,6 +252,10 @@ class _File:
         if not fine:
             self.flag(launcher, "a launcher other than NineToothed's: one launch of the "
                                 "kernel on a grid of sizes, with its tensors, sizes and strides")
+        elif not _each_tensor_to_its_pointer(kernel, launch.args, tensors):
+            self.flag(launcher, "a launch that gives a tensor to another parameter than its own "
+                                "unannotated pointer, or that pointer something else (Triton "
+                                "binds the arguments by position)")
 
 
 class _Kernel:
@@ -305,6 +316,14 @@ class _Kernel:
                                              "than NineToothed's prologue")
         return bound
 
+    def _prologue_line(self, node):
+        """``t_pointers = ninetoothed_t_pointer`` as _pointer_prologue bound it, and nothing
+        beside it: another target there would hold the pointer as a value."""
+        target = node.targets[0] if len(node.targets) == 1 else None
+        return (node in self.node.body and isinstance(target, ast.Name)
+                and isinstance(node.value, ast.Name)
+                and self.pointer_sources.get(target.id) == node.value.id)
+
     # -- statements
 
     def statements(self, body):
@@ -316,9 +335,8 @@ class _Kernel:
             self.flag(node, f"`{type(node).__name__}`, which no kernel of the kit may hold")
             return
         if isinstance(node, ast.Assign):
-            if node in self.node.body and isinstance(node.value, ast.Name) \
-                    and node.value.id in self.pointer_sources.values():
-                return  # the pointer prologue, checked whole above
+            if self._prologue_line(node):
+                return  # checked whole above
             for target in node.targets:
                 self.target(target)
             self.expression(node.value)
@@ -415,8 +433,9 @@ class _Kernel:
 
     def name(self, node):
         name = node.id
-        if POINTER.fullmatch(name) and (name in self.pointer_sources
-                                        or name in self.pointer_sources.values()):
+        # A pointer parameter too, with or without its prologue line: its address, as an
+        # integer, would offset one tensor's pointers onto another's.
+        if POINTER.fullmatch(name) and (name in self.pointer_sources or name in self.parameters):
             self.flag(node, f"uses the pointer `{name}` outside a load or store")
         elif name not in self.parameters and name not in self.locals:
             self.unknown(node, name, f"uses `{name}`, which is neither a parameter nor a local "
@@ -522,6 +541,24 @@ class _Kernel:
         elif kind == "load" and tensor == self.output:
             self.flag(node, "reads the output's values, which C = A @ B never needs")
         self.arguments(_around_pointers(pointer, set(self.pointer_sources)) + rest)
+
+
+def _each_tensor_to_its_pointer(kernel, arguments, tensors):
+    """Whether the launch gives each tensor ``t`` to the parameter ``ninetoothed_t_pointer``,
+    unannotated, and that parameter nothing else: the kernel's check reads a load or store
+    through ``t_pointers`` as one of ``t``, and the interpreter hands a constexpr parameter
+    the host tensor itself."""
+    parameters = kernel.args.args
+    pointers = {f"ninetoothed_{tensor}_pointer" for tensor in tensors}
+    if len(arguments) > len(parameters):
+        return False
+    for parameter, argument in zip(parameters, arguments + [None] * len(parameters)):
+        given = argument.id if isinstance(argument, ast.Name) and argument.id in tensors \
+            else None
+        if (given is not None or parameter.arg in pointers) and (
+                parameter.arg != f"ninetoothed_{given}_pointer" or parameter.annotation):
+            return False
+    return True
 
 
 def _around_pointers(node, pointers):

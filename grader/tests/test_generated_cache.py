@@ -27,9 +27,10 @@ PROCESSES = 4
 
 KERNEL = (
     "import triton\nimport triton.language\n\n\n@triton.jit\n"
-    "def kernel(ninetoothed_a, ninetoothed_b, ninetoothed_c):\n"
-    + "".join(f"    y{i} = ninetoothed_a + {i}  # {'padding ' * 8}\n" for i in range(150))
-    + "\n\ndef launch_kernel(a, b, c):\n    kernel[lambda meta: (1,)](a, b, c)\n"
+    "def kernel(ninetoothed_a_pointer, ninetoothed_b_pointer, ninetoothed_c_pointer, "
+    "ninetoothed_n):\n"
+    + "".join(f"    y{i} = ninetoothed_n + {i}  # {'padding ' * 8}\n" for i in range(150))
+    + "\n\ndef launch_kernel(a, b, c):\n    kernel[lambda meta: (1,)](a, b, c, a.size(0))\n"
 )  # over 8 KiB, so that a Python write of it takes more than one system call; shaped as
 # NineToothed writes a kernel, which grader.core.generated_kernel checks before any write
 
@@ -250,7 +251,7 @@ def test_a_kernel_the_check_refuses_is_never_written(tmp_path, monkeypatch):
     from grader.core.generated_kernel import KernelRejected
 
     monkeypatch.setattr(generation, "CACHE_DIR", tmp_path)
-    refused = KERNEL.replace("y0 = ninetoothed_a + 0", "y0 = getattr(ninetoothed_a, 0)")
+    refused = KERNEL.replace("y0 = ninetoothed_n + 0", "y0 = getattr(ninetoothed_n, 0)")
     with pytest.raises(KernelRejected, match="calls `getattr`"):
         generated_cache.cache_source(refused)
     assert list(tmp_path.iterdir()) == []

@@ -193,6 +193,16 @@ MUTATIONS = [
      "ninetoothed_ninetoothed_tensor_0_pointer: print('x'),",
      "annotated with something other than"),
     ("decorator", "@triton.jit", "@triton.jit(debug=True)", "not a plain @triton.jit"),
+    # Triton binds the launch's arguments by position: the output given as lhs's pointer is
+    # read through lhs's loads, a tensor given as a size is a pointer the kernel may compute
+    # with, and an annotated (constexpr) pointer parameter gets the interpreter's host tensor.
+    ("output_launched_as_lhs", ")](ninetoothed_tensor_0, ", ")](ninetoothed_tensor_2, ",
+     "gives a tensor to another parameter"),
+    ("tensor_launched_as_a_size", "ninetoothed_tensor_0, ninetoothed_tensor_0.size(0),",
+     "ninetoothed_tensor_0, ninetoothed_tensor_2,", "gives a tensor to another parameter"),
+    ("pointer_parameter_annotated", "ninetoothed_ninetoothed_tensor_0_pointer,",
+     "ninetoothed_ninetoothed_tensor_0_pointer: triton.language.constexpr,",
+     "gives a tensor to another parameter"),
     # A pointer's element type is read only as NineToothed writes a tile's dtype.
     ("pointer_type", ACCUMULATOR, f"    x = {OUTPUT_POINTER}.type\n" + ACCUMULATOR, "`.type`"),
     ("element_type_attribute", ACCUMULATOR,
@@ -203,6 +213,34 @@ MUTATIONS = [
      "    x = ninetoothed_tensor_2_pointers.type.element_ty\n" + ACCUMULATOR, "`.element_ty`"),
     ("element_type_of_a_local", ACCUMULATOR,
      "    x = ninetoothed_pid.type.element_ty\n" + ACCUMULATOR, "`.element_ty`"),
+    ("element_type_called_through_a_local", ACCUMULATOR,
+     f"    x = {OUTPUT_POINTER}.type.element_ty\n    y = x(1)\n" + ACCUMULATOR, "calls `x`"),
+    ("element_type_called_through_a_subscript", ACCUMULATOR,
+     f"    x = ({OUTPUT_POINTER}.type.element_ty,)[0](1)\n" + ACCUMULATOR,
+     "calls something other than a function by its name"),
+    ("element_type_called_inside_a_call_bound_nowhere", ACCUMULATOR,
+     f"    x = helper({OUTPUT_POINTER}.type.element_ty(1))\n" + ACCUMULATOR,
+     "calls a pointer's element"),
+    ("element_type_in_an_address", ACCUMULATOR, "    x = triton.language.load("
+     f"ninetoothed_tensor_0_pointers + {OUTPUT_POINTER}.type.element_ty)\n" + ACCUMULATOR,
+     "not one of NineToothed's tile pointers"),
+    ("element_type_in_an_assert_message", ACCUMULATOR,
+     f"    assert ninetoothed_pid >= 0, {OUTPUT_POINTER}.type.element_ty\n" + ACCUMULATOR,
+     "assert message"),
+    ("pointer_type_scalar", ACCUMULATOR, f"    x = {OUTPUT_POINTER}.type.scalar\n" + ACCUMULATOR,
+     "`.scalar`"),
+    # A pointer parameter is read by its prologue line alone: as a value, its address (an
+    # integer with .to(int64)) offsets one tensor's pointers onto another's.
+    ("pointer_parameter_aliased", ACCUMULATOR, f"    x = {OUTPUT_POINTER}\n" + ACCUMULATOR,
+     f"uses the pointer `{OUTPUT_POINTER}`"),
+    ("pointer_parameter_aliased_beside_its_prologue", "    ninetoothed_tensor_2_pointers = ",
+     "    x = ninetoothed_tensor_2_pointers = ", f"uses the pointer `{OUTPUT_POINTER}`"),
+    ("store_into_lhs_through_addresses", STORE,
+     f"    c = {OUTPUT_POINTER}\n    a = ninetoothed_ninetoothed_tensor_0_pointer\n"
+     "    triton.language.store(ninetoothed_tensor_2_pointers + (a.to(triton.language.int64) "
+     "- c.to(triton.language.int64)) // 2, 0.0)\n" + STORE, f"uses the pointer `{OUTPUT_POINTER}`"),
+    ("pointer_parameter_without_its_prologue", "    ninetoothed_tensor_1_pointers = ",
+     "    x = ", "uses the pointer `ninetoothed_ninetoothed_tensor_1_pointer`"),
 ]
 
 
@@ -343,6 +381,14 @@ def test_a_local_may_take_a_builtin_name_triton_does_not_resolve(generated):
     no such builtin, so no branch it drops could make the name mean one."""
     assert check(generated.replace(ACCUMULATOR, "    input = 1\n    sum = input + 1\n"
                                    + ACCUMULATOR, 1)) == ()
+
+
+@pytest.mark.parametrize("name", ["min", "range", "ValueError"])
+def test_a_function_of_the_file_may_not_take_a_builtin_the_kernel_uses(generated, name):
+    """Triton and the interpreter look a kernel's ``min(...)`` up among the file's names
+    first: a kernel named min would call itself there."""
+    found = check(generated.replace("application", name))
+    assert any(f"named `{name}`" in str(violation) for violation in found), found
 
 
 def test_a_file_that_does_not_parse_is_refused():
