@@ -94,6 +94,8 @@ def test_an_unconfirmed_gpu_timeout_is_graded_again_on_resume(tmp_path):
     assert not run._unconfirmed({**first, "confirmed": {"first_status": "timeout"}})
     assert not run._unconfirmed({**first, "neighbours": 0})
     assert not run._unconfirmed({**first, "status": "failed"})
+    # merge refuses such a record as unfinished, by the same rule
+    assert session.unconfirmed(first, "gpu") and not session.unconfirmed(first, "interpreter")
 
 
 def test_a_confirmed_timeout_says_so_on_the_student_s_page():

@@ -140,10 +140,7 @@ class Session:
         return records, todo
 
     def _unconfirmed(self, record):
-        """A GPU timeout graded beside other submissions and not yet graded again: see
-        ``_confirm_timeouts``."""
-        return self.settings.backend == "gpu" and record.get("status") == "timeout" \
-            and record.get("neighbours") and not record.get("confirmed")
+        return unconfirmed(record, self.settings.backend)
 
     def _confirm_timeouts(self, todo, folders, cases_list, records):
         """Grade again, once the class is graded, each GPU timeout that had neighbours.
@@ -326,6 +323,10 @@ def merge(shards, out_dir, overrides_file=None):
             if record is None or record.get("student") != student:
                 raise GraderError(f"cannot merge: {student!r} has no finished result in "
                                    f"{shard}; run that shard's grade command again to finish it")
+            if unconfirmed(record, first.backend):
+                raise GraderError(f"cannot merge: {student!r} timed out beside other "
+                                   f"submissions in {shard} and was not graded again alone; "
+                                   "run that shard's grade command again to finish it")
             if record.get("status") == "passed" and first.speed and speed.needs_timing(record):
                 raise GraderError(f"cannot merge: {student!r} passed but was never timed in "
                                    f"{shard}; run that shard's grade command again to time it")
@@ -362,6 +363,13 @@ def merge(shards, out_dir, overrides_file=None):
         "students": len(ordered), "statuses": count_statuses(ordered)}))
     say(f"merged {len(manifests)} shard(s), {len(ordered)} students: {out_dir / 'gradebook.csv'}")
     return len(ordered)
+
+
+def unconfirmed(record, backend):
+    """A GPU timeout graded beside other submissions and not yet graded again (see
+    ``Session._confirm_timeouts``): not a finished grade."""
+    return backend == "gpu" and record.get("status") == "timeout" \
+        and bool(record.get("neighbours")) and not record.get("confirmed")
 
 
 def say_file_warnings(records, book):
