@@ -231,7 +231,6 @@ def _name_partial_sum(verdict, out, lhs, rhs, _ref):
                     return
 
 
-
 def _name_float16_sum(verdict, out, lhs, rhs, _ref):
     """Name a float16 accumulator when the wrong output is what adding each K tile's
     product into a float16 running sum gives, at some K tile size.

@@ -3,6 +3,7 @@
 stand-ins here: what is tested is the session's bookkeeping of who ran beside whom."""
 
 import threading
+import time
 
 import pytest
 
@@ -25,17 +26,17 @@ class StandIns:
         try:
             if submission.student == "slow":
                 self.slow_started.set()
-                crowded = threading.Event()
+                crowded = False
                 for _ in range(200):  # up to 2 s for a neighbour to show
                     with self.lock:
-                        if len(self.active) > 1:
-                            crowded.set()
-                            break
-                    threading.Event().wait(0.01)
-                status = "timeout" if crowded.is_set() else "passed"
+                        crowded = len(self.active) > 1
+                    if crowded:
+                        break
+                    time.sleep(0.01)
+                status = "timeout" if crowded else "passed"
             else:
                 self.slow_started.wait(5)
-                threading.Event().wait(0.2)
+                time.sleep(0.2)
                 status = "passed"
             return {"student": submission.student, "status": status, "message": status,
                     "score": 0, "max_score": 1, "wall_time_s": 1.0}
@@ -61,41 +62,39 @@ def graded(backend, students, slots, tmp_path):
     records = {}
     run._grade(chosen, folders, [], records)
     run._confirm_timeouts(chosen, folders, [], records)
-    return run, records
+    return records
 
 
 def test_a_gpu_timeout_beside_others_is_graded_again_and_the_second_verdict_stands(
         stand_ins, tmp_path):
-    run, records = graded("gpu", ["slow", "quick"], [0, 0], tmp_path)
+    records = graded("gpu", ["slow", "quick"], [0, 0], tmp_path)
     assert stand_ins.calls.count("slow") == 2 and stand_ins.calls.count("quick") == 1
     slow = records["slow"]
     assert slow["status"] == "passed" and slow["neighbours"] == 0
     assert slow["confirmed"] == {"first_status": "timeout", "first_message": "timeout",
                                  "first_wall_time_s": 1.0, "first_neighbours": 1}
     assert records["quick"]["neighbours"] == 1 and "confirmed" not in records["quick"]
-    assert not run._unconfirmed(slow)
+    assert not session.unconfirmed(slow, "gpu")
 
 
 def test_a_timeout_graded_alone_or_on_the_interpreter_is_not_graded_again(stand_ins, tmp_path):
-    _, alone = graded("gpu", ["slow"], [0, 0], tmp_path)  # no neighbour: it passes at once
+    alone = graded("gpu", ["slow"], [0, 0], tmp_path)  # no neighbour: it passes at once
     assert stand_ins.calls == ["slow"] and alone["slow"]["neighbours"] == 0
     stand_ins.calls.clear()
-    _, interpreted = graded("interpreter", ["slow", "quick"], [None, None], tmp_path)
+    interpreted = graded("interpreter", ["slow", "quick"], [None, None], tmp_path)
     # There the time limit discounts every wait for the one shared resource, a CPU core.
     assert stand_ins.calls.count("slow") == 1 and interpreted["slow"]["status"] == "timeout"
     assert "confirmed" not in interpreted["slow"]
 
 
-def test_an_unconfirmed_gpu_timeout_is_graded_again_on_resume(tmp_path):
-    settings = grading.Settings(seed="1", backend="gpu", timeout_s=1, memory_limit_bytes=1 << 30)
-    run = session.Session(settings, tmp_path, [0], progress=False)
+def test_an_unconfirmed_gpu_timeout_is_graded_again_on_resume():
     first = {"status": "timeout", "neighbours": 3}
-    assert run._unconfirmed(first)
-    assert not run._unconfirmed({**first, "confirmed": {"first_status": "timeout"}})
-    assert not run._unconfirmed({**first, "neighbours": 0})
-    assert not run._unconfirmed({**first, "status": "failed"})
+    assert session.unconfirmed(first, "gpu")
+    assert not session.unconfirmed({**first, "confirmed": {"first_status": "timeout"}}, "gpu")
+    assert not session.unconfirmed({**first, "neighbours": 0}, "gpu")
+    assert not session.unconfirmed({**first, "status": "failed"}, "gpu")
     # merge refuses such a record as unfinished, by the same rule
-    assert session.unconfirmed(first, "gpu") and not session.unconfirmed(first, "interpreter")
+    assert not session.unconfirmed(first, "interpreter")
 
 
 def test_a_confirmed_timeout_says_so_on_the_student_s_page():

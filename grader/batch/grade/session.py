@@ -133,14 +133,11 @@ class Session:
             stored = reports.read_record(self.out_dir, folders[submission.student])
             key = grading.grading_key(submission, self.settings)
             if stored and stored.get("key") == key and stored.get("student") == submission.student \
-                    and not force and not self._unconfirmed(stored):
+                    and not force and not unconfirmed(stored, self.settings.backend):
                 records[submission.student] = stored
             else:
                 todo.append(submission)
         return records, todo
-
-    def _unconfirmed(self, record):
-        return unconfirmed(record, self.settings.backend)
 
     def _confirm_timeouts(self, todo, folders, cases_list, records):
         """Grade again, once the class is graded, each GPU timeout that had neighbours.
@@ -150,7 +147,8 @@ class Session:
         loaded batch a correct file once timed out. So a timeout stands only as graded
         again with no other submission's runs beside it but the other timeouts', and the
         record keeps what the first grading said (``confirmed``)."""
-        again = [s for s in todo if s.student in records and self._unconfirmed(records[s.student])]
+        again = [s for s in todo if s.student in records
+                 and unconfirmed(records[s.student], self.settings.backend)]
         if not again:
             return
         say(f"confirming {len(again)} timeout(s): graded again, beside no other submission "
@@ -176,7 +174,7 @@ class Session:
         for device in self.slots:
             free.put(device)
         processes = _Processes()
-        active, neighbours, lock = set(), {}, threading.Lock()
+        active, neighbours, lock = set(), {}, threading.Lock()  # neighbours: a count each
 
         def work(submission):
             if processes.stop.is_set():
@@ -184,9 +182,9 @@ class Session:
             device = free.get()
             me = submission.student
             with lock:
-                neighbours[me] = set(active)
+                neighbours[me] = len(active)
                 for other in active:
-                    neighbours[other].add(me)
+                    neighbours[other] += 1
                 active.add(me)
             try:
                 record = grading.grade(submission, self.settings, folders[me], device,
@@ -198,7 +196,7 @@ class Session:
             if processes.stop.is_set():
                 return None
             with lock:
-                record["neighbours"] = len(neighbours.pop(me))
+                record["neighbours"] = neighbours.pop(me)
             if amend is not None:
                 amend(record)
             reports.write_student(self.out_dir, record, cases_list, self.book)
