@@ -315,18 +315,21 @@ def _name_misplaced_tiles(verdict, out, _lhs, _rhs, ref):
 
 def _tile_sources(mine, right):
     """How the output's tiles relate to the right ones, when every tile is some right tile
-    (or one transposed) and not all in place, as (template key, its fields); else None."""
+    (or one transposed) and not all in place, as (template key, its fields); else None.
+
+    Each comparison is one tensor operation over every tile at once: a tile at a time, a
+    student whose tiles were all moved held the grader's CPU for seconds per case."""
     grid = [(i, j) for i in range(mine.shape[0]) for j in range(mine.shape[1])]
-    if all(_close(mine[i, j], right[i, j].T) for i, j in grid) and mine.shape[2] == mine.shape[3]:
+    if mine.shape[2] == mine.shape[3] and not outside_tolerance(mine, right.transpose(2, 3)).any():
         return "transposed_tiles", {}
+    mine, right = mine.reshape(len(grid), -1), right.reshape(len(grid), -1)
+    misplaced = outside_tolerance(mine, right).any(dim=1).nonzero().flatten().tolist()
     moved = []
-    for i, j in grid:
-        if _close(mine[i, j], right[i, j]):
-            continue
-        source = next(((p, q) for p, q in grid if _close(mine[i, j], right[p, q])), None)
-        if source is None:
+    for index in misplaced:
+        sources = (~outside_tolerance(mine[index].expand_as(right), right).any(dim=1)).nonzero()
+        if not len(sources):
             return None
-        moved.append(((i, j), source))
+        moved.append((grid[index], grid[int(sources[0])]))
     if not moved:
         return None
     tile, source = moved[0]
