@@ -116,6 +116,13 @@ FINDINGS = {
                               "file's globals; " + _OUTSIDE[0],
                               "application() 调用的 {helper}() 用到了你文件里的全局名字 "
                               "{names}；" + _OUTSIDE[1]),
+    "helper_default": ("{helper}() is called here without {names}, which it leaves to its "
+                       "default: NineToothed copies a helper into the kernel without its "
+                       "default values, so {names} does not exist there and the kernel cannot "
+                       "be built; pass {names} in the call",
+                       "这里调用 {helper}() 时没有传 {names}，而是用它的默认值：NineToothed 把辅助"
+                       "函数复制进 kernel 时不带默认值，所以那里没有 {names}，kernel 无法构建；"
+                       "请在调用时传入 {names}"),
     "helper_outside_undefined": ("{helper}(), which application() calls, uses {names}, which "
                                  "it does not define; " + _OUTSIDE[0],
                                  "application() 调用的 {helper}() 用到了它没有定义的名字 "

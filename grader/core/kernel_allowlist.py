@@ -27,21 +27,27 @@ _PYTHON_BUILTINS = frozenset(dir(builtins))
 _INTEGER_TYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 _FLOAT_TYPES = ("float16", "float32", "float64", "bfloat16")
 # What each allowed module may be asked for. ``ninetoothed.language`` stands for what
-# NineToothed's code generator binds it to in a kernel, ``triton.language``.
+# NineToothed's code generator binds it to in a kernel, ``triton.language``; a student who
+# writes ``tl.dot`` gets the same generated line as one who writes ``ntl.dot``, so the two
+# may be asked for the same.
+_LANGUAGE = frozenset({
+    *_FLOAT_TYPES, *_INTEGER_TYPES, "int1", "float8e4nv", "float8e5",
+    "dot", "zeros", "zeros_like", "full", "where", "maximum", "minimum", "max", "min",
+    "sum", "cast", "arange", "trans", "permute", "reshape", "view", "broadcast_to",
+    "expand_dims", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "fma", "cdiv",
+    "program_id", "num_programs", "cumsum", "argmax", "argmin", "sigmoid", "softmax",
+    "floor", "ceil", "clamp", "range", "static_range", "multiple_of", "max_contiguous",
+})
 MODULE_ATTRIBUTES = {
     "ninetoothed": frozenset({"block_size", "language", *_FLOAT_TYPES, *_INTEGER_TYPES}),
-    "ninetoothed.language": frozenset({
-        *_FLOAT_TYPES, *_INTEGER_TYPES, "int1", "float8e4nv", "float8e5",
-        "dot", "zeros", "zeros_like", "full", "where", "maximum", "minimum", "max", "min",
-        "sum", "cast", "arange", "trans", "permute", "reshape", "view", "broadcast_to",
-        "expand_dims", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "fma", "cdiv",
-        "program_id", "num_programs", "cumsum", "argmax", "argmin", "sigmoid", "softmax",
-        "floor", "ceil", "clamp", "range", "static_range", "multiple_of", "max_contiguous",
-    }),
+    "ninetoothed.language": _LANGUAGE,
+    "triton": frozenset({"language"}),
+    "triton.language": _LANGUAGE,
     "math": frozenset({"ceil", "floor", "prod", "gcd", "lcm", "log2", "isqrt", "sqrt", "inf",
                        "pi"}),
 }
-SUBMODULES = {("ninetoothed", "language"): "ninetoothed.language"}
+SUBMODULES = {("ninetoothed", "language"): "ninetoothed.language",
+              ("triton", "language"): "triton.language"}
 ROOT_MODULES = frozenset(MODULE_ATTRIBUTES)
 # Attributes of the values a kernel handles: arranged tensors (NineToothed's Tensor, in
 # arrangement()) and tiles (Triton's tensors, in application()).

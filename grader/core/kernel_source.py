@@ -5,7 +5,7 @@ grader builds the kernel from them itself (``ninetoothed.make``, as the skeleton
 does) and judges what that launch writes, so nothing else in the file can
 stand in for the kernel. ``extract(source)`` rebuilds the file keeping only:
 
-* imports of ``ninetoothed``, ``ninetoothed.language`` and ``math``;
+* imports of ``ninetoothed``, ``ninetoothed.language``, ``triton.language`` and ``math``;
 * module constants (``BLOCK_SIZE_M = 64``, ``ninetoothed.block_size(...)``,
   arithmetic on other constants); a constant or ``if`` that reads the
   environment is decided here, for an empty environment (the skeleton's

@@ -206,8 +206,15 @@ def _from_outside(tree, functions, torch_names):
         own = {node.arg for node in ast.walk(function) if isinstance(node, ast.arg)} | {
             node.id for node in body
             if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)}
-        wanted += [node.func.id for node in body
-                   if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)]
+        calls = [node for node in body
+                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)]
+        wanted += [call.func.id for call in calls]
+        for call in calls:
+            names = [name for name in _left_to_default(call, functions.get(call.func.id))
+                     if name not in own | known]  # else the inlined name means another
+            if names:
+                found.append((names, _finding("global_in_application", call, "helper_default",
+                                              helper=call.func.id, names=_names(names))))
         lines = {}  # line -> (its first such name's node, the names in order)
         for node in sorted((node for node in body if isinstance(node, ast.Name)
                             and isinstance(node.ctx, ast.Load) and node.id not in own | known),
@@ -221,6 +228,25 @@ def _from_outside(tree, functions, torch_names):
                 template, fields["helper"] = f"helper_{template}", name
             found.append((names, _finding("global_in_application", first, template, **fields)))
     return found
+
+
+def _left_to_default(call, helper):
+    """The parameters of ``helper`` that ``call`` leaves to their defaults and its body
+    reads: NineToothed inlines the helper without them (a bare name in the kernel)."""
+    if helper is None or any(isinstance(argument, ast.Starred) for argument in call.args) \
+            or any(keyword.arg is None for keyword in call.keywords):
+        return []
+    arguments = helper.args
+    positional = arguments.posonlyargs + arguments.args
+    defaulted = positional[len(positional) - len(arguments.defaults):] + [
+        parameter for parameter, default in zip(arguments.kwonlyargs, arguments.kw_defaults)
+        if default is not None]
+    given = {parameter.arg for parameter in positional[:len(call.args)]} | {
+        keyword.arg for keyword in call.keywords}
+    read = {node.id for statement in helper.body for node in ast.walk(statement)
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+    return [parameter.arg for parameter in defaulted
+            if parameter.arg not in given and parameter.arg in read]
 
 
 def _called(call):
@@ -268,8 +294,9 @@ def _accumulator(call, lhs, rhs):
 
 
 def _loops(function, operands):
-    """ntl.dot given other than the k-th tile of each operand, and loops over the K tiles
-    bounded by another dimension than the sequence's own."""
+    """ntl.dot given other than the k-th tile of each operand (the k of a ``for``, or the
+    counter of a ``while``), and loops over the K tiles bounded by another dimension than the
+    sequence's own."""
     findings = []
 
     def visit(node, loop_names):
@@ -277,6 +304,11 @@ def _loops(function, operands):
             findings.extend(_loop_bound(node, operands))
             names = {name.id for name in ast.walk(node.target) if isinstance(name, ast.Name)}
             loop_names = loop_names | names
+        if isinstance(node, ast.While):  # its counter: read by its test, stepped in its body
+            tested = {name.id for name in ast.walk(node.test) if isinstance(name, ast.Name)}
+            stepped = {name.id for statement in node.body for name in ast.walk(statement)
+                       if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Store)}
+            loop_names = loop_names | (tested & stepped)
         if isinstance(node, ast.Call) and _called(node) == "dot":
             findings.extend(_dot_operands(node, operands, loop_names))
         for child in ast.iter_child_nodes(node):

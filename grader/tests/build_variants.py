@@ -84,6 +84,27 @@ CORRECT = {
     "cast_to_output_dtype": Variant("the accumulator cast to output's own dtype where it is "
                                     "assigned", ((STORE, "    output = accumulator.to("
                                                  "output.dtype)  # noqa: F841\n"),)),
+    "triton_language": Variant("triton.language imported as tl and used where ntl is: "
+                               "NineToothed generates the same kernel lines",
+                               (("import ninetoothed.language as ntl\n",
+                                 "import ninetoothed.language as ntl\nimport triton.language "
+                                 "as tl\n"),
+                                (ZEROS, "accumulator = tl.zeros(output.shape, dtype=tl.float32)"),
+                                (DOT, "accumulator += tl.dot(lhs[k], rhs[k])"))),
+    "dot_accumulates": Variant("the running sum passed to ntl.dot as its accumulator, "
+                               "Triton's idiom", ((DOT, "accumulator = ntl.dot(lhs[k], rhs[k], "
+                                                   "accumulator)"),)),
+    "while_loop": Variant("a while loop over k with its own counter",
+                          ((f"    {LOOP}\n        {DOT}\n",
+                            "    k = 0\n    while k < lhs.shape[0]:\n"
+                            "        accumulator += ntl.dot(lhs[k], rhs[k])\n"
+                            "        k += 1\n"),)),
+    "helper_function": Variant("a module helper, called with every argument, computes each "
+                               "step (NineToothed inlines it)",
+                               ((DOT, "accumulator = add_product(accumulator, lhs[k], rhs[k])"),
+                                appended("\n\ndef add_product(total, a, b):\n"
+                                         "    \"\"\"One K step: total + a @ b.\"\"\"\n"
+                                         "    return total + ntl.dot(a, b)\n"))),
 }
 
 # Common mistakes; what each must fail and which hint names it is in the tests that
@@ -230,6 +251,15 @@ FIRST_MISTAKES = {
                                               ((STORE, "    output = accumulator * ALPHA  "
                                                        "# noqa: F841\n"),
                                                appended("ALPHA = 1.0  # scales the result\n"))),
+    # NineToothed inlines a helper without its default values: a parameter left to its
+    # default is a name bound nowhere in the kernel (failed and named, not flagged).
+    "helper_default_argument": Variant("a module helper whose scale=1 default the call leaves "
+                                       "out", ((DOT, "accumulator = add_product(accumulator, "
+                                                "lhs[k], rhs[k])"),
+                                               appended("\n\ndef add_product(total, a, b, "
+                                                        "scale=1):\n"
+                                                        "    return total + ntl.dot(a, b) * "
+                                                        "scale\n"))),
     "returns_two": Variant("arrangement() returns lhs's and rhs's arranged tensors only",
                            ((ARRANGED, "return lhs_arranged, rhs_arranged"),)),
     "returns_list": Variant("arrangement() returns a list",

@@ -457,6 +457,7 @@ ATTACKED = sorted(ATTACKS)
 REFUSED_MISTAKES = {"accumulator_with_block_k": "global_in_application",
                     "accumulator_with_global_blocks": "global_in_application",
                     "global_constant_in_application": "global_in_application",
+                    "helper_default_argument": "global_in_application",
                     "returns_two": "arrangement_return", "returns_dict": "arrangement_return"}
 FLAGGED_MISTAKES = {"torch_matmul": "torch_in_kernel"}
 GLOBAL_BLOCKS = "ntl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=ntl.float32)"
@@ -493,7 +494,8 @@ def test_a_global_in_application_is_failed_on_its_line(name, tmp_path):
                                       rejection.value.unbound)
     assert status == "failed", message
     assert all(f"`{unbound}`" in message for unbound in rejection.value.unbound), message
-    assert "cannot run as written: line " in message and "application() uses " in message
+    assert "cannot run as written: line " in message
+    assert "application() uses " in message or "is called here without" in message, message
 
 
 @pytest.mark.parametrize("name", ATTACKED)
@@ -560,8 +562,10 @@ def test_the_sandboxed_batch_grader_flags_every_attack_on_what_runs(attack_class
     assert list(record["seconds"]["nt_gemm run"]) == ["start", "import", "public cases"]
     assert list(record["seconds"]["grader"]) == ["judge"]
     environment = json.loads((tmp_path / "out" / "environment.json").read_text())
-    summary = json.dumps(environment)
-    assert '"build": {"median_s"' in summary and '"runs": 14' in summary, summary[:2000]
+    imported = [path for path in (tmp_path / "out").glob("*/record.json")
+                if "import" in json.loads(path.read_text()).get("seconds", {}).get("kernel run", {})]
+    kernel_run = environment["seconds"]["kernel run"]
+    assert "median_s" in kernel_run["build"] and kernel_run["import"]["runs"] == len(imported) > 10
 
 
 def test_the_unsandboxed_batch_grader_flags_every_attack_on_what_runs(attack_class, tmp_path):

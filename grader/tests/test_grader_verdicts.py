@@ -124,6 +124,10 @@ CORRECT_VARIANTS = [
     "store_in_loop",
     "cast_on_store",
     "cast_to_output_dtype",
+    "triton_language",
+    "dot_accumulates",
+    "while_loop",
+    "helper_function",
 ]
 
 

@@ -401,7 +401,7 @@ def test_a_resubmission_withholds_the_score_given_for_the_earlier_file(batch):
     row = gradebook(again)["ben"]
     assert row["score"] == "0" and row["overrides"].startswith(
         f"score 2: not applied, written for an earlier file (sha256 {earlier[:12]})")
-    assert f"warning: override of ben: row 5 (score 2) was written for an earlier file" \
+    assert "warning: override of ben: row 5 (score 2) was written for an earlier file" \
         in result.stderr
     assert "Score set" not in (again / "ben" / "feedback.md").read_text(encoding="utf-8")
     assert scores(again)["eli"] == EXPECTED["eli"], "rows for the same files still apply"

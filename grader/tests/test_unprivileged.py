@@ -20,7 +20,7 @@ import uuid
 import psutil
 import pytest
 
-from grader.batch.isolation import sandbox, unprivileged
+from grader.batch.isolation import unprivileged
 from grader.tests.batch_helpers import DEMO, environment, gradebook, grader_command, small_cases
 from grader.tests.unprivileged_view import View
 
