@@ -8,7 +8,8 @@ Names resolve as Python resolves them: a function may not bind a name that the m
 allowed builtins or Python's builtins also define, so every name means one thing wherever
 it is used; lambdas, nested functions and classes are not on the list, comprehensions are
 (their names are bound like any other). Annotations are violations wherever they stand,
-and constants are numbers, except docstrings and the messages of ``assert`` and ``raise``.
+and constants are numbers, except docstrings, the messages of ``assert`` and ``raise`` and
+the labels of a ``print``.
 A node the walk did not reach is a violation too: a gap in the checker fails closed.
 """
 
@@ -37,6 +38,7 @@ _LANGUAGE = frozenset({
     "expand_dims", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "fma", "cdiv",
     "program_id", "num_programs", "cumsum", "argmax", "argmin", "sigmoid", "softmax",
     "floor", "ceil", "clamp", "range", "static_range", "multiple_of", "max_contiguous",
+    "device_print",
 })
 MODULE_ATTRIBUTES = {
     "ninetoothed": frozenset({"block_size", "language", *_FLOAT_TYPES, *_INTEGER_TYPES}),
@@ -333,7 +335,32 @@ class Checker:
             what = "strings are" if isinstance(node.value, str) else \
                 f"the constant {node.value!r} is"
             self.flag(node, f"{what} not allowed in a kernel (constants are numbers; "
-                            "strings only in docstrings, assert and raise messages)")
+                            "strings only in docstrings, assert and raise messages and print labels)")
+
+    def visit_Call(self, node, message):
+        """A print's labels may be strings: ``print("k =", k)`` (Triton's device_print) or
+        ``ntl.device_print("k =", k)``, its positional constants, as the generated kernel's
+        check allows them; a debugging line left in is no capability."""
+        if self.prints(node.func):
+            self.visit(node.func, message)
+            for argument in node.args:
+                if isinstance(argument, ast.Constant) and isinstance(argument.value, str):
+                    self.mark(argument)
+                else:
+                    self.visit(argument, message)
+            for keyword in node.keywords:
+                self.visit(keyword, message)
+            return
+        self.children(node, message)
+
+    def prints(self, function):
+        if isinstance(function, ast.Name):
+            name = function.id
+            return name == "print" and not self.is_local(name) and not any(
+                name in names for names in (self.scope.constants, self.scope.functions,
+                                            self.scope.excluded, self.scope.modules))
+        return isinstance(function, ast.Attribute) and function.attr == "device_print" \
+            and self.module_of(function.value) in ("ninetoothed.language", "triton.language")
 
     def visit_keyword(self, node, message):
         if node.arg is None:

@@ -99,6 +99,8 @@ CORRECT = {
                             "    k = 0\n    while k < lhs.shape[0]:\n"
                             "        accumulator += ntl.dot(lhs[k], rhs[k])\n"
                             "        k += 1\n"),)),
+    "debug_print": Variant("a debugging print left in the loop over k (Triton's "
+                           "device_print)", ((DOT, f'{DOT}\n        print("k =", k)'),)),
     "helper_function": Variant("a module helper, called with every argument, computes each "
                                "step (NineToothed inlines it)",
                                ((DOT, "accumulator = add_product(accumulator, lhs[k], rhs[k])"),

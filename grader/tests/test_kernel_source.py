@@ -97,6 +97,13 @@ def test_the_autotune_switch_takes_its_default_branch():
     ("    x = ntl.extra.cuda", "ninetoothed.language.extra"),
     ("    x = ninetoothed.language.ast.parse", "ast"),
     ("    x = CHEAT", "CHEAT"),
+    # A print's labels are its own positional constants, and only a real print's.
+    ("    print('k', sep='os.system')", "strings"),
+    ("    print(('os.system', 1))", "strings"),
+    ("    print(ntl.full((1,), 'os', ntl.float32))", "strings"),
+    ("    print(f'{lhs}')", "strings"),
+    ("    ntl.static_print('os.system')", "static_print"),
+    ("    torch.device_print('x')", "`torch`"),
 ])
 def test_every_way_out_is_a_violation_with_its_line(line, words):
     source = ("import os\nimport sys\nimport torch\nimport ninetoothed\nCHEAT = torch.mm\n"
@@ -106,6 +113,19 @@ def test_every_way_out_is_a_violation_with_its_line(line, words):
     number = source.splitlines().index(line) + 1
     found = [str(item) for item in rebuilt.violations if item.line == number]
     assert any(words in text for text in found), (found, rebuilt.violations)
+
+
+@pytest.mark.parametrize("source", [
+    _with_line("    print = max") + "",
+    "print = max\n" + KERNEL,
+    "def print(*what):\n    return what\n" + KERNEL,
+])
+def test_a_label_is_allowed_only_to_the_builtin_print(source):
+    """Where ``print`` is a local, a constant or a function of the file, its strings are not
+    labels: they would reach that, not Triton's device_print."""
+    source = source.replace("    accumulator = ntl.zeros(",
+                            "    print('os.system', 1)\n    accumulator = ntl.zeros(", 1)
+    assert any("strings are not allowed" in str(item) for item in extract(source).violations)
 
 
 def test_a_helper_the_kernel_calls_is_checked_where_it_is_written():
@@ -258,6 +278,9 @@ def test_every_construct_off_the_list_is_a_violation(line, words):
     "    BLOCK_SIZE_N = 3",
     "    input = lhs",
     "    steps = [min(k, BLOCK_SIZE_M) for k in range(3)]",
+    "    print('lhs has', lhs.shape[0], 'K tiles')",
+    "    ntl.device_print('K tiles: ', lhs.shape[0])",
+    "    print(lhs.shape[0])",
 ])
 def test_messages_comments_and_comprehensions_stay_allowed(line):
     assert extract(_with_line(line)).ok
