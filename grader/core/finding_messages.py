@@ -145,6 +145,11 @@ FINDINGS = {
                         "write `ntl.dot(lhs[k], rhs[k])`",
                         "{code} 用了 Python 的 `@`，Triton 不会为 tile 编译它：应写 "
                         "`ntl.dot(lhs[k], rhs[k])`"),
+    "prints_in_kernel": ("{code} prints in every program at every step: on a GPU the large "
+                         "cases print millions of lines and run past the time limit; remove "
+                         "it before handing in",
+                         "{code} 会在每个程序的每一步打印：在 GPU 上，大用例会打印上百万行并"
+                         "超过时间限制；提交前请删掉它"),
     "torch_in_kernel": ("application() calls {code}: application() becomes a Triton kernel, "
                         "where torch does not exist; use ntl (ntl.dot, ntl.zeros)",
                         "application() 调用了 {code}：application() 会变成 Triton kernel，其中"

@@ -399,6 +399,19 @@ MISTAKES = {
             found_by=(SOURCE,),
         ),
         Mistake(
+            "debug_print",
+            "application() prints",
+            "application() 里有 print",
+            "A print in application() runs in every program at every step of its loop. The "
+            "interpreter's small cases survive it, but on a GPU a 4096 x 4096 case prints "
+            "millions of lines and runs past the time limit, and the speed it shows is the "
+            "printing's. Remove the print before you hand the file in.",
+            "application() 里的 print 会在每个程序、循环的每一步都执行。解释器上的小用例还能跑完，"
+            "但在 GPU 上，一个 4096 x 4096 的用例会打印上百万行，超过时间限制，测到的速度也只是"
+            "打印的速度。提交前请删掉这个 print。",
+            found_by=(SOURCE,),
+        ),
+        Mistake(
             "build_error",
             "the kernel does not build or launch",
             "kernel 无法构建或启动",

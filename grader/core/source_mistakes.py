@@ -181,6 +181,9 @@ def _application(function, torch_names):
         elif isinstance(node, (ast.BinOp, ast.AugAssign)) and isinstance(node.op, ast.MatMult):
             findings.append(_finding("matmul_operator", node, "matmul_operator",
                                      code=_code(node)))
+        elif isinstance(node, ast.Call) and (dotted_name(node.func) == "print"
+                                             or _called(node) == "device_print"):
+            findings.append(_finding("debug_print", node, "prints_in_kernel", code=_code(node)))
         elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
                 and node.value.id in torch_names:
             findings.append(_finding("torch_in_kernel", node, "torch_in_kernel",

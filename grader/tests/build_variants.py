@@ -99,8 +99,6 @@ CORRECT = {
                             "    k = 0\n    while k < lhs.shape[0]:\n"
                             "        accumulator += ntl.dot(lhs[k], rhs[k])\n"
                             "        k += 1\n"),)),
-    "debug_print": Variant("a debugging print left in the loop over k (Triton's "
-                           "device_print)", ((DOT, f'{DOT}\n        print("k =", k)'),)),
     "helper_function": Variant("a module helper, called with every argument, computes each "
                                "step (NineToothed inlines it)",
                                ((DOT, "accumulator = add_product(accumulator, lhs[k], rhs[k])"),
@@ -253,6 +251,9 @@ FIRST_MISTAKES = {
                                               ((STORE, "    output = accumulator * ALPHA  "
                                                        "# noqa: F841\n"),
                                                appended("ALPHA = 1.0  # scales the result\n"))),
+    # Right on the interpreter; on a GPU it prints in every program and runs past the limit.
+    "debug_print": Variant("a debugging print left in the loop over k (Triton's "
+                           "device_print)", ((DOT, f'{DOT}\n        print("k =", k)'),)),
     # NineToothed inlines a helper without its default values: a parameter left to its
     # default is a name bound nowhere in the kernel (failed and named, not flagged).
     "helper_default_argument": Variant("a module helper whose scale=1 default the call leaves "

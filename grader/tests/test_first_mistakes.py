@@ -51,6 +51,7 @@ NAMED = {
                                        "from your file's globals"),
     "global_constant_in_application": ("global_in_application", "output = accumulator",
                                        "application() uses `ALPHA` from your file's globals"),
+    "debug_print": ("debug_print", "print(", "prints in every program at every step"),
     "helper_default_argument": ("global_in_application", "accumulator = add_product",
                                 "add_product() is called here without `scale`"),
     "returns_two": ("arrangement_return", "return lhs_arranged", "returns 2 tensors"),
