@@ -6,7 +6,7 @@ does) and judges what that launch writes, so nothing else in the file can
 stand in for the kernel. ``extract(source)`` rebuilds the file keeping only:
 
 * imports of ``ninetoothed``, ``ninetoothed.language``, ``triton.language`` and ``math``;
-* module constants (``BLOCK_SIZE_M = 64``, ``ninetoothed.block_size(...)``,
+* module constants (``BLOCK_SIZE_M = 64``, or ``BLOCK_SIZE_M: int = 64`` without its annotation, ``ninetoothed.block_size(...)``,
   arithmetic on other constants); a constant or ``if`` that reads the
   environment is decided here, for an empty environment (the skeleton's
   ``NINETOOTHED_AUTOTUNE`` switch takes its default branch);
@@ -139,6 +139,19 @@ def defined_names(source):
     return names
 
 
+def _annotated_constant(statement):
+    """``BLOCK_SIZE_M: int = 64`` (or ``: Final``) on one line: a constant like any other,
+    rebuilt as ``BLOCK_SIZE_M = 64`` so that its annotation is never evaluated."""
+    return (statement.simple and isinstance(statement.target, ast.Name)
+            and statement.value is not None and statement.lineno == statement.end_lineno)
+
+
+def _position(statement):
+    """The parser's span of ``statement``, for a node standing in for it (kept as its text)."""
+    return {field: getattr(statement, field)
+            for field in ("lineno", "col_offset", "end_lineno", "end_col_offset")}
+
+
 class _Rebuilder:
     def __init__(self, source):
         self.lines = source.splitlines()
@@ -161,9 +174,14 @@ class _Rebuilder:
                 self.scope.excluded.pop(statement.name, None)
             elif isinstance(statement, ast.Assign):
                 self.constant(statement)
+            elif isinstance(statement, ast.AnnAssign) and _annotated_constant(statement):
+                value = ast.get_source_segment("\n".join(self.lines), statement.value)
+                self.constant(ast.Assign(targets=[statement.target], value=statement.value,
+                                         **_position(statement)),
+                              text=f"{statement.target.id} = {value}")
             elif isinstance(statement, ast.AnnAssign):
-                self.exclude(statement, f"an annotated assignment (line {statement.lineno}): "
-                                        "annotations are not allowed in a kernel's file")
+                self.exclude(statement, f"an annotated assignment (line {statement.lineno}) "
+                                        "the grader does not run")
             elif isinstance(statement, ast.If) and self.environment.reads_environment(statement.test):
                 decided = self.environment.evaluate(statement.test)
                 if decided is _UNKNOWN:
@@ -218,7 +236,9 @@ class _Rebuilder:
         if allowed:
             self.keep(statement)
 
-    def constant(self, statement):
+    def constant(self, statement, text=None):
+        """A module constant kept, or its names excluded; ``text``: what the rebuilt file
+        holds in its place, if not its own source."""
         targets = statement.targets
         names = []
         for target in targets:
@@ -261,7 +281,10 @@ class _Rebuilder:
         for name in names:
             self.scope.constants[name] = statement.lineno
             self.scope.excluded.pop(name, None)
-        self.keep(statement)
+        if text is None:
+            self.keep(statement)
+        else:
+            self.pieces.setdefault(statement.lineno, []).append((statement.col_offset, text))
 
     def keep(self, statement, indent=None):
         """Copy exactly the statement's own source, the parser's span, onto its own lines,

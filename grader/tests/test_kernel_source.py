@@ -286,10 +286,28 @@ def test_messages_comments_and_comprehensions_stay_allowed(line):
     assert extract(_with_line(line)).ok
 
 
-def test_an_annotated_module_constant_is_not_kept():
-    source = KERNEL.replace("BLOCK_SIZE_K = 64", "BLOCK_SIZE_K: int = 64")
+@pytest.mark.parametrize("annotation", ["int", "Final", "typing.Final[int]", "'int'",
+                                        "__import__('os').system('exit 3')"])
+def test_an_annotated_module_constant_is_kept_without_its_annotation(annotation):
+    """Typed constants are an honest style; the rebuilt file never evaluates the annotation
+    (here ``Final`` is not even imported), so none can run code."""
+    source = KERNEL.replace("BLOCK_SIZE_K = 64", f"BLOCK_SIZE_K: {annotation} = 64  # typed")
     rebuilt = extract(source)
-    assert any("BLOCK_SIZE_K" in str(item) for item in rebuilt.violations)
+    assert rebuilt.ok, rebuilt.violations
+    assert "BLOCK_SIZE_K = 64" in rebuilt.text.splitlines()
+    assert annotation not in rebuilt.text and "# typed" not in rebuilt.text
+    namespace = {}
+    exec(compile(rebuilt.text, "rebuilt", "exec"), namespace)
+    assert namespace["BLOCK_SIZE_K"] == 64
+
+
+@pytest.mark.parametrize("statement", ["BLOCK_SIZE_K: int = (\n    64)",
+                                       "BLOCK_SIZE_K: int = torch.mm",
+                                       "BLOCK_SIZE_K: int"])
+def test_an_annotated_constant_the_grader_cannot_keep_is_named(statement):
+    source = "import torch\n" + KERNEL.replace("BLOCK_SIZE_K = 64", statement)
+    rebuilt = extract(source)
+    assert any("BLOCK_SIZE_K" in str(item) for item in rebuilt.violations), rebuilt.violations
 
 
 def test_nine_toothed_s_own_naming_style_passes():
