@@ -24,7 +24,8 @@ def explain(findings, verdicts, cases, tiles=None, reveal=False):
     ``verdicts`` are grader.core.checks.Verdict objects (or dicts with the same
     fields); ``cases`` the catalogue cases they belong to. Returns a list of
     ``grader.core.mistakes.hint(key)`` dicts, each with an ``evidence`` list of
-    strings, most likely cause first. No failure, no hint.
+    strings, most likely cause first. No failure, no hint, but for a mistake that costs only
+    on a GPU (``_GPU_ONLY``), which its finding names whatever the cases say.
 
     ``tiles`` is the optional (BM, BN, BK) from ``tile_sizes``; without it the
     failure patterns are tried against the usual power-of-two block sizes.
@@ -40,7 +41,7 @@ def explain(findings, verdicts, cases, tiles=None, reveal=False):
             results.append((by_id[case_id], passed, mistake, message))
     failed = [(case, mistake, message) for case, passed, mistake, message in results if not passed]
     if not failed:
-        return []
+        return _finish(_gpu_only(findings, {}))
 
     hints = {}  # key -> evidence list, in insertion order
 
@@ -111,7 +112,20 @@ def explain(findings, verdicts, cases, tiles=None, reveal=False):
         for key, evidence in _patterns(plain, tiles, reveal):
             add(key, evidence)
             break  # the first pattern that fits is the one worth saying
-    return _finish(hints)
+    return _finish(_gpu_only(findings, hints))
+
+
+# Mistakes that cost only on a GPU: named whatever the interpreter's cases say, even when
+# all passed, or when a GPU run's time ran out before any failed.
+_GPU_ONLY = ("debug_print",)
+
+
+def _gpu_only(findings, hints):
+    for finding in findings or ():
+        key = finding.get("mistake") if isinstance(finding, dict) else None
+        if key in _GPU_ONLY:
+            hints.setdefault(key, []).append(finding.get("message", ""))
+    return hints
 
 
 def _explained_by_findings(hints):

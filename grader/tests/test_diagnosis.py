@@ -192,6 +192,19 @@ def test_explain_is_silent_when_everything_passes():
     assert diagnosis.explain(findings, verdicts, catalogue) == []
 
 
+def test_a_print_is_named_even_when_every_case_the_interpreter_ran_passed():
+    """A print costs only on a GPU, where it runs past the time limit before any case fails:
+    its line is told whatever the cases say, and beside another hint."""
+    printing = {"mistake": "debug_print", "message": "line 9: `print(k)` prints"}
+    verdicts, catalogue = _verdicts(set())
+    hints = diagnosis.explain([printing], verdicts, catalogue)
+    assert [hint["key"] for hint in hints] == ["debug_print"]
+    assert hints[0]["evidence"] == ["line 9: `print(k)` prints"]
+    failing, catalogue = _verdicts({case.id for case in catalogue[:3]})
+    assert "debug_print" in [hint["key"] for hint in
+                             diagnosis.explain([printing], failing, catalogue)]
+
+
 def test_explain_reads_the_accumulator_and_k_tail_patterns_without_tiles():
     catalogue = cases.catalogue()
     multi_tile = {case.id for case in catalogue if case.k > 64}
