@@ -20,6 +20,7 @@ import pytest
 
 from grader.core import execution, kernel_source, layout, mistakes, source_mistakes, suite
 from grader.core.generated_kernel import KernelRejected
+from grader.core.loading import read_source
 
 # The catalogue is expanded into test ids in grader/conftest.py
 # (pytest_generate_tests), from the backend and --seed of this run.
@@ -71,7 +72,7 @@ def test_kernel_is_what_the_batch_grader_runs(submission, record_property):
     path = pathlib.Path(submission.path)
     if not path.is_file():
         pytest.skip(f"no file at {path}")
-    source = path.read_text(encoding="utf-8", errors="replace")
+    source = read_source(path)
     try:
         rebuilt = kernel_source.extract(source)
     except SyntaxError:

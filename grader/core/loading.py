@@ -25,6 +25,21 @@ REQUIRED_NAMES = (
 STUDENT_FUNCTIONS = ("arrangement", "application")
 
 
+def source_text(data):
+    """The text Python itself reads from a file's bytes: a UTF-8 byte-order mark dropped and a
+    coding line honoured, as Windows editors write them. Bytes that cannot be decoded are
+    replaced, so that the file's own import, not this reading, says why it fails."""
+    try:
+        return importlib.util.decode_source(data)
+    except (SyntaxError, UnicodeDecodeError, LookupError):
+        return data.decode("utf-8", errors="replace")
+
+
+def read_source(path):
+    """``source_text`` of the file at ``path``."""
+    return source_text(pathlib.Path(path).read_bytes())
+
+
 class SubmissionError(Exception):
     """A submission that cannot be graded as it is; ``status`` says which kind."""
 
@@ -89,7 +104,7 @@ def load_submission(path):
             "import_error", say("does_not_define", file=path.name, names=", ".join(missing))
         )
 
-    unfinished = unfinished_functions(path.read_text(encoding="utf-8", errors="replace"))
+    unfinished = unfinished_functions(read_source(path))
     if unfinished:
         raise SubmissionError("not_implemented", not_implemented_message(unfinished))
     return module
@@ -98,7 +113,7 @@ def load_submission(path):
 def import_file(path):
     """Import one file as a module of its own; a failure is an ``import_error`` SubmissionError."""
     path = pathlib.Path(path)
-    source = path.read_text(encoding="utf-8", errors="replace")
+    source = read_source(path)
     try:
         compile(source, str(path), "exec")
     except SyntaxError as error:

@@ -16,6 +16,7 @@ import ast
 import builtins
 
 from grader.core.kernel_allowlist import dotted_name, module_bindings
+from grader.core.loading import read_source
 from grader.core.messages import say
 from grader.core.size_slips import quoted
 
@@ -31,8 +32,7 @@ EXPLAINS_REFUSAL = {"arrangement_return"}
 def inspect_file(path):
     """``inspect_source`` of the file at ``path``; [] when it cannot be read."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return inspect_source(handle.read())
+        return inspect_source(read_source(path))
     except (OSError, TypeError):
         return []
 

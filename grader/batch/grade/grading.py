@@ -215,7 +215,7 @@ def grade(submission, settings, folder, device=None, on_start=None):
         record.update(status=Status.MISSING_FILE, message=submission.problem)
         record["cases"] = case_entries_for(cases_list, say("no_submission_file"))
         return record
-    source = submission.data.decode("utf-8", errors="replace")
+    source = loading.source_text(submission.data)
     refused = _static_verdict(source)
     if refused:
         record.update(status=refused[0], message=refused[1])

@@ -163,9 +163,9 @@ def time_class(items, settings, slots, *, on_timed, stop, environments, on_start
 
 def _kernel_text(submission):
     """The rebuilt kernel file (grader.core.kernel_source) that a timing run builds and times."""
-    from grader.core import kernel_source
+    from grader.core import kernel_source, loading
 
-    source = submission.data.decode("utf-8", errors="replace")
+    source = loading.source_text(submission.data)
     return kernel_source.extract(source).text.encode("utf-8")
 
 
