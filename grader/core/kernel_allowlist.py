@@ -40,6 +40,11 @@ _LANGUAGE = frozenset({
     "floor", "ceil", "clamp", "range", "static_range", "multiple_of", "max_contiguous",
     "device_print",
 })
+# Outside application() a kernel's code runs as plain Python, where ``triton.language`` is
+# Triton's real module: its dtypes are values, but calling its functions there (``tl.cdiv``
+# in arrangement()) makes the interpreter patch Triton's language in the grader's worker.
+_PLAIN_PYTHON_LANGUAGE = frozenset({*_FLOAT_TYPES, *_INTEGER_TYPES, "int1", "float8e4nv",
+                                    "float8e5"})
 MODULE_ATTRIBUTES = {
     "ninetoothed": frozenset({"block_size", "language", *_FLOAT_TYPES, *_INTEGER_TYPES}),
     "ninetoothed.language": _LANGUAGE,
@@ -197,8 +202,11 @@ class Checker:
     """Checks one kept function (or a module constant) against the allowlist, every node
     and every field of it."""
 
-    def __init__(self, scope, local_names, where):
+    def __init__(self, scope, local_names, where, in_kernel=False):
+        """``in_kernel``: the code runs only inside the generated kernel (application() and
+        the helpers it calls), not as plain Python in the grader's worker."""
         self.scope, self.local_names, self.where = scope, local_names, where
+        self.in_kernel = in_kernel
         self.violations, self.called_functions = [], set()
         self.visited, self.root = set(), None
         self.inner = []  # the names bound by each comprehension the walk is inside
@@ -289,7 +297,9 @@ class Checker:
                     self.visit(child, message)
 
     def visit_FunctionDef(self, node, message):
+        in_kernel, self.in_kernel = self.in_kernel, False  # defaults run where it is defined
         self.visit(node.args)
+        self.in_kernel = in_kernel
         for statement in node.body:
             if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant) \
                     and isinstance(statement.value.value, str):
@@ -392,6 +402,11 @@ class Checker:
             kind, detail = attribute_of_module(module, node.attr)
             if kind == "denied":
                 self.flag(node, f"uses {detail}, which a kernel may not use")
+            elif module == "triton.language" and not self.in_kernel \
+                    and node.attr not in _PLAIN_PYTHON_LANGUAGE:
+                self.flag(node, f"uses triton.language.{node.attr} outside application(), "
+                                "where Python runs it, not Triton (only its dtypes mean "
+                                "something there)")
             elif kind == "module":  # a module's attribute reaches its own Attribute first
                 self.flag(node, f"uses the module `{detail}` as a value; only its attributes "
                                 "are allowed")

@@ -25,6 +25,7 @@ second layer, for the day the allowlist has a bug.
 
 import ast
 import dataclasses
+import io
 
 from grader.core.kernel_allowlist import (ROOT_MODULES, Checker, Violation, attribute_of_module,
                                           bound_names_in, dotted_name, output_reads)
@@ -152,9 +153,16 @@ def _position(statement):
             for field in ("lineno", "col_offset", "end_lineno", "end_col_offset")}
 
 
+def _parser_lines(source):
+    """``source``'s lines as the parser numbers them: only \\n, \\r\\n and \\r end one.
+    ``str.splitlines`` also ends one at \\x0c, \\x85, \\u2028 and the like, which may stand
+    in a comment: each kept statement after it would be copied from the line above it."""
+    return [line.rstrip("\r\n") for line in io.StringIO(source, newline="")]
+
+
 class _Rebuilder:
     def __init__(self, source):
-        self.lines = source.splitlines()
+        self.lines = _parser_lines(source)
         self.pieces = {}  # line number -> [(column, text)] of the kept statements on it
         self.scope = _Scope()
         self.values = {}  # constants whose values are known, for environment reads
@@ -303,13 +311,15 @@ class _Rebuilder:
     # -- functions
 
     def functions(self):
-        wanted = list(STUDENT_FUNCTIONS)
-        done = set()
+        # (name, whether it runs only inside the kernel): a helper that arrangement() calls
+        # runs as plain Python, and is checked as such even if application() calls it too.
+        wanted = [(name, name == "application") for name in STUDENT_FUNCTIONS]
+        done, kept = set(), set()
         while wanted:
-            name = wanted.pop(0)
-            if name in done:
+            name, in_kernel = wanted.pop(0)
+            if (name, in_kernel) in done:
                 continue
-            done.add(name)
+            done.add((name, in_kernel))
             node = self.scope.functions.get(name)
             if node is None:
                 continue
@@ -317,13 +327,16 @@ class _Rebuilder:
                 self.violations.append(Violation(node.lineno, f"{name}() is redefined by "
                                                  f"{self.scope.excluded[name]}"))
                 continue
-            checker = Checker(self.scope, bound_names_in(node), where=f"{name}()")
+            checker = Checker(self.scope, bound_names_in(node), where=f"{name}()",
+                              in_kernel=in_kernel)
             checker.function(node)
             self.violations += checker.violations
             if name == "application":
                 self.violations += output_reads(node)
-            wanted += sorted(checker.called_functions)
-            self.keep(node, indent=node.col_offset)
+            wanted += [(called, in_kernel) for called in sorted(checker.called_functions)]
+            if name not in kept:
+                kept.add(name)
+                self.keep(node, indent=node.col_offset)
 
     def text(self):
         return "\n".join("; ".join(text for _, text in sorted(self.pieces.get(number, ())))

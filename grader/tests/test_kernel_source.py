@@ -128,6 +128,33 @@ def test_a_label_is_allowed_only_to_the_builtin_print(source):
     assert any("strings are not allowed" in str(item) for item in extract(source).violations)
 
 
+TL = "import triton.language as tl\n"
+ARRANGE = "    output_arranged = output.tile((BLOCK_SIZE_M, BLOCK_SIZE_N))\n"
+
+
+@pytest.mark.parametrize("source", [
+    TL + KERNEL.replace(ARRANGE, "    grid = tl.cdiv(BLOCK_SIZE_M, 16)\n" + ARRANGE),
+    TL + KERNEL.replace(ARRANGE, "    size = tl.max\n" + ARRANGE),
+    TL + "GRID = tl.cdiv(128, 64)\n" + KERNEL.replace(ARRANGE, "    grid = GRID\n" + ARRANGE),
+    TL + "def blocks():\n    return tl.cdiv(128, 64)\n"
+    + KERNEL.replace(ARRANGE, "    grid = blocks()\n" + ARRANGE)
+    .replace("    output = accumulator", "    output = accumulator\n    grid = blocks()"),
+    TL + KERNEL.replace("def application(lhs, rhs, output):",
+                        "def application(lhs, rhs, output, steps=tl.cdiv(128, 64)):"),
+])
+def test_triton_s_functions_are_for_the_kernel_only(source):
+    """Outside the kernel Python runs them: the interpreter patches triton.language in the
+    worker (its build guard then stops the run), and a GPU's Triton refuses the call."""
+    assert any("outside application()" in str(item) for item in extract(source).violations)
+
+
+def test_triton_s_dtypes_are_values_anywhere_and_its_functions_in_the_kernel():
+    source = TL + "ACCUMULATOR = tl.float32\ndef product(a, b):\n    return tl.dot(a, b)\n" \
+        + KERNEL.replace(ARRANGE, "    dtype = tl.float16\n" + ARRANGE).replace(
+            "ntl.dot(", "product(")
+    assert extract(source).ok, extract(source).violations
+
+
 def test_a_helper_the_kernel_calls_is_checked_where_it_is_written():
     source = ("import torch\ndef helper():\n    return torch.mm\n"
               + KERNEL.replace("    output = accumulator", "    output = helper()"))
@@ -154,12 +181,28 @@ def test_decorators_and_module_code_around_the_kernel():
     assert rebuilt.ok and "ctypes" not in rebuilt.text and "Evil" not in rebuilt.text
 
 
-def test_a_kept_statement_never_carries_a_dropped_one_along():
+@pytest.mark.parametrize("kept", ["BLOCK_SIZE_K = 64", "BLOCK_SIZE_K: int = 64"])
+def test_a_kept_statement_never_carries_a_dropped_one_along(kept):
     source = KERNEL.replace("    BLOCK_SIZE_K = 64\n",
-                            "    BLOCK_SIZE_K = 64; import subprocess; subprocess.run('true')\n")
+                            f"    {kept}; import subprocess; subprocess.run('true')\n")
     rebuilt = extract(source)
     assert rebuilt.ok and "BLOCK_SIZE_K = 64" in rebuilt.text
     assert "subprocess" not in rebuilt.text
+
+
+@pytest.mark.parametrize("separator", ["\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85",
+                                       "\u2028", "\u2029"])
+@pytest.mark.parametrize("constant", ["{name} = 1", "{name}: int = 1"])
+def test_a_line_separator_in_a_comment_never_shifts_a_kept_line(separator, constant):
+    """Python ends a line at \\n and \\r only; split at any other separator, every kept
+    statement below it was copied from the line above it: here, module code it drops."""
+    payload = "import os; os.system('exit 3')"
+    kept = constant.format(name="P" * len(payload))
+    source = KERNEL + f"# a note{separator}\n{payload}\n{kept}\n"
+    rebuilt = extract(source)
+    assert rebuilt.ok, rebuilt.violations
+    assert "system" not in rebuilt.text
+    assert rebuilt.text.splitlines()[-1] == "P" * len(payload) + " = 1"
 
 
 def test_defined_names_see_every_binding():
