@@ -254,6 +254,13 @@ FIRST_MISTAKES = {
     # Right on the interpreter; on a GPU it prints in every program and runs past the limit.
     "debug_print": Variant("a debugging print left in the loop over k (Triton's "
                            "device_print)", ((DOT, f'{DOT}\n        print("k =", k)'),)),
+    # A name imported from the language, not the module: NineToothed rewrites only ``tl.dot``.
+    "dot_imported_by_name": Variant("`from triton.language import dot`, then dot(lhs[k], "
+                                    "rhs[k]): the kernel has no `dot`",
+                                    (("import ninetoothed.language as ntl\n",
+                                      "import ninetoothed.language as ntl\nfrom triton.language "
+                                      "import dot\n"),
+                                     (DOT, "accumulator += dot(lhs[k], rhs[k])"))),
     # NineToothed inlines a helper without its default values: a parameter left to its
     # default is a name bound nowhere in the kernel (failed and named, not flagged).
     "helper_default_argument": Variant("a module helper whose scale=1 default the call leaves "

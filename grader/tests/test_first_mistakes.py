@@ -52,6 +52,8 @@ NAMED = {
     "global_constant_in_application": ("global_in_application", "output = accumulator",
                                        "application() uses `ALPHA` from your file's globals"),
     "debug_print": ("debug_print", "print(", "prints in every program at every step"),
+    "dot_imported_by_name": ("global_in_application", "accumulator += dot(",
+                             "application() uses `dot` from your file's globals"),
     "helper_default_argument": ("global_in_application", "accumulator = add_product",
                                 "add_product() is called here without `scale`"),
     "returns_two": ("arrangement_return", "return lhs_arranged", "returns 2 tensors"),

@@ -458,6 +458,7 @@ REFUSED_MISTAKES = {"accumulator_with_block_k": "global_in_application",
                     "accumulator_with_global_blocks": "global_in_application",
                     "global_constant_in_application": "global_in_application",
                     "helper_default_argument": "global_in_application",
+                    "dot_imported_by_name": "global_in_application",
                     "returns_two": "arrangement_return", "returns_dict": "arrangement_return"}
 FLAGGED_MISTAKES = {"torch_matmul": "torch_in_kernel"}
 GLOBAL_BLOCKS = "ntl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=ntl.float32)"
