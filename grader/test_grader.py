@@ -81,8 +81,8 @@ def test_kernel_is_what_the_batch_grader_runs(submission, record_property):
         _refused(source, " and run nothing of it:\n"
                  + "\n".join(f"- {item}" for item in rebuilt.violations)
                  + "\narrangement() and application() may use only ninetoothed, "
-                   "ninetoothed.language (or triton.language), math, the file's constants and its own helper "
-                   "functions (see docs/instructor-guide.md, section 8)")
+                   "ninetoothed.language (or triton.language), math, the file's constants "
+                   "and its own helper functions (see docs/instructor-guide.md, section 8)")
     rejection = _rejection(submission.module)
     if rejection is not None:
         _refused(source, f": {rejection}\nwhat NineToothed generates from arrangement() and "

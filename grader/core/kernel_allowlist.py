@@ -27,12 +27,12 @@ _PYTHON_BUILTINS = frozenset(dir(builtins))
 
 _INTEGER_TYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 _FLOAT_TYPES = ("float16", "float32", "float64", "bfloat16")
+_DTYPES = frozenset({*_FLOAT_TYPES, *_INTEGER_TYPES, "int1", "float8e4nv", "float8e5"})
 # What each allowed module may be asked for. ``ninetoothed.language`` stands for what
 # NineToothed's code generator binds it to in a kernel, ``triton.language``; a student who
 # writes ``tl.dot`` gets the same generated line as one who writes ``ntl.dot``, so the two
 # may be asked for the same.
-_LANGUAGE = frozenset({
-    *_FLOAT_TYPES, *_INTEGER_TYPES, "int1", "float8e4nv", "float8e5",
+_LANGUAGE = _DTYPES | frozenset({
     "dot", "zeros", "zeros_like", "full", "where", "maximum", "minimum", "max", "min",
     "sum", "cast", "arange", "trans", "permute", "reshape", "view", "broadcast_to",
     "expand_dims", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "fma", "cdiv",
@@ -40,11 +40,6 @@ _LANGUAGE = frozenset({
     "floor", "ceil", "clamp", "range", "static_range", "multiple_of", "max_contiguous",
     "device_print",
 })
-# Outside application() a kernel's code runs as plain Python, where ``triton.language`` is
-# Triton's real module: its dtypes are values, but calling its functions there (``tl.cdiv``
-# in arrangement()) makes the interpreter patch Triton's language in the grader's worker.
-_PLAIN_PYTHON_LANGUAGE = frozenset({*_FLOAT_TYPES, *_INTEGER_TYPES, "int1", "float8e4nv",
-                                    "float8e5"})
 MODULE_ATTRIBUTES = {
     "ninetoothed": frozenset({"block_size", "language", *_FLOAT_TYPES, *_INTEGER_TYPES}),
     "ninetoothed.language": _LANGUAGE,
@@ -150,20 +145,25 @@ def bound_names_in(function):
 
 def module_bindings(tree):
     """(every name the module level of ``tree`` binds, in any branch, the names its imports
-    bind among them): the globals its functions may find. What a function or a class binds
-    inside is its own."""
-    bound, imported, pending = set(), set(), list(tree.body)
+    bind to modules among them): the globals its functions may find. What a function or a
+    class binds inside is its own. A value imported by name (``from triton.language import
+    dot``) is a global like any other: NineToothed rewrites only a module's attributes."""
+    bound, modules, pending = set(), set(), list(tree.body)
     while pending:
         node = pending.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             bound.add(node.name)
             continue
-        if isinstance(node, ast.alias):
-            imported.add(node.asname or node.name.partition(".")[0])
+        if isinstance(node, ast.Import):
+            modules |= {alias.asname or alias.name.partition(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                is_module = (node.module, alias.name) in SUBMODULES
+                (modules if is_module else bound).add(alias.asname or alias.name)
         elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
             bound.add(node.id)
         pending.extend(ast.iter_child_nodes(node))
-    return bound | imported, imported
+    return bound | modules, modules
 
 
 OUTPUT_METADATA = ("shape", "dtype", "ndim")
@@ -345,7 +345,8 @@ class Checker:
             what = "strings are" if isinstance(node.value, str) else \
                 f"the constant {node.value!r} is"
             self.flag(node, f"{what} not allowed in a kernel (constants are numbers; "
-                            "strings only in docstrings, assert and raise messages and print labels)")
+                            "strings only in docstrings, assert and raise messages and "
+                            "print labels)")
 
     def visit_Call(self, node, message):
         """A print's labels may be strings: ``print("k =", k)`` (Triton's device_print) or
@@ -403,7 +404,10 @@ class Checker:
             if kind == "denied":
                 self.flag(node, f"uses {detail}, which a kernel may not use")
             elif module == "triton.language" and not self.in_kernel \
-                    and node.attr not in _PLAIN_PYTHON_LANGUAGE:
+                    and node.attr not in _DTYPES:
+                # Outside application() this runs as plain Python, where triton.language is
+                # Triton's real module: calling its functions there (tl.cdiv in arrangement())
+                # makes the interpreter patch Triton's language in the grader's worker.
                 self.flag(node, f"uses triton.language.{node.attr} outside application(), "
                                 "where Python runs it, not Triton (only its dtypes mean "
                                 "something there)")

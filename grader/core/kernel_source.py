@@ -6,10 +6,10 @@ does) and judges what that launch writes, so nothing else in the file can
 stand in for the kernel. ``extract(source)`` rebuilds the file keeping only:
 
 * imports of ``ninetoothed``, ``ninetoothed.language``, ``triton.language`` and ``math``;
-* module constants (``BLOCK_SIZE_M = 64``, or ``BLOCK_SIZE_M: int = 64`` without its annotation, ``ninetoothed.block_size(...)``,
-  arithmetic on other constants); a constant or ``if`` that reads the
-  environment is decided here, for an empty environment (the skeleton's
-  ``NINETOOTHED_AUTOTUNE`` switch takes its default branch);
+* module constants (``BLOCK_SIZE_M = 64``, or ``BLOCK_SIZE_M: int = 64`` without its
+  annotation, ``ninetoothed.block_size(...)``, arithmetic on other constants); a constant
+  or ``if`` that reads the environment is decided here, for an empty environment (the
+  skeleton's ``NINETOOTHED_AUTOTUNE`` switch takes its default branch);
 * the two functions, and the module functions they call.
 
 Each kept statement is copied exactly, its parser span and nothing around it,

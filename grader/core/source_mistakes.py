@@ -15,7 +15,7 @@ explains a refusal, for the batch's verdict and the pytest grader alike.
 import ast
 import builtins
 
-from grader.core.kernel_allowlist import SUBMODULES, dotted_name, module_bindings
+from grader.core.kernel_allowlist import dotted_name, module_bindings
 from grader.core.loading import read_source
 from grader.core.messages import say
 from grader.core.size_slips import quoted
@@ -196,8 +196,8 @@ def _from_outside(tree, functions, torch_names):
     none of theirs: a global of the file, or a name bound nowhere. The kernel NineToothed
     generates has only its parameters and its own names, so it cannot build. Returns
     [(names, (line, finding))], one per line of a function that reads such names."""
-    module, imported = module_bindings(tree)
-    known = set(dir(builtins)) | (imported - _imported_values(tree)) | torch_names | set(functions)
+    module, modules = module_bindings(tree)
+    known = set(dir(builtins)) | modules | torch_names | set(functions)
     found, wanted, done = [], ["application"], set()
     while wanted:
         name = wanted.pop(0)
@@ -231,22 +231,6 @@ def _from_outside(tree, functions, torch_names):
                 template, fields["helper"] = f"helper_{template}", name
             found.append((names, _finding("global_in_application", first, template, **fields)))
     return found
-
-
-def _imported_values(tree):
-    """Names a module-level ``from X import name`` binds to a value, not to a module
-    (``from triton.language import dot``): globals of the file like any other, which
-    NineToothed does not carry into the kernel, where only a module's ``ntl.dot`` is rewritten."""
-    names, pending = set(), list(tree.body)
-    while pending:
-        node = pending.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        if isinstance(node, ast.ImportFrom):
-            names |= {alias.asname or alias.name for alias in node.names
-                      if (node.module, alias.name) not in SUBMODULES}
-        pending.extend(ast.iter_child_nodes(node))
-    return names
 
 
 def _left_to_default(call, helper):

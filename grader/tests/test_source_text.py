@@ -9,12 +9,13 @@ from solutions import MODEL_ANSWER
 
 MODEL = MODEL_ANSWER.read_text(encoding="utf-8")
 CHINESE = '# 作业：矩阵乘法\n'
+GBK = "# -*- coding: gbk -*-\nx = '矩阵'\n"
 
 
 @pytest.mark.parametrize("data, expected", [
     (b"\xef\xbb\xbfx = 1\n", "x = 1\n"),
     (b"x = 1\r\ny = 2\r\n", "x = 1\ny = 2\n"),
-    ("# -*- coding: gbk -*-\nx = '矩阵'\n".encode("gbk"), "# -*- coding: gbk -*-\nx = '矩阵'\n"),
+    (GBK.encode("gbk"), GBK),
     (b"x = '\xff'\n", "x = '\ufffd'\n"),  # not UTF-8, no coding line: replaced, as before
 ])
 def test_source_text_reads_as_python_does(data, expected):
