@@ -34,7 +34,7 @@ def _probe(code, limits=LIMITS):
     program = ("import os, sys\nfrom grader.batch.inside import protocol\n"
                "out = os.fdopen(os.dup(1), 'wb')\n"
                "def say(text):\n    protocol.send(out, 'hello', note=str(text))\n" + code)
-    worker = sandbox.Worker("kernel", b"", backend_name="interpreter", limits=limits,
+    worker = sandbox.Worker(backend_name="interpreter", limits=limits,
                             inner=[sys.executable, "-c", program])
     notes = []
     while (message := worker.receive(lambda kind, fields: 0)) is not None:
@@ -119,7 +119,7 @@ def test_a_report_sent_before_the_parent_listens_is_read_not_lost():
     reader thread once found no ``accept`` then, died, and the run became a timeout."""
     program = ("import os\nfrom grader.batch.inside import protocol\n"
                "protocol.send(os.fdopen(os.dup(1), 'wb'), 'hello', note='early')\n")
-    worker = sandbox.Worker("kernel", b"", backend_name="interpreter",
+    worker = sandbox.Worker(backend_name="interpreter",
                             limits=sandbox.Limits(timeout_s=20, memory_bytes=2 << 30),
                             inner=[sys.executable, "-c", program])
     time.sleep(3)  # the worker has long since written its report

@@ -34,7 +34,7 @@ import json, sys, time
 from grader.batch.isolation import sandbox, unprivileged
 {setup}
 started = time.monotonic()
-worker = sandbox.Worker("kernel", b"", backend_name="interpreter", sandboxed=False,
+worker = sandbox.Worker(backend_name="interpreter", sandboxed=False,
                         limits=sandbox.Limits(timeout_s=60, memory_bytes=2 << 30),
                         inner=[sys.executable, "-c", {program!r}])
 notes = []
@@ -102,7 +102,7 @@ say([resource.getrlimit(getattr(resource, name)) for name, _ in {unprivileged.LI
 say([line.split() for line in open('/proc/self/status') if line.startswith('NoNewPrivs')])
 say(ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))  # PR_GET_DUMPABLE
 job = os.path.dirname(os.environ['PYTHONPATH'].split(os.pathsep)[0])
-say(open(os.path.join(job, 'ninetoothed_gemm.py')).read() == '')
+say(sorted(os.listdir(job)) == ['lib'])  # no run assigned yet: no file
 open(os.path.join(os.environ['HOME'], 'mine'), 'w').write('x')
 for attempt in (lambda: os.setuid(0), lambda: open({str(secret)!r}).read(),
                 lambda: os.listdir(os.path.dirname(job)),

@@ -207,43 +207,33 @@ def _wrapper_phase(phases, cases_list):
     return [[(dataclasses.replace(job, roles=("out",)), lhs, rhs)]]
 
 
-def grade(submission, settings, folder, device=None, on_start=None):
-    """Grade one intake.Submission; returns its record (never raises for the student's doing)."""
+RUNS = 2  # workers a graded file takes: the kernel run and the wrapper run
+
+
+def grade(submission, settings, folder, device=None, on_start=None, pool=None):
+    """Grade one intake.Submission; returns its record (never raises for the student's doing).
+    ``pool``: warm workers (grader.batch.isolation.warm_pool) expecting RUNS for this file."""
     record = base_record(submission, settings, folder)
     cases_list = settings.cases()
-    if submission.problem:
-        record.update(status=Status.MISSING_FILE, message=submission.problem)
-        record["cases"] = case_entries_for(cases_list, say("no_submission_file"))
+    source = None if submission.problem else loading.source_text(submission.data)
+    kernel = _refused(record, submission, source, cases_list)
+    if kernel is None:
+        if pool:
+            pool.forgo(RUNS)
         return record
-    source = loading.source_text(submission.data)
-    refused = _static_verdict(source)
-    if refused:
-        record.update(status=refused[0], message=refused[1])
-        record["cases"] = case_entries_for(cases_list, say("not_run", error=refused[0]))
-        return record
-    kernel = kernel_source.extract(source)
-    if kernel.violations:
-        record["flags"] = [f"kernel: {item}" for item in kernel.violations]
-        status, message = verdict.refusal(record, source, say("kernel_refused"))
-        record.update(status=status, message=message)
-        record["cases"] = case_entries_for(cases_list, say("not_run", error=status))
-        return record
-
     phases = _phases(cases_list, settings.seed)
     wrapper_phases = _wrapper_phase(phases, cases_list)
     options = dict(backend_name=settings.backend, device=device, sandboxed=settings.sandboxed,
-                   limits=Limits(settings.timeout_s, settings.memory_limit_bytes,
-                                 cores_for(settings.backend)),
-                   on_start=on_start)
+                   limits=limits(settings), on_start=on_start, pool=pool)
     # Side by side on a GPU, where they overlap; one after the other on the interpreter,
     # whose -j already keeps every core busy, and where the wrapper's time limit grows
     # with the tiles the kernel run showed (grader.batch.isolation.time_budget).
     if settings.backend == "gpu":
-        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-            kernel_future = pool.submit(conversation.run, "kernel", kernel.text.encode("utf-8"),
-                                        phases, **options)
-            wrapper_future = pool.submit(conversation.run, "wrapper", submission.data,
-                                         wrapper_phases, **options)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as threads:
+            kernel_future = threads.submit(conversation.run, "kernel",
+                                           kernel.text.encode("utf-8"), phases, **options)
+            wrapper_future = threads.submit(conversation.run, "wrapper", submission.data,
+                                            wrapper_phases, **options)
             kernel_run, wrapper_run = kernel_future.result(), wrapper_future.result()
     else:
         kernel_run = conversation.run("kernel", kernel.text.encode("utf-8"), phases, **options)
@@ -260,6 +250,9 @@ def grade(submission, settings, folder, device=None, on_start=None):
     record["cpu_time_s"] = max(kernel_run.ending.cpu_time_s, wrapper_run.ending.cpu_time_s)
     record["cpu_wait_s"] = max(kernel_run.ending.cpu_wait_s, wrapper_run.ending.cpu_wait_s)
     record["seconds"] = {"kernel run": kernel_run.seconds, "nt_gemm run": wrapper_run.seconds}
+    if settings.backend == "gpu":  # grader.batch.isolation.gpu_share
+        record["gpu_share"] = {"kernel run": kernel_run.ending.gpu,
+                               "nt_gemm run": wrapper_run.ending.gpu}
     record["stdout"] = ""
     record["stderr"] = verdict.tidy(
         f"[kernel run: {kernel_run.ending.kind} {kernel_run.ending.detail}]\n"
@@ -284,6 +277,33 @@ def grade(submission, settings, folder, device=None, on_start=None):
         record["speed"] = None  # to be timed (grader.batch.timing.speed.needs_timing)
     check_handin(submission, record)
     return record
+
+
+def limits(settings):
+    """What each run of a file is given (grader.batch.isolation.sandbox.Limits)."""
+    return Limits(settings.timeout_s, settings.memory_limit_bytes, cores_for(settings.backend))
+
+
+def _refused(record, submission, source, cases_list):
+    """The kernel to run (grader.core.kernel_source), or None where the file is not run at
+    all: ``record`` then holds its verdict."""
+    if submission.problem:
+        record.update(status=Status.MISSING_FILE, message=submission.problem)
+        record["cases"] = case_entries_for(cases_list, say("no_submission_file"))
+        return None
+    refused = _static_verdict(source)
+    if refused:
+        record.update(status=refused[0], message=refused[1])
+        record["cases"] = case_entries_for(cases_list, say("not_run", error=refused[0]))
+        return None
+    kernel = kernel_source.extract(source)
+    if kernel.violations:
+        record["flags"] = [f"kernel: {item}" for item in kernel.violations]
+        status, message = verdict.refusal(record, source, say("kernel_refused"))
+        record.update(status=status, message=message)
+        record["cases"] = case_entries_for(cases_list, say("not_run", error=status))
+        return None
+    return kernel
 
 
 def _failing_arrangement(picture, entries, cases_list):

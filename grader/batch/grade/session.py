@@ -6,6 +6,7 @@ grader.batch.grade.manifest), resuming from what is already graded, the pool of 
 workers, the speed phase, the class reports, and merging shards.
 """
 
+import collections
 import concurrent.futures
 import dataclasses
 import json
@@ -20,7 +21,7 @@ from grader.batch.grade import grading, intake, machine, step_times
 from grader.batch.outputs import secret
 from grader.batch.grade.folder_digest import folder_digest
 from grader.batch.grade.manifest import MANIFEST, Manifest
-from grader.batch.isolation import sandbox
+from grader.batch.isolation import sandbox, warm_pool
 from grader.batch.outputs import overrides, reports
 from grader.batch.outputs import student_folders as folder_names
 from grader.batch.timing import speed
@@ -140,13 +141,15 @@ class Session:
         return records, todo
 
     def _confirm_timeouts(self, todo, folders, cases_list, records):
-        """Grade again, once the class is graded, each GPU timeout that had neighbours.
+        """Grade again, once the class is graded, each GPU timeout that had neighbours and
+        whose GPU time NVML could not tell from theirs.
 
-        Runs that share a GPU slow each other down, and the time limit can discount a wait
-        for a CPU core (grader.batch.isolation.usage) but not a wait for the GPU: under a
-        loaded batch a correct file once timed out. So a timeout stands only as graded
-        again with no other submission's runs beside it but the other timeouts', and the
-        record keeps what the first grading said (``confirmed``)."""
+        Runs that share a GPU slow each other down. The time limit discounts a wait for a CPU
+        core (grader.batch.isolation.usage) and, where NVML tells each process's GPU time,
+        the GPU time others took (grader.batch.isolation.gpu_share). Where it cannot, a
+        timeout stands only as graded again with no other submission's runs beside it but
+        the other timeouts', and the record keeps what the first grading said
+        (``confirmed``)."""
         again = [s for s in todo if s.student in records
                  and unconfirmed(records[s.student], self.settings.backend)]
         if not again:
@@ -174,6 +177,10 @@ class Session:
         for device in self.slots:
             free.put(device)
         processes = _Processes()
+        # Both runs of a file start at once on a GPU, one after the other on the interpreter.
+        pool = self._pool(grading.limits(self.settings), processes,
+                          grading.RUNS if self.settings.backend == "gpu" else 1)
+        pool.expect(grading.RUNS * len(todo))
         active, neighbours, lock = set(), {}, threading.Lock()  # neighbours: a count each
 
         def work(submission):
@@ -188,7 +195,7 @@ class Session:
                 active.add(me)
             try:
                 record = grading.grade(submission, self.settings, folders[me], device,
-                                       on_start=processes.track)
+                                       on_start=processes.track, pool=pool)
             finally:
                 with lock:
                     active.discard(me)
@@ -220,8 +227,19 @@ class Session:
             executor.shutdown(wait=False, cancel_futures=True)
             bar.close()
             raise
+        finally:
+            pool.close()
         executor.shutdown(wait=True)
         bar.close()
+
+    def _pool(self, limits, processes, per_slot):
+        """Warm workers (grader.batch.isolation.warm_pool): ``per_slot`` ahead for each slot."""
+        ahead = collections.Counter()
+        for device in self.slots:
+            ahead[device] += per_slot
+        return warm_pool.WarmPool(backend_name=self.settings.backend, limits=limits,
+                                  sandboxed=self.settings.sandboxed, on_start=processes.track,
+                                  ahead=ahead)
 
     def _time(self, chosen, cases_list, records):
         """The speed phase (grader.batch.timing.speed), after every correctness verdict; what
@@ -365,8 +383,11 @@ def merge(shards, out_dir, overrides_file=None):
 
 def unconfirmed(record, backend):
     """A GPU timeout graded beside other submissions and not yet graded again (see
-    ``Session._confirm_timeouts``): not a finished grade."""
-    return backend == "gpu" and record.get("status") == "timeout" \
+    ``Session._confirm_timeouts``): not a finished grade, unless NVML told its runs' GPU
+    time from the others' and the others' was not charged (grader.batch.isolation.gpu_share)."""
+    shares = (record.get("gpu_share") or {}).values()
+    measured = bool(shares) and all(share and share.get("measured") for share in shares)
+    return backend == "gpu" and record.get("status") == "timeout" and not measured \
         and bool(record.get("neighbours")) and not record.get("confirmed")
 
 

@@ -20,6 +20,7 @@ Messages, in the order a run sends them:
 | from   | kind        | fields                                   | payload |
 | ------ | ----------- | ---------------------------------------- | ------- |
 | worker | hello       | (the worker is up; no student code ran)  | |
+| parent | job         | mode: "kernel", "wrapper" or "timing" (the file is in place now) | |
 | worker | loaded      | Loaded: status (LOADED_STATUSES), message | |
 | worker | diagnosis   | Diagnosis: findings, tiles, build (kernel runs only) | |
 | parent | phase       | cases: [Job], last: bool                 | every job's lhs then rhs |

@@ -1,9 +1,16 @@
 """The batch grader's worker: runs inside the sandbox, speaks grader.batch.inside.protocol,
 judges nothing.
 
-    python -m grader.batch.inside.worker kernel FILE   # the rebuilt kernel (grader.core.kernel_source)
-    python -m grader.batch.inside.worker wrapper FILE  # the student's whole file
-    python -m grader.batch.inside.worker timing FILE   # the rebuilt kernel, to be timed
+    python -m grader.batch.inside.worker FILE
+
+A worker warms up before it has a file: it imports the kernel stack and the grader's
+modules, which takes seconds and is the same for every student, and only then waits for
+the parent's ``job`` message, which says the file is now at FILE and which run to make of
+it (grader.batch.isolation.warm_pool starts workers ahead so that no run waits for them):
+
+    kernel   the rebuilt kernel (grader.core.kernel_source)
+    wrapper  the student's whole file
+    timing   the rebuilt kernel, to be timed
 
 A *kernel* run imports the rebuilt file (the two functions and their constants,
 nothing else), reports the symbolic diagnosis, builds the kernel with
@@ -131,17 +138,23 @@ def _launch(kernel, job, lhs, rhs, device):
     return protocol.matrices(outputs)
 
 
+def _warm_up():
+    """Import what every run needs before a student's file is here: the kernel stack, set
+    up (Triton's driver starts on first use: on a GPU it compiles its cuda_utils and asks
+    `file` about the interpreter), and the grader's modules the runs use."""
+    import ninetoothed  # noqa: F401
+    import triton
+
+    triton.runtime.driver.active.get_current_device()
+    from grader.batch.inside import speed_probe, what_if_probe  # noqa: F401
+    from grader.core import cases, gpu_compile, layout, loading, program_tiles  # noqa: F401
+    from grader.core import source_mistakes  # noqa: F401
+
+
 def _import_kernel(channel, path):
     """(the rebuilt kernel file as a module, a check that it changed no library) once the
     parent knows it loaded; else None. The build guard watches from just before the
-    import to the end of the run."""
-    import ninetoothed  # noqa: F401 - the kernel stack, imported before the guard
-    import triton
-
-    # Triton's driver starts on first use (on a GPU it compiles its cuda_utils and asks
-    # `file` about the interpreter): that is the stack's setup, done before the guard.
-    triton.runtime.driver.active.get_current_device()
-
+    import to the end of the run; the kernel stack was imported before it (``_warm_up``)."""
     from grader.core.loading import SubmissionError, import_file
 
     build_guard.install(build_guard.Policy(path), lambda why: _stop(channel, why),
@@ -208,7 +221,6 @@ def _make(module, path, blocks=None):
 
 
 def kernel_run(channel, path, active):
-    # before the guard's snapshot
     from grader.core import cases, gpu_compile, layout, program_tiles, source_mistakes
 
     loaded = _import_kernel(channel, path)
@@ -360,15 +372,20 @@ def main(argv=None):
     # call, a lock): a timeout's stderr then shows staff where any run was, the grader's
     # own frames too (issue 32: a correct file timed out once under load).
     faulthandler.register(signal.SIGUSR1, all_threads=True, chain=True)
-    if len(argv) != 2 or argv[0] not in RUNS:
-        print(f"usage: python -m grader.batch.inside.worker {'|'.join(RUNS)} FILE", file=sys.stderr)
+    if len(argv) != 1:
+        print("usage: python -m grader.batch.inside.worker FILE", file=sys.stderr)
         return ExitCode.USAGE
-    mode, path = argv
+    path, = argv
     channel = Channel()
     channel.send("hello")
     from grader.core import backend as backends
 
     active = backends.activate()
+    _warm_up()
+    mode = channel.expect("job").fields.get("mode")
+    if mode not in RUNS:
+        print(f"the parent asked for an unknown run {mode!r}", file=sys.stderr)
+        return ExitCode.USAGE
     RUNS[mode](channel, path, active)
     return ExitCode.OK
 

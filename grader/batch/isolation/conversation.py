@@ -70,8 +70,16 @@ def payload_bytes(sizes, kind, fields):
     return sizes[index]
 
 
+def _worker(mode, source, limits, pool, **options):
+    """A worker with this run assigned: warm from ``pool`` (grader.batch.isolation.warm_pool,
+    started with the same options), else started now."""
+    worker = pool.take(options["device"]) if pool else sandbox.Worker(limits=limits, **options)
+    worker.assign(mode, source, limits)
+    return worker
+
+
 def run(mode, source, phases, *, backend_name, limits, device=None, sandboxed=True,
-        on_start=None, tiles=None):
+        on_start=None, tiles=None, pool=None):
     """Run a worker through ``phases`` (lists of (Job, lhs, rhs) with CPU float16
     tensors); always returns a RunReport, whatever the submission does.
 
@@ -85,8 +93,8 @@ def run(mode, source, phases, *, backend_name, limits, device=None, sandboxed=Tr
 
     report = RunReport(ending=None, stage="starting")
     steps = _Steps(report)
-    worker = sandbox.Worker(mode, source, backend_name=backend_name, limits=limits,
-                            device=device, sandboxed=sandboxed, on_start=on_start)
+    worker = _worker(mode, source, limits, pool, backend_name=backend_name, device=device,
+                     sandboxed=sandboxed, on_start=on_start)
     jobs = [job for phase in phases for job, _, _ in phase]
     extend = (lambda found: worker.extend_limit(time_budget.interpreter_extra(jobs, found))) \
         if backend_name == "interpreter" else (lambda found: None)
@@ -214,9 +222,9 @@ class TimingRun:
         self.sizes = [tuple(size) for size in sizes]
         self.stopped = ""  # why the build guard ended the run, if it did
         self.unbound = ()  # as RunReport's; the kernel run's decides the verdict
-        self.worker = _Guarded(sandbox.Worker("timing", source, backend_name=backend_name,
-                                              limits=limits, device=device, sandboxed=sandboxed,
-                                              on_start=on_start), self)
+        self.worker = _Guarded(_worker("timing", source, limits, None,
+                                       backend_name=backend_name, device=device,
+                                       sandboxed=sandboxed, on_start=on_start), self)
         self.ready = False
         self.note = ""
         self.launch = {}

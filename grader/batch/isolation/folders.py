@@ -38,17 +38,33 @@ def batch_root():
         return _batch_root
 
 
-def prepare_job(source):
-    """A job folder: ``ninetoothed_gemm.py`` and ``lib/grader/`` (the worker's modules)."""
+FILE = "ninetoothed_gemm.py"  # the one file of a job folder a run imports
+
+
+def prepare_job():
+    """A job folder: ``lib/grader/`` (the worker's modules), and later, from ``place_file``,
+    the run's file. Read-only to the worker, which sees it bound read-only besides."""
     job = pathlib.Path(tempfile.mkdtemp(prefix="run-", dir=batch_root()))
     (job / "lib" / "grader").mkdir(parents=True)
     for relative in child_files():
         (job / "lib" / relative).parent.mkdir(exist_ok=True)
         shutil.copyfile(import_graph.ROOT / relative, job / "lib" / relative)
-    (job / "ninetoothed_gemm.py").write_bytes(source)
     for path in [job, *job.rglob("*")]:
         path.chmod(0o555 if path.is_dir() else 0o444)
     return job
+
+
+def place_file(job, source):
+    """Write the run's file into its job folder (``prepare_job``), with the folder's group
+    and its read permissions (grader.batch.isolation.unprivileged.admit may have set them)."""
+    folder = job.stat()
+    job.chmod(stat.S_IMODE(folder.st_mode) | stat.S_IWUSR)
+    try:
+        (job / FILE).write_bytes(source)
+        os.chown(job / FILE, -1, folder.st_gid)
+        (job / FILE).chmod(stat.S_IMODE(folder.st_mode) & 0o444)
+    finally:
+        job.chmod(stat.S_IMODE(folder.st_mode))
 
 
 def prepare_scratch():

