@@ -31,11 +31,6 @@ RUNS = {
                 "for a CPU core (the timeout is {limit:g} s); its processes were killed",
                 "运行 {seconds} 秒后仍未结束（不计等待 CPU 核的 {waited} 秒；时限为 {limit} 秒）；"
                 "它的进程已被终止"),
-    "timeout_gpu": ("still running after {seconds:.1f} s, not counting {waited:.1f} s spent "
-                    "waiting for a CPU core and {gpu:.1f} s while other processes' kernels held "
-                    "the GPU (the timeout is {limit:g} s); its processes were killed",
-                    "运行 {seconds} 秒后仍未结束（不计等待 CPU 核的 {waited} 秒，也不计其他进程的 "
-                    "kernel 占用 GPU 的 {gpu} 秒；时限为 {limit} 秒）；它的进程已被终止"),
     "timeout_wall": ("still running after {seconds:.0f} s on the wall clock, {factor:g} times "
                      "the {limit:g} s timeout, {waited:.0f} s of it waiting for a CPU core; its "
                      "processes were killed",

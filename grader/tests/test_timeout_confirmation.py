@@ -1,6 +1,5 @@
-"""A GPU timeout graded beside other submissions stands only once graded again without them,
-unless NVML told its GPU time from theirs (grader.batch.grade.session,
-grader.batch.isolation.gpu_share: issue 32, the same verdict on every run). The workers are
+"""A GPU timeout graded beside other submissions stands only once graded again without them
+(grader.batch.grade.session: issue 32, the same verdict on every run). The workers are
 stand-ins here: what is tested is the session's bookkeeping of who ran beside whom."""
 
 import threading
@@ -20,7 +19,6 @@ class StandIns:
     def __init__(self):
         self.calls, self.lock, self.slow_started = [], threading.Lock(), threading.Event()
         self.active = set()
-        self.share = None  # what the record says of its runs' GPU time, if anything
 
     def grade(self, submission, settings, folder, device=None, on_start=None, pool=None):
         with self.lock:
@@ -41,11 +39,8 @@ class StandIns:
                 self.slow_started.wait(5)
                 time.sleep(0.2)
                 status = "passed"
-            record = {"student": submission.student, "status": status, "message": status,
-                      "score": 0, "max_score": 1, "wall_time_s": 1.0}
-            if self.share is not None:
-                record["gpu_share"] = self.share
-            return record
+            return {"student": submission.student, "status": status, "message": status,
+                    "score": 0, "max_score": 1, "wall_time_s": 1.0}
         finally:
             with self.lock:
                 self.active.discard(submission.student)
@@ -105,24 +100,6 @@ def test_a_timeout_graded_alone_or_on_the_interpreter_is_not_graded_again(stand_
     # There the time limit discounts every wait for the one shared resource, a CPU core.
     assert stand_ins.calls.count("slow") == 1 and interpreted["slow"]["status"] == "timeout"
     assert "confirmed" not in interpreted["slow"]
-
-
-def test_a_gpu_timeout_whose_gpu_time_nvml_told_apart_is_not_graded_again(stand_ins, tmp_path):
-    """The others' GPU time was not charged to it: its timeout is its own."""
-    measured = {"own_s": 3.0, "others_s": 40.0, "credited_s": 40.0, "measured": True}
-    stand_ins.share = {"kernel run": measured, "nt_gemm run": measured}
-    records = graded("gpu", ["slow", "quick"], [0, 0], tmp_path)
-    assert stand_ins.calls.count("slow") == 1
-    assert records["slow"]["status"] == "timeout" and "confirmed" not in records["slow"]
-    stand_ins.calls.clear()
-    # One run NVML could not tell apart (or a GPU without per-process samples): again.
-    stand_ins.share = {"kernel run": measured, "nt_gemm run": {**measured, "measured": False}}
-    records = graded("gpu", ["slow", "quick"], [0, 0], tmp_path)
-    assert stand_ins.calls.count("slow") == 2 and records["slow"]["confirmed"]
-    stand_ins.calls.clear()
-    stand_ins.share = {"kernel run": measured, "nt_gemm run": None}
-    records = graded("gpu", ["slow", "quick"], [0, 0], tmp_path)
-    assert stand_ins.calls.count("slow") == 2
 
 
 def test_an_unconfirmed_gpu_timeout_is_graded_again_on_resume():

@@ -99,3 +99,21 @@ def test_a_worker_warmed_up_for_a_run_outlives_the_thread_whose_take_started_it(
     finally:
         pool.close()
         first[0].abandon()
+
+
+def test_a_worker_that_died_while_it_waited_is_not_handed_to_a_run():
+    """A dead warm worker would end its run at ``starting``, which the batch takes for the
+    grader's own failure and stops on."""
+    pool = _pool(ahead=1)
+    pool.expect(3)
+    pool.take(None).abandon()
+    (warm,) = _started(pool)
+    warm.process.kill()
+    warm.process.wait()
+    worker = pool.take(None)
+    try:
+        assert worker is not warm and worker.process.poll() is None
+        assert not warm.job.exists()
+    finally:
+        worker.abandon()
+        pool.close()

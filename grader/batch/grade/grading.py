@@ -250,9 +250,6 @@ def grade(submission, settings, folder, device=None, on_start=None, pool=None):
     record["cpu_time_s"] = max(kernel_run.ending.cpu_time_s, wrapper_run.ending.cpu_time_s)
     record["cpu_wait_s"] = max(kernel_run.ending.cpu_wait_s, wrapper_run.ending.cpu_wait_s)
     record["seconds"] = {"kernel run": kernel_run.seconds, "nt_gemm run": wrapper_run.seconds}
-    if settings.backend == "gpu":  # grader.batch.isolation.gpu_share
-        record["gpu_share"] = {"kernel run": kernel_run.ending.gpu,
-                               "nt_gemm run": wrapper_run.ending.gpu}
     record["stdout"] = ""
     record["stderr"] = verdict.tidy(
         f"[kernel run: {kernel_run.ending.kind} {kernel_run.ending.detail}]\n"

@@ -141,15 +141,13 @@ class Session:
         return records, todo
 
     def _confirm_timeouts(self, todo, folders, cases_list, records):
-        """Grade again, once the class is graded, each GPU timeout that had neighbours and
-        whose GPU time NVML could not tell from theirs.
+        """Grade again, once the class is graded, each GPU timeout that had neighbours.
 
-        Runs that share a GPU slow each other down. The time limit discounts a wait for a CPU
-        core (grader.batch.isolation.usage) and, where NVML tells each process's GPU time,
-        the GPU time others took (grader.batch.isolation.gpu_share). Where it cannot, a
-        timeout stands only as graded again with no other submission's runs beside it but
-        the other timeouts', and the record keeps what the first grading said
-        (``confirmed``)."""
+        Runs that share a GPU slow each other down, and the time limit can discount a wait
+        for a CPU core (grader.batch.isolation.usage) but not a wait for the GPU: under a
+        loaded batch a correct file once timed out. So a timeout stands only as graded
+        again with no other submission's runs beside it but the other timeouts', and the
+        record keeps what the first grading said (``confirmed``)."""
         again = [s for s in todo if s.student in records
                  and unconfirmed(records[s.student], self.settings.backend)]
         if not again:
@@ -383,11 +381,8 @@ def merge(shards, out_dir, overrides_file=None):
 
 def unconfirmed(record, backend):
     """A GPU timeout graded beside other submissions and not yet graded again (see
-    ``Session._confirm_timeouts``): not a finished grade, unless NVML told its runs' GPU
-    time from the others' and the others' was not charged (grader.batch.isolation.gpu_share)."""
-    shares = (record.get("gpu_share") or {}).values()
-    measured = bool(shares) and all(share and share.get("measured") for share in shares)
-    return backend == "gpu" and record.get("status") == "timeout" and not measured \
+    ``Session._confirm_timeouts``): not a finished grade."""
+    return backend == "gpu" and record.get("status") == "timeout" \
         and bool(record.get("neighbours")) and not record.get("confirmed")
 
 

@@ -2,8 +2,8 @@
 
 Read in this order: ``sandbox`` (one worker's process, its wall, memory and CPU limits,
 how it ended, and whether a worker can start here at all), ``usage`` (what its process
-tree uses, and how the time limit is charged), ``gpu_share`` (the GPU time others took,
-not charged either), ``warm_pool`` (workers started ahead of their runs), ``launch`` (the bubblewrap
+tree uses, and how the time limit is charged), ``warm_pool`` (workers started ahead of
+their runs), ``launch`` (the bubblewrap
 command line and the environment allowlist), ``folders`` (the read-only job folder and the
 scratch folder), ``pipes`` (pipes no stray process can block), ``unprivileged`` (the user
 student code runs as where there is no sandbox), ``time_budget`` (the interpreter's extra

@@ -24,9 +24,8 @@ it; any other end before the conversation finished is a crash. A worker's
 exit code is never taken as a verdict.
 
 The time limit is charged on the wall clock, less the time the run waited for a CPU core
-that others held (grader.batch.isolation.usage says why and how) and, on a GPU it used, the
-time other processes' kernels held that GPU (grader.batch.isolation.gpu_share); WALL_FACTOR
-times the limit on the wall clock stops even a run starved for ever. The limit counts from
+that others held (grader.batch.isolation.usage says why and how); WALL_FACTOR times the limit
+on the wall clock stops even a run starved for ever. The limit counts from
 ``assign``: a worker warms up before it has a run (grader.batch.isolation.warm_pool).
 
 Where bubblewrap cannot start, grading stops unless the instructor passes
@@ -53,7 +52,7 @@ import time
 import psutil
 
 from grader.batch.inside import protocol
-from grader.batch.isolation import folders, gpu_share, launch, pipes, unprivileged, usage
+from grader.batch.isolation import folders, launch, pipes, unprivileged, usage
 from grader.batch.status import GraderError
 from grader.core.messages import say
 
@@ -92,7 +91,6 @@ class Ending:
     cpu_time_s: float = 0.0  # of its whole process tree
     cpu_wait_s: float = 0.0  # its threads waited, runnable, for a core: not charged
     where: tuple = None  # (line, function) of the submission's code when a timeout stopped it
-    gpu: dict = None  # on a GPU: its own and others' GPU seconds (grader.batch.isolation.gpu_share)
 
 
 WHERE_WAIT_S = 3.0  # at most, for a timed-out worker's answer to "where are you?"
@@ -246,8 +244,6 @@ class Worker:
         self.ending = None
         self.usage = usage.TreeUsage(psutil.Process(self.process.pid))
         self.cpu_base = self.wait_base = 0.0  # usage when the limit's clock started
-        self.gpu_share = gpu_share.Share(device) if gpu else None
-        self.gpu_credit = 0.0  # seconds other processes held the GPU, not charged
         self.reader = self.stdout.thread = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
         self.writer = self.stdin.thread = threading.Thread(target=self._write, daemon=True)
@@ -323,16 +319,10 @@ class Worker:
         if rss > self.limits.memory_bytes:
             self.stop("memory_limit", say("memory_limit", gib=self.limits.memory_bytes / 2**30))
         elif self.charged() > self.limits.timeout_s:
-            if self.usage.lowered:
-                detail = say("timeout_lowered", seconds=self.charged(),
-                             limit=self.limits.timeout_s)
-            elif self.gpu_credit:
-                detail = say("timeout_gpu", seconds=self.charged(), waited=self._starved(),
-                             gpu=self.gpu_credit, limit=self.limits.timeout_s)
-            else:
-                detail = say("timeout", seconds=self.charged(), waited=self._starved(),
-                             limit=self.limits.timeout_s)
-            self.stop("timeout", detail)
+            self.stop("timeout", say("timeout_lowered", seconds=self.charged(),
+                                     limit=self.limits.timeout_s) if self.usage.lowered else
+                      say("timeout", seconds=self.charged(), waited=self._starved(),
+                          limit=self.limits.timeout_s))
         elif (waited := time.monotonic() - self.clock) > WALL_FACTOR * self.limits.timeout_s:
             self.stop("timeout", say("timeout_wall", seconds=waited, factor=WALL_FACTOR,
                                      limit=self.limits.timeout_s, waited=self._starved()))
@@ -349,13 +339,9 @@ class Worker:
                 self.stop("crashed", None)
 
     def charged(self):
-        """Seconds its time limit is charged since ``clock``: grader.batch.isolation.usage's
-        charge, less the GPU time others took (grader.batch.isolation.gpu_share)."""
-        if self.gpu_share is not None:
-            self.gpu_credit = self.gpu_share.credit(self.usage.pids, self.clock)
-        return max(0.0, usage.charge(self.usage.cpu_used - self.cpu_base,
-                                     time.monotonic() - self.clock, self._starved())
-                   - self.gpu_credit)
+        """Seconds its time limit is charged since ``clock`` (grader.batch.isolation.usage)."""
+        return usage.charge(self.usage.cpu_used - self.cpu_base, time.monotonic() - self.clock,
+                            self._starved())
 
     def _starved(self):
         """Seconds of waiting credited since ``clock``: none once the run lowered its priority
@@ -375,16 +361,9 @@ class Worker:
         self.ending = self._ending(kind, detail)
 
     def _ending(self, kind, detail):
-        gpu = None
-        if self.gpu_share is not None:
-            self.charged()
-            gpu = {"own_s": round(self.gpu_share.own_s, 2),
-                   "others_s": round(self.gpu_share.others_s, 2),
-                   "credited_s": round(self.gpu_credit, 2),
-                   "measured": self.gpu_share.measured}
         return Ending(kind, detail, time.monotonic() - self.started, "", self.usage.peak_rss,
                       round(self.usage.peak_cores, 2), round(self.usage.cpu_used, 2),
-                      round(self.usage.starved_s, 2), gpu=gpu)
+                      round(self.usage.starved_s, 2))
 
     def _ask_where(self):
         """Ask the worker where its submission's code is (it answers on stderr, see

@@ -100,7 +100,6 @@ class TreeUsage:
         self.start = priority(root.pid)
         self.lowered = False  # a thread of it was seen at a lower priority than the root's
         self.samples = collections.deque()
-        self.pids = {root.pid}  # every process of the tree ever seen
 
     @property
     def starved_s(self):
@@ -116,7 +115,6 @@ class TreeUsage:
         """(resident bytes now, cores kept busy on average over the last CPU_WINDOW_S)."""
         rss = used = 0
         for member in self.members():
-            self.pids.add(member.pid)
             try:
                 rss += member.memory_info().rss
                 times = member.cpu_times()

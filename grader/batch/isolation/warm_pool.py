@@ -54,6 +54,9 @@ class WarmPool:
             self.expected = max(0, self.expected - 1)
             self.changed.wait_for(lambda: self.ready[device] or not self.starting[device])
             worker = self.ready[device].popleft() if self.ready[device] else None
+        if worker is not None and worker.process.poll() is not None:
+            worker.abandon()  # it died waiting (the host's OOM killer, say): not the run's
+            worker = None
         if worker is None:
             worker = sandbox.Worker(device=device, **self.options)
         self._fill()
