@@ -232,9 +232,8 @@ class Session:
 
     def _pool(self, limits, processes, per_slot):
         """Warm workers (grader.batch.isolation.warm_pool): ``per_slot`` ahead for each slot."""
-        ahead = collections.Counter()
-        for device in self.slots:
-            ahead[device] += per_slot
+        ahead = {device: count * per_slot
+                 for device, count in collections.Counter(self.slots).items()}
         return warm_pool.WarmPool(backend_name=self.settings.backend, limits=limits,
                                   sandboxed=self.settings.sandboxed, on_start=processes.track,
                                   ahead=ahead)

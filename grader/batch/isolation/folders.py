@@ -61,7 +61,8 @@ def place_file(job, source):
     job.chmod(stat.S_IMODE(folder.st_mode) | stat.S_IWUSR)
     try:
         (job / FILE).write_bytes(source)
-        os.chown(job / FILE, -1, folder.st_gid)
+        if (job / FILE).stat().st_gid != folder.st_gid:  # only where admit gave it a group
+            os.chown(job / FILE, -1, folder.st_gid)
         (job / FILE).chmod(stat.S_IMODE(folder.st_mode) & 0o444)
     finally:
         job.chmod(stat.S_IMODE(folder.st_mode))
