@@ -1,34 +1,38 @@
-"""A sandbox's fork server: warms up once, then forks one worker at a time.
+"""A sandbox's fork server: warms up once, then forks one run at a time.
 
     python -m grader.batch.inside.forkserver CONTROL_FD FILE
 
-A worker's first seconds are imports that are the same for every student (torch alone
-is 5.7 s of a core on an H200 host). The fork server makes them once per sandbox: it
-imports the kernel stack and the grader's modules, never runs student code, and for each
-run forks a child that becomes the worker (grader.batch.inside.worker) on the three pipes
-the parent sent, each to run FILE once it is there. The parent (grader.batch.isolation.hosts) lets one child live at a time,
-and before the next one forks it has every other process of the sandbox killed and the
-sandbox wiped (``clean``): a run meets nothing the previous run left.
+A worker's first seconds are imports that are the same for every student (torch alone is
+5.7 s of a core on an H200 host). The fork server makes them once per sandbox: it imports
+the kernel stack and the grader's modules, never runs student code, and for each run
+forks a child that becomes the worker (grader.batch.inside.worker, to run FILE once the
+parent put it there) on the pipes the parent sent. The parent
+(grader.batch.isolation.hosts) lets one child live at a time, and before the next one
+forks, every other process of the sandbox is killed and the sandbox put back as it was
+(``clean``): a run meets nothing an earlier run left.
 
-The control socket carries one JSON object per message, parent to server:
+The control socket carries one JSON object per message. Parent to server:
 
-    {"do": "fork", "code": null} + four fds     -> {"forked": PID}
-    {"do": "clean"}                            -> {"clean": true} or {"clean": false, "why": ...}
+    {"do": "fork", "code": null} and four fds  -> {"forked": PID}
+    {"do": "clean"}                            -> {"clean": true|false, "why": ...}
 
-("code": a test's probe, run in the worker's place), and, server to parent, {"ready": true} once warmed up and {"exited": PID, "code": N} when a
-child ends (N as subprocess reports it: negative for a signal).
+("code": a test's probe, run in the worker's place). Server to parent: {"ready": true}
+once warmed up, and {"exited": PID, "code": N} when a child ends (N as subprocess
+reports it: negative for a signal).
 
-What keeps a child's code away from the server and from the runs after it:
+What keeps a run away from the server and from the runs after it:
 
-* the server is not dumpable, so a child, whose user it shares, can neither trace it nor
-  open its ``/proc`` files; a child can only kill or stop it, and the parent then
-  discards the sandbox;
-* each child gets an IPC namespace of its own (inside a user namespace of its own, in
-  which it holds no capability once its code runs): System V objects and POSIX message
-  queues die with it;
-* what a run can write outside that, ``/tmp``, ``/dev/shm`` and ``/dev``, is wiped or
-  compared with what the server saw before any child ran; anything else makes ``clean``
-  fail, and the parent discards the sandbox.
+* the server is not dumpable: a run, whose user it shares, can neither trace it nor
+  open its ``/proc`` files, and ``/proc/2`` (the server) and ``/proc/1`` (bubblewrap's
+  init) are covered in the run's own mount namespace, which it cannot undo;
+* a run holds no capability, and has an IPC namespace of its own: System V objects die
+  with it (POSIX queues cannot even be made: its user has no id in its namespace);
+* what a run could change by the server's pid (its priority, affinity, scheduling,
+  limits, OOM score, I/O priority: ``_attributes``) is compared with what it was, and a
+  server a run stopped or killed stops answering; either way, ``clean`` fails or the
+  parent finds the server gone, and the parent closes the sandbox;
+* what a run can write, ``/tmp``, ``/dev/shm`` and ``/dev``, is put back as it was after
+  the warm-up, or, for ``/dev``, compared with it.
 """
 
 import ctypes
@@ -44,10 +48,10 @@ import sys
 CLONE_NEWNS = 0x00020000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
-CLONE_NEWPID = 0x20000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REC, MS_PRIVATE = 0x4000, 1 << 18
 HIDDEN = (b"/proc/1", b"/proc/2")  # bubblewrap's init and the server, out of a run's sight
+IOPRIO_GET = {"x86_64": 252, "aarch64": 31}  # the syscall's number
 PR_SET_DUMPABLE = 4
 PR_SET_PDEATHSIG = 1
 PR_SET_NO_NEW_PRIVS = 38
@@ -81,6 +85,7 @@ class Server:
         self.path = path
         self.child = None
         self.dev = _dev_listing()
+        self.attributes = _attributes()
         self.wiped = [entry for folder in WIPED for entry in _tree(folder)]
 
     def send(self, **message):
@@ -150,6 +155,8 @@ class Server:
                 os.chmod(path, mode)
         if _dev_listing() != self.dev:
             return "a run changed /dev"
+        if _attributes() != self.attributes:
+            return "a run changed what the server's children inherit"
         return ""
 
     def _reap_all(self):
@@ -211,8 +218,7 @@ def _returncode(status):
 
 
 def _fork(fds, control, path, code=None):
-    """Fork the run: the server gets the pid of a keeper, which holds the run's namespaces
-    and exits as the run does; the run itself is the keeper's child (``_run``)."""
+    """Fork the run's worker (or a test's probe ``code``); the server gets its pid."""
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
@@ -220,11 +226,14 @@ def _fork(fds, control, path, code=None):
         return pid
     status = 70
     try:
-        status = _keep(fds, control, path, code)
+        status = _run(fds, control, path, code)
+    except SystemExit as exit:
+        status = exit.code if isinstance(exit.code, int) else 1
     except BaseException:  # noqa: BLE001 - said on the run's stderr; the parent sees the exit
         import traceback
 
         traceback.print_exc()
+        status = 1
     finally:
         try:
             sys.stderr.flush()
@@ -232,13 +241,14 @@ def _fork(fds, control, path, code=None):
             os._exit(status)
 
 
-def _keep(fds, control, path, code):
-    """In the keeper: the first three pipes become fds 0 to 2 and nothing of the server's
-    stays open; once the parent, which has found the keeper among the host's processes,
-    writes a byte to the fourth, the keeper enters namespaces of its own (user, mount,
-    IPC, and pid for its child), hides the server and bubblewrap's init from ``/proc``,
-    forks the run as pid 1 of the new pid namespace, and waits for it. Its exit status is
-    the run's, or 128 + the signal that ended it, as bubblewrap reports it."""
+def _run(fds, control, path, code):
+    """In the child: the first three pipes become fds 0 to 2 and nothing of the server's
+    stays open; once the parent, which has found the child among the host's processes,
+    writes a byte to the fourth, the child enters user, mount and IPC namespaces of its
+    own, hides the server and bubblewrap's init from ``/proc``, drops every capability and
+    becomes the worker. (Not a pid namespace: CUDA cannot start in one whose ``/proc`` is
+    not its own, error 304 on the H200, and a run may not mount one; what a run could do
+    to the server by its pid, the server checks before the next fork: ``_attributes``.)"""
     control.close()
     os.setsid()
     for target, fd in enumerate(fds[:3]):
@@ -251,52 +261,36 @@ def _keep(fds, control, path, code):
     os.close(go)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     _check(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PDEATHSIG)")
-    _check(_libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWPID), "unshare")
+    _check(_libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC), "unshare")
     _check(_libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "mount(private)")
     for hidden in HIDDEN:
         _check(_libc.mount(b"none", hidden, b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
                            b"mode=0,size=4k"), f"mount over {hidden.decode()}")
-    run = os.fork()
-    if run == 0:
-        os._exit(_run(path, code))
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
     _drop_capabilities()
-    signal.signal(signal.SIGUSR1, lambda *_: os.kill(run, signal.SIGUSR1))  # "where are you?"
-    while True:
-        try:
-            _, status = os.waitpid(run, 0)
-            break
-        except InterruptedError:
-            continue
-    return 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+    os.chdir(HOME)
+    if code is not None:
+        sys.argv = ["-c"]
+        exec(compile(code, "<probe>", "exec"), {"__name__": "__main__"})  # noqa: S102
+        return 0
+    from grader.batch.inside import worker
+
+    return worker.main([path])
 
 
-def _run(path, code):
-    """The run, pid 1 of its own pid namespace: no capability left, then the worker (or a
-    test's probe); its exit status."""
-    status = 70
-    try:
-        _check(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PDEATHSIG)")
-        _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
-        _drop_capabilities()
-        os.chdir(HOME)
-        if code is not None:
-            sys.argv = ["-c"]
-            exec(compile(code, "<probe>", "exec"), {"__name__": "__main__"})  # noqa: S102
-            status = 0
-        else:
-            from grader.batch.inside import worker
+def _attributes():
+    """What the server's children inherit from it and a process of the same user may change
+    by pid: priority, CPU affinity, scheduling, resource limits, OOM score, I/O priority."""
+    import resource
 
-            status = worker.main([path])
-    except SystemExit as exit:
-        status = exit.code if isinstance(exit.code, int) else 1
-    except BaseException:  # noqa: BLE001 - said on the run's stderr; the parent sees the exit
-        import traceback
-
-        traceback.print_exc()
-        status = 1
-    sys.stderr.flush()
-    return status
+    limits = tuple(resource.getrlimit(getattr(resource, name))
+                   for name in sorted(dir(resource)) if name.startswith("RLIMIT_"))
+    with open("/proc/self/oom_score_adj") as handle:
+        oom = handle.read()
+    ioprio = _libc.syscall(IOPRIO_GET[os.uname().machine], 1, 0) \
+        if os.uname().machine in IOPRIO_GET else None  # IOPRIO_WHO_PROCESS, itself
+    return (os.getpriority(os.PRIO_PROCESS, 0), sorted(os.sched_getaffinity(0)),
+            os.sched_getscheduler(0), os.sched_getparam(0).sched_priority, limits, oom, ioprio)
 
 
 class _CapHeader(ctypes.Structure):
