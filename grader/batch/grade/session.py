@@ -18,6 +18,7 @@ import threading
 import time
 
 from grader.batch.grade import grading, intake, machine, step_times
+from grader.batch.isolation import hosts
 from grader.batch.outputs import secret
 from grader.batch.grade.folder_digest import folder_digest
 from grader.batch.grade.manifest import MANIFEST, Manifest
@@ -98,6 +99,7 @@ class Session:
             "elapsed_s": round(time.monotonic() - started, 1),
             "submissions_unchanged": before == after, "isolation": self.settings.isolation,
             "speed": speed_record, "seconds": step_times.summary(ordered),
+            "sandboxes": hosts.counts() if self.settings.sandboxed else None,
         }))
         report("statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())))
         report(f"gradebook: {self.out_dir / 'gradebook.csv'}")

@@ -137,13 +137,13 @@ class Host:
                 _sandbox_pid(member.pid) not in (1, None)]
 
     def clean(self):
-        """Have the server wipe the sandbox after a run; False where it could not."""
+        """Have the server wipe the sandbox after a run: "" once it did, else why not."""
         try:
             self.control.send(json.dumps({"do": "clean"}).encode())
             answer = self._answer(ANSWER_S)
-        except (OSError, HostError):
-            return False
-        return bool(answer.get("clean"))
+        except (OSError, HostError) as error:
+            return f"the server did not answer ({error})"
+        return "" if answer.get("clean") else answer.get("why") or f"refused: {answer}"
 
     def answering(self):
         """Whether its server is there and not stopped (a run can stop it)."""
@@ -282,7 +282,9 @@ def _key(backend_name, device):
 
 _idle = collections.defaultdict(list)
 _every = set()
-_lock = threading.Lock()
+_lock = threading.RLock()
+COUNTS = collections.Counter(started=0, runs=0)
+CLOSED = collections.Counter()
 
 
 def take(backend_name, device):
@@ -292,24 +294,44 @@ def take(backend_name, device):
         while idle:
             host = idle.pop()
             if host.answering():
+                COUNTS["runs"] += 1
                 return host
-            _every.discard(host)
-            host.close()
+            _close(host, "its server stopped answering while idle")
     host = Host(backend_name, device)
     with _lock:
         _every.add(host)
+        COUNTS["started"] += 1
+        COUNTS["runs"] += 1
     return host
 
 
 def give_back(host, clean):
     """After a run: keep the host for the next run if it was made clean, else end it."""
-    if clean and host.answering() and host.clean():
+    if not clean:
+        why = "its run did not end"
+    elif not host.answering():
+        why = "a run stopped or ended its server"
+    else:
+        why = host.clean()
+    if not why:
         with _lock:
             _idle[host.key].append(host)
         return
+    _close(host, why)
+
+
+def _close(host, why):
     with _lock:
         _every.discard(host)
+        CLOSED[why] += 1
     host.close()
+
+
+def counts():
+    """What the hosts did in this process: sandboxes started, runs they served, and why
+    the ones closed before the end were closed (environment.json keeps it)."""
+    with _lock:
+        return {**COUNTS, "closed": dict(CLOSED)}
 
 
 @atexit.register

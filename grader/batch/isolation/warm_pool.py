@@ -34,7 +34,11 @@ class WarmPool:
         self.lock = threading.Lock()
         self.changed = threading.Condition(self.lock)  # a worker started, or failed to
         self.closed = False
-        self.starter = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+        # Each start waits for a sandbox's imports when no idle one is there: they go on
+        # side by side (grader.batch.isolation.hosts starts every sandbox on a thread of
+        # its own that outlives them, as bubblewrap's --die-with-parent needs).
+        self.starter = concurrent.futures.ThreadPoolExecutor(
+            max_workers=max(1, sum(self.ahead.values())))
 
     def expect(self, runs):
         """``runs`` more runs will (at most) take a worker. None is started before the first
@@ -77,9 +81,7 @@ class WarmPool:
             self.starter.submit(self._start, device)
 
     def _start(self, device):
-        """On the starter's thread, which lives as long as the pool: bubblewrap ends its
-        sandbox when the thread that started it ends (``--die-with-parent``), and the runs'
-        threads end before the workers they start ahead are taken."""
+        """On one of the starter's threads."""
         worker = None
         try:
             worker = sandbox.Worker(device=device, **self.options)
