@@ -65,6 +65,37 @@ say(os.access('/tmp/home', os.W_OK))
     assert second[2] is True
 
 
+def test_python_bound_under_tmp_stays_while_what_a_run_left_beside_it_goes(tmp_path, monkeypatch):
+    """Where Python's packages lie under /tmp (a --target install, say), the sandbox binds
+    them there, read-only, on its /tmp: putting /tmp back leaves them in place."""
+    from grader.batch.isolation import launch
+
+    packages = tmp_path / "site" / "pkgs"
+    packages.mkdir(parents=True)
+    (packages / "module.py").write_text("VALUE = 1\n")
+    folders = launch.python_folders()
+    monkeypatch.setattr(launch, "python_folders", lambda: folders + [str(packages)])
+    hosts.close_all()
+    code = f"""
+say({SERVER})
+say(open({str(packages / 'module.py')!r}).read())
+for attempt in ("os.unlink({str(packages / 'module.py')!r})", "open({str(packages / 'x')!r}, 'w')"):
+    try:
+        eval(attempt)
+        say('did ' + attempt)
+    except OSError:
+        pass
+open({str(packages.parent / 'left')!r}, 'w').write('x')
+say(sorted(os.listdir({str(packages.parent)!r})))
+"""
+    first, _ = _probe(code)
+    second, _ = _probe(code)
+    assert first[0] == second[0]  # the same sandbox, put back
+    assert first[1] == second[1] == "VALUE = 1\n"
+    assert first[2] == second[2] == ["left", "pkgs"]  # each run's own file, then gone
+    assert len(first) == len(second) == 3
+
+
 def test_a_run_finds_no_process_an_earlier_run_left():
     first, _ = _probe(f"""
 say({SERVER})

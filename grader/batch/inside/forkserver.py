@@ -86,7 +86,7 @@ class Server:
         self.child = None
         self.dev = _dev_listing()
         self.attributes = _attributes()
-        self.wiped = [entry for folder in WIPED for entry in _tree(folder)]
+        self.wiped = {folder: _tree(folder) for folder in WIPED}
 
     def send(self, **message):
         self.control.send(json.dumps(message).encode())
@@ -142,17 +142,10 @@ class Server:
         else:
             return "a run's processes outlived every attempt to end them"
         for folder in WIPED:
-            for name in os.listdir(folder):
-                _remove(os.path.join(folder, name))
-            if os.listdir(folder):
-                return f"{folder} could not be emptied"
-        for path, mode, data in self.wiped:  # what the imports made (~/.ninetoothed)
-            if data is None:
-                os.mkdir(path, mode)
-            else:
-                with open(path, "xb") as handle:
-                    handle.write(data)
-                os.chmod(path, mode)
+            kept = self.wiped[folder]
+            _restore(folder, kept)
+            if _tree(folder) != kept:
+                return f"{folder} could not be put back as it was"
         if _dev_listing() != self.dev:
             return "a run changed /dev"
         if _attributes() != self.attributes:
@@ -169,19 +162,54 @@ class Server:
 
 
 def _tree(folder):
-    """(path, mode, bytes or None for a folder) of everything below ``folder``, parents
-    first."""
-    entries = []
+    """{path: (mode, bytes, or None for a folder)} of what lies below ``folder`` on its own
+    file system: a folder bound into it (Python's, where it lies under /tmp) is a mount
+    point, kept as a name, never entered."""
+    device, entries = os.lstat(folder).st_dev, {}
     for root, dirs, files in os.walk(folder):
-        dirs.sort()
-        for name in dirs:
+        for name in list(dirs):
             path = os.path.join(root, name)
-            entries.append((path, stat.S_IMODE(os.lstat(path).st_mode), None))
-        for name in sorted(files):
+            info = os.lstat(path)
+            entries[path] = (stat.S_IMODE(info.st_mode), None)
+            if info.st_dev != device:
+                dirs.remove(name)  # a mount: its own, read-only contents are not the run's
+        for name in files:
             path = os.path.join(root, name)
-            with open(path, "rb") as handle:
-                entries.append((path, stat.S_IMODE(os.lstat(path).st_mode), handle.read()))
+            info = os.lstat(path)
+            data = None
+            if stat.S_ISREG(info.st_mode):
+                with open(path, "rb") as handle:
+                    data = handle.read()
+            entries[path] = (stat.S_IMODE(info.st_mode), data if data is not None else b"?")
     return entries
+
+
+def _restore(folder, kept):
+    """Put ``folder`` back as ``_tree`` saw it: what a run added removed, the folders it
+    kept (and the mount points) left in place with their modes, its files rewritten."""
+    device = os.lstat(folder).st_dev
+    os.chmod(folder, os.lstat(folder).st_mode | stat.S_IRWXU)
+    for root, dirs, files in os.walk(folder):
+        for name in list(dirs) + files:
+            path = os.path.join(root, name)
+            info = os.lstat(path)
+            if path in kept and kept[path][1] is None and stat.S_ISDIR(info.st_mode):
+                if info.st_dev != device:
+                    dirs.remove(name)
+                else:
+                    os.chmod(path, kept[path][0] | stat.S_IRWXU)
+                continue
+            if name in dirs:
+                dirs.remove(name)
+            _remove(path)
+    for path, (mode, data) in kept.items():  # parents first, as os.walk found them
+        if data is None and not os.path.lexists(path):
+            os.mkdir(path, mode)
+        elif data is not None:
+            with open(path, "xb") as handle:
+                handle.write(data)
+        if os.lstat(path).st_dev == device:
+            os.chmod(path, mode)
 
 
 def _pids():
