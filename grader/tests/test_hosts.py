@@ -39,13 +39,16 @@ def _server():
 
 @pytest.fixture(autouse=True)
 def one_sandbox():
-    """Each test starts with at most one idle sandbox, so that its runs share it."""
+    """Each test starts with no sandbox, so that its runs share the one they start; a test
+    that expects them to is failed where a second one started (a /tmp's device number may
+    be used again once its sandbox is gone)."""
     hosts.close_all()
-    yield
+    before = hosts.counts()["started"]
+    yield lambda: hosts.counts()["started"] - before
     hosts.close_all()
 
 
-def test_a_run_finds_no_file_an_earlier_run_left():
+def test_a_run_finds_no_file_an_earlier_run_left(one_sandbox):
     first, _ = _probe(f"""
 say({SERVER})
 for path in ('/tmp/left', '/tmp/home/left', '/dev/shm/left', '/tmp/home/.ninetoothed/left'):
@@ -60,12 +63,13 @@ say(sorted(os.path.join(root, name) for top in ('/tmp', '/dev/shm')
            for root, dirs, files in os.walk(top) for name in dirs + files))
 say(os.access('/tmp/home', os.W_OK))
 """)
-    assert first[0] == second[0]  # the same sandbox
+    assert first[0] == second[0] and one_sandbox() == 1  # the same sandbox
     assert second[1] == ["/tmp/home", "/tmp/home/.ninetoothed"]
     assert second[2] is True
 
 
-def test_python_bound_under_tmp_stays_while_what_a_run_left_beside_it_goes(tmp_path, monkeypatch):
+def test_python_bound_under_tmp_stays_while_what_a_run_left_beside_it_goes(tmp_path, monkeypatch,
+                                                                        one_sandbox):
     """Where Python's packages lie under /tmp (a --target install, say), the sandbox binds
     them there, read-only, on its /tmp: putting /tmp back leaves them in place."""
     from grader.batch.isolation import launch
@@ -90,13 +94,13 @@ say(sorted(os.listdir({str(packages.parent)!r})))
 """
     first, _ = _probe(code)
     second, _ = _probe(code)
-    assert first[0] == second[0]  # the same sandbox, put back
+    assert first[0] == second[0] and one_sandbox() == 1  # the same sandbox, put back
     assert first[1] == second[1] == "VALUE = 1\n"
     assert first[2] == second[2] == ["left", "pkgs"]  # each run's own file, then gone
     assert len(first) == len(second) == 3
 
 
-def test_a_run_finds_no_process_an_earlier_run_left():
+def test_a_run_finds_no_process_an_earlier_run_left(one_sandbox):
     first, _ = _probe(f"""
 say({SERVER})
 import subprocess
@@ -109,11 +113,11 @@ time.sleep(1)
 say(len([pid for pid in os.listdir('/proc') if pid.isdigit()]))
 """)
     second, _ = _probe(f"say({SERVER})\nsay(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))")
-    assert first[0] == second[0] and first[1] >= 9
+    assert first[0] == second[0] and one_sandbox() == 1 and first[1] >= 9
     assert second[1][:2] == [1, 2] and len(second[1]) == 3  # bubblewrap, the server, itself
 
 
-def test_inter_process_objects_die_with_the_run_that_made_them():
+def test_inter_process_objects_die_with_the_run_that_made_them(one_sandbox):
     first, _ = _probe(f"""
 say({SERVER})
 import ctypes
@@ -132,7 +136,7 @@ say(libc.msgget(0x4E54, 0o666))
 say(libc.mq_open(b'/ntgemm-left', 0o2, 0o666, None))  # O_RDWR
 say(open('/proc/sysvipc/shm').read().count('\\n'))
 """)
-    assert first[0] == second[0]
+    assert first[0] == second[0] and one_sandbox() == 1
     # System V objects are made, in the run's own namespace; a POSIX queue not even that
     # (EOVERFLOW: the run's user has no id in its namespace, whose queue file system it is).
     assert first[1] >= 0 and first[2] >= 0
@@ -190,14 +194,14 @@ say([os.getpriority(os.PRIO_PROCESS, 0), sorted(os.sched_getaffinity(0)), os.sch
     "os.unlink('/dev/stdin')",
     "os.nice(10)\nopen('/proc/self/oom_score_adj', 'w').write('1000')",  # on itself alone
 ])
-def test_no_run_changes_what_the_runs_after_it_inherit(attack):
+def test_no_run_changes_what_the_runs_after_it_inherit(attack, one_sandbox):
     """The server's children inherit its attributes; a run can change some of the
     server's by its pid. The next run is forked from a server as it started, in a new
     sandbox where the attack reached the server."""
     pristine, _ = _probe(f"say({SERVER})\n{INHERITED}")
     first, _ = _probe(f"say({SERVER})\n{attack}\n")
+    assert one_sandbox() == 1  # the attack ran in the pristine run's sandbox
     second, _ = _probe(f"say({SERVER})\n{INHERITED}")
-    assert pristine[0] == first[0]
     assert second[1] == pristine[1]
     assert len(hosts._every) == 1
 
@@ -220,3 +224,14 @@ def test_every_sandbox_ends_with_the_grader(tmp_path):
     process.wait()
     gone, alive = psutil.wait_procs(servers, timeout=10)
     assert not alive
+
+
+def test_a_sandbox_whose_server_died_while_idle_serves_no_run():
+    """The host's OOM killer, say: the next run gets a new sandbox, and the batch goes on."""
+    before = hosts.counts()["started"]
+    _probe("say(1)")
+    (idle,) = [host for queue in hosts._idle.values() for host in queue]
+    idle.server.kill()
+    idle.server.wait(timeout=10)
+    notes, _ = _probe("say(2)")
+    assert notes == [2] and hosts.counts()["started"] == before + 2

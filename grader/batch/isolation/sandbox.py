@@ -1,10 +1,12 @@
 """Run one worker (grader.batch.inside.worker) in a bubblewrap sandbox, and watch it from outside.
 
-What a sandboxed worker gets (grader.batch.isolation.launch.bwrap_arguments):
+A sandboxed worker is forked by the fork server of a sandbox that holds no other run while
+it lasts (grader.batch.isolation.hosts, grader.batch.inside.forkserver). What it gets
+(grader.batch.isolation.launch.bwrap_arguments, and the fork server's own steps):
 
-* every namespace of its own: user (it runs as uid 65534), pid (it sees only
-  itself, and everything it starts dies with it, daemons included), network
-  (none), ipc, uts and cgroup; no capabilities; ``--die-with-parent``;
+* the sandbox's namespaces: user (it runs as uid 65534), pid, network (none), uts and
+  cgroup; user, mount and IPC namespaces of its own below them, with the server and
+  bubblewrap's init covered in ``/proc``; no capabilities; ``--die-with-parent``;
 * a root file system that holds only what Python needs, read-only: ``/usr``,
   the ``/bin`` and ``/lib`` links, a few files of ``/etc``, the interpreter's
   prefixes and the folders torch, triton and ninetoothed load from. Never the
@@ -12,8 +14,8 @@ What a sandboxed worker gets (grader.batch.isolation.launch.bwrap_arguments):
   or the user's home;
 * ``/job``, read-only: the one file it runs and a copy of the grader modules the worker
   imports (grader.batch.isolation.folders: their import closure, derived, not listed);
-* ``/tmp`` (its ``$HOME`` and caches live there) and ``/dev/shm``, size-limited
-  tmpfs that vanish with it; nothing else is writable;
+* ``/tmp`` (its ``$HOME`` and caches live there) and ``/dev/shm``, size-limited tmpfs put
+  back as they were once it ends; bubblewrap's ``/dev``, which must then be unchanged;
 * an allowlisted environment (``launch.child_environment``), and on a GPU the NVIDIA
   device nodes and ``/sys``.
 
@@ -21,7 +23,8 @@ The parent talks to it through pipes (grader.batch.inside.protocol), and observe
 how it ended (``Ending``): a time limit and a host-memory limit (the resident
 memory of its whole process tree, polled with psutil) are enforced by killing
 it; any other end before the conversation finished is a crash. A worker's
-exit code is never taken as a verdict.
+exit code is never taken as a verdict. Its process tree, for these limits and for the kill,
+is every process of its sandbox but bubblewrap's and the server.
 
 The time limit is charged on the wall clock, less the time the run waited for a CPU core
 that others held (grader.batch.isolation.usage says why and how); WALL_FACTOR times the limit
@@ -205,13 +208,7 @@ class Worker:
         self.who = None  # the unprivileged user its processes run as, until they are ended
         self.started = self.clock = time.monotonic()  # the time limit counts from ``clock``
         if sandboxed:
-            self.host = hosts.take(backend_name, device)
-            self.job = self.host.job
-            try:
-                self.process = self.host.fork(_probe_code(inner))
-            except hosts.HostError as error:
-                hosts.give_back(self.host, clean=False)
-                raise GraderError(str(error)) from None
+            self._fork(backend_name, device, _probe_code(inner))
         else:
             self._start_unsandboxed(backend_name, device, inner)
         if on_start:
@@ -232,6 +229,21 @@ class Worker:
         self.reader.start()
         self.writer = self.stdin.thread = threading.Thread(target=self._write, daemon=True)
         self.writer.start()
+
+    def _fork(self, backend_name, device, code):
+        """Fork the worker in an idle sandbox; where that one's server died while it waited
+        (the host's OOM killer, say), in a new one. The grader's own failure past that."""
+        for attempt in range(2):
+            self.host = hosts.take(backend_name, device)
+            self.job = self.host.job
+            try:
+                self.process = self.host.fork(code)
+                return
+            except hosts.HostError as error:
+                hosts.give_back(self.host, clean=False)
+                self.host = None
+                if attempt:
+                    raise GraderError(str(error)) from None
 
     def _start_unsandboxed(self, backend_name, device, inner):
         """A plain child process (--unsafe-no-sandbox), as an unprivileged user where the

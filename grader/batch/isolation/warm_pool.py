@@ -1,11 +1,12 @@
 """Workers started ahead of need, so that a run does not wait for one to warm up.
 
-A worker's first seconds are the same whoever it will grade: the sandbox, Python, torch,
-Triton, NineToothed and the grader's modules (grader.batch.inside.worker's warm-up; 8 s of
-a core on an H200 host, more under load). While a run goes on, the pool warms up the
-workers of the runs after it. Each worker serves one run and is then ended, as before:
-warming up ahead changes when a sandbox starts, never what it holds, and no worker holds a
-student's file before it is handed over (grader.batch.isolation.sandbox.Worker.assign).
+A worker's first seconds are the same whoever it will grade. Most of them, the imports, a
+sandbox's fork server makes once (grader.batch.isolation.hosts); the rest is the fork, the
+backend's start (CUDA, on a GPU) and, when no sandbox is idle, a new sandbox's imports. While
+a run goes on, the pool warms up the workers of the runs after it. Each worker serves one
+run and is then ended, as before: warming up ahead changes when a worker starts, never what
+it holds, and no worker holds a student's file before it is handed over
+(grader.batch.isolation.sandbox.Worker.assign).
 
 The pool warms up no more workers than the runs still to come can take (``expect``,
 ``forgo``), so a class ends with none wasted; a run that finds none ready starts its own,
