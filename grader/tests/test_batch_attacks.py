@@ -234,8 +234,9 @@ def batch(tmp_path_factory):
         result = grade(base, classdir, base / "out")
     finally:
         # What the batch left behind, looked at (and cleaned up) at once, whatever happened.
-        left_processes = survivors([token, "grader.batch.inside.worker", "grader.batch.inside.forkserver"],
-                                   token, base / "tmp")
+        left_processes = survivors(
+            [token, "grader.batch.inside.worker", "grader.batch.inside.forkserver"], token,
+            base / "tmp")
         left_files = host_leftovers(token, base / "tmp", caches)
         changed = tampered_sources(before_sources, token)
     alone = base / "alone"

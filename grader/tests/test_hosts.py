@@ -112,7 +112,8 @@ import time
 time.sleep(1)
 say(len([pid for pid in os.listdir('/proc') if pid.isdigit()]))
 """)
-    second, _ = _probe(f"say({SERVER})\nsay(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))")
+    second, _ = _probe(f"say({SERVER})\n"
+                       "say(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))")
     assert first[0] == second[0] and one_sandbox() == 1 and first[1] >= 9
     assert second[1][:2] == [1, 2] and len(second[1]) == 3  # bubblewrap, the server, itself
 
@@ -146,7 +147,8 @@ say(open('/proc/sysvipc/shm').read().count('\\n'))
 def test_a_run_holds_no_capability_and_cannot_read_or_trace_the_server():
     notes, _ = _probe("""
 status = open('/proc/self/status').read()
-say([line.split()[1] for line in status.splitlines() if line.startswith(('CapEff', 'CapPrm', 'CapBnd'))])
+say([line.split()[1] for line in status.splitlines()
+     if line.startswith(('CapEff', 'CapPrm', 'CapBnd'))])
 for pid in ('1', '2', 'self/../2'):
     for name, mode in (('mem', 'rb'), ('environ', 'rb'), ('oom_score_adj', 'w'), ('autogroup', 'w'),
                        ('fd/3', 'rb'), ('status', 'rb')):

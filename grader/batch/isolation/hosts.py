@@ -32,6 +32,7 @@ from grader.batch.isolation import folders, launch
 
 ANSWER_S = 30.0  # at most, for the server's answer to fork or clean
 READY_S = 600.0  # at most, for a new server's imports (a loaded host takes long)
+SERVER_PID = 2  # in the sandbox: bubblewrap's init is 1, the command it starts 2
 _STARTER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="hosts")
 
 
@@ -100,28 +101,32 @@ class Host:
         if self.server is None:
             if not self._answer(READY_S).get("ready"):
                 raise HostError("the sandbox's fork server did not start")
-            self.server = _find(self.process.pid, 2)
+            self.server = _find(self.process.pid, SERVER_PID)
         return self.server
 
     def fork(self, code=None):
         """A ``Child``: the worker of one run (or a test's probe ``code``), started on three
-        new pipes."""
+        new pipes and held at a fourth until the parent has found it on the host."""
         self.ready()
         stdin, stdout, stderr, go = os.pipe(), os.pipe(), os.pipe(), os.pipe()
         theirs = [stdin[0], stdout[1], stderr[1], go[0]]
-        try:
-            socket.send_fds(self.control, [json.dumps({"do": "fork", "code": code}).encode()], theirs)
-        except OSError as error:
-            raise HostError(f"the sandbox's fork server is gone ({error})") from None
-        finally:
-            for fd in theirs:
-                os.close(fd)
         child = Child(self, stdin[1], stdout[0], stderr[0])
+        request = json.dumps({"do": "fork", "code": code}).encode()
         with open(go[1], "wb", buffering=0) as start:
-            answer = self._answer(ANSWER_S)
-            if "forked" in answer and child.attach(answer["forked"]):
-                start.write(b"g")
-                return child
+            try:
+                socket.send_fds(self.control, [request], theirs)
+                answer = self._answer(ANSWER_S)
+                if "forked" in answer and child.attach(answer["forked"]):
+                    start.write(b"g")
+                    return child
+            except OSError as error:
+                answer = f"its server is gone: {error}"
+            except HostError:
+                child.close_pipes()
+                raise
+            finally:
+                for fd in theirs:
+                    os.close(fd)
         child.close_pipes()
         raise HostError(f"a worker could not be started in the sandbox ({answer})")
 
@@ -132,9 +137,8 @@ class Host:
         except psutil.Error:
             return []
         keep = {self.process.pid, self.server.pid if self.server else None}
-        return [member for member in everyone
-                if member.pid not in keep and _depth(member.pid) != 1 and
-                _sandbox_pid(member.pid) not in (1, None)]
+        return [member for member in everyone  # bubblewrap's init is pid 1 in the sandbox
+                if member.pid not in keep and _sandbox_pid(member.pid) != 1]
 
     def clean(self):
         """Have the server wipe the sandbox after a run: "" once it did, else why not."""
@@ -184,7 +188,7 @@ class Child:
     def attach(self, sandbox_pid):
         """Find the child on the host (it waits for its go until then); False if not there."""
         self.sandbox_pid = sandbox_pid
-        found = _find(self.host.process.pid, 2, sandbox_pid)
+        found = _find(self.host.process.pid, sandbox_pid)
         self.pid = found.pid if found else None
         return found is not None
 
@@ -242,23 +246,19 @@ def _namespace_pids(pid):
     return []
 
 
-def _depth(pid):
-    return len(_namespace_pids(pid))
-
-
 def _sandbox_pid(pid):
     pids = _namespace_pids(pid)
     return pids[1] if len(pids) >= 2 else None
 
 
-def _find(root, depth, sandbox_pid=2, wait_s=10.0):
-    """The descendant of ``root`` (a host pid) whose pid in the sandbox is ``sandbox_pid``."""
+def _find(root, sandbox_pid, wait_s=10.0):
+    """The descendant of ``root`` (bubblewrap, on the host) whose pid in the sandbox is
+    ``sandbox_pid``, in no deeper namespace."""
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         try:
             for member in psutil.Process(root).children(recursive=True):
-                if _namespace_pids(member.pid)[1:2] == [sandbox_pid] \
-                        and _depth(member.pid) == depth:
+                if _namespace_pids(member.pid)[1:] == [sandbox_pid]:
                     return member
         except (psutil.Error, IndexError):
             pass

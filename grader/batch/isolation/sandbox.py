@@ -396,27 +396,32 @@ class Worker:
         grader.batch.inside.worker), and wait for the answer, a few seconds at most, before
         the kill: on a loaded machine it can take more than a moment."""
         asked = False
-        if self.host and self.worker:  # the forked worker alone: what it started would die
+        for pid in self._worker_pids():
             try:
-                os.kill(self.process.pid, signal.SIGUSR1)
+                os.kill(pid, signal.SIGUSR1)
                 asked = True
             except OSError:
-                pass
-        for member in [] if self.host else [psutil.Process(self.process.pid)] + self.usage.members():
-            try:
-                command = member.cmdline()
-                # The Python worker only: bubblewrap, whose command line names the worker
-                # too, would die of the signal and take the worker with it.
-                if command and os.path.basename(command[0]).startswith("python") \
-                        and "grader.batch.inside.worker" in command:
-                    member.send_signal(signal.SIGUSR1)
-                    asked = True
-            except psutil.Error:
                 pass
         deadline = time.monotonic() + WHERE_WAIT_S
         while asked and not self.stderr.holds(protocol.HANG_SITE.encode()) \
                 and time.monotonic() < deadline:
             time.sleep(pipes.POLL_S)
+
+    def _worker_pids(self):
+        """The worker's own process, which answers "where are you?": never what it started,
+        which the signal would kill, nor a test's probe."""
+        if self.host:
+            return [self.process.pid] if self.worker else []
+        pids = []
+        for member in [psutil.Process(self.process.pid)] + self.usage.members():
+            try:
+                command = member.cmdline()
+            except psutil.Error:
+                continue
+            if command and os.path.basename(command[0]).startswith("python") \
+                    and "grader.batch.inside.worker" in command:
+                pids.append(member.pid)
+        return pids
 
     def _kill(self):
         members = self.usage.members()
