@@ -88,3 +88,21 @@ def kit_files_loaded_alone(folder, imports, timeout=300):
                             env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)})
     assert result.returncode == 0, result.stderr[-2000:]
     return eval(result.stdout)
+
+
+def sandbox_probe(code, limits, render="str"):
+    """Run ``code`` in a sandbox as a worker is run (forked by its server); its notes, each
+    ``say(value)`` sent as ``render(value)``, and its ending. The probe's stream ends
+    without the protocol's closing messages, so its ending is ``crashed`` unless a limit
+    ended it first."""
+    from grader.batch.isolation import sandbox
+
+    program = ("import os, sys\nfrom grader.batch.inside import protocol\n"
+               "out = os.fdopen(os.dup(1), 'wb')\n"
+               f"def say(text):\n    protocol.send(out, 'hello', note={render}(text))\n" + code)
+    worker = sandbox.Worker(backend_name="interpreter", limits=limits,
+                            inner=[sys.executable, "-c", program])
+    notes = []
+    while (message := worker.receive(lambda kind, fields: 0)) is not None:
+        notes.append(message.fields.get("note", ""))
+    return notes, worker.finish()

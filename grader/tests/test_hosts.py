@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from grader.batch.isolation import hosts, sandbox
+from grader.tests.batch_helpers import sandbox_probe
 
 pytestmark = pytest.mark.skipif(sandbox.check(False) is not None,
                                 reason=f"bubblewrap cannot start here: {sandbox.check(False)}")
@@ -21,20 +22,9 @@ SERVER = "os.stat('/tmp').st_dev"  # one per sandbox: its /tmp's file system
 
 
 def _probe(code):
-    """Run ``code`` forked in a sandbox; its notes (``say``) and its ending."""
-    program = ("import os, sys\nfrom grader.batch.inside import protocol\n"
-               "out = os.fdopen(os.dup(1), 'wb')\n"
-               "def say(text):\n    protocol.send(out, 'hello', note=repr(text))\n" + code)
-    worker = sandbox.Worker(backend_name="interpreter", limits=LIMITS,
-                            inner=[sys.executable, "-c", program])
-    notes = []
-    while (message := worker.receive(lambda kind, fields: 0)) is not None:
-        notes.append(eval(message.fields.get("note", "None")))
-    return notes, worker.finish()
-
-
-def _server():
-    return _probe(f"say({SERVER})")[0][0]
+    """Run ``code`` forked in a sandbox; its notes (``say``, as Python values) and ending."""
+    notes, ending = sandbox_probe(code, LIMITS, render="repr")
+    return [eval(note) for note in notes], ending
 
 
 @pytest.fixture(autouse=True)

@@ -17,7 +17,7 @@ import pytest
 from grader.batch import cli, import_graph
 from grader.batch.inside import protocol
 from grader.batch.isolation import launch, sandbox, usage
-from grader.tests.batch_helpers import NEEDS_INTERPRETER
+from grader.tests.batch_helpers import NEEDS_INTERPRETER, sandbox_probe
 from grader.batch.status import ExitCode
 from grader.tests.batch_helpers import DEMO, run_grader
 
@@ -27,19 +27,9 @@ LIMITS = sandbox.Limits(timeout_s=30, memory_bytes=2 << 30)
 
 
 def _probe(code, limits=LIMITS):
-    """Run ``code`` in the sandbox as the worker would be run; return (its notes, ending).
-
-    The probe's stream ends without the protocol's closing messages, so every
-    probe's ending is ``crashed`` unless a limit ended it first."""
-    program = ("import os, sys\nfrom grader.batch.inside import protocol\n"
-               "out = os.fdopen(os.dup(1), 'wb')\n"
-               "def say(text):\n    protocol.send(out, 'hello', note=str(text))\n" + code)
-    worker = sandbox.Worker(backend_name="interpreter", limits=limits,
-                            inner=[sys.executable, "-c", program])
-    notes = []
-    while (message := worker.receive(lambda kind, fields: 0)) is not None:
-        notes.append(message.fields.get("note", ""))
-    return "\n".join(notes), worker.finish()
+    """Run ``code`` in the sandbox as the worker would be run; return (its notes, ending)."""
+    notes, ending = sandbox_probe(code, limits)
+    return "\n".join(notes), ending
 
 
 def test_a_worker_sees_only_itself_and_writes_only_its_tmpfs(tmp_path, monkeypatch):

@@ -39,7 +39,6 @@ import ctypes
 import json
 import os
 import select
-import shutil
 import signal
 import socket
 import stat
@@ -217,23 +216,12 @@ def _pids():
 
 
 def _remove(path):
-    """Delete what a run left, whatever permissions it set on it (it ran as this user)."""
-    def retry(function, target, _excinfo):
-        try:
-            os.chmod(os.path.dirname(target), stat.S_IRWXU)
-            function(target)
-        except OSError:
-            pass
+    """Delete what a run left, whatever permissions it set on it (it ran as this user, and
+    every process of it has ended)."""
+    from grader.batch.isolation.folders import remove_tree
 
     if os.path.isdir(path) and not os.path.islink(path):
-        os.chmod(path, stat.S_IRWXU)
-        for root, dirs, _files in os.walk(path):
-            for name in dirs:
-                try:
-                    os.chmod(os.path.join(root, name), stat.S_IRWXU, follow_symlinks=False)
-                except (OSError, NotImplementedError):
-                    pass
-        shutil.rmtree(path, onerror=retry)
+        remove_tree(path)
     else:
         try:
             os.unlink(path)
