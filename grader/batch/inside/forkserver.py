@@ -218,7 +218,7 @@ def _pids():
 def _remove(path):
     """Delete what a run left, whatever permissions it set on it (it ran as this user, and
     every process of it has ended)."""
-    from grader.batch.isolation.folders import remove_tree
+    from grader.batch.removal import remove_tree
 
     if os.path.isdir(path) and not os.path.islink(path):
         remove_tree(path)

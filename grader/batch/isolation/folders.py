@@ -14,6 +14,7 @@ import tempfile
 import threading
 
 from grader.batch import import_graph
+from grader.batch.removal import remove_tree
 
 
 @functools.cache
@@ -85,31 +86,3 @@ def prepare_scratch():
     scratch = pathlib.Path(tempfile.mkdtemp(prefix="scratch-", dir=batch_root()))
     (scratch / "home").mkdir()
     return scratch
-
-
-def remove_tree(path):
-    """Delete a folder, read-only parts included. Root needs no permission to, and changes
-    none: an unprivileged run may swap a folder of its scratch for a link meanwhile."""
-    def retry(function, target, _excinfo):
-        try:
-            os.chmod(os.path.dirname(target), stat.S_IRWXU)
-            function(target)
-        except OSError:
-            pass
-
-    if not os.path.exists(path):
-        return
-    if os.geteuid() == 0:
-        shutil.rmtree(path, ignore_errors=True)
-        return
-    for root, dirs, _files in os.walk(path):
-        for name in dirs:
-            try:
-                os.chmod(os.path.join(root, name), stat.S_IRWXU)
-            except OSError:
-                pass
-    try:
-        os.chmod(path, stat.S_IRWXU)
-    except OSError:
-        pass
-    shutil.rmtree(path, onerror=retry)

@@ -29,6 +29,7 @@ import time
 import psutil
 
 from grader.batch.isolation import folders, launch
+from grader.batch.removal import remove_tree
 
 ANSWER_S = 30.0  # at most, for the server's answer to fork or clean
 READY_S = 600.0  # at most, for a new server's imports (a loaded host takes long)
@@ -57,7 +58,7 @@ class Host:
                 subprocess.Popen, command, stdin=subprocess.DEVNULL, stdout=self.log,
                 stderr=self.log, pass_fds=[theirs.fileno()], start_new_session=True).result()
         except BaseException:
-            folders.remove_tree(self.job)
+            remove_tree(self.job)
             raise
         finally:
             theirs.close()
@@ -167,7 +168,7 @@ class Host:
         self.process.wait()
         self.control.close()
         self.log.close()
-        folders.remove_tree(self.job)
+        remove_tree(self.job)
 
     def stderr(self):
         self.log.seek(0)

@@ -56,6 +56,7 @@ import psutil
 
 from grader.batch.inside import protocol
 from grader.batch.isolation import folders, hosts, launch, pipes, unprivileged, usage
+from grader.batch.removal import remove_tree
 from grader.batch.status import GraderError
 from grader.core.messages import say
 
@@ -169,8 +170,8 @@ def check_unsandboxed():
     except (OSError, subprocess.SubprocessError, RuntimeError, unprivileged.Unavailable) as error:
         return f"could not start a process as {who.name}: {error}"
     finally:
-        folders.remove_tree(job)
-        folders.remove_tree(scratch)
+        remove_tree(job)
+        remove_tree(scratch)
     if probe.returncode:
         return f"a process as {who.name} exited with {probe.returncode}: " \
                f"{probe.stderr.strip()[-1500:]}"
@@ -271,8 +272,8 @@ class Worker:
                 start_new_session=True, close_fds=True, **options)
         except BaseException:
             self._release()
-            folders.remove_tree(self.job)
-            folders.remove_tree(self.scratch)
+            remove_tree(self.job)
+            remove_tree(self.scratch)
             raise
 
     def assign(self, mode, source, limits):
@@ -477,8 +478,8 @@ class Worker:
         """Sandboxed: the host serves the next run once its server wiped it
         (grader.batch.isolation.hosts); unsandboxed: the run's folders go."""
         if self.host is None:
-            folders.remove_tree(self.job)
-            folders.remove_tree(self.scratch)
+            remove_tree(self.job)
+            remove_tree(self.scratch)
             return
         host, self.host = self.host, None
         try:
