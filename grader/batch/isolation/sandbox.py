@@ -207,11 +207,13 @@ class Worker:
         self.worker = inner is None  # not a test's probe: it answers "where are you?"
         self.scratch = None
         self.who = None  # the unprivileged user its processes run as, until they are ended
-        self.started = self.clock = time.monotonic()  # the time limit counts from ``clock``
         if sandboxed:
             self._fork(backend_name, device, _probe_code(inner))
         else:
             self._start_unsandboxed(backend_name, device, inner)
+        # The time limit counts from ``clock``: from here (not from a new sandbox's imports,
+        # which are nobody's run), and for a run from ``assign``.
+        self.started = self.clock = time.monotonic()
         if on_start:
             on_start(self.process)
         self.stdin, self.stdout, self.stderr_pipe = (
