@@ -43,6 +43,7 @@ import signal
 import socket
 import stat
 import sys
+import time
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWIPC = 0x08000000
@@ -124,7 +125,7 @@ class Server:
                 return
             if pid == self.child:
                 self.child = None
-                self.send(exited=pid, code=_returncode(status))
+                self.send(exited=pid, code=os.waitstatus_to_exitcode(status))  # -N: signal N
 
     def _clean(self):
         """Every other process of the sandbox ended and what a run may write wiped; a
@@ -137,7 +138,8 @@ class Server:
                 os.kill(-1, signal.SIGKILL)  # every process this one may signal, but itself
             except ProcessLookupError:
                 pass
-            self._reap_all()
+            self._reap()
+            time.sleep(0.01)  # bubblewrap's init reaps what it inherited
         else:
             return "a run's processes outlived every attempt to end them"
         for folder in WIPED:
@@ -150,14 +152,6 @@ class Server:
         if _attributes() != self.attributes:
             return "a run changed what the server's children inherit"
         return ""
-
-    def _reap_all(self):
-        while True:
-            try:
-                if os.waitpid(-1, os.WNOHANG)[0] == 0:
-                    return
-            except ChildProcessError:
-                return
 
 
 def _tree(folder):
@@ -227,10 +221,6 @@ def _remove(path):
             os.unlink(path)
         except OSError:
             pass
-
-
-def _returncode(status):
-    return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.waitstatus_to_exitcode(status)
 
 
 def _fork(fds, control, path, code=None):

@@ -66,6 +66,7 @@ class Host:
         self.exits = {}  # sandbox pid -> returncode
         self.exited = threading.Condition()
         self.server = None  # psutil.Process of the fork server, once ready
+        self.own = {self.process.pid}
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
 
@@ -103,6 +104,8 @@ class Host:
             if not self._answer(READY_S).get("ready"):
                 raise HostError("the sandbox's fork server did not start")
             self.server = _find(self.process.pid, SERVER_PID)
+            # bubblewrap on the host, its init in the sandbox, and the server: not a run's
+            self.own = {self.process.pid, self.server.ppid(), self.server.pid}
         return self.server
 
     def fork(self, code=None):
@@ -132,14 +135,12 @@ class Host:
         raise HostError(f"a worker could not be started in the sandbox ({answer})")
 
     def members(self):
-        """Every process of the sandbox but bubblewrap's and the server: a run's own."""
+        """Every process of the sandbox but bubblewrap's two and the server: a run's own."""
         try:
             everyone = psutil.Process(self.process.pid).children(recursive=True)
         except psutil.Error:
             return []
-        keep = {self.process.pid, self.server.pid if self.server else None}
-        return [member for member in everyone  # bubblewrap's init is pid 1 in the sandbox
-                if member.pid not in keep and _sandbox_pid(member.pid) != 1]
+        return [member for member in everyone if member.pid not in self.own]
 
     def clean(self):
         """Have the server wipe the sandbox after a run: "" once it did, else why not."""
@@ -232,24 +233,16 @@ def _ended(pid):
         return True
 
 
-def _status(pid):
+def _namespace_pids(pid):
+    """The process's pid in each pid namespace, the grader's first."""
     try:
         with open(f"/proc/{pid}/status") as handle:
-            return handle.read()
+            for line in handle:
+                if line.startswith("NSpid:"):
+                    return [int(value) for value in line.split()[1:]]
     except OSError:
-        return ""
-
-
-def _namespace_pids(pid):
-    for line in _status(pid).splitlines():
-        if line.startswith("NSpid:"):
-            return [int(value) for value in line.split()[1:]]
+        pass
     return []
-
-
-def _sandbox_pid(pid):
-    pids = _namespace_pids(pid)
-    return pids[1] if len(pids) >= 2 else None
 
 
 def _find(root, sandbox_pid, wait_s=10.0):
