@@ -151,22 +151,30 @@ def test_every_mistaken_layout_of_the_variants_gets_a_picture(tmp_path):
             "lhs_squeeze_axis", "rhs_grouped_by_row"} <= set(drawn)
 
 
-def test_tiles_of_one_cost_the_parent_no_more_drawing_than_usual(tmp_path):
+def test_tiles_of_one_cost_the_parent_no_more_drawing_than_usual(tmp_path, monkeypatch):
     """The parent draws with the tiles the kernel run claims (1 to 65536 each): tiles of 1 at
     512^3 drew 512 labelled K steps and a line per element, five times a usual picture's
-    time, in the parent, for each such student."""
-    import time
+    time, in the parent, for each such student. Counted in what the figure holds, not in
+    seconds, so that a loaded machine cannot fail it."""
+    from matplotlib.figure import Figure
 
+    counts = []
+    save = Figure.savefig
+
+    def counting_save(figure, *args, **kwargs):
+        axes = figure.get_axes()
+        counts.append(sum(len(ax.patches) + len(ax.lines) + len(ax.texts) for ax in axes))
+        return save(figure, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", counting_save)
     picture = {"shape": [512, 512, 512], "program": 0, "grids": {role: [8, 8] for role in
                                                                   program_tiles.ROLES},
                "tiles": {role: [[0, 512, 0, 512]] * program_tiles.MAX_STEPS
                          for role in program_tiles.ROLES}}
-    times = []
     for tiles in ((64, 64, 64), (1, 1, 1)):
-        start = time.perf_counter()
         tile_picture.draw(picture, tiles, tmp_path / "arrangement.png")
-        times.append(time.perf_counter() - start)
-    assert times[1] < 3 * times[0], times
+    usual, ones = counts
+    assert usual > 0 and ones < 2 * usual, counts  # unguarded: thousands of lines and labels
 
 
 def test_inspection_takes_milliseconds(backend):
