@@ -4,7 +4,8 @@ NineToothed asks Triton's active driver for device properties while it builds a
 kernel, and with no GPU there is no driver at all, even with TRITON_INTERPRET=1.
 On the CPU we therefore set TRITON_INTERPRET=1 before triton is imported and
 install a tiny stand-in driver that answers those two questions. CPU results say
-whether a kernel is *correct*; they say nothing about its speed.
+whether a kernel is *correct*; they say nothing about its speed. The interpreter also
+skips the integer-overflow checks that nothing enforces (``_skip_unenforced_checks``).
 
 Set ``NTGEMM_BACKEND`` to ``interpreter`` to force the CPU path on a GPU machine
 (to reproduce what a student without a GPU sees), ``gpu`` to insist on CUDA, or
@@ -157,6 +158,24 @@ def _enable_interpreter():
     import triton
 
     triton.runtime.driver.set_active(_StandInDriver())
+    _skip_unenforced_checks()
+
+
+def _skip_unenforced_checks():
+    """Triton wraps every integer +, - and * of a kernel in an int64 overflow check whose only
+    effect is a device_assert, which Triton drops unless the kernel is compiled for debugging
+    (``semantic.device_assert``). A GPU build optimises the unused check away; the interpreter
+    computed it for every element of every program: about 70% of a GEMM's time on the CPU,
+    for nothing. Turned off only where nothing would enforce it, so every kernel computes
+    exactly what it computed before."""
+    from triton.runtime import interpreter
+
+    builder = getattr(interpreter, "interpreter_builder", None)
+    options = getattr(builder, "options", None)
+    if options is None or getattr(options, "debug", True) \
+            or not getattr(options, "sanitize_overflow", False):
+        return
+    builder.options = dataclasses.replace(options, sanitize_overflow=False)
 
 
 class _StandInUtils:

@@ -55,3 +55,44 @@ def test_the_batch_stops_before_grading_anyone(environment, monkeypatch, tmp_pat
     assert code == ExitCode.FAILURE
     assert "numpy<2.4" in capsys.readouterr().err
     assert not (tmp_path / "book" / "gradebook.csv").exists()
+
+
+def _interpreter_builder():
+    if not backend.activate().is_interpreter:
+        pytest.skip("the overflow checks are the interpreter's: this run uses the GPU")
+    from triton.runtime import interpreter
+
+    return interpreter.interpreter_builder
+
+
+def test_the_interpreter_skips_the_overflow_checks_nothing_enforces():
+    options = _interpreter_builder().options
+    assert options.debug is False and options.sanitize_overflow is False
+
+
+@pytest.mark.parametrize("sanitize", [True, False])
+def test_an_overflowing_kernel_computes_the_same_with_or_without_the_checks(monkeypatch, sanitize):
+    """What skipping rests on: without debug, Triton's overflow check raises nothing and
+    changes no value, so int32 products wrap as they do on a GPU either way."""
+    import dataclasses
+
+    import torch
+    import triton
+    import triton.language as tl
+
+    builder = _interpreter_builder()
+    monkeypatch.setattr(builder, "options",
+                        dataclasses.replace(builder.options, sanitize_overflow=sanitize))
+
+    @triton.jit
+    def square(source, target, count: tl.constexpr):
+        offsets = tl.arange(0, count)
+        values = tl.load(source + offsets)
+        tl.store(target + offsets, values * values + values)
+
+    source = torch.tensor([3, 46341, 2**31 - 1, -2**31], dtype=torch.int32)
+    target = torch.empty_like(source)
+    square[(1,)](source, target, 4)
+    wide = source.to(torch.int64)
+    expected = ((wide * wide + wide + 2**31) % 2**32 - 2**31).to(torch.int32)
+    assert torch.equal(target, expected)
