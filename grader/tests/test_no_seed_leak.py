@@ -190,8 +190,10 @@ def test_nothing_in_the_output_folder_carries_the_secret_or_a_hidden_case(graded
             "gradebook.csv", "batch.json", "environment.json"} <= {p.name for p in files}
     for file in files:
         data = file.read_bytes()
-        for trace in [secret] + texts:
-            assert trace.encode() not in data, (file.name, trace)
+        assert secret.encode() not in data, (file.name, "the secret")
+        for trace in texts:  # whole numbers: a hidden K=19 is not the public K=192
+            assert not re.search(rb"(?<![0-9])" + re.escape(trace.encode()) + rb"(?![0-9])",
+                                 data), (file.name, trace)
         for pattern in raw:
             assert pattern not in data, (file.name, "hidden input bytes")
     for stream in (first.stdout, first.stderr):
