@@ -221,7 +221,8 @@ def _make(module, path, blocks=None):
 
 
 def kernel_run(channel, path, active):
-    from grader.core import cases, gpu_compile, layout, program_tiles, source_mistakes
+    from grader.core import cases, gpu_compile, layout, one_compile, program_tiles
+    from grader.core import source_mistakes
 
     loaded = _import_kernel(channel, path)
     if loaded is None:
@@ -235,6 +236,8 @@ def kernel_run(channel, path, active):
                **{blocks: _make(module, path, blocks) for blocks in cases.other_blocks()}}
     untouched()
     build = gpu_compile.check(kernel) if kernel is not None else None
+    if not active.is_interpreter:
+        one_compile.for_cases(kernel, build)
     if build is not None and build.refused:
         _stop(channel, f"compiling for the course's GPU: {build.refused}")
         sys.stderr.flush()
