@@ -175,7 +175,10 @@ while True: time.sleep(0.05)
         hog.kill()
         hog.wait()
     assert ending.kind == "timeout", ending.detail
-    assert "lowered its own priority" in ending.detail and ending.wall_time_s < 8, ending.detail
+    # Credited, the wait would run until the wall-clock cap (WALL_FACTOR x 2 s = 20 s); the
+    # margin below it is for the sandbox's start on a loaded box (8.1 s seen in CI).
+    assert "lowered its own priority" in ending.detail, ending.detail
+    assert ending.wall_time_s < sandbox.WALL_FACTOR * 2 - 5, ending.detail
 
 
 def test_the_charge_is_wall_time_less_starvation_between_cpu_and_wall_time():
