@@ -1,6 +1,7 @@
-"""A GPU timeout graded beside other submissions stands only once graded again without them
-(grader.batch.grade.session: issue 32, the same verdict on every run). The workers are
-stand-ins here: what is tested is the session's bookkeeping of who ran beside whom."""
+"""A GPU timeout graded beside other submissions stands only once graded again without them,
+and with the full time limit where a shorter first pass stopped it (grader.batch.grade.session:
+issue 32, the same verdict on every run). The workers are stand-ins here: what is tested is
+the session's bookkeeping of who ran beside whom, and under which limit."""
 
 import threading
 import time
@@ -8,23 +9,38 @@ import time
 import pytest
 
 from grader.batch.grade import grading, intake, session
-from grader.batch.isolation import warm_pool
+from grader.batch.isolation import conversation, warm_pool
+from grader.batch.isolation.conversation import RunReport
+from grader.batch.isolation.sandbox import Ending
 from grader.batch.outputs import reports
+from grader.tests.attack_sources import REFERENCE
 
 
 class StandIns:
     """grading.grade for the session: ``slow`` times out while any other student is being
-    graded, and passes alone; every other student passes once ``slow`` has started."""
+    graded, and passes alone; ``long`` needs 60 s, so it passes only under a limit that long;
+    every other student passes once ``slow`` has started."""
 
     def __init__(self):
         self.calls, self.lock, self.slow_started = [], threading.Lock(), threading.Event()
-        self.active = set()
+        self.active, self.limits = set(), []
 
-    def grade(self, submission, settings, folder, device=None, on_start=None, pool=None):
+    def grade(self, submission, settings, folder, device=None, on_start=None, pool=None,
+              timeout_s=None):
+        limit = settings.timeout_s if timeout_s is None else timeout_s
         with self.lock:
             self.calls.append(submission.student)
+            self.limits.append((submission.student, limit))
             self.active.add(submission.student)
         try:
+            if submission.student == "long":
+                self.slow_started.set()
+                if limit < 60:
+                    return {"student": "long", "status": "timeout", "message": "timeout",
+                            "score": 0, "max_score": 1, "wall_time_s": limit,
+                            "cut_short_s": limit}
+                return {"student": "long", "status": "passed", "message": "", "score": 1,
+                        "max_score": 1, "wall_time_s": 60.0}
             if submission.student == "slow":
                 self.slow_started.set()
                 crowded = False
@@ -68,15 +84,14 @@ def stand_ins(monkeypatch):
     return fake
 
 
-def graded(backend, students, slots, tmp_path):
-    settings = grading.Settings(seed="1", backend=backend, timeout_s=1,
+def graded(backend, students, slots, tmp_path, timeout_s=1):
+    settings = grading.Settings(seed="1", backend=backend, timeout_s=timeout_s,
                                 memory_limit_bytes=1 << 30)
     chosen = [intake.Submission(name, f"{name}.py", b"x = 1\n") for name in students]
     folders = {name: name for name in students}
     run = session.Session(settings, tmp_path, slots, progress=False)
     records = {}
-    run._grade(chosen, folders, [], records)
-    run._confirm_timeouts(chosen, folders, [], records)
+    run._grade_class(chosen, folders, [], records)
     return records
 
 
@@ -100,6 +115,51 @@ def test_a_timeout_graded_alone_or_on_the_interpreter_is_not_graded_again(stand_
     # There the time limit discounts every wait for the one shared resource, a CPU core.
     assert stand_ins.calls.count("slow") == 1 and interpreted["slow"]["status"] == "timeout"
     assert "confirmed" not in interpreted["slow"]
+
+
+def test_a_file_the_first_pass_cut_short_is_judged_under_the_full_limit(stand_ins, tmp_path):
+    records = graded("gpu", ["long", "quick"], [0, 0], tmp_path, timeout_s=90)
+    first = grading.FIRST_PASS_S
+    assert sorted(stand_ins.limits[:2]) == [("long", first), ("quick", first)]
+    assert stand_ins.limits[2:] == [("long", 90)]
+    assert records["long"]["status"] == "passed" and records["long"]["score"] == 1
+    assert records["long"]["confirmed"]["first_status"] == "timeout"
+    assert "confirmed" not in records["quick"]
+
+
+def test_the_first_pass_limit_applies_only_where_a_timeout_is_graded_again():
+    def settings(backend, timeout_s):
+        return grading.Settings(seed="1", backend=backend, timeout_s=timeout_s,
+                                memory_limit_bytes=1 << 30)
+
+    assert grading.FIRST_PASS_S < 90
+    assert grading.first_pass_timeout(settings("gpu", 90), 100) == grading.FIRST_PASS_S
+    assert grading.first_pass_timeout(settings("gpu", 20), 100) == 20  # never longer
+    assert grading.first_pass_timeout(settings("gpu", 90), 1) == 90  # a file alone: no cut
+    assert grading.first_pass_timeout(settings("interpreter", 90), 100) == 90
+
+
+@pytest.mark.parametrize("kernel,wrapper", [("timeout", "finished"), ("finished", "timeout")])
+def test_a_run_stopped_at_the_first_pass_limit_leaves_its_file_to_be_graded_again(
+        monkeypatch, kernel, wrapper):
+    seen = []
+
+    def run(mode, source, phases, *, limits, **options):
+        seen.append(limits.timeout_s)
+        ending = Ending(kernel if mode == "kernel" else wrapper, "", 1.0, "")
+        return RunReport(ending, "running", 0, load_status="ok")
+
+    monkeypatch.setattr(conversation, "run", run)
+    settings = grading.Settings(seed="1", backend="gpu", timeout_s=90,
+                                memory_limit_bytes=1 << 30)
+    submission = intake.Submission("gus", "gus.py", REFERENCE.read_bytes())
+    cut = grading.grade(submission, settings, "gus", timeout_s=30)
+    assert seen == [30, 30] and cut["status"] == "timeout" and cut["cut_short_s"] == 30
+    assert session.unconfirmed({**cut, "neighbours": 0}, "gpu")
+    assert not session.unconfirmed({**cut, "confirmed": {"first_status": "timeout"}}, "gpu")
+    full = grading.grade(submission, settings, "gus")
+    assert seen[2:] == [90, 90] and full["status"] == "timeout" and "cut_short_s" not in full
+    assert not session.unconfirmed({**full, "neighbours": 0}, "gpu")
 
 
 def test_an_unconfirmed_gpu_timeout_is_graded_again_on_resume():

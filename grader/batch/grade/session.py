@@ -84,8 +84,7 @@ class Session:
             f"{self.settings.memory_limit_bytes / 2**30:g} GiB")
 
         started = time.monotonic()
-        self._grade(todo, folders, cases_list, records)
-        self._confirm_timeouts(todo, folders, cases_list, records)
+        self._grade_class(todo, folders, cases_list, records)
         speed_record = self._time(chosen, cases_list, records)
         ordered = [records[s.student] for s in chosen]
         reports.write_class(self.out_dir, ordered, cases_list, self.book)
@@ -142,20 +141,30 @@ class Session:
                 todo.append(submission)
         return records, todo
 
+    def _grade_class(self, todo, folders, cases_list, records):
+        """The correctness verdicts: a first pass over ``todo``, then the timeouts again."""
+        self._grade(todo, folders, cases_list, records,
+                    timeout_s=grading.first_pass_timeout(self.settings, len(todo)))
+        self._confirm_timeouts(todo, folders, cases_list, records)
+
     def _confirm_timeouts(self, todo, folders, cases_list, records):
-        """Grade again, once the class is graded, each GPU timeout that had neighbours.
+        """Grade again, once the class is graded, each GPU timeout that had neighbours, and
+        each file a run of which the first pass's shorter limit stopped
+        (grader.batch.grade.grading.first_pass_timeout).
 
         Runs that share a GPU slow each other down, and the time limit can discount a wait
         for a CPU core (grader.batch.isolation.usage) but not a wait for the GPU: under a
         loaded batch a correct file once timed out. So a timeout stands only as graded
-        again with no other submission's runs beside it but the other timeouts', and the
-        record keeps what the first grading said (``confirmed``)."""
+        again, with the full ``--timeout`` and no other submission's runs beside it but
+        the others graded again, and the record keeps what the first grading said
+        (``confirmed``)."""
         again = [s for s in todo if s.student in records
                  and unconfirmed(records[s.student], self.settings.backend)]
         if not again:
             return
-        say(f"confirming {len(again)} timeout(s): graded again, beside no other submission "
-            "but the other timeouts")
+        say(f"grading {len(again)} again with the full time limit, beside no other "
+            "submission but those: each timed out beside others, or outlasted the first "
+            "pass's limit")
         first = {s.student: records[s.student] for s in again}
 
         def keep_first(record):
@@ -167,10 +176,12 @@ class Session:
 
         self._grade(again, folders, cases_list, records, "confirming", keep_first)
 
-    def _grade(self, todo, folders, cases_list, records, what="grading", amend=None):
+    def _grade(self, todo, folders, cases_list, records, what="grading", amend=None,
+               timeout_s=None):
         """Grade ``todo`` on the worker slots, writing each student's folder as it ends
-        (after ``amend(record)``, if given). Each record counts its ``neighbours``: the
-        other submissions graded at some moment while it was."""
+        (after ``amend(record)``, if given), each run stopped at ``timeout_s`` where given,
+        else at ``--timeout``. Each record counts its ``neighbours``: the other submissions
+        graded at some moment while it was."""
         if not todo:
             return
         free = queue.Queue()
@@ -195,7 +206,7 @@ class Session:
                 active.add(me)
             try:
                 record = grading.grade(submission, self.settings, folders[me], device,
-                                       on_start=processes.track, pool=pool)
+                                       on_start=processes.track, pool=pool, timeout_s=timeout_s)
             finally:
                 with lock:
                     active.discard(me)
@@ -339,9 +350,9 @@ def merge(shards, out_dir, overrides_file=None):
                 raise GraderError(f"cannot merge: {student!r} has no finished result in "
                                    f"{shard}; run that shard's grade command again to finish it")
             if unconfirmed(record, first.backend):
-                raise GraderError(f"cannot merge: {student!r} timed out beside other "
-                                   f"submissions in {shard} and was not graded again alone; "
-                                   "run that shard's grade command again to finish it")
+                raise GraderError(f"cannot merge: {student!r} timed out in {shard} and "
+                                   "was not graded again with the full time limit; run that "
+                                   "shard's grade command again to finish it")
             if record.get("status") == "passed" and first.speed and speed.needs_timing(record):
                 raise GraderError(f"cannot merge: {student!r} passed but was never timed in "
                                    f"{shard}; run that shard's grade command again to time it")
@@ -381,10 +392,11 @@ def merge(shards, out_dir, overrides_file=None):
 
 
 def unconfirmed(record, backend):
-    """A GPU timeout graded beside other submissions and not yet graded again (see
-    ``Session._confirm_timeouts``): not a finished grade."""
-    return backend == "gpu" and record.get("status") == "timeout" \
-        and bool(record.get("neighbours")) and not record.get("confirmed")
+    """A GPU timeout graded beside other submissions, or a file the first pass's limit cut
+    short, not yet graded again (see ``Session._confirm_timeouts``): not a finished grade."""
+    beside = record.get("status") == "timeout" and bool(record.get("neighbours"))
+    return backend == "gpu" and not record.get("confirmed") \
+        and (beside or bool(record.get("cut_short_s")))
 
 
 def say_file_warnings(records, book):
