@@ -162,8 +162,8 @@ def build_parser():
                                          "runs, import included, on the wall clock less the "
                                          "time a run waits for a CPU core that others hold "
                                          "(default: 120). On a GPU a class's first pass stops "
-                                         "a run at 30 s and grades its file again at the end "
-                                         "with the full S")
+                                         "a run stuck 30 s in one step and grades its file "
+                                         "again at the end with the full S")
     grade.add_argument("--memory-limit", type=_positive_float("--memory-limit"), default=8.0,
                        metavar="GiB",
                        help="host memory for each run, its whole process tree (default: 8)")

@@ -3,43 +3,44 @@ and with the full time limit where a shorter first pass stopped it (grader.batch
 issue 32, the same verdict on every run). The workers are stand-ins here: what is tested is
 the session's bookkeeping of who ran beside whom, and under which limit."""
 
+import dataclasses
 import threading
 import time
 
 import pytest
 
 from grader.batch.grade import grading, intake, session
-from grader.batch.isolation import conversation, warm_pool
+from grader.batch.isolation import conversation, sandbox, warm_pool
 from grader.batch.isolation.conversation import RunReport
 from grader.batch.isolation.sandbox import Ending
 from grader.batch.outputs import reports
 from grader.tests.attack_sources import REFERENCE
+from grader.tests.batch_helpers import DEMO, NEEDS_INTERPRETER, small_cases
 
 
 class StandIns:
     """grading.grade for the session: ``slow`` times out while any other student is being
-    graded, and passes alone; ``long`` needs 60 s, so it passes only under a limit that long;
-    every other student passes once ``slow`` has started."""
+    graded, and passes alone; ``stuck`` stalls in one step for 60 s, so it passes only
+    where no step limit stops it; every other student passes once ``slow`` has started."""
 
     def __init__(self):
         self.calls, self.lock, self.slow_started = [], threading.Lock(), threading.Event()
-        self.active, self.limits = set(), []
+        self.active, self.steps = set(), []
 
     def grade(self, submission, settings, folder, device=None, on_start=None, pool=None,
-              timeout_s=None):
-        limit = settings.timeout_s if timeout_s is None else timeout_s
+              step_s=None):
         with self.lock:
             self.calls.append(submission.student)
-            self.limits.append((submission.student, limit))
+            self.steps.append((submission.student, step_s))
             self.active.add(submission.student)
         try:
-            if submission.student == "long":
+            if submission.student == "stuck":
                 self.slow_started.set()
-                if limit < 60:
-                    return {"student": "long", "status": "timeout", "message": "timeout",
-                            "score": 0, "max_score": 1, "wall_time_s": limit,
-                            "cut_short_s": limit}
-                return {"student": "long", "status": "passed", "message": "", "score": 1,
+                if step_s is not None and step_s < 60:
+                    return {"student": "stuck", "status": "timeout", "message": "timeout",
+                            "score": 0, "max_score": 1, "wall_time_s": step_s,
+                            "cut_short_s": step_s}
+                return {"student": "stuck", "status": "passed", "message": "", "score": 1,
                         "max_score": 1, "wall_time_s": 60.0}
             if submission.student == "slow":
                 self.slow_started.set()
@@ -118,12 +119,12 @@ def test_a_timeout_graded_alone_or_on_the_interpreter_is_not_graded_again(stand_
 
 
 def test_a_file_the_first_pass_cut_short_is_judged_under_the_full_limit(stand_ins, tmp_path):
-    records = graded("gpu", ["long", "quick"], [0, 0], tmp_path, timeout_s=90)
+    records = graded("gpu", ["stuck", "quick"], [0, 0], tmp_path, timeout_s=90)
     first = grading.FIRST_PASS_S
-    assert sorted(stand_ins.limits[:2]) == [("long", first), ("quick", first)]
-    assert stand_ins.limits[2:] == [("long", 90)]
-    assert records["long"]["status"] == "passed" and records["long"]["score"] == 1
-    assert records["long"]["confirmed"]["first_status"] == "timeout"
+    assert sorted(stand_ins.steps[:2]) == [("quick", first), ("stuck", first)]
+    assert stand_ins.steps[2:] == [("stuck", None)]  # graded again: the full limit alone
+    assert records["stuck"]["status"] == "passed" and records["stuck"]["score"] == 1
+    assert records["stuck"]["confirmed"]["first_status"] == "timeout"
     assert "confirmed" not in records["quick"]
 
 
@@ -133,33 +134,93 @@ def test_the_first_pass_limit_applies_only_where_a_timeout_is_graded_again():
                                 memory_limit_bytes=1 << 30)
 
     assert grading.FIRST_PASS_S < 90
-    assert grading.first_pass_timeout(settings("gpu", 90), 100) == grading.FIRST_PASS_S
-    assert grading.first_pass_timeout(settings("gpu", 20), 100) == 20  # never longer
-    assert grading.first_pass_timeout(settings("gpu", 90), 1) == 90  # a file alone: no cut
-    assert grading.first_pass_timeout(settings("interpreter", 90), 100) == 90
+    assert grading.first_pass_step(settings("gpu", 90), 100) == grading.FIRST_PASS_S
+    assert grading.first_pass_step(settings("gpu", 20), 100) is None  # never longer
+    assert grading.first_pass_step(settings("gpu", 90), 1) is None  # a file alone: no cut
+    assert grading.first_pass_step(settings("interpreter", 90), 100) is None
 
 
-@pytest.mark.parametrize("kernel,wrapper", [("timeout", "finished"), ("finished", "timeout")])
-def test_a_run_stopped_at_the_first_pass_limit_leaves_its_file_to_be_graded_again(
+class Clocked:
+    """A worker whose charged seconds the test sets."""
+
+    def __init__(self, timeout_s):
+        self.limits, self.now = sandbox.Limits(timeout_s, 1 << 30), 0.0
+
+    def charged(self):
+        return self.now
+
+    def set_time_limit(self, seconds):
+        self.limits = dataclasses.replace(self.limits, timeout_s=seconds)
+
+    def extend_limit(self, seconds):
+        self.set_time_limit(self.limits.timeout_s + seconds)
+
+
+def test_a_step_limit_stops_a_stalled_step_and_never_a_run_that_makes_progress():
+    worker = Clocked(90)
+    limit = conversation._StepLimit(worker, 30)
+    assert worker.limits.timeout_s == 30  # the first step: 30 s
+    for now in (20, 45, 70):  # each step finishes within 30 s of the one before
+        worker.now = now
+        limit.step()
+        assert worker.limits.timeout_s == min(90, now + 30)
+    assert worker.limits.timeout_s == 90  # never past the full limit
+    assert not limit.cut(Ending("timeout", "", 90.0, ""))  # stopped by the full limit
+    stalled = Clocked(90)
+    limit = conversation._StepLimit(stalled, 30)
+    stalled.now = 10
+    limit.step()
+    assert stalled.limits.timeout_s == 40
+    assert limit.cut(Ending("timeout", "", 40.0, "")) and not limit.cut(Ending("finished", "",
+                                                                                 12.0, ""))
+    limit.extend(5)  # the interpreter's share for the tiles grows both limits
+    assert stalled.limits.timeout_s == 45 and limit.full == 95
+
+
+@pytest.mark.parametrize("kernel,wrapper", [(True, False), (False, True)])
+def test_a_run_the_step_limit_stopped_leaves_its_file_to_be_graded_again(
         monkeypatch, kernel, wrapper):
     seen = []
 
-    def run(mode, source, phases, *, limits, **options):
-        seen.append(limits.timeout_s)
-        ending = Ending(kernel if mode == "kernel" else wrapper, "", 1.0, "")
-        return RunReport(ending, "running", 0, load_status="ok")
+    def run(mode, source, phases, *, limits, step_s=None, **options):
+        seen.append((limits.timeout_s, step_s))
+        hangs = kernel if mode == "kernel" else wrapper  # times out, cut short if it can be
+        ending = Ending("timeout" if hangs else "finished", "", 1.0, "")
+        return RunReport(ending, "running", 0, load_status="ok",
+                         cut_short=hangs and step_s is not None)
 
     monkeypatch.setattr(conversation, "run", run)
     settings = grading.Settings(seed="1", backend="gpu", timeout_s=90,
                                 memory_limit_bytes=1 << 30)
     submission = intake.Submission("gus", "gus.py", REFERENCE.read_bytes())
-    cut = grading.grade(submission, settings, "gus", timeout_s=30)
-    assert seen == [30, 30] and cut["status"] == "timeout" and cut["cut_short_s"] == 30
+    cut = grading.grade(submission, settings, "gus", step_s=30)
+    assert seen == [(90, 30), (90, 30)] and cut["status"] == "timeout"
+    assert cut["cut_short_s"] == 30
     assert session.unconfirmed({**cut, "neighbours": 0}, "gpu")
     assert not session.unconfirmed({**cut, "confirmed": {"first_status": "timeout"}}, "gpu")
     full = grading.grade(submission, settings, "gus")
-    assert seen[2:] == [90, 90] and full["status"] == "timeout" and "cut_short_s" not in full
-    assert not session.unconfirmed({**full, "neighbours": 0}, "gpu")
+    assert seen[2:] == [(90, None), (90, None)] and full["status"] == "timeout"
+    assert "cut_short_s" not in full and not session.unconfirmed({**full, "neighbours": 0}, "gpu")
+
+
+@NEEDS_INTERPRETER
+@pytest.mark.skipif(sandbox.check(False) is not None, reason="bubblewrap cannot start here")
+def test_a_real_hang_is_stopped_a_step_limit_after_its_last_step(tmp_path, monkeypatch):
+    """gus loops for ever in nt_gemm: with a 5 s step limit inside a 120 s one, his nt_gemm
+    run ends within seconds, and says it was cut short."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    settings = grading.Settings(seed="7", backend="interpreter", timeout_s=120,
+                                memory_limit_bytes=4 << 30,
+                                case_filter=tuple(small_cases().split(",")[:1]))
+    phases = grading._wrapper_phase(grading._phases(settings.cases(), settings.seed),
+                                    settings.cases())
+    started = time.monotonic()
+    report = conversation.run("wrapper", (DEMO / "gus" / "ninetoothed_gemm.py").read_bytes(),
+                              phases, backend_name="interpreter", limits=grading.limits(settings),
+                              step_s=5)
+    assert report.ending.kind == "timeout" and report.cut_short, report.ending.detail
+    assert "public cases" not in report.seconds and report.stage == "running"
+    assert time.monotonic() - started < 60
 
 
 def test_an_unconfirmed_gpu_timeout_is_graded_again_on_resume():

@@ -213,11 +213,11 @@ def _wrapper_phase(phases, cases_list):
 RUNS = 2  # workers a graded file takes: the kernel run and the wrapper run
 
 
-def grade(submission, settings, folder, device=None, on_start=None, pool=None, timeout_s=None):
+def grade(submission, settings, folder, device=None, on_start=None, pool=None, step_s=None):
     """Grade one intake.Submission; returns its record (never raises for the student's doing).
     ``pool``: warm workers (grader.batch.isolation.warm_pool) expecting RUNS for this file;
-    ``timeout_s``: a first pass's shorter limit (``first_pass_timeout``), where a run it
-    stops leaves the record ``cut_short_s`` for the full limit to judge."""
+    ``step_s``: a first pass's limit per step (``first_pass_step``), where a run it stops
+    leaves the record ``cut_short_s`` for the full limit to judge."""
     record = base_record(submission, settings, folder)
     cases_list = settings.cases()
     source = None if submission.problem else loading.source_text(submission.data)
@@ -229,7 +229,8 @@ def grade(submission, settings, folder, device=None, on_start=None, pool=None, t
     phases = _phases(cases_list, settings.seed)
     wrapper_phases = _wrapper_phase(phases, cases_list)
     options = dict(backend_name=settings.backend, device=device, sandboxed=settings.sandboxed,
-                   limits=limits(settings, timeout_s), on_start=on_start, pool=pool)
+                   limits=limits(settings), on_start=on_start, pool=pool,
+                   step_s=step_s if step_s is not None and step_s < settings.timeout_s else None)
     # Side by side on a GPU, where they overlap; one after the other on the interpreter,
     # whose -j already keeps every core busy, and where the wrapper's time limit grows
     # with the tiles the kernel run showed (grader.batch.isolation.time_budget).
@@ -277,35 +278,36 @@ def grade(submission, settings, folder, device=None, on_start=None, pool=None, t
     record["score"] = sum(entry["points"] for entry in record["cases"])
     if record["status"] == "passed" and settings.timed:
         record["speed"] = None  # to be timed (grader.batch.timing.speed.needs_timing)
-    if timeout_s is not None and timeout_s < settings.timeout_s and "timeout" in (
-            kernel_run.ending.kind, wrapper_run.ending.kind):
-        record["cut_short_s"] = timeout_s
+    if kernel_run.cut_short or wrapper_run.cut_short:
+        record["cut_short_s"] = step_s
     check_handin(submission, record)
     return record
 
 
-def limits(settings, timeout_s=None):
-    """What each run of a file is given (grader.batch.isolation.sandbox.Limits); ``timeout_s``
-    in place of ``--timeout`` where given."""
-    return Limits(settings.timeout_s if timeout_s is None else timeout_s,
-                  settings.memory_limit_bytes, cores_for(settings.backend))
+def limits(settings):
+    """What each run of a file is given (grader.batch.isolation.sandbox.Limits)."""
+    return Limits(settings.timeout_s, settings.memory_limit_bytes, cores_for(settings.backend))
 
 
-FIRST_PASS_S = 30  # correct files took 16 to 21 s in a loaded 100-file H200 batch (2026-12-02)
+# The longest step of any file in three loaded 100-file H200 batches took 27.6 s (2026-12-04).
+# A step cut short costs its file a second grading, never its verdict.
+FIRST_PASS_S = 30
 
 
-def first_pass_timeout(settings, count):
-    """The time limit of a GPU batch's first pass over ``count`` files.
+def first_pass_step(settings, count):
+    """A GPU batch's first pass over ``count`` files: how long a run may go without
+    finishing a step (start, import, build, public cases, hidden cases), or None.
 
-    A run that outlasts it is stopped and its file graded again once the class is graded,
+    A run stalled that long is stopped, and its file graded again once the class is graded,
     with the full ``--timeout`` and beside no other file but those graded again
-    (grader.batch.grade.session): a hang then holds a worker slot for FIRST_PASS_S, not
-    ``--timeout``, while the class is graded, and every verdict still comes from a run that
-    had the full limit. A file graded alone, or on the interpreter (whose verdicts are not
-    graded again), gets ``--timeout`` at once."""
-    if settings.backend != "gpu" or count < 2:
-        return settings.timeout_s
-    return min(settings.timeout_s, FIRST_PASS_S)
+    (grader.batch.grade.session): a hang then holds a worker slot for about FIRST_PASS_S,
+    not ``--timeout``, while the class is graded, and every verdict still comes from a run
+    that had the full limit. A run that keeps finishing steps gets its full limit at once.
+    A file graded alone, or on the interpreter (whose verdicts are not graded again), gets
+    ``--timeout`` alone."""
+    if settings.backend != "gpu" or count < 2 or FIRST_PASS_S >= settings.timeout_s:
+        return None
+    return FIRST_PASS_S
 
 
 def _refused(record, submission, source, cases_list):

@@ -144,13 +144,13 @@ class Session:
     def _grade_class(self, todo, folders, cases_list, records):
         """The correctness verdicts: a first pass over ``todo``, then the timeouts again."""
         self._grade(todo, folders, cases_list, records,
-                    timeout_s=grading.first_pass_timeout(self.settings, len(todo)))
+                    step_s=grading.first_pass_step(self.settings, len(todo)))
         self._confirm_timeouts(todo, folders, cases_list, records)
 
     def _confirm_timeouts(self, todo, folders, cases_list, records):
         """Grade again, once the class is graded, each GPU timeout that had neighbours, and
-        each file a run of which the first pass's shorter limit stopped
-        (grader.batch.grade.grading.first_pass_timeout).
+        each file a run of which the first pass's limit per step stopped
+        (grader.batch.grade.grading.first_pass_step).
 
         Runs that share a GPU slow each other down, and the time limit can discount a wait
         for a CPU core (grader.batch.isolation.usage) but not a wait for the GPU: under a
@@ -163,8 +163,8 @@ class Session:
         if not again:
             return
         say(f"grading {len(again)} again with the full time limit, beside no other "
-            "submission but those: each timed out beside others, or outlasted the first "
-            "pass's limit")
+            "submission but those: each timed out beside others, or stalled in a step "
+            "longer than the first pass allows")
         first = {s.student: records[s.student] for s in again}
 
         def keep_first(record):
@@ -177,11 +177,11 @@ class Session:
         self._grade(again, folders, cases_list, records, "confirming", keep_first)
 
     def _grade(self, todo, folders, cases_list, records, what="grading", amend=None,
-               timeout_s=None):
+               step_s=None):
         """Grade ``todo`` on the worker slots, writing each student's folder as it ends
-        (after ``amend(record)``, if given), each run stopped at ``timeout_s`` where given,
-        else at ``--timeout``. Each record counts its ``neighbours``: the other submissions
-        graded at some moment while it was."""
+        (after ``amend(record)``, if given); ``step_s``: the first pass's limit per step
+        (grader.batch.grade.grading.first_pass_step). Each record counts its
+        ``neighbours``: the other submissions graded at some moment while it was."""
         if not todo:
             return
         free = queue.Queue()
@@ -206,7 +206,7 @@ class Session:
                 active.add(me)
             try:
                 record = grading.grade(submission, self.settings, folders[me], device,
-                                       on_start=processes.track, pool=pool, timeout_s=timeout_s)
+                                       on_start=processes.track, pool=pool, step_s=step_s)
             finally:
                 with lock:
                     active.discard(me)

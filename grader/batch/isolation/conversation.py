@@ -39,6 +39,7 @@ class RunReport:
     stopped: str = ""  # why the build guard (grader.core.build_guard) ended it, if it did
     unbound: tuple = ()  # the names, where it ended on a kernel refused for those alone
     seconds: dict = dataclasses.field(default_factory=dict)  # each step, as the parent saw it
+    cut_short: bool = False  # a step limit (``run``'s ``step_s``) stopped it before its full limit
 
 
 class _Steps:
@@ -47,13 +48,36 @@ class _Steps:
     file: loaded), ``build`` (the kernel and the compile gate: its diagnosis), then each
     phase of cases (``public cases``, ``hidden cases``)."""
 
-    def __init__(self, report):
-        self.report, self.last = report, time.monotonic()
+    def __init__(self, report, on_step=None):
+        self.report, self.last, self.on_step = report, time.monotonic(), on_step
 
     def done(self, step):
         now = time.monotonic()
         self.report.seconds[step] = round(now - self.last, 2)
         self.last = now
+        if self.on_step:
+            self.on_step()
+
+
+class _StepLimit:
+    """A time limit per step: each step of a run may take ``step_s`` charged seconds more
+    than the steps before it took, and the whole run no more than its full limit. A run
+    that goes on making progress is stopped where its full limit would stop it; one that
+    stalls in a step is stopped ``step_s`` after that step began (``cut``)."""
+
+    def __init__(self, worker, step_s):
+        self.worker, self.step_s, self.full = worker, step_s, worker.limits.timeout_s
+        self.worker.set_time_limit(min(self.full, step_s))
+
+    def step(self):
+        self.worker.set_time_limit(round(min(self.full, self.worker.charged() + self.step_s), 1))
+
+    def extend(self, seconds):
+        self.full += seconds
+        self.worker.extend_limit(seconds)
+
+    def cut(self, ending):
+        return ending.kind == "timeout" and self.worker.limits.timeout_s < self.full
 
 
 def payload_bytes(sizes, kind, fields):
@@ -79,12 +103,14 @@ def _worker(mode, source, limits, pool, **options):
 
 
 def run(mode, source, phases, *, backend_name, limits, device=None, sandboxed=True,
-        on_start=None, tiles=None, pool=None):
+        on_start=None, tiles=None, pool=None, step_s=None):
     """Run a worker through ``phases`` (lists of (Job, lhs, rhs) with CPU float16
     tensors); always returns a RunReport, whatever the submission does.
 
     On the interpreter the time limit grows by grader.batch.isolation.time_budget for the
     kernel's tiles: a kernel run's own (from its diagnosis), or ``tiles`` for a wrapper run.
+    ``step_s``: a limit per step (``_StepLimit``) within ``limits``; the report says
+    ``cut_short`` when it stopped the run.
     """
     sizes = {job.index: job.output_bytes for phase in phases for job, _, _ in phase}
 
@@ -92,11 +118,13 @@ def run(mode, source, phases, *, backend_name, limits, device=None, sandboxed=Tr
         return payload_bytes(sizes, kind, fields)
 
     report = RunReport(ending=None, stage="starting")
-    steps = _Steps(report)
     worker = _worker(mode, source, limits, pool, backend_name=backend_name, device=device,
                      sandboxed=sandboxed, on_start=on_start)
+    stepped = _StepLimit(worker, step_s) if step_s is not None else None
+    steps = _Steps(report, stepped.step if stepped else None)
     jobs = [job for phase in phases for job, _, _ in phase]
-    extend = (lambda found: worker.extend_limit(time_budget.interpreter_extra(jobs, found))) \
+    grow = stepped.extend if stepped else worker.extend_limit
+    extend = (lambda found: grow(time_budget.interpreter_extra(jobs, found))) \
         if backend_name == "interpreter" else (lambda found: None)
     if mode != "kernel":
         extend(tiles)
@@ -105,6 +133,7 @@ def run(mode, source, phases, *, backend_name, limits, device=None, sandboxed=Tr
                   diagnosis=mode == "kernel", extend=extend, steps=steps)
     finally:
         report.ending = worker.finish()
+    report.cut_short = bool(stepped and stepped.cut(report.ending))
     return report
 
 

@@ -438,6 +438,10 @@ class Worker:
             except psutil.Error:
                 pass
 
+    def set_time_limit(self, seconds):
+        """The time limit, in charged seconds since ``clock``, from now on."""
+        self.limits = dataclasses.replace(self.limits, timeout_s=seconds)
+
     def extend_limit(self, seconds):
         """Add ``seconds`` to the time limit (grader.batch.isolation.time_budget: the
         interpreter's share)."""
