@@ -237,3 +237,12 @@ def test_a_sandbox_whose_server_died_while_idle_serves_no_run():
     idle.server.wait(timeout=10)
     notes, _ = _probe("say(2)")
     assert notes == [2] and hosts.counts()["started"] == before + 2
+
+
+def test_the_check_s_sandbox_serves_the_first_run_on_its_device(one_sandbox):
+    """A batch checks that a sandbox starts, on its first slot's device, before it grades:
+    that sandbox is then the one the first run there takes, not one more to warm up."""
+    assert sandbox.check(False, None) is None
+    assert one_sandbox() == 1
+    notes, _ = _probe("say(1)")
+    assert notes == [1] and one_sandbox() == 1

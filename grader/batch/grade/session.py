@@ -67,7 +67,7 @@ class Session:
             reports.write_feedback(self.out_dir, record, cases_list, self.book)
         untimed = self.settings.timed and any(speed.needs_timing(r) for r in records.values())
         if (todo or untimed) and self.settings.sandboxed:
-            problem = sandbox.check(self.settings.backend == "gpu")
+            problem = sandbox.check(self.settings.backend == "gpu", self.slots[0])
             if problem:
                 raise GraderError(
                     f"the sandbox (bubblewrap) cannot start here: {problem}\nFix that, or pass "

