@@ -161,9 +161,10 @@ def build_parser():
                        metavar="S", help="seconds for each of a submission's two sandboxed "
                                          "runs, import included, on the wall clock less the "
                                          "time a run waits for a CPU core that others hold "
-                                         "(default: 120). On a GPU a class's first pass stops "
-                                         "a run stuck 30 s in one step and grades its file "
-                                         "again at the end with the full S")
+                                         "(default: 120). On a GPU, with S over 30, two files "
+                                         "or more and -j 2 or more, a class's first pass "
+                                         "stops a run stuck 30 s in one step and grades its "
+                                         "file again at the end with the full S")
     grade.add_argument("--memory-limit", type=_positive_float("--memory-limit"), default=8.0,
                        metavar="GiB",
                        help="host memory for each run, its whole process tree (default: 8)")

@@ -125,6 +125,7 @@ def test_a_file_the_first_pass_cut_short_is_judged_under_the_full_limit(stand_in
     assert stand_ins.steps[2:] == [("stuck", None)]  # graded again: the full limit alone
     assert records["stuck"]["status"] == "passed" and records["stuck"]["score"] == 1
     assert records["stuck"]["confirmed"]["first_status"] == "timeout"
+    assert records["stuck"]["confirmed"]["first_cut_short_s"] == first
     assert "confirmed" not in records["quick"]
 
 
@@ -134,10 +135,11 @@ def test_the_first_pass_limit_applies_only_where_a_timeout_is_graded_again():
                                 memory_limit_bytes=1 << 30)
 
     assert grading.FIRST_PASS_S < 90
-    assert grading.first_pass_step(settings("gpu", 90), 100) == grading.FIRST_PASS_S
-    assert grading.first_pass_step(settings("gpu", 20), 100) is None  # never longer
-    assert grading.first_pass_step(settings("gpu", 90), 1) is None  # a file alone: no cut
-    assert grading.first_pass_step(settings("interpreter", 90), 100) is None
+    assert grading.first_pass_step(settings("gpu", 90), 100, 8) == grading.FIRST_PASS_S
+    assert grading.first_pass_step(settings("gpu", 20), 100, 8) is None  # never longer
+    assert grading.first_pass_step(settings("gpu", 90), 1, 8) is None  # a file alone
+    assert grading.first_pass_step(settings("gpu", 90), 100, 1) is None  # -j 1: no neighbour
+    assert grading.first_pass_step(settings("interpreter", 90), 100, 8) is None
 
 
 class Clocked:
@@ -175,6 +177,14 @@ def test_a_step_limit_stops_a_stalled_step_and_never_a_run_that_makes_progress()
                                                                                  12.0, ""))
     limit.extend(5)  # the interpreter's share for the tiles grows both limits
     assert stalled.limits.timeout_s == 45 and limit.full == 95
+    stalled.now = 20
+    limit.step()  # and every step after
+    assert stalled.limits.timeout_s == 55
+    odd = Clocked(45.26)  # a --timeout of hundredths: the limit never passes it
+    limit = conversation._StepLimit(odd, 30)
+    odd.now = 15.27
+    limit.step()
+    assert odd.limits.timeout_s == 45.26 and not limit.cut(Ending("timeout", "", 45.3, ""))
 
 
 @pytest.mark.parametrize("kernel,wrapper", [(True, False), (False, True)])
@@ -229,6 +239,9 @@ def test_an_unconfirmed_gpu_timeout_is_graded_again_on_resume():
     assert not session.unconfirmed({**first, "confirmed": {"first_status": "timeout"}}, "gpu")
     assert not session.unconfirmed({**first, "neighbours": 0}, "gpu")
     assert not session.unconfirmed({**first, "status": "failed"}, "gpu")
+    # a file the first pass cut short, whatever its status, until graded again
+    cut = {"status": "failed", "neighbours": 0, "cut_short_s": 30}
+    assert session.unconfirmed(cut, "gpu") and not session.unconfirmed(cut, "interpreter")
     # merge refuses such a record as unfinished, by the same rule
     assert not session.unconfirmed(first, "interpreter")
 
@@ -241,5 +254,9 @@ def test_a_confirmed_timeout_says_so_on_the_student_s_page():
               "confirmed": {"first_status": "timeout"}}
     page = feedback.feedback_markdown(record, [])
     assert "timed out twice" in page and "两次超时" in page
+    record["confirmed"]["first_cut_short_s"] = 30
+    page = feedback.feedback_markdown(record, [])
+    assert "finished no step for 30 s" in page and "30 秒内没有完成任何一步" in page
+    assert "twice" not in page
     del record["confirmed"]
     assert "twice" not in feedback.feedback_markdown(record, [])

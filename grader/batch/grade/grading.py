@@ -294,18 +294,19 @@ def limits(settings):
 FIRST_PASS_S = 30
 
 
-def first_pass_step(settings, count):
-    """A GPU batch's first pass over ``count`` files: how long a run may go without
-    finishing a step (start, import, build, public cases, hidden cases), or None.
+def first_pass_step(settings, count, slots):
+    """A GPU batch's first pass over ``count`` files on ``slots`` worker slots: how long a
+    run may go without finishing a step (start, import, build, public cases, hidden
+    cases), or None.
 
     A run stalled that long is stopped, and its file graded again once the class is graded,
     with the full ``--timeout`` and beside no other file but those graded again
     (grader.batch.grade.session): a hang then holds a worker slot for about FIRST_PASS_S,
     not ``--timeout``, while the class is graded, and every verdict still comes from a run
     that had the full limit. A run that keeps finishing steps gets its full limit at once.
-    A file graded alone, or on the interpreter (whose verdicts are not graded again), gets
-    ``--timeout`` alone."""
-    if settings.backend != "gpu" or count < 2 or FIRST_PASS_S >= settings.timeout_s:
+    A file that can have no neighbour (one file, or one slot), or on the interpreter (whose
+    verdicts are not graded again), gets ``--timeout`` alone."""
+    if settings.backend != "gpu" or min(count, slots) < 2 or FIRST_PASS_S >= settings.timeout_s:
         return None
     return FIRST_PASS_S
 

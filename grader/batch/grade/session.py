@@ -144,7 +144,7 @@ class Session:
     def _grade_class(self, todo, folders, cases_list, records):
         """The correctness verdicts: a first pass over ``todo``, then the timeouts again."""
         self._grade(todo, folders, cases_list, records,
-                    step_s=grading.first_pass_step(self.settings, len(todo)))
+                    step_s=grading.first_pass_step(self.settings, len(todo), len(self.slots)))
         self._confirm_timeouts(todo, folders, cases_list, records)
 
     def _confirm_timeouts(self, todo, folders, cases_list, records):
@@ -173,6 +173,8 @@ class Session:
                                    "first_message": earlier["message"],
                                    "first_wall_time_s": earlier["wall_time_s"],
                                    "first_neighbours": earlier["neighbours"]}
+            if earlier.get("cut_short_s"):
+                record["confirmed"]["first_cut_short_s"] = earlier["cut_short_s"]
 
         self._grade(again, folders, cases_list, records, "confirming", keep_first)
 

@@ -60,20 +60,22 @@ class _Steps:
 
 
 class _StepLimit:
-    """A time limit per step: each step of a run may take ``step_s`` charged seconds more
-    than the steps before it took, and the whole run no more than its full limit. A run
-    that goes on making progress is stopped where its full limit would stop it; one that
-    stalls in a step is stopped ``step_s`` after that step began (``cut``)."""
+    """A time limit per step: each step of a run may take ``step_s`` charged seconds (plus
+    the interpreter's share, ``extend``) after the parent saw the step before it end, and
+    the whole run no more than its full limit. A run that goes on making progress is
+    stopped where its full limit would stop it; one that stalls in a step is stopped
+    ``step_s`` after that step began (``cut``)."""
 
     def __init__(self, worker, step_s):
         self.worker, self.step_s, self.full = worker, step_s, worker.limits.timeout_s
         self.worker.set_time_limit(min(self.full, step_s))
 
     def step(self):
-        self.worker.set_time_limit(round(min(self.full, self.worker.charged() + self.step_s), 1))
+        self.worker.set_time_limit(min(self.full, round(self.worker.charged() + self.step_s, 1)))
 
     def extend(self, seconds):
         self.full += seconds
+        self.step_s += seconds
         self.worker.extend_limit(seconds)
 
     def cut(self, ending):

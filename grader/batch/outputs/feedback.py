@@ -283,10 +283,18 @@ def feedback_markdown(record, hints, pictures=True):
         lines += ["", f"- Graded {taken}, your only Python file, in place of "
                   f"ninetoothed_gemm.py. / 你只交了一个 Python 文件 {taken}，按 "
                   "ninetoothed_gemm.py 评分。"]
-    if record.get("confirmed") and status is Status.TIMEOUT:
-        lines += ["", "- It timed out twice: graded again after the class, with no other "
-                  "submission's run beside it. / 两次超时：全班评完后，在没有其他提交同时运行的"
-                  "情况下又评了一次，仍然超时。"]
+    confirmed = record.get("confirmed") or {}
+    if confirmed.get("first_cut_short_s") and status is Status.TIMEOUT:
+        seconds = f"{confirmed['first_cut_short_s']:g}"
+        lines += ["", f"- In the first pass a run of it finished no step for {seconds} s; it was "
+                  "graded again after the class with the whole time limit, beside only the "
+                  "other files graded again, and timed out. / 第一轮评分中它有一次运行 "
+                  f"{seconds} 秒内没有完成任何一步；全班评完后，按完整时限、只与其他重评的"
+                  "提交一起又评了一次，仍然超时。"]
+    elif confirmed and status is Status.TIMEOUT:
+        lines += ["", "- It timed out twice: graded again after the class, beside only the "
+                  "other files graded again. / 两次超时：全班评完后，只与其他重评的提交一起"
+                  "又评了一次，仍然超时。"]
     lines += uploaded_markdown(record)
     if record.get("late_deduction"):
         lines += ["", f"- Late: {record['late_deduction']} points deducted by the course's late "
