@@ -10,6 +10,7 @@ import time
 import pytest
 
 from grader.batch.grade import grading, intake, session
+from grader.batch.inside import protocol
 from grader.batch.isolation import conversation, sandbox, warm_pool
 from grader.batch.isolation.conversation import RunReport
 from grader.batch.isolation.sandbox import Ending
@@ -185,6 +186,50 @@ def test_a_step_limit_stops_a_stalled_step_and_never_a_run_that_makes_progress()
     odd.now = 15.27
     limit.step()
     assert odd.limits.timeout_s == 45.26 and not limit.cut(Ending("timeout", "", 45.3, ""))
+
+
+class Scripted:
+    """A worker that sends its messages at the charged seconds the test gives, and is
+    stopped, as the sandbox's watcher stops one, when a message comes after its limit."""
+
+    def __init__(self, limits, script):
+        self.limits, self.script, self.now, self.ending = limits, list(script), 0.0, None
+
+    def receive(self, accept):
+        if self.ending is not None or not self.script:
+            return None
+        self.now, kind, fields = self.script.pop(0)
+        if self.now > self.limits.timeout_s:
+            self.ending = Ending("timeout", "", self.now, "")
+            return None
+        return protocol.Message(kind, fields)
+
+    def stop(self, kind, detail):
+        self.ending = self.ending or Ending(kind, detail, self.now, "")
+
+    def finish(self):
+        return self.ending or Ending("finished", "", self.now, "")
+
+    def charged(self):
+        return self.now
+
+    set_time_limit, extend_limit = Clocked.set_time_limit, Clocked.extend_limit
+
+
+@pytest.mark.parametrize("loaded_at,step_s,ends,cut", [
+    (40, 30, "finished", False),  # each step within 30 s of the last: 40 s in all is fine
+    (40, None, "finished", False),
+    (50, 30, "timeout", True),  # 35 s without a step after the first: stalled
+    (95, None, "timeout", False),  # past the full limit: a timeout of its own
+])
+def test_a_run_s_steps_move_its_limit(monkeypatch, loaded_at, step_s, ends, cut):
+    script = [(15, "hello", {}), (loaded_at, "loaded", {"status": "ok"})]
+    monkeypatch.setattr(conversation, "_worker",
+                        lambda mode, source, limits, pool, **options: Scripted(limits, script))
+    report = conversation.run("wrapper", b"", [], backend_name="gpu",
+                              limits=sandbox.Limits(90, 1 << 30), step_s=step_s)
+    assert report.ending.kind == ends and report.cut_short is cut
+    assert report.stage == ("done" if ends == "finished" else "importing")
 
 
 @pytest.mark.parametrize("kernel,wrapper", [(True, False), (False, True)])
