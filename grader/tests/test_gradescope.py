@@ -185,7 +185,7 @@ def test_without_its_sandbox_it_refuses_to_grade_and_says_why(autograder, monkey
     shutil.copytree(autograder / "autograder" / "source", root / "source")
     (root / "submission").mkdir()
     shutil.copyfile(DEMO / "ada" / "ninetoothed_gemm.py", root / "submission" / "ninetoothed_gemm.py")
-    monkeypatch.setattr(sandbox, "check", lambda gpu: "no user namespaces here")
+    monkeypatch.setattr(sandbox, "check", lambda gpu, device=None: "no user namespaces here")
     assert gradescope.run(root) == 0
     results = json.loads((root / "results" / "results.json").read_text())
     check_results(results)
@@ -307,7 +307,7 @@ def test_unsandboxed_a_hostile_submission_cannot_touch_the_grade(autograder, tmp
             f"#!/bin/sh\nshift 2\nexec {sys.executable} -c 'import sys\n"
             "from grader.batch.isolation import sandbox\n"
             "from grader.batch.packaging import gradescope\n"
-            "sandbox.check = lambda gpu: \"no user namespaces in this container\"\n"
+            "sandbox.check = lambda gpu, device=None: \"no user namespaces in this container\"\n"
             "sys.exit(gradescope.main(sys.argv[1:]))' \"$@\"\n")
         shim.chmod(0o755)
         environment = {**os.environ, "AUTOGRADER_ROOT": str(root), "NTGEMM_PYTHON": str(shim),
@@ -368,7 +368,7 @@ def test_unsandboxed_it_refuses_where_it_cannot_change_user(autograder, monkeypa
         (root / "submission").mkdir()
         shutil.copyfile(DEMO / "ada" / "ninetoothed_gemm.py",
                         root / "submission" / "ninetoothed_gemm.py")
-        monkeypatch.setattr(sandbox, "check", lambda gpu: "no user namespaces here")
+        monkeypatch.setattr(sandbox, "check", lambda gpu, device=None: "no user namespaces here")
         monkeypatch.setattr(sandbox, "check_unsandboxed", lambda: reason)
         monkeypatch.setattr(unprivileged, "identity", lambda: identity)
         assert gradescope.run(root) == 0

@@ -205,7 +205,7 @@ def test_a_malformed_or_huge_report_ends_the_run_not_the_parent(garbage):
 
 def test_no_sandbox_means_no_grading_unless_asked(tmp_path, monkeypatch, capsys):
     (tmp_path / "class" / "ivan").mkdir(parents=True)
-    monkeypatch.setattr(sandbox, "check", lambda gpu: "no bwrap here (a test)")
+    monkeypatch.setattr(sandbox, "check", lambda gpu, device=None: "no bwrap here (a test)")
     code = cli.main(["grade", str(tmp_path / "class"), "--out", str(tmp_path / "out"),
                      "--no-progress"])
     assert code == ExitCode.FAILURE
