@@ -229,8 +229,7 @@ def grade(submission, settings, folder, device=None, on_start=None, pool=None, s
     phases = _phases(cases_list, settings.seed)
     wrapper_phases = _wrapper_phase(phases, cases_list)
     options = dict(backend_name=settings.backend, device=device, sandboxed=settings.sandboxed,
-                   limits=limits(settings), on_start=on_start, pool=pool,
-                   step_s=step_s if step_s is not None and step_s < settings.timeout_s else None)
+                   limits=limits(settings), on_start=on_start, pool=pool, step_s=step_s)
     # Side by side on a GPU, where they overlap; one after the other on the interpreter,
     # whose -j already keeps every core busy, and where the wrapper's time limit grows
     # with the tiles the kernel run showed (grader.batch.isolation.time_budget).
