@@ -5,6 +5,7 @@ A probe worker here is plain Python run by grader.batch.isolation.sandbox.Worker
 grader's worker, so each test takes a second or two and runs no kernel.
 """
 
+import collections
 import os
 import pathlib
 import subprocess
@@ -188,6 +189,52 @@ def test_the_charge_is_wall_time_less_starvation_between_cpu_and_wall_time():
     assert usage.charge(cpu_s=9.0, wall_s=3.0, starved_s=0.0) == 3.0
     # Its own threads starving each other: charged at least its CPU time.
     assert usage.charge(cpu_s=2.0, wall_s=3.0, starved_s=5.0) == 2.0
+
+
+class _Reaped:
+    """A process of a run as psutil shows it: its CPU times, or gone once its parent reaped it."""
+
+    def __init__(self, pid, own, children=0.0):
+        self.pid, self.own, self.children, self.gone = pid, own, children, False
+
+    def memory_info(self):
+        return collections.namedtuple("Memory", "rss")(1 << 20)
+
+    def cpu_times(self):
+        if self.gone:
+            raise psutil.NoSuchProcess(self.pid)
+        return collections.namedtuple("Times", "user system children_user children_system")(
+            self.own, 0.0, self.children, 0.0)
+
+
+def test_a_child_reaped_between_two_reads_is_not_counted_as_cores_kept_busy(monkeypatch):
+    """A worker waits on its compiler child (3 s of CPU), which ends and is reaped while a
+    sample is read: that sample misses the child's seconds, and the next finds them in the
+    worker's children times. Three seconds later the sample that missed them starts the
+    window: read raw, one busy core looks like two (in CI a mistaken file was stopped for
+    too_many_cores 12 s into a 120 s limit)."""
+    clock = [100.0]
+    monkeypatch.setattr(usage.time, "monotonic", lambda: clock[0])
+    worker, compiler = _Reaped(10**7, own=2.0), _Reaped(10**7 + 1, own=3.0)
+    reap = {"now": False}
+
+    class Racing(_Reaped):  # the worker: read first; its child is reaped right after
+        def cpu_times(self):
+            times = worker.cpu_times()
+            if reap["now"]:
+                compiler.gone, worker.children = True, compiler.own
+            return times
+
+    racing = Racing(worker.pid, 0.0)
+    tree = usage.TreeUsage(racing, lambda: [] if compiler.gone else [compiler])
+    peak = 0.0
+    for step in range(200):  # 10 s at the sandbox's poll, the worker on one core throughout
+        clock[0] += 0.05
+        worker.own += 0.05
+        reap["now"] = step == 40
+        peak = max(peak, tree.sample()[1])
+    assert tree.cpu_used == pytest.approx(worker.own + compiler.own)
+    assert peak < sandbox.cores_for("interpreter"), peak
 
 
 @pytest.mark.parametrize("garbage", [

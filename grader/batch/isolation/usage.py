@@ -133,9 +133,13 @@ class TreeUsage:
                 self.lowered = any(lowered(priority(member.pid, tid, group), self.start)
                                    for tid in threads)
         self.peak_rss = max(self.peak_rss, rss)
+        # Never decreasing, in the window too: a child reaped between the reads of its
+        # parent and its own is missing from one sample and back in the next (in its
+        # parent's children times); read raw, the sample that missed it would later start
+        # the window, and its seconds count as cores kept busy.
         self.cpu_used = max(self.cpu_used, used)
         now = time.monotonic()
-        self.samples.append((now, used))
+        self.samples.append((now, self.cpu_used))
         while len(self.samples) > 2 and self.samples[1][0] <= now - CPU_WINDOW_S:
             self.samples.popleft()
         then, before = self.samples[0]
