@@ -237,6 +237,28 @@ def test_a_child_reaped_between_two_reads_is_not_counted_as_cores_kept_busy(monk
     assert peak < sandbox.cores_for("interpreter"), peak
 
 
+def test_a_warm_worker_s_warm_up_is_not_charged_to_its_run():
+    """A pooled worker warms up (imports, a CUDA context) before its run is assigned, and no
+    sample may have read its tree since it started: the clock's restart must, or the whole
+    warm-up counts against the run's limit whenever its CPU time is what it is charged."""
+    import types
+
+    warm = subprocess.Popen([sys.executable, "-c",
+                             "import time\nwhile time.process_time() < 1.0: pass\n"
+                             "time.sleep(30)"])
+    try:
+        tree = usage.TreeUsage(psutil.Process(warm.pid))
+        while sum(psutil.Process(warm.pid).cpu_times()[:2]) < 0.9:  # ticks: never quite 1.0
+            time.sleep(0.05)
+        worker = types.SimpleNamespace(usage=tree)
+        sandbox.Worker.restart_clock(worker)
+        assert worker.cpu_base >= 0.9
+        assert usage.charge(tree.cpu_used - worker.cpu_base, 0.5, 10.0) <= 0.5
+    finally:
+        warm.kill()
+        warm.wait()
+
+
 @pytest.mark.parametrize("garbage", [
     b"\xff" * 64,
     protocol.struct.pack("<Q", 1 << 40),

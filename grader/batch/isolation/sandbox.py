@@ -450,7 +450,10 @@ class Worker:
 
     def restart_clock(self):
         """Let the time limit count from now: a run that waited for its turn (a timing run
-        waits while others are timed) gets the whole limit for its own work."""
+        waits while others are timed) gets the whole limit for its own work. A warm
+        worker's warm-up, which no sample may have seen yet, is read first: it is nobody's
+        run."""
+        self.usage.sample()
         self.clock = time.monotonic()
         self.cpu_base, self.wait_base = self.usage.cpu_used, self.usage.starved_s
 
