@@ -237,6 +237,28 @@ def test_a_child_reaped_between_two_reads_is_not_counted_as_cores_kept_busy(monk
     assert peak < sandbox.cores_for("interpreter"), peak
 
 
+def test_cores_kept_busy_after_a_process_left_the_tree_are_seen_within_the_window(
+        monkeypatch):
+    """The other side of the test above: a process that ran 40 s on one core and left the
+    tree (reaped outside it, by the sandbox's server) takes its seconds with it; four busy
+    cores after that must still be seen as soon as the window holds them, not once they
+    make up the 40 s the tree lost."""
+    clock = [100.0]
+    monkeypatch.setattr(usage.time, "monotonic", lambda: clock[0])
+    worker, left = _Reaped(10**7, own=1.0), _Reaped(10**7 + 1, own=40.0)
+    tree = usage.TreeUsage(worker, lambda: [] if left.gone else [left])
+    seen = []
+    for step in range(200):
+        clock[0] += 0.05
+        left.gone = step >= 20
+        if left.gone:
+            worker.own += 4 * 0.05
+        cores = tree.sample()[1]
+        if cores > sandbox.cores_for("interpreter"):
+            seen.append(step)
+    assert seen and seen[0] <= 20 + 2 * usage.CPU_WINDOW_S / 0.05, seen[:1]
+
+
 def test_a_warm_worker_s_warm_up_is_not_charged_to_its_run():
     """A pooled worker warms up (imports, a CUDA context) before its run is assigned, and no
     sample may have read its tree since it started: the clock's restart must, or the whole

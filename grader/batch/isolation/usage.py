@@ -118,13 +118,14 @@ class TreeUsage:
     def sample(self):
         """(resident bytes now, cores kept busy on average over the last CPU_WINDOW_S)."""
         rss = used = 0
+        vanished = False  # a member ended between the listing and its reading
         for member in self.members():
             try:
                 rss += member.memory_info().rss
                 times = member.cpu_times()
                 used += times.user + times.system + times.children_user + times.children_system
             except psutil.Error:
-                pass
+                vanished = True
             threads = waits(member.pid)
             for tid, seconds in threads.items():
                 self.waited[member.pid, tid] = seconds
@@ -133,13 +134,16 @@ class TreeUsage:
                 self.lowered = any(lowered(priority(member.pid, tid, group), self.start)
                                    for tid in threads)
         self.peak_rss = max(self.peak_rss, rss)
-        # Never decreasing, in the window too: a child reaped between the reads of its
-        # parent and its own is missing from one sample and back in the next (in its
-        # parent's children times); read raw, the sample that missed it would later start
-        # the window, and its seconds count as cores kept busy.
         self.cpu_used = max(self.cpu_used, used)
         now = time.monotonic()
-        self.samples.append((now, self.cpu_used))
+        if vanished and self.samples:
+            # A child reaped between the reads of its parent and its own is missing from
+            # this sample and back in the next (in its parent's children times): read as
+            # is, this sample would later start the window, and the child's seconds would
+            # count as cores kept busy. One that left the tree for good leaves it by the
+            # next sample, read as is.
+            used = max(used, self.samples[-1][1])
+        self.samples.append((now, used))
         while len(self.samples) > 2 and self.samples[1][0] <= now - CPU_WINDOW_S:
             self.samples.popleft()
         then, before = self.samples[0]
