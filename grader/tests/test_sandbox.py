@@ -6,6 +6,7 @@ grader's worker, so each test takes a second or two and runs no kernel.
 """
 
 import collections
+import itertools
 import os
 import pathlib
 import subprocess
@@ -237,16 +238,25 @@ def test_a_child_reaped_between_two_reads_is_not_counted_as_cores_kept_busy(monk
     assert peak < sandbox.cores_for("interpreter"), peak
 
 
+@pytest.mark.parametrize("churn", [False, True], ids=["quiet", "a child vanishing at each read"])
 def test_cores_kept_busy_after_a_process_left_the_tree_are_seen_within_the_window(
-        monkeypatch):
+        monkeypatch, churn):
     """The other side of the test above: a process that ran 40 s on one core and left the
     tree (reaped outside it, by the sandbox's server) takes its seconds with it; four busy
     cores after that must still be seen as soon as the window holds them, not once they
-    make up the 40 s the tree lost."""
+    make up the 40 s the tree lost, even by a run that has a short-lived child end between
+    the listing and the reading of every sample."""
     clock = [100.0]
     monkeypatch.setattr(usage.time, "monotonic", lambda: clock[0])
     worker, left = _Reaped(10**7, own=1.0), _Reaped(10**7 + 1, own=40.0)
-    tree = usage.TreeUsage(worker, lambda: [] if left.gone else [left])
+    pids = itertools.count(10**7 + 2)
+
+    def members():
+        fleeting = _Reaped(next(pids), own=0.01)
+        fleeting.gone = True
+        return ([] if left.gone else [left]) + ([fleeting] if churn else [])
+
+    tree = usage.TreeUsage(worker, members)
     seen = []
     for step in range(200):
         clock[0] += 0.05

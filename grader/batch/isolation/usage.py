@@ -101,6 +101,7 @@ class TreeUsage:
         self.start = priority(root.pid)
         self.lowered = False  # a thread of it was seen at a lower priority than the root's
         self.samples = collections.deque()
+        self.last_seen = {}  # pid: the CPU seconds it and its reaped children had, last sample
 
     @property
     def starved_s(self):
@@ -118,14 +119,22 @@ class TreeUsage:
     def sample(self):
         """(resident bytes now, cores kept busy on average over the last CPU_WINDOW_S)."""
         rss = used = 0
-        vanished = False  # a member ended between the listing and its reading
+        seen = {}
         for member in self.members():
             try:
                 rss += member.memory_info().rss
                 times = member.cpu_times()
-                used += times.user + times.system + times.children_user + times.children_system
             except psutil.Error:
-                vanished = True
+                # Ended between the listing and its reading: a child its parent reaped after
+                # the parent's own reading is in neither, and back in the next sample (in
+                # the parent's children times). Read without it, this sample would later
+                # start the window, and its seconds would count as cores kept busy; so it
+                # counts as last seen, this once.
+                used += self.last_seen.get(member.pid, 0.0)
+                continue
+            seen[member.pid] = (times.user + times.system + times.children_user
+                                + times.children_system)
+            used += seen[member.pid]
             threads = waits(member.pid)
             for tid, seconds in threads.items():
                 self.waited[member.pid, tid] = seconds
@@ -133,16 +142,10 @@ class TreeUsage:
                 group = autogroup_nice(member.pid)  # one per process, not per thread
                 self.lowered = any(lowered(priority(member.pid, tid, group), self.start)
                                    for tid in threads)
+        self.last_seen = seen
         self.peak_rss = max(self.peak_rss, rss)
         self.cpu_used = max(self.cpu_used, used)
         now = time.monotonic()
-        if vanished and self.samples:
-            # A child reaped between the reads of its parent and its own is missing from
-            # this sample and back in the next (in its parent's children times): read as
-            # is, this sample would later start the window, and the child's seconds would
-            # count as cores kept busy. One that left the tree for good leaves it by the
-            # next sample, read as is.
-            used = max(used, self.samples[-1][1])
         self.samples.append((now, used))
         while len(self.samples) > 2 and self.samples[1][0] <= now - CPU_WINDOW_S:
             self.samples.popleft()
