@@ -103,6 +103,7 @@ class TreeUsage:
         self.lowered = False  # a thread of it was seen at a lower priority than the root's
         self.samples = collections.deque()
         self.rates = collections.deque()  # (time, cores kept busy over the window then)
+        self.last_seen = {}  # pid: the CPU seconds it and its reaped children had, last sample
 
     @property
     def starved_s(self):
@@ -120,13 +121,20 @@ class TreeUsage:
     def sample(self):
         """(resident bytes now, cores kept busy on average over the last CPU_WINDOW_S)."""
         rss = used = 0
+        seen = {}
         for member in self.members():
             try:
                 rss += member.memory_info().rss
                 times = member.cpu_times()
-                used += times.user + times.system + times.children_user + times.children_system
             except psutil.Error:
-                pass
+                # Ended between the listing and its reading: a child its parent reaped after
+                # the parent's own reading is in neither, and back in the next sample (in
+                # the parent's children times); so it counts as last seen, this once.
+                used += self.last_seen.get(member.pid, 0.0)
+                continue
+            seen[member.pid] = (times.user + times.system + times.children_user
+                                + times.children_system)
+            used += seen[member.pid]
             threads = waits(member.pid)
             for tid, seconds in threads.items():
                 self.waited[member.pid, tid] = seconds
@@ -134,6 +142,7 @@ class TreeUsage:
                 group = autogroup_nice(member.pid)  # one per process, not per thread
                 self.lowered = any(lowered(priority(member.pid, tid, group), self.start)
                                    for tid in threads)
+        self.last_seen = seen
         self.peak_rss = max(self.peak_rss, rss)
         self.cpu_used = max(self.cpu_used, used)
         now = time.monotonic()
@@ -148,11 +157,12 @@ class TreeUsage:
     def _sustained(self, now, cores):
         """The least of the window's averages over the last SUSTAIN_S, 0 until they span it.
 
-        One average can be wrong: a child reaped between the reads of its parent and its
-        own is in neither, and back in the next sample (in its parent's children times);
-        when the sample that missed it starts the window, its seconds look like a core
-        kept busy (in CI a mistaken file was stopped so, 12 s into a 120 s limit). Only
-        one average starts there; a run that keeps the cores busy keeps them all high."""
+        One sample can be wrong: a child reaped after the listing and before its parent's
+        reading is in the parent's children times and counted as last seen too. Only the
+        average that ends at that sample is too high; a run that keeps the cores busy
+        keeps them all high. (In CI, a sample that missed such a child started the window
+        of a run later, and a mistaken file was stopped for a second busy core, 12 s into
+        a 120 s limit: ``sample`` counts it as last seen.)"""
         self.rates.append((now, cores))
         while len(self.rates) > 2 and self.rates[1][0] <= now - SUSTAIN_S:
             self.rates.popleft()
