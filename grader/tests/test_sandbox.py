@@ -243,6 +243,7 @@ def test_a_child_reaped_while_a_sample_is_read_is_not_counted_as_cores_kept_busy
         worker.own += 0.05
         reap["now"] = step == 100  # the window full
         peak = max(peak, tree.sample()[1])
+        assert tree.cpu_used <= worker.own + compiler.own + 1e-9  # never charged twice
         if step == 100:
             clock[0] += gap
             worker.own += gap

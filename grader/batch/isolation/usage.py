@@ -120,7 +120,7 @@ class TreeUsage:
 
     def sample(self):
         """(resident bytes now, cores kept busy on average over the last CPU_WINDOW_S)."""
-        rss = used = 0
+        rss = used = vanished = 0
         seen = {}
         for member in self.members():
             try:
@@ -129,8 +129,9 @@ class TreeUsage:
             except psutil.Error:
                 # Ended between the listing and its reading: a child its parent reaped after
                 # the parent's own reading is in neither, and back in the next sample (in
-                # the parent's children times); so it counts as last seen, this once.
-                used += self.last_seen.get(member.pid, 0.0)
+                # the parent's children times); so the window counts it as last seen, this
+                # once. (The time charged needs no help: it never decreases.)
+                vanished += self.last_seen.get(member.pid, 0.0)
                 continue
             seen[member.pid] = (times.user + times.system + times.children_user
                                 + times.children_system)
@@ -146,6 +147,7 @@ class TreeUsage:
         self.peak_rss = max(self.peak_rss, rss)
         self.cpu_used = max(self.cpu_used, used)
         now = time.monotonic()
+        used += vanished
         self.samples.append((now, used))
         while len(self.samples) > 2 and self.samples[1][0] <= now - CPU_WINDOW_S:
             self.samples.popleft()
