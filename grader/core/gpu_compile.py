@@ -28,6 +28,7 @@ import subprocess
 import sys
 
 ENV_VAR = "NTGEMM_GPU_TARGET"
+TRITON_KEY_VAR = "NTGEMM_TRITON_KEY"  # see triton_key()
 DEFAULT_TARGET = "sm_90"
 # Compute capability and the most shared memory one block may use (bytes, opt-in).
 TARGETS = {"sm_80": (80, 166912), "sm_86": (86, 101376), "sm_89": (89, 101376),
@@ -107,6 +108,7 @@ def check(kernel, target=None):
         return Build(target, False, "the generated kernel was not checked in this process",
                      checked=False)
     environment = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
+    environment[TRITON_KEY_VAR] = triton_key()
     try:
         done = subprocess.run([sys.executable, "-m", "grader.core.gpu_compile", str(source),
                                digest, target],
@@ -125,6 +127,16 @@ def check(kernel, target=None):
         return Build(target, False, f"the compiler process ended ({done.returncode}): {tail}",
                      checked=False)
     return build
+
+
+def triton_key():
+    """The first part of every Triton cache key: a hash of Triton's own installed files,
+    0.5 s of a core to read. Made once per process (a fork server's workers inherit it) and
+    handed to each compile child, as Triton's own compile pools hand it to theirs. It only
+    names entries in the run's own cache: a wrong one compiles afresh, never wrongly."""
+    from triton.runtime import cache
+
+    return cache.triton_key()
 
 
 # --------------------------------------------------------------------------- the child
@@ -265,9 +277,20 @@ def describe_error(error):
     return f"{type(error).__name__}: {message}"[:MESSAGE_LIMIT], line[:MESSAGE_LIMIT]
 
 
+def _take_triton_key(key):
+    """Use the parent's triton_key() when it is one for this Triton, instead of hashing its
+    files again."""
+    import triton
+    from triton.runtime import cache
+
+    if key.startswith(f"{triton.__version__}"):
+        cache.triton_key = lambda: key
+
+
 def main(argv=None):
     path, digest, target = (sys.argv[1:] if argv is None else argv)
     target = parse_target(target)
+    _take_triton_key(os.environ.get(TRITON_KEY_VAR, ""))
     try:
         build = _compile(path, target, digest)
     except Refused as refusal:

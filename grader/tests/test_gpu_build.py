@@ -101,6 +101,22 @@ def test_build_fields_from_a_worker_are_type_checked():
     assert gpu_compile.Build.from_fields("nonsense") is None
 
 
+def test_a_compile_child_takes_only_a_triton_key_of_this_triton(monkeypatch):
+    """The parent's key spares each child 0.5 s of hashing Triton's files; anything else
+    (empty, another version's) leaves the child to hash them itself."""
+    import triton
+    from triton.runtime import cache
+
+    own = cache.triton_key
+    monkeypatch.setattr(cache, "triton_key", own)
+    for other in ("", "not a key", "0.0.1-abc"):
+        gpu_compile._take_triton_key(other)
+        assert cache.triton_key is own
+    gpu_compile._take_triton_key(f"{triton.__version__}parent")
+    assert cache.triton_key() == f"{triton.__version__}parent"
+    assert gpu_compile.triton_key() == f"{triton.__version__}parent"  # what it hands on
+
+
 @pytest.mark.parametrize("text, expected", [("sm_90", "sm_90"), ("90", "sm_90"),
                                             ("SM_80", "sm_80")])
 def test_targets_parse(text, expected):
