@@ -67,6 +67,7 @@ def module_name(path, root=ROOT):
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+@functools.cache  # a grade reads the closure of the grader and of its worker, mostly the same files
 def imports(path, root=ROOT):
     """The kit modules a Python file names in its imports, as dotted names: the
     submodule for ``from package import module``, else the module imported from."""
