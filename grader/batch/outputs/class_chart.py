@@ -21,14 +21,11 @@ PUBLIC, HIDDEN = "#2a7f9e", "#8a63a8"
 
 def render(summary, gradebook):
     """PNG bytes from the summary and gradebook frames that reports.write_class builds."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # not pyplot: no GUI state, and 0.5 s less to import
 
     cases = summary.iloc[::-1]  # the catalogue's first case at the top
     height = max(5.0, 0.28 * len(cases) + 1.5)
-    figure = plt.figure(figsize=(13, height))
+    figure = Figure(figsize=(13, height))
     grid = figure.add_gridspec(2, 2, width_ratios=[3, 1.5], height_ratios=[1, 1])
     rates = figure.add_subplot(grid[:, 0])
     statuses = figure.add_subplot(grid[0, 1])
@@ -74,5 +71,4 @@ def render(summary, gradebook):
     figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=110)
-    plt.close(figure)
     return buffer.getvalue()
