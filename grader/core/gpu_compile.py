@@ -283,7 +283,7 @@ def _take_triton_key(key):
     import triton
     from triton.runtime import cache
 
-    if key.startswith(f"{triton.__version__}"):
+    if key.startswith(triton.__version__):
         cache.triton_key = lambda: key
 
 
