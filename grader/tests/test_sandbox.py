@@ -356,3 +356,16 @@ def test_a_hang_s_message_names_the_student_s_line(tmp_path, monkeypatch):
     assert f"your code was at line {line}, in `while output.shape[0] > 0:" in record["message"]
     # For staff, every thread's stack as the time ran out, the grader's frames too.
     assert "(most recent call first)" in record["stderr"] and "worker.py" in record["stderr"]
+
+
+def test_a_run_s_limits_are_looked_at_a_few_times_a_second_not_at_every_poll(monkeypatch):
+    """Each look lists the host's processes and reads each of the run's threads; at every
+    pipe poll (20 a second) the looks of a 100-file batch kept 3 of its parent's cores
+    busy. A run that sleeps 3 s is looked at about 3 / WATCH_S times."""
+    looks = []
+    sample = usage.TreeUsage.sample
+    monkeypatch.setattr(usage.TreeUsage, "sample",
+                        lambda self: looks.append(1) or sample(self))
+    _, ending = _probe("say('up')\nimport time\ntime.sleep(3)\n")
+    assert ending.kind == "crashed", ending.detail  # it ended by itself
+    assert 3 / sandbox.WATCH_S / 2 <= len(looks) <= 3 / sandbox.WATCH_S + 6, len(looks)
