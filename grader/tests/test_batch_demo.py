@@ -146,6 +146,13 @@ def test_class_files(graded):
     assert env["backend"] == batch_backend()
     assert env["submissions_unchanged"] is True
     assert env["isolation"] == "bubblewrap"
+    # Where the batch's seconds went, phase by phase (no second grading nor timing on the
+    # interpreter), and the grader's own CPU beside its workers'.
+    phases = list(env["phase_s"])
+    assert phases == ["grading"] if batch_backend() == "interpreter" else \
+        phases[0] == "grading" and set(phases) <= {"grading", "confirming", "timing"}
+    assert 0 < sum(env["phase_s"].values()) <= env["elapsed_s"]
+    assert 0 < env["grader_cpu_s"]
 
 
 def test_share_hands_back_feedback_and_nothing_that_names_a_hidden_case(graded):

@@ -42,6 +42,9 @@ class Session:
     progress: bool = True
     overrides_file: pathlib.Path | None = None
     book: overrides.Overrides = overrides.Overrides()
+    # Seconds of each phase this run went through ("grading", "confirming", "timing"), for
+    # environment.json: a batch's time split the way it is spent, one phase after another.
+    phase_s: dict = dataclasses.field(default_factory=dict)
 
     def run(self, submissions_dir, shard=None, force=False):
         """Grade whoever is not graded yet, time who passed, write the class reports;
@@ -95,7 +98,8 @@ class Session:
             "jobs": len(self.slots), "devices": [d for d in self.slots if d is not None],
             "shard": list(shard) if shard else None, "students": len(ordered),
             "statuses": statuses, "graded_now": len(todo),
-            "elapsed_s": round(time.monotonic() - started, 1),
+            "elapsed_s": round(time.monotonic() - started, 1), "phase_s": self.phase_s,
+            "grader_cpu_s": grader_cpu_s(),
             "submissions_unchanged": before == after, "isolation": self.settings.isolation,
             "speed": speed_record, "seconds": step_times.summary(ordered),
             "sandboxes": hosts.counts() if self.settings.sandboxed else None,
@@ -223,6 +227,7 @@ class Session:
             return record
 
         bar = _bar(len(todo), not self.progress, what)
+        began = time.monotonic()
         executor = concurrent.futures.ThreadPoolExecutor(max_workers=len(self.slots))
         try:
             futures = {executor.submit(work, s): s for s in todo}
@@ -244,6 +249,7 @@ class Session:
             pool.close()
         executor.shutdown(wait=True)
         bar.close()
+        self.phase_s[what] = round(time.monotonic() - began, 1)
 
     def _pool(self, limits, processes, per_slot):
         """Warm workers (grader.batch.isolation.warm_pool): ``per_slot`` ahead for each slot."""
@@ -287,6 +293,7 @@ class Session:
             raise
         writer.shutdown(wait=True)
         bar.close()
+        self.phase_s["timing"] = round(time.monotonic() - started, 1)
         return {**self.settings.speed.describe(), "timed_now": len(items),
                 "elapsed_s": round(time.monotonic() - started, 1),
                 "gpus_at_start": {str(device): env for device, env in environments.items()}}
@@ -409,6 +416,15 @@ def say_file_warnings(records, book):
     for record in records:
         for line in override_view.file_warnings(record, book):
             say(f"warning: override of {line}")
+
+
+def grader_cpu_s():
+    """CPU seconds of this process, every thread of it: the parent's own share of a batch
+    (judging, watching the runs, drawing), beside its workers' (each record's ``cpu_time_s``)."""
+    import resource
+
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    return round(used.ru_utime + used.ru_stime, 1)
 
 
 def count_statuses(records):
