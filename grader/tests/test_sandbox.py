@@ -360,8 +360,8 @@ def test_a_hang_s_message_names_the_student_s_line(tmp_path, monkeypatch):
 
 def test_a_run_s_limits_are_looked_at_a_few_times_a_second_not_at_every_poll(monkeypatch):
     """Each look lists the host's processes and reads each of the run's threads; at every
-    pipe poll (20 a second) the looks of a 100-file batch kept 3 of its parent's cores
-    busy. A run that sleeps 3 s is looked at about 3 / WATCH_S times."""
+    pipe poll (20 a second) they were a third of the parent's CPU while it graded 4 demo
+    files. A run that sleeps 3 s is looked at about 3 / WATCH_S times."""
     looks = []
     sample = usage.TreeUsage.sample
     monkeypatch.setattr(usage.TreeUsage, "sample",
