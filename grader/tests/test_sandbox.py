@@ -18,7 +18,7 @@ import pytest
 
 from grader.batch import cli, import_graph
 from grader.batch.inside import protocol
-from grader.batch.isolation import launch, sandbox, usage
+from grader.batch.isolation import launch, pipes, sandbox, usage
 from grader.tests.batch_helpers import NEEDS_INTERPRETER, sandbox_probe
 from grader.batch.status import ExitCode
 from grader.tests.batch_helpers import DEMO, run_grader
@@ -369,3 +369,16 @@ def test_a_run_s_limits_are_looked_at_a_few_times_a_second_not_at_every_poll(mon
     _, ending = _probe("say('up')\nimport time\ntime.sleep(3)\n")
     assert ending.kind == "crashed", ending.detail  # it ended by itself
     assert 3 / sandbox.WATCH_S / 2 <= len(looks) <= 3 / sandbox.WATCH_S + 6, len(looks)
+
+
+def test_a_run_past_half_its_memory_limit_is_looked_at_at_every_poll(monkeypatch):
+    """Memory fills faster than a few looks a second can follow: near its limit, a run is
+    looked at every pipes.POLL_S, as before the looks were spaced."""
+    looks = []
+    sample = usage.TreeUsage.sample
+    monkeypatch.setattr(usage.TreeUsage, "sample",
+                        lambda self: looks.append(1) or sample(self))
+    _, ending = _probe("x = bytearray(1200 << 20)\nsay('up')\nimport time\ntime.sleep(3)\n",
+                       sandbox.Limits(timeout_s=30, memory_bytes=2 << 30))
+    assert ending.kind == "crashed", ending.detail  # it ended by itself, under its limit
+    assert len(looks) > 2 * (3 / sandbox.WATCH_S + 6) < 3 / pipes.POLL_S, len(looks)
