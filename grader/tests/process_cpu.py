@@ -1,0 +1,140 @@
+"""Run a command and say which kinds of process used the machine's CPU while it ran.
+
+    python -m grader.tests.process_cpu [--every S] [--json FILE] -- COMMAND [ARG...]
+
+For a batch (``-- python -m grader grade ...``) it splits the CPU seconds between the
+grader itself, the sandboxes' fork servers, the runs they fork, the compile gate's
+children, and the C compiler and ptxas that Triton starts, so that a cut aims at what
+costs most. A process's seconds are its own (not its reaped children's), read from
+/proc every ``--every`` seconds: a process that lives less than that may be missed, and
+the last moments of each are lost, so the sum is a lower bound of the machine's busy time,
+which is printed beside it. Linux only.
+"""
+
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+import time
+
+TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def busy_seconds():
+    """CPU seconds of every core, not idle nor waiting for I/O, since boot."""
+    with open("/proc/stat", encoding="ascii") as stream:
+        fields = [int(value) for value in stream.readline().split()[1:]]
+    return (sum(fields) - fields[3] - fields[4]) / TICK
+
+
+def snapshot(seen):
+    """Update ``seen`` {pid: {"ppid", "command", "cpu_s"}} from /proc."""
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", encoding="ascii", errors="replace") as stream:
+                stat = stream.read()
+            fields = stat[stat.rindex(")") + 2:].split()
+            cpu_s = (int(fields[11]) + int(fields[12])) / TICK
+            if name not in seen:
+                with open(f"/proc/{name}/cmdline", "rb") as stream:
+                    argv = stream.read().decode(errors="replace").split("\0")[:-1]
+                seen[name] = {"ppid": fields[1],
+                              "argv": argv or [stat[stat.index("(") + 1:stat.rindex(")")]]}
+            seen[name]["cpu_s"] = cpu_s
+        except (OSError, ValueError, IndexError):
+            continue  # it ended between the listing and the reading
+
+
+def module(process):
+    """The module of ``python -m MODULE ...``, else None (bubblewrap's own command line
+    names the module too, as an argument: it is not a Python process)."""
+    argv = process["argv"]
+    if os.path.basename(argv[0]).startswith("python") and argv[1:2] == ["-m"] and argv[2:]:
+        return argv[2]
+    return None
+
+
+def kind(pid, seen, root):
+    """What a process is, for the batch grader: by its command, and by its parent's."""
+    if pid == root:
+        return "the command itself"
+    name = module(seen[pid])
+    if name == "grader.core.gpu_compile":
+        return "compile gate child"
+    if name == "grader.batch.inside.forkserver":
+        parent = seen.get(seen[pid]["ppid"])
+        return "run (forked)" if parent and module(parent) == name else "fork server"
+    if name == "grader.batch.inside.worker":
+        return "run (started)"
+    return os.path.basename(seen[pid]["argv"][0]) or "?"
+
+
+def descendants(seen, root):
+    children = collections.defaultdict(list)
+    for pid, process in seen.items():
+        children[process["ppid"]].append(pid)
+    found, stack = set(), [root]
+    while stack:
+        pid = stack.pop()
+        found.add(pid)
+        stack.extend(child for child in children[pid] if child not in found)
+    return found
+
+
+def measure(command, every=0.2):
+    """Run ``command``; (its exit code, wall seconds, busy CPU seconds of the machine,
+    {kind: [processes, CPU seconds]} over the command's process tree)."""
+    seen, before, started = {}, busy_seconds(), time.monotonic()
+    process = subprocess.Popen(command)
+    root = str(process.pid)
+    while process.poll() is None:
+        snapshot(seen)
+        time.sleep(every)
+    wall, busy = time.monotonic() - started, busy_seconds() - before
+    kinds = collections.defaultdict(lambda: [0, 0.0])
+    for pid in descendants(seen, root) & set(seen):
+        entry = kinds[kind(pid, seen, root)]
+        entry[0] += 1
+        entry[1] += seen[pid]["cpu_s"]
+    return process.returncode, wall, busy, dict(kinds)
+
+
+def report(wall, busy, kinds):
+    lines = [f"{wall:.1f} s of wall time; the machine was busy for {busy:.1f} CPU seconds",
+             f"{'CPU s':>9} {'processes':>9}  kind"]
+    for name, (count, cpu_s) in sorted(kinds.items(), key=lambda item: -item[1][1]):
+        lines.append(f"{cpu_s:9.1f} {count:9d}  {name}")
+    lines.append(f"{sum(cpu for _, cpu in kinds.values()):9.1f} {'':9}  in all (a lower bound)")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m grader.tests.process_cpu",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--every", type=float, default=0.2, metavar="S",
+                        help="seconds between two readings of /proc (default: 0.2)")
+    parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
+    parser.add_argument("command", nargs=argparse.REMAINDER,
+                        help="the command to run, after --")
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("give the command to run after --, e.g. -- python -m grader grade ...")
+    if args.every <= 0:
+        parser.error(f"--every must be more than 0 seconds, not {args.every}")
+    code, wall, busy, kinds = measure(command, args.every)
+    print(report(wall, busy, kinds), file=sys.stderr)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as stream:
+            json.dump({"wall_s": wall, "busy_cpu_s": busy, "returncode": code,
+                       "kinds": {name: {"processes": count, "cpu_s": cpu_s}
+                                 for name, (count, cpu_s) in kinds.items()}}, stream, indent=1)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""The CPU split a batch's cost is measured with (grader.tests.process_cpu): the processes
+it names, and what it refuses."""
+
+import sys
+
+import pytest
+
+from grader.tests import process_cpu
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+
+BUSY = "import time\nstart = time.process_time()\nwhile time.process_time() - start < {}: pass\n"
+
+
+def test_a_command_and_the_processes_it_starts_are_counted_by_kind(tmp_path):
+    child = [sys.executable, "-m", "grader.core.gpu_compile"]  # named by module, not run
+    script = tmp_path / "spawn.py"
+    script.write_text(BUSY.format(0.3) + "import subprocess, sys\n"
+                      f"subprocess.run([sys.executable, '-c', {BUSY.format(0.8)!r}])\n"
+                      f"subprocess.run({child!r} + ['--help'], capture_output=True)\n")
+    code, wall, busy, kinds = process_cpu.measure([sys.executable, str(script)], every=0.05)
+    assert code == 0
+    assert kinds["the command itself"][0] == 1 and kinds["the command itself"][1] >= 0.2
+    python = [entry for name, entry in kinds.items() if name.startswith("python")]
+    assert python and python[0][1] >= 0.5, kinds
+    assert kinds["compile gate child"][0] == 1, kinds
+    assert busy >= sum(cpu for _, cpu in kinds.values()) - 0.5 and wall > 1.0
+
+
+def test_bubblewrap_naming_the_fork_server_is_not_taken_for_it():
+    seen = {"1": {"ppid": "0", "argv": ["python3", "-m", "grader", "grade"]},
+            "2": {"ppid": "1", "argv": ["bwrap", "--die-with-parent", "python3", "-m",
+                                        "grader.batch.inside.forkserver", "3", "f"]},
+            "3": {"ppid": "2", "argv": ["python3", "-m", "grader.batch.inside.forkserver"]},
+            "4": {"ppid": "3", "argv": ["python3", "-m", "grader.batch.inside.forkserver"]}}
+    assert [process_cpu.kind(pid, seen, "1") for pid in "1234"] == [
+        "the command itself", "bwrap", "fork server", "run (forked)"]
+
+
+@pytest.mark.parametrize("argv, said", [([], "give the command to run after --"),
+                                        (["--every", "0", "--", "true"], "--every must be")])
+def test_bad_arguments_are_named(argv, said, capsys):
+    with pytest.raises(SystemExit):
+        process_cpu.main(argv)
+    assert said in capsys.readouterr().err
