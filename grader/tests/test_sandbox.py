@@ -382,3 +382,13 @@ def test_a_run_past_half_its_memory_limit_is_looked_at_at_every_poll(monkeypatch
                        sandbox.Limits(timeout_s=30, memory_bytes=2 << 30))
     assert ending.kind == "crashed", ending.detail  # it ended by itself, under its limit
     assert len(looks) > 2 * (3 / sandbox.WATCH_S + 6) < 3 / pipes.POLL_S, len(looks)
+
+
+def test_memory_filled_in_one_burst_from_under_half_the_limit_is_still_stopped():
+    """The spaced looks' weak spot: a run idles under half its limit, where it is looked at
+    only every WATCH_S, then fills past the limit at once. The next look still stops it."""
+    code = ("small = bytearray(900 << 20)\nsay('up')\nimport time\ntime.sleep(1)\n"
+            "big = b'x' * (2500 << 20)\ntime.sleep(30)\n")
+    _, ending = _probe(code, sandbox.Limits(timeout_s=30, memory_bytes=2 << 30))
+    assert ending.kind == "memory_limit", ending.detail
+    assert ending.wall_time_s < 10
