@@ -19,34 +19,24 @@ import subprocess
 import sys
 import time
 
-TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+import psutil
 
 
 def busy_seconds():
     """CPU seconds of every core, not idle nor waiting for I/O, since boot."""
-    with open("/proc/stat", encoding="ascii") as stream:
-        fields = [int(value) for value in stream.readline().split()[1:]]
-    return (sum(fields) - fields[3] - fields[4]) / TICK
+    times = psutil.cpu_times()
+    return sum(times) - times.idle - getattr(times, "iowait", 0.0)
 
 
 def snapshot(seen):
-    """Update ``seen`` {pid: {"ppid", "command", "cpu_s"}} from /proc."""
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", encoding="ascii", errors="replace") as stream:
-                stat = stream.read()
-            fields = stat[stat.rindex(")") + 2:].split()
-            cpu_s = (int(fields[11]) + int(fields[12])) / TICK
-            if name not in seen:
-                with open(f"/proc/{name}/cmdline", "rb") as stream:
-                    argv = stream.read().decode(errors="replace").split("\0")[:-1]
-                seen[name] = {"ppid": fields[1],
-                              "argv": argv or [stat[stat.index("(") + 1:stat.rindex(")")]]}
-            seen[name]["cpu_s"] = cpu_s
-        except (OSError, ValueError, IndexError):
-            continue  # it ended between the listing and the reading
+    """Update ``seen`` {pid: {"ppid", "argv", "cpu_s"}} with every process there now."""
+    for process in psutil.process_iter(["ppid", "cmdline", "name", "cpu_times"]):
+        info = process.info
+        if info["cpu_times"] is None:
+            continue  # not ours to read, or it ended meanwhile
+        entry = seen.setdefault(process.pid, {"ppid": info["ppid"],
+                                              "argv": info["cmdline"] or [info["name"] or "?"]})
+        entry["cpu_s"] = info["cpu_times"].user + info["cpu_times"].system
 
 
 def module(process):
@@ -90,7 +80,7 @@ def measure(command, every=0.2):
     {kind: [processes, CPU seconds]} over the command's process tree)."""
     seen, before, started = {}, busy_seconds(), time.monotonic()
     process = subprocess.Popen(command)
-    root = str(process.pid)
+    root = process.pid
     while process.poll() is None:
         snapshot(seen)
         time.sleep(every)

@@ -28,12 +28,12 @@ def test_a_command_and_the_processes_it_starts_are_counted_by_kind(tmp_path):
 
 
 def test_bubblewrap_naming_the_fork_server_is_not_taken_for_it():
-    seen = {"1": {"ppid": "0", "argv": ["python3", "-m", "grader", "grade"]},
-            "2": {"ppid": "1", "argv": ["bwrap", "--die-with-parent", "python3", "-m",
-                                        "grader.batch.inside.forkserver", "3", "f"]},
-            "3": {"ppid": "2", "argv": ["python3", "-m", "grader.batch.inside.forkserver"]},
-            "4": {"ppid": "3", "argv": ["python3", "-m", "grader.batch.inside.forkserver"]}}
-    assert [process_cpu.kind(pid, seen, "1") for pid in "1234"] == [
+    seen = {1: {"ppid": 0, "argv": ["python3", "-m", "grader", "grade"]},
+            2: {"ppid": 1, "argv": ["bwrap", "--die-with-parent", "python3", "-m",
+                                    "grader.batch.inside.forkserver", "3", "f"]},
+            3: {"ppid": 2, "argv": ["python3", "-m", "grader.batch.inside.forkserver"]},
+            4: {"ppid": 3, "argv": ["python3", "-m", "grader.batch.inside.forkserver"]}}
+    assert [process_cpu.kind(pid, seen, 1) for pid in (1, 2, 3, 4)] == [
         "the command itself", "bwrap", "fork server", "run (forked)"]
 
 

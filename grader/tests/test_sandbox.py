@@ -358,14 +358,20 @@ def test_a_hang_s_message_names_the_student_s_line(tmp_path, monkeypatch):
     assert "(most recent call first)" in record["stderr"] and "worker.py" in record["stderr"]
 
 
-def test_a_run_s_limits_are_looked_at_a_few_times_a_second_not_at_every_poll(monkeypatch):
-    """Each look lists the host's processes and reads each of the run's threads; at every
-    pipe poll (20 a second) they were a third of the parent's CPU while it graded 4 demo
-    files. A run that sleeps 3 s is looked at about 3 / WATCH_S times."""
+def _count_looks(monkeypatch):
+    """A list that gains an item at each look at a run's limits (usage.TreeUsage.sample)."""
     looks = []
     sample = usage.TreeUsage.sample
     monkeypatch.setattr(usage.TreeUsage, "sample",
                         lambda self: looks.append(1) or sample(self))
+    return looks
+
+
+def test_a_run_s_limits_are_looked_at_a_few_times_a_second_not_at_every_poll(monkeypatch):
+    """Each look lists the host's processes and reads each of the run's threads; at every
+    pipe poll (20 a second) they were a third of the parent's CPU while it graded 4 demo
+    files. A run that sleeps 3 s is looked at about 3 / WATCH_S times."""
+    looks = _count_looks(monkeypatch)
     _, ending = _probe("say('up')\nimport time\ntime.sleep(3)\n")
     assert ending.kind == "crashed", ending.detail  # it ended by itself
     assert 3 / sandbox.WATCH_S / 2 <= len(looks) <= 3 / sandbox.WATCH_S + 6, len(looks)
@@ -374,10 +380,7 @@ def test_a_run_s_limits_are_looked_at_a_few_times_a_second_not_at_every_poll(mon
 def test_a_run_past_half_its_memory_limit_is_looked_at_at_every_poll(monkeypatch):
     """Memory fills faster than a few looks a second can follow: near its limit, a run is
     looked at every pipes.POLL_S, as before the looks were spaced."""
-    looks = []
-    sample = usage.TreeUsage.sample
-    monkeypatch.setattr(usage.TreeUsage, "sample",
-                        lambda self: looks.append(1) or sample(self))
+    looks = _count_looks(monkeypatch)
     _, ending = _probe("x = bytearray(1200 << 20)\nsay('up')\nimport time\ntime.sleep(3)\n",
                        sandbox.Limits(timeout_s=30, memory_bytes=2 << 30))
     assert ending.kind == "crashed", ending.detail  # it ended by itself, under its limit

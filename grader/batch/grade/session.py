@@ -295,7 +295,7 @@ class Session:
         bar.close()
         self.phase_s["timing"] = round(time.monotonic() - started, 1)
         return {**self.settings.speed.describe(), "timed_now": len(items),
-                "elapsed_s": round(time.monotonic() - started, 1),
+                "elapsed_s": self.phase_s["timing"],
                 "gpus_at_start": {str(device): env for device, env in environments.items()}}
 
 
