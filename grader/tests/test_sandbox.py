@@ -18,7 +18,7 @@ import pytest
 
 from grader.batch import cli, import_graph
 from grader.batch.inside import protocol
-from grader.batch.isolation import launch, pipes, sandbox, usage
+from grader.batch.isolation import launch, pipes, process_table, sandbox, usage
 from grader.tests.batch_helpers import NEEDS_INTERPRETER, sandbox_probe
 from grader.batch.status import ExitCode
 from grader.tests.batch_helpers import DEMO, run_grader
@@ -236,7 +236,7 @@ def test_a_child_reaped_while_a_sample_is_read_is_not_counted_as_cores_kept_busy
             return times
 
     racing = Racing(worker.pid, 0.0)
-    tree = usage.TreeUsage(racing, lambda: [] if compiler.gone else [compiler])
+    tree = usage.TreeUsage(racing, lambda max_age: [] if compiler.gone else [compiler])
     peak = 0.0
     for step in range(200):  # 10 s at the sandbox's poll, the worker on one core throughout
         clock[0] += 0.05
@@ -264,7 +264,7 @@ def test_cores_kept_busy_after_a_process_left_the_tree_are_seen_within_the_windo
     worker, left = _Reaped(10**7, own=1.0), _Reaped(10**7 + 1, own=40.0)
     pids = itertools.count(10**7 + 2)
 
-    def members():
+    def members(max_age):
         fleeting = _Reaped(next(pids), own=0.01)
         fleeting.gone = True
         return ([] if left.gone else [left]) + ([fleeting] if churn else [])
@@ -359,11 +359,12 @@ def test_a_hang_s_message_names_the_student_s_line(tmp_path, monkeypatch):
 
 
 def _count_looks(monkeypatch):
-    """A list that gains an item at each look at a run's limits (usage.TreeUsage.sample)."""
+    """A list that gains, at each look at a run's limits (usage.TreeUsage.sample), how old a
+    process table the look accepted."""
     looks = []
     sample = usage.TreeUsage.sample
     monkeypatch.setattr(usage.TreeUsage, "sample",
-                        lambda self: looks.append(1) or sample(self))
+                        lambda self, max_age=0.0: looks.append(max_age) or sample(self, max_age))
     return looks
 
 
@@ -375,6 +376,9 @@ def test_a_run_s_limits_are_looked_at_a_few_times_a_second_not_at_every_poll(mon
     _, ending = _probe("say('up')\nimport time\ntime.sleep(3)\n")
     assert ending.kind == "crashed", ending.detail  # it ended by itself
     assert 3 / sandbox.WATCH_S / 2 <= len(looks) <= 3 / sandbox.WATCH_S + 6, len(looks)
+    # Each in the table the runs' looks share, but the first (the clock's restart) and the
+    # last (the kill), which must see every process.
+    assert looks.count(process_table.SHARED_S) >= len(looks) - 2, looks
 
 
 def test_a_run_past_half_its_memory_limit_is_looked_at_at_every_poll(monkeypatch):
@@ -385,6 +389,9 @@ def test_a_run_past_half_its_memory_limit_is_looked_at_at_every_poll(monkeypatch
                        sandbox.Limits(timeout_s=30, memory_bytes=2 << 30))
     assert ending.kind == "crashed", ending.detail  # it ended by itself, under its limit
     assert len(looks) > 2 * (3 / sandbox.WATCH_S + 6) < 3 / pipes.POLL_S, len(looks)
+    # Near the limit, each look reads a table of its own: a child that fills the rest is
+    # seen at the next look, not up to process_table.SHARED_S after it.
+    assert looks.count(0.0) >= 0.8 * len(looks), looks  # all but those before it filled
 
 
 def test_memory_filled_in_one_burst_from_under_half_the_limit_is_still_stopped():
@@ -392,6 +399,19 @@ def test_memory_filled_in_one_burst_from_under_half_the_limit_is_still_stopped()
     only every WATCH_S, then fills past the limit at once. The next look still stops it."""
     code = ("small = bytearray(900 << 20)\nsay('up')\nimport time\ntime.sleep(1)\n"
             "big = b'x' * (2500 << 20)\ntime.sleep(30)\n")
+    _, ending = _probe(code, sandbox.Limits(timeout_s=30, memory_bytes=2 << 30))
+    assert ending.kind == "memory_limit", ending.detail
+    assert ending.wall_time_s < 10
+
+
+def test_memory_filled_by_a_child_started_after_the_shared_table_was_read_is_stopped():
+    """The shared process table's weak spot (grader.batch.isolation.process_table): a child
+    started since the last reading is not in it. A run that idles, then starts a child that
+    fills past the limit at once, is still stopped, by a look at most SHARED_S later."""
+    code = ("say('up')\nimport subprocess, time\ntime.sleep(1)\n"
+            "subprocess.Popen([sys.executable, '-c', "
+            "'import time; big = b\"x\" * (2500 << 20); time.sleep(60)'])\n"
+            "time.sleep(30)\n")
     _, ending = _probe(code, sandbox.Limits(timeout_s=30, memory_bytes=2 << 30))
     assert ending.kind == "memory_limit", ending.detail
     assert ending.wall_time_s < 10

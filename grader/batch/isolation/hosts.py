@@ -28,7 +28,7 @@ import time
 
 import psutil
 
-from grader.batch.isolation import folders, launch
+from grader.batch.isolation import folders, launch, process_table
 from grader.batch.removal import remove_tree
 
 ANSWER_S = 30.0  # at most, for the server's answer to fork or clean
@@ -134,13 +134,12 @@ class Host:
         child.close_pipes()
         raise HostError(f"a worker could not be started in the sandbox ({answer})")
 
-    def members(self):
-        """Every process of the sandbox but bubblewrap's two and the server: a run's own."""
-        try:
-            everyone = psutil.Process(self.process.pid).children(recursive=True)
-        except psutil.Error:
-            return []
-        return [member for member in everyone if member.pid not in self.own]
+    def members(self, max_age=0.0):
+        """Every process of the sandbox but bubblewrap's two and the server: a run's own
+        (from a process table at most ``max_age`` seconds old: grader.batch.isolation.
+        process_table)."""
+        return [member for member in process_table.descendants(self.process.pid, max_age)
+                if member.pid not in self.own]
 
     def clean(self):
         """Have the server wipe the sandbox after a run: "" once it did, else why not."""
@@ -250,12 +249,9 @@ def _find(root, sandbox_pid, wait_s=10.0):
     ``sandbox_pid``, in no deeper namespace."""
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
-        try:
-            for member in psutil.Process(root).children(recursive=True):
-                if _namespace_pids(member.pid)[1:] == [sandbox_pid]:
-                    return member
-        except (psutil.Error, IndexError):
-            pass
+        for member in process_table.descendants(root):
+            if _namespace_pids(member.pid)[1:] == [sandbox_pid]:
+                return member
         time.sleep(0.01)
     return None
 

@@ -55,7 +55,8 @@ import time
 import psutil
 
 from grader.batch.inside import protocol
-from grader.batch.isolation import folders, hosts, launch, pipes, unprivileged, usage
+from grader.batch.isolation import (folders, hosts, launch, pipes, process_table,
+                                     unprivileged, usage)
 from grader.batch.removal import remove_tree
 from grader.batch.status import GraderError
 from grader.core.messages import say
@@ -98,8 +99,9 @@ class Ending:
 
 
 WHERE_WAIT_S = 3.0  # at most, for a timed-out worker's answer to "where are you?"
-# Between two looks at a run's limits. A look lists the run's processes, which reads /proc
-# for every process of the host, and reads every thread of the run: at one look per
+# Between two looks at a run's limits. A look lists the run's processes (from a reading of
+# the host's process table, shared: grader.batch.isolation.process_table) and reads every
+# thread of the run: before the table was shared, at one look per
 # pipes.POLL_S, grading 4 demo files on 2 cores cost the parent 7.2 CPU seconds, at one
 # per WATCH_S 4.7 (2026-12-05). A run past half its memory limit is looked at every
 # pipes.POLL_S again: at the default 8 GiB, memory filled at 20 GB/s goes about 1 GB past
@@ -234,6 +236,7 @@ class Worker:
         self.accepting = threading.Event()  # set once ``receive`` has named an ``accept``
         self.ending = None
         self.next_look = 0.0  # when ``_watch`` looks again
+        self.near_limit = False  # past half its memory limit at the last look
         members = self.host.members if self.host else None
         self.usage = usage.TreeUsage(psutil.Process(self.process.pid), members)
         self.cpu_base = self.wait_base = 0.0  # usage when the limit's clock started
@@ -352,13 +355,14 @@ class Worker:
     # -- limits, and the end
 
     def _watch(self):
-        """Enforce the limits; notice an exit. Looks once per WATCH_S, or per pipes.POLL_S
-        once the run holds half its memory limit."""
+        """Enforce the limits; notice an exit. Looks once per WATCH_S, in the process table
+        every look shares; once the run holds half its memory limit, per pipes.POLL_S, in a
+        table of its own."""
         if time.monotonic() < self.next_look:
             return
-        rss, cores = self.usage.sample()
-        self.next_look = time.monotonic() + (
-            pipes.POLL_S if rss > self.limits.memory_bytes / 2 else WATCH_S)
+        rss, cores = self.usage.sample(0.0 if self.near_limit else process_table.SHARED_S)
+        self.near_limit = rss > self.limits.memory_bytes / 2
+        self.next_look = time.monotonic() + (pipes.POLL_S if self.near_limit else WATCH_S)
         if rss > self.limits.memory_bytes:
             self.stop("memory_limit", say("memory_limit", gib=self.limits.memory_bytes / 2**30))
         elif self.charged() > self.limits.timeout_s:

@@ -32,6 +32,8 @@ import time
 
 import psutil
 
+from grader.batch.isolation import process_table
+
 CPU_WINDOW_S = 3.0  # cores kept busy are averaged over this long
 SUSTAIN_S = 1.0  # and count only when every average over this long says so
 SCHED_IDLE = 5  # the policy number /proc/PID/task/TID/stat gives
@@ -109,20 +111,19 @@ class TreeUsage:
     def starved_s(self):
         return 0.0 if self.lowered else sum(self.waited.values())
 
-    def members(self):
-        if self.others is not None:
-            return [self.root] + [member for member in self.others()
-                                  if member.pid != self.root.pid]
-        try:
-            return [self.root] + self.root.children(recursive=True)
-        except psutil.Error:
-            return [self.root]
+    def members(self, max_age=0.0):
+        """The root and the processes of its run, found in a process table at most
+        ``max_age`` seconds old (grader.batch.isolation.process_table)."""
+        others = (self.others(max_age) if self.others is not None
+                  else process_table.descendants(self.root.pid, max_age))
+        return [self.root] + [member for member in others if member.pid != self.root.pid]
 
-    def sample(self):
-        """(resident bytes now, cores kept busy on average over the last CPU_WINDOW_S)."""
+    def sample(self, max_age=0.0):
+        """(resident bytes now, cores kept busy on average over the last CPU_WINDOW_S), of
+        the processes a table at most ``max_age`` seconds old shows."""
         rss = used = vanished = 0
         seen = {}
-        for member in self.members():
+        for member in self.members(max_age):
             try:
                 rss += member.memory_info().rss
                 times = member.cpu_times()
