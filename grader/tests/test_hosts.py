@@ -9,6 +9,7 @@ closed instead of reused, and the next run gets a new one.
 
 import os
 import sys
+import time
 
 import pytest
 
@@ -250,3 +251,18 @@ def test_the_check_s_sandbox_serves_the_first_run_on_its_device(one_sandbox):
     assert one_sandbox() == 1  # the run on device 0 took the check's sandbox
     notes, _ = _probe("say(1)")
     assert notes == [1] and one_sandbox() == 2  # a run for no device needs another
+
+
+def test_sandboxes_started_ahead_serve_the_first_runs_without_new_ones(one_sandbox):
+    """A batch starts its first runs' sandboxes beside its check (hosts.start_ahead): each
+    is idle once its imports are done, and a run takes it rather than start one more."""
+    hosts.start_ahead("interpreter", [None, None])
+    deadline = time.monotonic() + 120
+    while len(hosts._idle[hosts._key("interpreter", None)]) < 2 \
+            and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert one_sandbox() == 2
+    for _ in range(2):
+        notes, _ = _probe("say(1)")
+        assert notes == [1]
+    assert one_sandbox() == 2  # both runs took a sandbox started ahead

@@ -305,3 +305,36 @@ def test_a_confirmed_timeout_says_so_on_the_student_s_page():
     assert "twice" not in page
     del record["confirmed"]
     assert "twice" not in feedback.feedback_markdown(record, [])
+
+
+def test_a_file_s_feedback_is_written_while_the_next_file_takes_its_slot(monkeypatch, tmp_path):
+    """A slot is given back before the file's feedback (pictures: a second) is written, and
+    another file is graded in it meanwhile; never more files at once than slots."""
+    changed, active, most, started, place = threading.Condition(), [0], [0], [0], {}
+    overlapped = []
+
+    def grade(submission, settings, folder, device=None, on_start=None, pool=None,
+              step_s=None):
+        with changed:
+            active[0] += 1
+            most[0] = max(most[0], active[0])
+            started[0] += 1
+            place[submission.student] = started[0]
+            changed.notify_all()
+        time.sleep(0.1)
+        with changed:
+            active[0] -= 1
+        return {"student": submission.student, "status": "passed", "message": "", "score": 1,
+                "max_score": 1, "wall_time_s": 0.1}
+
+    def write_student(out_dir, record, *args):
+        with changed:  # the next file, graded while this one's feedback is written
+            overlapped.append(changed.wait_for(
+                lambda: started[0] > place[record["student"]], timeout=3))
+
+    monkeypatch.setattr(grading, "grade", grade)
+    monkeypatch.setattr(warm_pool, "WarmPool", NoPool)
+    monkeypatch.setattr(reports, "write_student", write_student)
+    records = graded("gpu", ["a", "b", "c"], [0], tmp_path)
+    assert sorted(records) == ["a", "b", "c"] and most[0] == 1
+    assert overlapped.count(True) == 2, overlapped  # the last file has none after it

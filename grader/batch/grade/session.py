@@ -70,6 +70,9 @@ class Session:
             reports.write_feedback(self.out_dir, record, cases_list, self.book)
         untimed = self.settings.timed and any(speed.needs_timing(r) for r in records.values())
         if (todo or untimed) and self.settings.sandboxed:
+            if todo:  # the first runs' sandboxes, beside the check's (which serves one)
+                hosts.start_ahead(self.settings.backend,
+                                  [d for d in self.slots for _ in range(self._per_slot())][1:])
             problem = sandbox.check(self.settings.backend == "gpu", self.slots[0])
             if problem:
                 raise GraderError(
@@ -194,9 +197,7 @@ class Session:
         for device in self.slots:
             free.put(device)
         processes = _Processes()
-        # Both runs of a file start at once on a GPU, one after the other on the interpreter.
-        pool = self._pool(grading.limits(self.settings), processes,
-                          grading.RUNS if self.settings.backend == "gpu" else 1)
+        pool = self._pool(grading.limits(self.settings), processes, self._per_slot())
         pool.expect(grading.RUNS * len(todo))
         active, neighbours, lock = set(), {}, threading.Lock()  # neighbours: a count each
 
@@ -204,6 +205,9 @@ class Session:
             if processes.stop.is_set():
                 return None
             device = free.get()
+            if processes.stop.is_set():
+                free.put(device)
+                return None
             me = submission.student
             with lock:
                 neighbours[me] = len(active)
@@ -228,7 +232,9 @@ class Session:
 
         bar = _bar(len(todo), not self.progress, what)
         began = time.monotonic()
-        executor = concurrent.futures.ThreadPoolExecutor(max_workers=len(self.slots))
+        # Twice the slots: a thread writing a file's feedback (its pictures take a second)
+        # has given its slot back, and another thread takes that slot meanwhile.
+        executor = concurrent.futures.ThreadPoolExecutor(max_workers=2 * len(self.slots))
         try:
             futures = {executor.submit(work, s): s for s in todo}
             for future in concurrent.futures.as_completed(futures):
@@ -250,6 +256,10 @@ class Session:
         executor.shutdown(wait=True)
         bar.close()
         self.phase_s[what] = round(time.monotonic() - began, 1)
+
+    def _per_slot(self):
+        """Runs of a file at once: both on a GPU, one after the other on the interpreter."""
+        return grading.RUNS if self.settings.backend == "gpu" else 1
 
     def _pool(self, limits, processes, per_slot):
         """Warm workers (grader.batch.isolation.warm_pool): ``per_slot`` ahead for each slot."""
