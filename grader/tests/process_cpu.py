@@ -35,7 +35,9 @@ def snapshot(seen):
         if info["cpu_times"] is None:
             continue  # not ours to read, or it ended meanwhile
         entry = seen.setdefault(process.pid, {"ppid": info["ppid"],
-                                              "argv": info["cmdline"] or [info["name"] or "?"]})
+                                              "argv": [info["name"] or "?"]})
+        if info["cmdline"]:  # the latest: one seen between its fork and its exec had its parent's
+            entry["argv"] = info["cmdline"]
         entry["cpu_s"] = info["cpu_times"].user + info["cpu_times"].system
 
 

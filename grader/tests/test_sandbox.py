@@ -415,3 +415,14 @@ def test_memory_filled_by_a_child_started_after_the_shared_table_was_read_is_sto
     _, ending = _probe(code, sandbox.Limits(timeout_s=30, memory_bytes=2 << 30))
     assert ending.kind == "memory_limit", ending.detail
     assert ending.wall_time_s < 10
+
+
+def test_a_run_that_ends_as_soon_as_it_is_let_go_is_still_watched_and_reported():
+    """A forked run starts at its go, and may end before the parent has made its handle on
+    the run (under CI's load, a probe did). The handle is made while the run waits for its
+    go, so the run's ending is reported, never a crash of the parent."""
+    worker = sandbox.Worker(backend_name="interpreter", limits=LIMITS,
+                            inner=[sys.executable, "-c", "pass"],
+                            on_start=lambda process: process.wait(timeout=30))
+    assert worker.receive(lambda kind, fields: 0) is None
+    assert worker.finish().kind == "crashed"  # it ended without the protocol's closing

@@ -185,13 +185,16 @@ class Child:
         self.stdout = open(stdout, "rb", buffering=0)
         self.stderr = open(stderr, "rb", buffering=0)
         self.sandbox_pid = self.pid = None
+        # Its psutil.Process, made while it waited for its go: a run may end at once after
+        # it (a test's probe does), before the parent could make one.
+        self.handle = None
 
     def attach(self, sandbox_pid):
         """Find the child on the host (it waits for its go until then); False if not there."""
         self.sandbox_pid = sandbox_pid
-        found = _find(self.host.process.pid, sandbox_pid)
-        self.pid = found.pid if found else None
-        return found is not None
+        self.handle = _find(self.host.process.pid, sandbox_pid)
+        self.pid = self.handle.pid if self.handle else None
+        return self.handle is not None
 
     def kill(self):
         try:

@@ -238,7 +238,8 @@ class Worker:
         self.next_look = 0.0  # when ``_watch`` looks again
         self.near_limit = False  # past half its memory limit at the last look
         members = self.host.members if self.host else None
-        self.usage = usage.TreeUsage(psutil.Process(self.process.pid), members)
+        self.usage = usage.TreeUsage(self.process.handle if self.host
+                                     else psutil.Process(self.process.pid), members)
         self.cpu_base = self.wait_base = 0.0  # usage when the limit's clock started
         self.reader = self.stdout.thread = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
