@@ -42,8 +42,14 @@ def descendants(root, max_age=0.0):
 def _read():
     global _taken, _children
     children = {}
-    for process in psutil.process_iter(["ppid"]):
-        parent = process.info["ppid"]
-        if parent is not None and process.pid != parent:
+    # No ``attrs``: psutil stores them on Process objects that every caller of
+    # process_iter shares, and another thread's call (unprivileged.processes_of) may
+    # replace them before they are read here.
+    for process in psutil.process_iter():
+        try:
+            parent = process.ppid()
+        except psutil.Error:
+            continue  # ended since the listing
+        if process.pid != parent:
             children.setdefault(parent, []).append(process)
     _taken, _children = time.monotonic(), children
