@@ -14,10 +14,14 @@ BUSY = "import time\nstart = time.process_time()\nwhile time.process_time() - st
 
 def test_a_command_and_the_processes_it_starts_are_counted_by_kind(tmp_path):
     child = [sys.executable, "-m", "grader.core.gpu_compile"]  # named by module, not run
+    # Its --help alone ends within a sample or two: a sitecustomize holds it 0.5 s first.
+    (tmp_path / "slow").mkdir()
+    (tmp_path / "slow" / "sitecustomize.py").write_text("import time\ntime.sleep(0.5)\n")
     script = tmp_path / "spawn.py"
-    script.write_text(BUSY.format(0.3) + "import subprocess, sys\n"
+    script.write_text(BUSY.format(0.3) + "import os, subprocess, sys\n"
                       f"subprocess.run([sys.executable, '-c', {BUSY.format(0.8)!r}])\n"
-                      f"subprocess.run({child!r} + ['--help'], capture_output=True)\n")
+                      f"subprocess.run({child!r} + ['--help'], capture_output=True, "
+                      f"env={{**os.environ, 'PYTHONPATH': {str(tmp_path / 'slow')!r}}})\n")
     code, wall, busy, kinds = process_cpu.measure([sys.executable, str(script)], every=0.05)
     assert code == 0
     assert kinds["the command itself"][0] == 1 and kinds["the command itself"][1] >= 0.2
