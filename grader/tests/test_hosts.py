@@ -266,3 +266,15 @@ def test_sandboxes_started_ahead_serve_the_first_runs_without_new_ones(one_sandb
         notes, _ = _probe("say(1)")
         assert notes == [1]
     assert one_sandbox() == 2  # both runs took a sandbox started ahead
+
+
+def test_without_a_bwrap_nothing_is_started_ahead_and_nothing_fails_aside(monkeypatch,
+                                                                           one_sandbox):
+    """The sandbox check tells an instructor with no bwrap what to do; the sandboxes
+    started beside it must not print a thread's traceback first."""
+    failures = []
+    monkeypatch.setattr(hosts.launch, "bwrap_path", lambda: None)
+    monkeypatch.setattr(hosts.threading, "excepthook", failures.append)
+    hosts.start_ahead("interpreter", [None, None])
+    time.sleep(0.5)
+    assert one_sandbox() == 0 and failures == []

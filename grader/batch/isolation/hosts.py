@@ -308,7 +308,10 @@ def start_ahead(backend_name, devices):
     """Start a sandbox for each of ``devices`` (one per item) now, each idle once its
     imports are done, and return at once. A batch calls it before its sandbox check: on the
     H200 (2026-12-05) its first runs otherwise waited for 32 sandboxes' imports started
-    side by side after the check, and the first pass ran 1 or 2 files for 20 s."""
+    side by side after the check, and the first pass ran 1 or 2 files for 20 s. Without a
+    bwrap it starts none: the check says why."""
+    if launch.bwrap_path() is None:
+        return
     for device in devices:
         threading.Thread(target=_start_idle, args=(backend_name, device), daemon=True).start()
 
