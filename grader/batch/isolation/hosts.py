@@ -135,9 +135,8 @@ class Host:
         raise HostError(f"a worker could not be started in the sandbox ({answer})")
 
     def members(self, max_age=0.0):
-        """Every process of the sandbox but bubblewrap's two and the server: a run's own
-        (from a process table at most ``max_age`` seconds old: grader.batch.isolation.
-        process_table)."""
+        """Every process of the sandbox but bubblewrap's two and the server: a run's own,
+        from a process table at most ``max_age`` seconds old (process_table)."""
         return [member for member in process_table.descendants(self.process.pid, max_age)
                 if member.pid not in self.own]
 
