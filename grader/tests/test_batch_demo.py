@@ -153,6 +153,9 @@ def test_class_files(graded):
         phases[0] == "grading" and set(phases) <= {"grading", "confirming", "timing"}
     assert 0 < sum(env["phase_s"].values()) <= env["elapsed_s"]
     assert 0 < env["grader_cpu_s"]
+    if batch_backend() == "interpreter":  # a sandbox per slot, and one for each closed
+        sandboxes, slots = env["sandboxes"], int(OPTIONS[OPTIONS.index("-j") + 1])
+        assert sandboxes["started"] <= slots + sum(sandboxes["closed"].values()), sandboxes
 
 
 def test_share_hands_back_feedback_and_nothing_that_names_a_hidden_case(graded):

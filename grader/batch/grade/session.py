@@ -71,8 +71,7 @@ class Session:
         untimed = self.settings.timed and any(speed.needs_timing(r) for r in records.values())
         if (todo or untimed) and self.settings.sandboxed:
             if todo:  # the first runs' sandboxes, beside the check's (which serves one)
-                hosts.start_ahead(self.settings.backend,
-                                  [d for d in self.slots for _ in range(self._per_slot())][1:])
+                hosts.start_ahead(self.settings.backend, self._first_wave(len(todo))[1:])
             problem = sandbox.check(self.settings.backend == "gpu", self.slots[0])
             if problem:
                 raise GraderError(
@@ -197,7 +196,7 @@ class Session:
         for device in self.slots:
             free.put(device)
         processes = _Processes()
-        pool = self._pool(grading.limits(self.settings), processes, self._per_slot())
+        pool = self._pool(grading.limits(self.settings), processes, self._warm_ahead())
         pool.expect(grading.RUNS * len(todo))
         active, neighbours, lock = set(), {}, threading.Lock()  # neighbours: a count each
 
@@ -261,8 +260,20 @@ class Session:
         """Runs of a file at once: both on a GPU, one after the other on the interpreter."""
         return grading.RUNS if self.settings.backend == "gpu" else 1
 
+    def _first_wave(self, files):
+        """The device of each run the first files start at once: a sandbox each."""
+        return [d for d in self.slots[:files] for _ in range(self._per_slot())]
+
+    def _warm_ahead(self):
+        """Workers the pool keeps warm per slot. On a GPU, a file's two runs (a worker's
+        CUDA start is seconds). On the interpreter none: a worker forked from the sandbox its
+        slot's last run gave back starts in a moment, while one warmed ahead holds a
+        sandbox of its own, whose imports cost as much CPU as a small file's grading."""
+        return self._per_slot() if self.settings.backend == "gpu" else 0
+
     def _pool(self, limits, processes, per_slot):
-        """Warm workers (grader.batch.isolation.warm_pool): ``per_slot`` ahead for each slot."""
+        """Warm workers (grader.batch.isolation.warm_pool): ``per_slot`` ahead for each slot
+        (none: every run starts its own worker)."""
         ahead = {device: count * per_slot
                  for device, count in collections.Counter(self.slots).items()}
         return warm_pool.WarmPool(backend_name=self.settings.backend, limits=limits,
