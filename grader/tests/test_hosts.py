@@ -268,6 +268,18 @@ def test_sandboxes_started_ahead_serve_the_first_runs_without_new_ones(one_sandb
     assert one_sandbox() == 2  # both runs took a sandbox started ahead
 
 
+def test_a_run_taken_while_a_sandbox_starts_ahead_waits_for_it_rather_than_start_another(
+        one_sandbox):
+    """A batch's sandbox check and first runs come while the sandboxes started ahead still
+    import: each takes one of those once it is idle, and none starts a sandbox of its own
+    that would then leave one idle for nothing."""
+    hosts.start_ahead("interpreter", [None])
+    notes, _ = _probe("say(1)")
+    assert notes == [1] and one_sandbox() == 1
+    notes, _ = _probe("say(2)")  # the same sandbox, given back clean
+    assert notes == [2] and one_sandbox() == 1
+
+
 def test_without_a_bwrap_nothing_is_started_ahead_and_nothing_fails_aside(monkeypatch,
                                                                            one_sandbox):
     """The sandbox check tells an instructor with no bwrap what to do; the sandboxes

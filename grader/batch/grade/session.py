@@ -46,6 +46,9 @@ class Session:
     # environment.json: a batch's time split the way it is spent, one phase after another.
     phase_s: dict = dataclasses.field(default_factory=dict)
 
+    def __post_init__(self):
+        self._sandboxes = _Opening(self._open_sandboxes, len(self.slots))
+
     def run(self, submissions_dir, shard=None, force=False):
         """Grade whoever is not graded yet, time who passed, write the class reports;
         returns the count of each status."""
@@ -68,16 +71,7 @@ class Session:
         records, todo = self.resume(chosen, folders, force)
         for record in records.values():  # the overrides may have changed since
             reports.write_feedback(self.out_dir, record, cases_list, self.book)
-        untimed = self.settings.timed and any(speed.needs_timing(r) for r in records.values())
-        if (todo or untimed) and self.settings.sandboxed:
-            if todo:  # the first runs' sandboxes, beside the check's (which serves one)
-                hosts.start_ahead(self.settings.backend, self._first_wave(len(todo))[1:])
-            problem = sandbox.check(self.settings.backend == "gpu", self.slots[0])
-            if problem:
-                raise GraderError(
-                    f"the sandbox (bubblewrap) cannot start here: {problem}\nFix that, or pass "
-                    "--unsafe-no-sandbox to grade without isolation (each submission could then "
-                    "read your files and harm the others)")
+        self._sandboxes.files = len(todo)
         if self.book.rows:
             kept = self.out_dir / overrides.FILE
             say(f"overrides: {len(self.book.rows)} row(s) "
@@ -256,6 +250,20 @@ class Session:
         bar.close()
         self.phase_s[what] = round(time.monotonic() - began, 1)
 
+    def _open_sandboxes(self, files):
+        """Before the batch's first run: start the first files' sandboxes side by side, and
+        check with the first of them to be ready that it starts a worker as every run's
+        does (given back clean, it then serves a run)."""
+        if not self.settings.sandboxed:
+            return
+        hosts.start_ahead(self.settings.backend, self._first_wave(files))
+        problem = sandbox.check(self.settings.backend == "gpu", self.slots[0])
+        if problem:
+            raise GraderError(
+                f"the sandbox (bubblewrap) cannot start here: {problem}\nFix that, or pass "
+                "--unsafe-no-sandbox to grade without isolation (each submission could then "
+                "read your files and harm the others)")
+
     def _per_slot(self):
         """Runs of a file at once: both on a GPU, one after the other on the interpreter."""
         return grading.RUNS if self.settings.backend == "gpu" else 1
@@ -278,7 +286,7 @@ class Session:
                  for device, count in collections.Counter(self.slots).items()}
         return warm_pool.WarmPool(backend_name=self.settings.backend, limits=limits,
                                   sandboxed=self.settings.sandboxed, on_start=processes.track,
-                                  ahead=ahead)
+                                  ahead=ahead, before_take=self._sandboxes.ensure)
 
     def _time(self, chosen, cases_list, records):
         """The speed phase (grader.batch.timing.speed), after every correctness verdict; what
@@ -286,6 +294,8 @@ class Session:
         if not self.settings.timed:
             return None
         items = [(s, records[s.student]) for s in chosen if speed.needs_timing(records[s.student])]
+        if items:
+            self._sandboxes.ensure()
         environments = {device: machine.gpu_environment(device)
                         for device in sorted(set(self.slots), key=str)}
         started = time.monotonic()
@@ -458,6 +468,27 @@ def count_statuses(records):
 def inside(child, parent):
     child, parent = pathlib.Path(child).resolve(), pathlib.Path(parent).resolve()
     return child == parent or parent in child.parents
+
+
+class _Opening:
+    """Opens the sandboxes once, when the first run needs one: a batch whose files are all
+    refused before they run, or were all graded before, starts none. Every later caller
+    gets the first one's GraderError again, or nothing."""
+
+    def __init__(self, open_them, files):
+        self.open_them, self.files = open_them, files  # files: at most that many run at first
+        self.lock, self.done, self.error = threading.Lock(), False, None
+
+    def ensure(self):
+        with self.lock:
+            if not self.done:
+                self.done = True
+                try:
+                    self.open_them(self.files)
+                except GraderError as error:
+                    self.error = error
+            if self.error is not None:
+                raise self.error
 
 
 class _Processes:

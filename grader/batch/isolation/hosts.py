@@ -275,20 +275,28 @@ def _key(backend_name, device):
 _idle = collections.defaultdict(list)
 _every = set()
 _lock = threading.RLock()
+_changed = threading.Condition(_lock)  # a host became idle, or one started ahead failed
+_ahead = collections.Counter()  # per key, hosts start_ahead is starting now
 COUNTS = collections.Counter(started=0, runs=0)
 CLOSED = collections.Counter()
 
 
 def take(backend_name, device):
-    """An idle host for (backend, device), else a new one."""
-    with _lock:
-        idle = _idle[_key(backend_name, device)]
-        while idle:
-            host = idle.pop()
-            if host.answering():
-                COUNTS["runs"] += 1
-                return host
-            _close(host, "its server stopped answering while idle")
+    """An idle host for (backend, device), else one being started ahead once it is idle (a
+    run that started its own meanwhile would leave one idle for nothing), else a new one."""
+    key = _key(backend_name, device)
+    with _changed:
+        while True:
+            idle = _idle[key]
+            while idle:
+                host = idle.pop()
+                if host.answering():
+                    COUNTS["runs"] += 1
+                    return host
+                _close(host, "its server stopped answering while idle")
+            if not _ahead[key]:
+                break
+            _changed.wait()
     host = _new(backend_name, device)
     with _lock:
         COUNTS["runs"] += 1
@@ -305,13 +313,16 @@ def _new(backend_name, device):
 
 def start_ahead(backend_name, devices):
     """Start a sandbox for each of ``devices`` (one per item) now, each idle once its
-    imports are done, and return at once. A batch calls it before its sandbox check: on the
-    H200 (2026-12-05) its first runs otherwise waited for 32 sandboxes' imports started
-    side by side after the check, and the first pass ran 1 or 2 files for 20 s. Without a
-    bwrap it starts none: the check says why."""
+    imports are done, and return at once; until each is, ``take`` waits for them rather
+    than start more. A batch calls it before its sandbox check, which takes the first one
+    ready: on the H200 (2026-12-05) its first runs otherwise waited for 32 sandboxes'
+    imports started side by side after the check, and the first pass ran 1 or 2 files for
+    20 s. Without a bwrap it starts none: the check says why."""
     if launch.bwrap_path() is None:
         return
     for device in devices:
+        with _lock:
+            _ahead[_key(backend_name, device)] += 1
         threading.Thread(target=_start_idle, args=(backend_name, device), daemon=True).start()
 
 
@@ -320,12 +331,17 @@ def _start_idle(backend_name, device):
         host = _new(backend_name, device)
     except OSError:
         return  # the sandbox check says why, and what to do
-    try:
-        host.ready()
-    except HostError:
-        _close(host, "it did not start")
-        return
-    give_back(host, clean=True)
+    else:
+        try:
+            host.ready()
+        except HostError:
+            _close(host, "it did not start")
+            return
+        give_back(host, clean=True)
+    finally:
+        with _changed:
+            _ahead[_key(backend_name, device)] -= 1
+            _changed.notify_all()
 
 
 def give_back(host, clean):
@@ -337,8 +353,9 @@ def give_back(host, clean):
     else:
         why = host.clean()
     if not why:
-        with _lock:
+        with _changed:
             _idle[host.key].append(host)
+            _changed.notify_all()
         return
     _close(host, why)
 

@@ -23,9 +23,12 @@ from grader.batch.isolation import sandbox
 class WarmPool:
     """Warm workers for one phase of a batch, per device; ``close`` ends those not taken."""
 
-    def __init__(self, *, backend_name, limits, sandboxed=True, on_start=None, ahead=None):
+    def __init__(self, *, backend_name, limits, sandboxed=True, on_start=None, ahead=None,
+                 before_take=None):
         """``limits``: what a worker has while it warms up (its run sets its own);
-        ``ahead``: {device: how many workers to keep warm for it}."""
+        ``ahead``: {device: how many workers to keep warm for it}; ``before_take``: called
+        at each take, before any worker starts (what it raises, ``take`` raises)."""
+        self.before_take = before_take
         self.options = dict(backend_name=backend_name, limits=limits, sandboxed=sandboxed,
                             on_start=on_start)
         self.ahead = dict(ahead or {})
@@ -55,6 +58,8 @@ class WarmPool:
     def take(self, device):
         """A worker for one run on ``device``: a warm one (or one the starter is starting),
         else one started now."""
+        if self.before_take is not None:
+            self.before_take()
         with self.changed:
             self.expected = max(0, self.expected - 1)
             self.changed.wait_for(lambda: self.ready[device] or not self.starting[device])

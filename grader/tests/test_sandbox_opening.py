@@ -1,0 +1,73 @@
+"""A batch opens its sandboxes when its first run needs one, not before.
+
+Files the parent refuses before they run (a missing file, a placeholder, a syntax error, a
+flagged kernel) need no sandbox: a class of only those starts none. Once a file is to run,
+the sandbox check comes first, and a sandbox that cannot start stops the batch with the
+advice, as before.
+"""
+
+import shutil
+
+import pytest
+
+from grader.batch.grade import grading, session
+from grader.batch.isolation import hosts, sandbox
+from grader.batch.status import GraderError
+from grader.tests.batch_helpers import DEMO, NEEDS_INTERPRETER, SEED, small_cases
+
+REFUSED = {"ben": "not_implemented", "hana": "import_error", "ivan": "missing_file",
+           "tom": "flagged"}
+
+
+def _class(root, runnable=()):
+    root.mkdir()
+    for student in ("ben", "hana", "ivan", *runnable):
+        shutil.copytree(DEMO / student, root / student)
+    (root / "tom").mkdir()
+    text = (DEMO / "ada" / "ninetoothed_gemm.py").read_text(encoding="utf-8")
+    (root / "tom" / "ninetoothed_gemm.py").write_text(
+        text.replace("ntl.dot(lhs[k], rhs[k])", "torch.mm(lhs[k], rhs[k])"), encoding="utf-8")
+    return root
+
+
+def _grade(tmp_path, classdir, monkeypatch):
+    monkeypatch.setenv("NTGEMM_GPU_TARGET", "sm_90")
+    settings = grading.Settings(seed=str(SEED), backend="interpreter", timeout_s=60,
+                                memory_limit_bytes=2 << 30, case_filter=tuple(
+                                    small_cases().split(",")))
+    return session.start(settings, tmp_path / "out", jobs=2, progress=False).run(classdir)
+
+
+@pytest.fixture
+def checks(monkeypatch):
+    """Every sandbox check asked for, each answered that bubblewrap cannot start."""
+    asked = []
+
+    def check(gpu, device=None):
+        asked.append((gpu, device))
+        return "no user namespaces in this container"
+
+    monkeypatch.setattr(sandbox, "check", check)
+    monkeypatch.setattr(hosts, "start_ahead", lambda *args: asked.append("ahead"))
+    return asked
+
+
+@NEEDS_INTERPRETER
+def test_a_class_of_files_refused_before_they_run_starts_no_sandbox(tmp_path, monkeypatch,
+                                                                    checks):
+    started = hosts.counts()["started"]
+    statuses = _grade(tmp_path, _class(tmp_path / "class"), monkeypatch)
+    assert statuses == {status: 1 for status in REFUSED.values()}
+    assert checks == [] and hosts.counts()["started"] == started
+
+
+@NEEDS_INTERPRETER
+def test_the_first_file_to_run_checks_the_sandbox_and_a_failed_check_stops_the_batch(
+        tmp_path, monkeypatch, checks):
+    with pytest.raises(GraderError, match="the sandbox \\(bubblewrap\\) cannot start here: no "
+                                          "user namespaces in this container\nFix that, or "
+                                          "pass --unsafe-no-sandbox"):
+        _grade(tmp_path, _class(tmp_path / "class", runnable=("ada", "mia")), monkeypatch)
+    assert checks == ["ahead", (False, None)]  # once, though both slots' files asked
+    assert not any((tmp_path / "out" / student / "record.json").exists()
+                   for student in ("ada", "mia"))
