@@ -9,6 +9,7 @@ import collections
 import itertools
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import time
@@ -318,13 +319,17 @@ def test_a_malformed_or_huge_report_ends_the_run_not_the_parent(garbage):
 
 
 def test_no_sandbox_means_no_grading_unless_asked(tmp_path, monkeypatch, capsys):
+    """A file that would run stops the batch (one refused before it runs needs no sandbox:
+    grader/tests/test_sandbox_opening.py)."""
     (tmp_path / "class" / "ivan").mkdir(parents=True)
+    shutil.copytree(DEMO / "ada", tmp_path / "class" / "ada")
     monkeypatch.setattr(sandbox, "check", lambda gpu, device=None: "no bwrap here (a test)")
     code = cli.main(["grade", str(tmp_path / "class"), "--out", str(tmp_path / "out"),
                      "--no-progress"])
     assert code == ExitCode.FAILURE
     assert "--unsafe-no-sandbox" in capsys.readouterr().err
     assert not (tmp_path / "out" / "gradebook.csv").exists()
+    assert not (tmp_path / "out" / "ada" / "record.json").exists()
 
 
 def test_the_seed_file_keeps_the_seed_out_of_the_command_line(tmp_path):
