@@ -9,6 +9,7 @@ closed instead of reused, and the next run gets a new one.
 
 import os
 import sys
+import threading
 import time
 
 import pytest
@@ -278,6 +279,28 @@ def test_a_run_taken_while_a_sandbox_starts_ahead_waits_for_it_rather_than_start
     assert notes == [1] and one_sandbox() == 1
     notes, _ = _probe("say(2)")  # the same sandbox, given back clean
     assert notes == [2] and one_sandbox() == 1
+
+
+def test_a_run_waiting_for_a_sandbox_started_ahead_that_fails_starts_its_own(monkeypatch,
+                                                                            one_sandbox):
+    """A sandbox started ahead that never becomes ready must not leave the runs waiting
+    for it: once it has failed, a run starts a sandbox of its own."""
+    real, failed = hosts.Host.ready, []
+
+    def ready(host):
+        if not failed:  # the first to get here is the one started ahead: the run waits
+            failed.append(host)
+            raise hosts.HostError("a test: this sandbox did not start")
+        return real(host)
+
+    monkeypatch.setattr(hosts.Host, "ready", ready)
+    hosts.start_ahead("interpreter", [None])
+    outcome = []
+    run = threading.Thread(target=lambda: outcome.append(_probe("say(1)")), daemon=True)
+    run.start()
+    run.join(timeout=300)
+    assert outcome and outcome[0][0] == [1], "the run waited for ever, or failed"
+    assert len(failed) == 1 and one_sandbox() == 2
 
 
 def test_without_a_bwrap_nothing_is_started_ahead_and_nothing_fails_aside(monkeypatch,
