@@ -71,3 +71,21 @@ def test_the_first_file_to_run_checks_the_sandbox_and_a_failed_check_stops_the_b
     assert checks == ["ahead", (False, None)]  # once, though both slots' files asked
     assert not any((tmp_path / "out" / student / "record.json").exists()
                    for student in ("ada", "mia"))
+
+
+def test_an_opening_cut_short_is_tried_again_and_a_refusal_is_said_to_every_caller():
+    tries = []
+
+    def open_them(files):
+        tries.append(files)
+        if len(tries) == 1:
+            raise KeyboardInterrupt  # an interrupt while the check waited
+        raise GraderError("no sandbox here")
+
+    opening = session._Opening(open_them, 3)
+    with pytest.raises(KeyboardInterrupt):
+        opening.ensure()
+    for _ in range(2):
+        with pytest.raises(GraderError, match="no sandbox here"):
+            opening.ensure()
+    assert tries == [3, 3]  # once more after the interrupt, then never again

@@ -473,7 +473,8 @@ def inside(child, parent):
 class _Opening:
     """Opens the sandboxes once, when the first run needs one: a batch whose files are all
     refused before they run, or were all graded before, starts none. Every later caller
-    gets the first one's GraderError again, or nothing."""
+    gets the first one's GraderError again, or nothing; an opening cut short otherwise (an
+    interrupt) is tried again by the next."""
 
     def __init__(self, open_them, files):
         self.open_them, self.files = open_them, files  # files: at most that many run at first
@@ -482,11 +483,11 @@ class _Opening:
     def ensure(self):
         with self.lock:
             if not self.done:
-                self.done = True
                 try:
                     self.open_them(self.files)
                 except GraderError as error:
                     self.error = error
+                self.done = True
             if self.error is not None:
                 raise self.error
 
