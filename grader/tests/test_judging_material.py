@@ -13,7 +13,7 @@ def test_threads_asking_for_a_case_at_once_build_its_reference_once(monkeypatch)
     reference = checks.reference
 
     def slow_reference(lhs, rhs):
-        built.append(1)
+        built.append(threading.current_thread())
         time.sleep(0.2)  # long enough for every thread to ask while it is built
         return reference(lhs, rhs)
 
@@ -30,5 +30,7 @@ def test_threads_asking_for_a_case_at_once_build_its_reference_once(monkeypatch)
             thread.join()
     finally:
         checks._material.cache_clear()
-    assert len(built) == 1 and len(got) == 8
+    # Only this test's threads count: a thread an earlier test of this worker left may judge
+    # a case of its own meanwhile (CI, 2026-12-05: 3 builds seen here).
+    assert len([thread for thread in built if thread in threads]) == 1 and len(got) == 8
     assert all(material is got[0] for material in got)

@@ -7,6 +7,7 @@ advice, as before.
 """
 
 import shutil
+import threading
 
 import pytest
 
@@ -64,6 +65,7 @@ def test_a_class_of_files_refused_before_they_run_starts_no_sandbox(tmp_path, mo
 @NEEDS_INTERPRETER
 def test_the_first_file_to_run_checks_the_sandbox_and_a_failed_check_stops_the_batch(
         tmp_path, monkeypatch, checks):
+    threads = threading.active_count()
     with pytest.raises(GraderError, match="the sandbox \\(bubblewrap\\) cannot start here: no "
                                           "user namespaces in this container\nFix that, or "
                                           "pass --unsafe-no-sandbox"):
@@ -71,6 +73,8 @@ def test_the_first_file_to_run_checks_the_sandbox_and_a_failed_check_stops_the_b
     assert checks == ["ahead", (False, None)]  # once, though both slots' files asked
     assert not any((tmp_path / "out" / student / "record.json").exists()
                    for student in ("ada", "mia"))
+    # Nothing of the batch goes on once it has stopped (a later test's judge met its threads).
+    assert threading.active_count() == threads, threading.enumerate()
 
 
 def test_an_opening_cut_short_is_tried_again_and_a_refusal_is_said_to_every_caller():

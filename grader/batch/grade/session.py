@@ -239,9 +239,11 @@ class Session:
                 report(f"  {record['student']}: {record['status']} "
                        f"{record['score']}/{record['max_score']} "
                        f"({record['wall_time_s']:.1f} s)", bar)
-        except BaseException:
+        except BaseException as error:
             processes.stop_all()
-            executor.shutdown(wait=False, cancel_futures=True)
+            # The grader's own error (no sandbox, say) waits for the files under way, which
+            # end at once now (a record is never written after the stop); an interrupt does not.
+            executor.shutdown(wait=isinstance(error, GraderError), cancel_futures=True)
             bar.close()
             raise
         finally:
