@@ -275,7 +275,7 @@ def _key(backend_name, device):
 _idle = collections.defaultdict(list)
 _every = set()
 _lock = threading.RLock()
-_changed = threading.Condition(_lock)  # a host became idle, or one started ahead failed
+_changed = threading.Condition(_lock)  # a host became idle, or a start ahead ended
 _ahead = collections.Counter()  # per key, hosts start_ahead is starting now
 COUNTS = collections.Counter(started=0, runs=0)
 CLOSED = collections.Counter()
