@@ -130,13 +130,26 @@ def check(kernel, target=None):
 
 
 def triton_key():
-    """The first part of every Triton cache key: a hash of Triton's own installed files,
-    0.5 s of a core to read. Made once per process (a fork server's workers inherit it) and
-    handed to each compile child, as Triton's own compile pools hand it to theirs. It only
-    names entries in the run's own cache: a wrong one compiles afresh, never wrongly."""
+    """The first part of every Triton cache key: by default a hash of Triton's own installed
+    files, 0.6 s of a core to read (its 477 MB library). Made once per process and handed to
+    each compile child, as Triton's own compile pools hand it to theirs."""
     from triton.runtime import cache
 
     return cache.triton_key()
+
+
+def key_by_version_in_a_private_cache():
+    """In a batch run, name Triton's cache entries by Triton's version alone, without hashing
+    its files. The key tells apart what different Triton builds wrote into one cache; a run's
+    cache is its own and starts empty (the sandbox is wiped after every run, an unsandboxed
+    run gets a fresh folder), so all it ever holds this Triton wrote. Only when
+    ``TRITON_CACHE_DIR`` is set and empty: a cache that holds anything keeps the full key.
+    Each sandbox's start and each unsandboxed run spend 0.6 s less of a core."""
+    import triton
+
+    folder = os.environ.get("TRITON_CACHE_DIR")
+    if folder and not (os.path.isdir(folder) and os.listdir(folder)):
+        _take_triton_key(f"{triton.__version__}-one-run")
 
 
 # --------------------------------------------------------------------------- the child

@@ -117,6 +117,43 @@ def test_a_compile_child_takes_only_a_triton_key_of_this_triton(monkeypatch):
     assert gpu_compile.triton_key() == f"{triton.__version__}parent"  # what it hands on
 
 
+def test_a_batch_run_names_an_empty_cache_by_triton_s_version_alone(monkeypatch, tmp_path):
+    """A run's cache is its own and starts empty: the version names what this Triton writes
+    there, without 0.6 s of hashing. A cache that holds anything, or none named, keeps the
+    full key."""
+    import triton
+    from triton.runtime import cache
+
+    own = cache.triton_key
+    monkeypatch.setattr(cache, "triton_key", own)
+    (tmp_path / "used" / "entry").mkdir(parents=True)
+    (tmp_path / "empty").mkdir()
+    monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
+    gpu_compile.key_by_version_in_a_private_cache()
+    assert cache.triton_key is own
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "used"))
+    gpu_compile.key_by_version_in_a_private_cache()
+    assert cache.triton_key is own
+    for folder in ("empty", "missing"):
+        monkeypatch.setattr(cache, "triton_key", own)
+        monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / folder))
+        gpu_compile.key_by_version_in_a_private_cache()
+        assert gpu_compile.triton_key() == f"{triton.__version__}-one-run"
+
+
+def test_a_worker_names_its_cache_before_anything_is_compiled(monkeypatch, tmp_path):
+    """The worker's warm-up sets the key before the driver or a compile child uses it."""
+    import triton
+    from triton.runtime import cache
+
+    from grader.batch.inside import worker
+
+    monkeypatch.setattr(cache, "triton_key", cache.triton_key)
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    worker._warm_up()
+    assert gpu_compile.triton_key() == f"{triton.__version__}-one-run"
+
+
 @pytest.mark.parametrize("text, expected", [("sm_90", "sm_90"), ("90", "sm_90"),
                                             ("SM_80", "sm_80")])
 def test_targets_parse(text, expected):

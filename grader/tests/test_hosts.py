@@ -43,7 +43,9 @@ def one_sandbox():
 def test_a_run_finds_no_file_an_earlier_run_left(one_sandbox):
     first, _ = _probe(f"""
 say({SERVER})
-for path in ('/tmp/left', '/tmp/home/left', '/dev/shm/left', '/tmp/home/.ninetoothed/left'):
+os.makedirs(os.environ['TRITON_CACHE_DIR'])
+for path in ('/tmp/left', '/tmp/home/left', '/dev/shm/left', '/tmp/home/.ninetoothed/left',
+             os.environ['TRITON_CACHE_DIR'] + '/left'):
     open(path, 'w').write('secret')
 os.makedirs('/tmp/deep/locked')
 os.chmod('/tmp/deep', 0)
@@ -63,11 +65,16 @@ for top in ('/tmp', '/dev/shm'):
                   if os.path.join(root, name) not in bound]
 say(sorted(found))
 say(os.access('/tmp/home', os.W_OK))
+from triton.runtime import cache
+say(cache.triton_key.cache_info().currsize)
 """)
     assert first[0] == second[0] and one_sandbox() == 1  # the same sandbox
     # (where Python lies under /tmp, as in a clone there, its bound folders are left out)
     assert second[1] == ["/tmp/home", "/tmp/home/.ninetoothed"]
     assert second[2] is True
+    # Each run's Triton cache starts missing (above), so the server hashes no Triton file for
+    # its key (gpu_compile.key_by_version_in_a_private_cache): nothing is cached for a run.
+    assert second[3] == 0
 
 
 def test_python_bound_under_tmp_stays_while_what_a_run_left_beside_it_goes(tmp_path, monkeypatch,

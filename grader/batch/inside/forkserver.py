@@ -340,8 +340,6 @@ def _warm_up():
     from grader.core import cases, gpu_compile, layout, loading, program_tiles  # noqa: F401
     from grader.core import source_mistakes  # noqa: F401
 
-    gpu_compile.triton_key()  # once per sandbox, not once per run's compile
-
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
