@@ -12,8 +12,9 @@ grader's sources, the host's /tmp and /dev/shm and its process table are as
 before) and that it leaked nothing (no seed, secret, classmate's code, output
 path or hidden shape in what a student is shown).
 
-A second, small batch puts a CPU hog next to three copies of the reference (it keeps
-the machine's cores busy for about one timeout). One long file: every check reads the
+A second, small batch puts a CPU hog next to three copies of the reference, at half the
+timeout (on a loaded box the hog keeps every core busy until its timeout: 2 cores for 23 s
+at the full one). One long file: every check reads the
 one class graded at module scope, which takes minutes to grade.
 
 Knobs, for investigating rather than for CI: ``NTGEMM_ATTACK_TIMEOUT`` (seconds,
@@ -56,6 +57,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 GRADER_ROOT = pathlib.Path(os.environ.get("NTGEMM_ATTACK_GRADER_ROOT", ROOT)).resolve()
 SEED, SECRET, MARKER = sources.SEED, sources.SECRET, sources.MARKER
 TIMEOUT_S = float(os.environ.get("NTGEMM_ATTACK_TIMEOUT", "20"))
+HOG_TIMEOUT_S = TIMEOUT_S / 2  # the neighbours need about 3 s of it
 # Attacks to leave out of the class (comparing with an older grader that stops at one).
 SKIPPED = {name for name in os.environ.get("NTGEMM_ATTACK_SKIP", "").split(",") if name}
 PUBLIC_CASES = ("nonsquare-128x256x192", "tail_mnk-65x97x130")
@@ -89,14 +91,14 @@ def _seed_options(seed_file):
     return ["--seed-file", str(seed_file)] if "--seed-file" in cli else ["--seed", str(SEED)]
 
 
-def grade(base, submissions, out):
+def grade(base, submissions, out, timeout_s=TIMEOUT_S):
     """Grade ``submissions`` into ``out`` the way an instructor would, with the secrets set."""
     scratch = base / "tmp"
     scratch.mkdir(exist_ok=True)
     env = {**os.environ, "TMPDIR": str(scratch), "PYTHONPATH": str(GRADER_ROOT),
            "GITHUB_TOKEN": SECRET, "NTGEMM_BACKEND": "interpreter"}
     command = [sys.executable, "-m", "grader", "grade", str(submissions), "--out", str(out),
-               "-j", "2", "--timeout", f"{TIMEOUT_S:g}", "--memory-limit", "1",
+               "-j", "2", "--timeout", f"{timeout_s:g}", "--memory-limit", "1",
                "--cases", case_ids(), "--no-progress", *_seed_options(base / "secret-seed.txt")]
     try:
         return subprocess.run(command, cwd=GRADER_ROOT, capture_output=True, text=True,
@@ -497,7 +499,7 @@ def hog_batch(tmp_path_factory):
         (classdir / f"victim_{index}").mkdir()
         (classdir / f"victim_{index}" / "ninetoothed_gemm.py").write_text(sources.reference())
     try:
-        result = grade(base, classdir, base / "out")
+        result = grade(base, classdir, base / "out", HOG_TIMEOUT_S)
     finally:
         survivors([token], token, base / "tmp")
     return base, result
