@@ -96,6 +96,27 @@ PICTURE = {"shape": [128, 256, 192], "program": 4,
                      "output": [[64, 128, 0, 64]]}}
 
 
+def test_a_phase_s_inputs_become_bytes_once_and_stay_the_bytes_of_those_inputs(monkeypatch):
+    """Every file of a batch is sent the same input tensors: the parent makes their bytes
+    once. A cache full of other phases drops the oldest, which is then made again."""
+    import torch
+
+    made = []
+    real = protocol.matrices
+    monkeypatch.setattr(protocol, "matrices", lambda tensors: made.append(1) or real(tensors))
+    monkeypatch.setattr(conversation, "_payloads", type(conversation._payloads)())
+    lhs, rhs = torch.randn(3, 4).half(), torch.randn(4, 5).half()
+    assert conversation._inputs_payload([lhs, rhs]) == real([lhs, rhs]) and len(made) == 1
+    assert conversation._inputs_payload([lhs, rhs]) == real([lhs, rhs]) and len(made) == 1
+    assert conversation._inputs_payload([rhs, lhs]) == real([rhs, lhs]) and len(made) == 2
+    others = [[torch.full((2, 2), float(index)).half()]
+              for index in range(conversation.PAYLOADS_KEPT)]
+    for tensors in others:
+        assert conversation._inputs_payload(tensors) == real(tensors)
+    assert conversation._inputs_payload([lhs, rhs]) == real([lhs, rhs])
+    assert len(made) == 3 + conversation.PAYLOADS_KEPT
+
+
 def test_an_arrangement_arrives_as_sent_only_at_a_public_shape_and_in_bounds():
     fields = _over_the_pipe(protocol.Arrangement(PICTURE))
     assert protocol.Arrangement.from_fields(fields, {(128, 256, 192)}).picture == PICTURE
