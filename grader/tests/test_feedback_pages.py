@@ -47,3 +47,25 @@ def test_gradescope_output_names_no_file_and_says_how_to_draw_the_picture():
                                       {"hidden_visibility": "visible", "seed": 0})
     assert FILE_NAME.findall(text) == []
     assert feedback.DRAW_COMMAND in text and "program (0, 1)" in text
+
+
+def test_files_whose_arrangement_gives_the_same_tiles_share_one_drawing(tmp_path, monkeypatch):
+    """arrangement.png is drawn from the kernel run's numbers alone: the same numbers at the
+    same tiles are drawn once per batch, and other numbers get a drawing of their own."""
+    from grader.batch.outputs import reports
+    from grader.core import tile_picture
+    from grader.tests.test_protocol import PICTURE
+
+    drawn = []
+    real = tile_picture.draw
+    monkeypatch.setattr(tile_picture, "draw", lambda *args: drawn.append(args) or real(*args))
+    monkeypatch.setattr(reports, "_arrangement_pictures", {})
+    pictures = {}
+    for name, tiles in (("ana", [64, 64, 64]), ("bo", [64, 64, 64]), ("cy", [32, 64, 64])):
+        (tmp_path / name).mkdir()
+        reports.write_arrangement(tmp_path / name, {"arrangement": PICTURE, "tiles": tiles})
+        pictures[name] = (tmp_path / name / feedback.ARRANGEMENT_PICTURE).read_bytes()
+        assert sorted(path.name for path in (tmp_path / name).iterdir()) == [
+            feedback.ARRANGEMENT_PICTURE]  # no scratch folder left
+    assert len(drawn) == 2 and pictures["ana"] == pictures["bo"] != pictures["cy"]
+    assert pictures["cy"] == real(PICTURE, [32, 64, 64], tmp_path / "again.png").read_bytes()
