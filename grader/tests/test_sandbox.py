@@ -351,7 +351,7 @@ def test_a_hang_s_message_names_the_student_s_line(tmp_path, monkeypatch):
 
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     source = (DEMO / "gus" / "ninetoothed_gemm.py").read_bytes()
-    settings = grading.Settings(seed=7, backend="interpreter", timeout_s=15,
+    settings = grading.Settings(seed=7, backend="interpreter", timeout_s=8,
                                 memory_limit_bytes=4 << 30,
                                 case_filter=tuple(small_cases().split(",")[:1]))
     record = grading.grade(intake.Submission("gus", "gus.py", source), settings, "gus")
