@@ -131,7 +131,7 @@ def check(kernel, target=None):
 
 def triton_key():
     """The first part of every Triton cache key: by default a hash of Triton's own installed
-    files, 0.6 s of a core to read (its 477 MB library). Made once per process and handed to
+    files, about 0.4 s of a core to read (its 477 MB library). Made once per process and handed to
     each compile child, as Triton's own compile pools hand it to theirs."""
     from triton.runtime import cache
 
@@ -144,7 +144,7 @@ def key_by_version_in_a_private_cache():
     cache is its own and starts empty (the sandbox is wiped after every run, an unsandboxed
     run gets a fresh folder), so all it ever holds this Triton wrote. Only when
     ``TRITON_CACHE_DIR`` is set and empty: a cache that holds anything keeps the full key.
-    Each sandbox's start and each unsandboxed run spend 0.6 s less of a core."""
+    Each sandbox's start and each unsandboxed run spend about 0.4 s less of a core."""
     import triton
 
     folder = os.environ.get("TRITON_CACHE_DIR")

@@ -119,7 +119,7 @@ def test_a_compile_child_takes_only_a_triton_key_of_this_triton(monkeypatch):
 
 def test_a_batch_run_names_an_empty_cache_by_triton_s_version_alone(monkeypatch, tmp_path):
     """A run's cache is its own and starts empty: the version names what this Triton writes
-    there, without 0.6 s of hashing. A cache that holds anything, or none named, keeps the
+    there, without 0.4 s of hashing. A cache that holds anything, or none named, keeps the
     full key."""
     import triton
     from triton.runtime import cache
