@@ -59,7 +59,7 @@ def test_files_whose_arrangement_gives_the_same_tiles_share_one_drawing(tmp_path
     drawn = []
     real = tile_picture.draw
     monkeypatch.setattr(tile_picture, "draw", lambda *args: drawn.append(args) or real(*args))
-    monkeypatch.setattr(reports, "_arrangement_pictures", {})
+    reports._arrangement_png.cache_clear()
     pictures = {}
     for name, tiles in (("ana", [64, 64, 64]), ("bo", [64, 64, 64]), ("cy", [32, 64, 64])):
         (tmp_path / name).mkdir()

@@ -24,6 +24,7 @@ Beside the gradebook, a batch that timed anyone writes ``leaderboard.csv`` and
 ``leaderboard.png`` (grader.batch.outputs.leaderboard).
 """
 
+import functools
 import hashlib
 import hmac
 import json
@@ -117,38 +118,32 @@ def write_what_if(folder, record):
 
 def write_arrangement(folder, record):
     """arrangement.png: the kernel run's numbers for one program's tiles, drawn here, in the
-    parent, beside the expected ones for the tiles it claimed (grader.core.tile_picture).
-    The picture is made of those numbers alone, so files whose arrangement gives the same
-    tiles share one drawing per batch (each took about 0.3 s of the parent's one core,
-    which paces a batch, on the H200: issue 34)."""
-    from grader.core import program_tiles, tile_picture
+    parent, beside the expected ones for the tiles it claimed (grader.core.tile_picture)."""
+    from grader.core import program_tiles
 
-    tiles = record.get("tiles") or program_tiles.REFERENCE_TILES
-    key = json.dumps([record["arrangement"], tiles], sort_keys=True)
-    data = _arrangement_pictures.get(key)
-    if data is None:
-        data = _drawn(folder, feedback.ARRANGEMENT_PICTURE, lambda path: tile_picture.draw(
-            record["arrangement"], tiles, path))
-        if len(_arrangement_pictures) >= PICTURES_KEPT:
-            _arrangement_pictures.pop(next(iter(_arrangement_pictures)))
-        _arrangement_pictures[key] = data
-    atomic_write(folder / feedback.ARRANGEMENT_PICTURE, data)
+    tiles = list(record.get("tiles") or program_tiles.REFERENCE_TILES)
+    atomic_write(folder / feedback.ARRANGEMENT_PICTURE,
+                 _arrangement_png(json.dumps([record["arrangement"], tiles], sort_keys=True)))
 
 
-_arrangement_pictures = {}  # the numbers drawn, as JSON -> the PNG's bytes
-PICTURES_KEPT = 64
+@functools.lru_cache(maxsize=64)
+def _arrangement_png(numbers):
+    """The PNG of ``numbers`` (the JSON of the picture and the tiles), which are all it is
+    made of: files whose arrangement gives the same tiles share one drawing per batch (each
+    took about 0.3 s of the parent's one core, which paces a batch, on the H200: issue 34)."""
+    from grader.core import tile_picture
+
+    picture, tiles = json.loads(numbers)
+    with tempfile.TemporaryDirectory() as scratch:
+        path = pathlib.Path(scratch) / feedback.ARRANGEMENT_PICTURE
+        return tile_picture.draw(picture, tiles, path).read_bytes()
 
 
 def _write_picture(folder, name, draw):
     """``folder/name`` from ``draw(path)``, drawn in a scratch folder and put in place whole:
     a reader never sees half a picture."""
-    atomic_write(folder / name, _drawn(folder, name, draw))
-
-
-def _drawn(folder, name, draw):
-    """The bytes ``draw(path)`` writes, drawn in a scratch folder inside ``folder``."""
     with tempfile.TemporaryDirectory(dir=folder) as scratch:
-        return draw(pathlib.Path(scratch) / name).read_bytes()
+        atomic_write(folder / name, draw(pathlib.Path(scratch) / name).read_bytes())
 
 
 def store_record(out_dir, record):
