@@ -29,20 +29,23 @@ class StandIns:
         self.active, self.steps = set(), []
 
     def grade(self, submission, settings, folder, device=None, on_start=None, pool=None,
-              step_s=None):
+              stall=None):
+        step_s = stall.seconds if stall is not None else None
         with self.lock:
             self.calls.append(submission.student)
             self.steps.append((submission.student, step_s))
             self.active.add(submission.student)
         try:
-            if submission.student == "stuck":
+            if submission.student == "lag":
+                return self.lag(stall)
+            if submission.student.startswith("stuck"):
                 self.slow_started.set()
                 if step_s is not None and step_s < 60:
-                    return {"student": "stuck", "status": "timeout", "message": "timeout",
-                            "score": 0, "max_score": 1, "wall_time_s": step_s,
-                            "cut_short_s": step_s}
-                return {"student": "stuck", "status": "passed", "message": "", "score": 1,
-                        "max_score": 1, "wall_time_s": 60.0}
+                    return {"student": submission.student, "status": "timeout",
+                            "message": "timeout", "score": 0, "max_score": 1,
+                            "wall_time_s": step_s, "cut_short_s": step_s}
+                return {"student": submission.student, "status": "passed", "message": "",
+                        "score": 1, "max_score": 1, "wall_time_s": 60.0}
             if submission.student == "slow":
                 self.slow_started.set()
                 crowded = False
@@ -62,6 +65,19 @@ class StandIns:
         finally:
             with self.lock:
                 self.active.discard(submission.student)
+
+    def lag(self, stall):
+        """A file stalled in a step: cut short as soon as its stall limit is the tail's
+        (grading.TAIL_STALL_S); where that does not come within 1.5 s, it passes."""
+        deadline = time.monotonic() + 1.5
+        while stall is not None and time.monotonic() < deadline:
+            if stall.seconds <= grading.TAIL_STALL_S:
+                return {"student": "lag", "status": "timeout", "message": "timeout",
+                        "score": 0, "max_score": 1, "wall_time_s": stall.seconds,
+                        "cut_short_s": stall.seconds}
+            time.sleep(0.01)
+        return {"student": "lag", "status": "passed", "message": "", "score": 1,
+                "max_score": 1, "wall_time_s": 1.5}
 
 
 class NoPool:
@@ -122,12 +138,59 @@ def test_a_timeout_graded_alone_or_on_the_interpreter_is_not_graded_again(stand_
 def test_a_file_the_first_pass_cut_short_is_judged_under_the_full_limit(stand_ins, tmp_path):
     records = graded("gpu", ["stuck", "quick"], [0, 0], tmp_path, timeout_s=90)
     first = grading.FIRST_PASS_S
-    assert sorted(stand_ins.steps[:2]) == [("quick", first), ("stuck", first)]
+    # quick, started once stuck was due, may meet the pass's tail (the tests below)
+    assert sorted(stand_ins.steps[:2]) in ([("quick", first), ("stuck", first)],
+                                           [("quick", grading.TAIL_STALL_S), ("stuck", first)])
     assert stand_ins.steps[2:] == [("stuck", None)]  # graded again: the full limit alone
     assert records["stuck"]["status"] == "passed" and records["stuck"]["score"] == 1
     assert records["stuck"]["confirmed"]["first_status"] == "timeout"
     assert records["stuck"]["confirmed"]["first_cut_short_s"] == first
     assert "confirmed" not in records["quick"]
+
+
+def test_the_first_pass_s_tail_cuts_a_stall_short_once_a_second_grading_has_a_slot_for_it(
+        stand_ins, tmp_path):
+    """``stuck`` is cut short at once, so a second grading is due; ``lag``, started last, stalls.
+    Once ``quick`` is done, ``lag`` and ``stuck`` fit the two slots of the second grading,
+    and ``lag`` is cut at the tail's limit instead of holding the first pass."""
+    records = graded("gpu", ["stuck", "quick", "lag"], [0, 0], tmp_path, timeout_s=90)
+    assert records["lag"]["confirmed"]["first_cut_short_s"] == grading.TAIL_STALL_S
+    assert records["lag"]["status"] == "passed" and stand_ins.calls.count("lag") == 2
+    assert sorted(stand_ins.steps[-2:]) == [("lag", None), ("stuck", None)]  # the full limit
+    assert "confirmed" not in records["quick"]
+
+
+@pytest.mark.parametrize("students", [
+    ["quick", "lag"],  # no second grading is due: nothing is gained by a cut
+    ["stuck", "stuck2", "quick", "lag"],  # two due and lag: more than the two slots
+])
+def test_the_first_pass_s_tail_keeps_its_limit_where_a_cut_gains_nothing(
+        stand_ins, tmp_path, students):
+    records = graded("gpu", students, [0, 0], tmp_path, timeout_s=90)
+    assert records["lag"]["status"] == "passed" and "confirmed" not in records["lag"]
+    assert stand_ins.calls.count("lag") == 1
+
+
+def test_a_lowered_stall_limit_reaches_the_runs_under_way_and_no_ended_run():
+    stall = conversation.StallLimit(30)
+    stuck, moving, ended = Clocked(90), Clocked(90), Clocked(90)
+    limits = {name: conversation._StepLimit(worker, stall)
+              for name, worker in (("stuck", stuck), ("moving", moving), ("ended", ended))}
+    for limit in limits.values():
+        stall.watch(limit)
+    moving.now = 25
+    limits["moving"].step()  # its step began at 25 s
+    ended.now = 12
+    assert limits["ended"].cut(Ending("finished", "", 12.0, "")) == 0
+    stall.lower(10)
+    assert stuck.limits.timeout_s == 10 and moving.limits.timeout_s == 35
+    assert ended.limits.timeout_s == 30  # ended before the lowering: left as it ended
+    assert limits["stuck"].cut(Ending("timeout", "", 10.0, "")) == 10
+    stall.lower(20)  # never raised again
+    assert stall.seconds == 10 and moving.limits.timeout_s == 35
+    late = Clocked(90)
+    conversation._StepLimit(late, stall)
+    assert late.limits.timeout_s == 10
 
 
 def test_the_first_pass_limit_applies_only_where_a_timeout_is_graded_again():
@@ -161,7 +224,7 @@ class Clocked:
 
 def test_a_step_limit_stops_a_stalled_step_and_never_a_run_that_makes_progress():
     worker = Clocked(90)
-    limit = conversation._StepLimit(worker, 30)
+    limit = conversation._StepLimit(worker, conversation.StallLimit(30))
     assert worker.limits.timeout_s == 30  # the first step: 30 s
     for now in (20, 45, 70):  # each step finishes within 30 s of the one before
         worker.now = now
@@ -170,19 +233,20 @@ def test_a_step_limit_stops_a_stalled_step_and_never_a_run_that_makes_progress()
     assert worker.limits.timeout_s == 90  # never past the full limit
     assert not limit.cut(Ending("timeout", "", 90.0, ""))  # stopped by the full limit
     stalled = Clocked(90)
-    limit = conversation._StepLimit(stalled, 30)
+    limit = conversation._StepLimit(stalled, conversation.StallLimit(30))
     stalled.now = 10
     limit.step()
     assert stalled.limits.timeout_s == 40
-    assert limit.cut(Ending("timeout", "", 40.0, "")) and not limit.cut(Ending("finished", "",
-                                                                                 12.0, ""))
     limit.extend(5)  # the interpreter's share for the tiles grows both limits
     assert stalled.limits.timeout_s == 45 and limit.full == 95
     stalled.now = 20
     limit.step()  # and every step after
     assert stalled.limits.timeout_s == 55
+    assert limit.cut(Ending("timeout", "", 55.0, "")) == 30
+    finished = conversation._StepLimit(Clocked(90), conversation.StallLimit(30))
+    assert finished.cut(Ending("finished", "", 12.0, "")) == 0
     odd = Clocked(45.26)  # a --timeout of hundredths: the limit never passes it
-    limit = conversation._StepLimit(odd, 30)
+    limit = conversation._StepLimit(odd, conversation.StallLimit(30))
     odd.now = 15.27
     limit.step()
     assert odd.limits.timeout_s == 45.26 and not limit.cut(Ending("timeout", "", 45.3, ""))
@@ -227,8 +291,9 @@ def test_a_run_s_steps_move_its_limit(monkeypatch, loaded_at, step_s, ends, cut)
     monkeypatch.setattr(conversation, "_worker",
                         lambda mode, source, limits, pool, **options: Scripted(limits, script))
     report = conversation.run("wrapper", b"", [], backend_name="gpu",
-                              limits=sandbox.Limits(90, 1 << 30), step_s=step_s)
-    assert report.ending.kind == ends and report.cut_short is cut
+                              limits=sandbox.Limits(90, 1 << 30),
+                              stall=step_s and conversation.StallLimit(step_s))
+    assert report.ending.kind == ends and report.cut_short == (step_s if cut else 0)
     assert report.stage == ("done" if ends == "finished" else "importing")
 
 
@@ -237,18 +302,18 @@ def test_a_run_the_step_limit_stopped_leaves_its_file_to_be_graded_again(
         monkeypatch, kernel, wrapper):
     seen = []
 
-    def run(mode, source, phases, *, limits, step_s=None, **options):
-        seen.append((limits.timeout_s, step_s))
+    def run(mode, source, phases, *, limits, stall=None, **options):
+        seen.append((limits.timeout_s, stall and stall.seconds))
         hangs = kernel if mode == "kernel" else wrapper  # times out, cut short if it can be
         ending = Ending("timeout" if hangs else "finished", "", 1.0, "")
         return RunReport(ending, "running", 0, load_status="ok",
-                         cut_short=hangs and step_s is not None)
+                         cut_short=stall.seconds if hangs and stall else 0.0)
 
     monkeypatch.setattr(conversation, "run", run)
     settings = grading.Settings(seed="1", backend="gpu", timeout_s=90,
                                 memory_limit_bytes=1 << 30)
     submission = intake.Submission("gus", "gus.py", REFERENCE.read_bytes())
-    cut = grading.grade(submission, settings, "gus", step_s=30)
+    cut = grading.grade(submission, settings, "gus", stall=conversation.StallLimit(30))
     assert seen == [(90, 30), (90, 30)] and cut["status"] == "timeout"
     assert cut["cut_short_s"] == 30
     assert session.unconfirmed({**cut, "neighbours": 0}, "gpu")
@@ -272,7 +337,7 @@ def test_a_real_hang_is_stopped_a_step_limit_after_its_last_step(tmp_path, monke
     started = time.monotonic()
     report = conversation.run("wrapper", (DEMO / "gus" / "ninetoothed_gemm.py").read_bytes(),
                               phases, backend_name="interpreter", limits=grading.limits(settings),
-                              step_s=5)
+                              stall=conversation.StallLimit(5))
     assert report.ending.kind == "timeout" and report.cut_short, report.ending.detail
     assert "public cases" not in report.seconds and report.stage == "running"
     assert time.monotonic() - started < 60
@@ -314,7 +379,7 @@ def test_a_file_s_feedback_is_written_while_the_next_file_takes_its_slot(monkeyp
     overlapped = []
 
     def grade(submission, settings, folder, device=None, on_start=None, pool=None,
-              step_s=None):
+              stall=None):
         with changed:
             active[0] += 1
             most[0] = max(most[0], active[0])

@@ -213,11 +213,12 @@ def _wrapper_phase(phases, cases_list):
 RUNS = 2  # workers a graded file takes: the kernel run and the wrapper run
 
 
-def grade(submission, settings, folder, device=None, on_start=None, pool=None, step_s=None):
+def grade(submission, settings, folder, device=None, on_start=None, pool=None, stall=None):
     """Grade one intake.Submission; returns its record (never raises for the student's doing).
     ``pool``: warm workers (grader.batch.isolation.warm_pool) expecting RUNS for this file;
-    ``step_s``: a first pass's limit per step (``first_pass_step``), where a run it stops
-    leaves the record ``cut_short_s`` for the full limit to judge."""
+    ``stall``: a first pass's limit per step (a conversation.StallLimit of
+    ``first_pass_step``), where a run it stops leaves the record ``cut_short_s`` for the
+    full limit to judge."""
     record = base_record(submission, settings, folder)
     cases_list = settings.cases()
     source = None if submission.problem else loading.source_text(submission.data)
@@ -229,7 +230,7 @@ def grade(submission, settings, folder, device=None, on_start=None, pool=None, s
     phases = _phases(cases_list, settings.seed)
     wrapper_phases = _wrapper_phase(phases, cases_list)
     options = dict(backend_name=settings.backend, device=device, sandboxed=settings.sandboxed,
-                   limits=limits(settings), on_start=on_start, pool=pool, step_s=step_s)
+                   limits=limits(settings), on_start=on_start, pool=pool, stall=stall)
     # Side by side on a GPU, where they overlap; one after the other on the interpreter,
     # whose -j already keeps every core busy, and where the wrapper's time limit grows
     # with the tiles the kernel run showed (grader.batch.isolation.time_budget).
@@ -278,7 +279,7 @@ def grade(submission, settings, folder, device=None, on_start=None, pool=None, s
     if record["status"] == "passed" and settings.timed:
         record["speed"] = None  # to be timed (grader.batch.timing.speed.needs_timing)
     if kernel_run.cut_short or wrapper_run.cut_short:
-        record["cut_short_s"] = step_s
+        record["cut_short_s"] = max(kernel_run.cut_short, wrapper_run.cut_short)
     check_handin(submission, record)
     return record
 
@@ -291,6 +292,12 @@ def limits(settings):
 # The longest step of any file in three loaded 100-file H200 batches took 27.6 s (2026-12-04).
 # A step cut short costs its file a second grading, never its verdict.
 FIRST_PASS_S = 30
+# The limit per step once every file of the first pass has started and a second grading is
+# due with a slot for each file left (grader.batch.grade.session): those files then only
+# hold the class from its second grading, which lasts a whole --timeout whenever a file
+# hangs, and which grades any file cut here beside it. A hang started last held the first
+# pass 25 s past its other files on the H200 (2026-12-05).
+TAIL_STALL_S = 10
 
 
 def first_pass_step(settings, count, slots):

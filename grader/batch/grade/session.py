@@ -22,7 +22,7 @@ from grader.batch.isolation import hosts
 from grader.batch.outputs import secret
 from grader.batch.grade.folder_digest import folder_digest
 from grader.batch.grade.manifest import MANIFEST, Manifest
-from grader.batch.isolation import sandbox, warm_pool
+from grader.batch.isolation import conversation, sandbox, warm_pool
 from grader.batch.outputs import overrides, reports
 from grader.batch.outputs import student_folders as folder_names
 from grader.batch.timing import speed
@@ -182,8 +182,9 @@ class Session:
                step_s=None):
         """Grade ``todo`` on the worker slots, writing each student's folder as it ends
         (after ``amend(record)``, if given); ``step_s``: the first pass's limit per step
-        (grader.batch.grade.grading.first_pass_step). Each record counts its
-        ``neighbours``: the other submissions graded at some moment while it was."""
+        (grader.batch.grade.grading.first_pass_step), lowered for its tail (``_Tail``).
+        Each record counts its ``neighbours``: the other submissions graded at some moment
+        while it was."""
         if not todo:
             return
         free = queue.Queue()
@@ -193,6 +194,8 @@ class Session:
         pool = self._pool(grading.limits(self.settings), processes, self._warm_ahead())
         pool.expect(grading.RUNS * len(todo))
         active, neighbours, lock = set(), {}, threading.Lock()  # neighbours: a count each
+        stall = conversation.StallLimit(step_s) if step_s is not None else None
+        tail = _Tail(len(todo), len(self.slots), stall)
 
         def work(submission):
             if processes.stop.is_set():
@@ -207,9 +210,10 @@ class Session:
                 for other in active:
                     neighbours[other] += 1
                 active.add(me)
+                tail.started(len(active))
             try:
                 record = grading.grade(submission, self.settings, folders[me], device,
-                                       on_start=processes.track, pool=pool, step_s=step_s)
+                                       on_start=processes.track, pool=pool, stall=stall)
             finally:
                 with lock:
                     active.discard(me)
@@ -218,6 +222,7 @@ class Session:
                 return None
             with lock:
                 record["neighbours"] = neighbours.pop(me)
+                tail.ended(unconfirmed(record, self.settings.backend), len(active))
             if amend is not None:
                 amend(record)
             reports.write_student(self.out_dir, record, cases_list, self.book)
@@ -492,6 +497,32 @@ class _Opening:
                 self.done = True
             if self.error is not None:
                 raise self.error
+
+
+class _Tail:
+    """The first pass's tail: once every file has started and a second grading is due,
+    each file still under way only holds the class from that second grading, which grades
+    a file cut short beside the others at no cost to its verdict. So once the files under
+    way and those due fit the worker slots, a run stalled for
+    grader.batch.grade.grading.TAIL_STALL_S in one step is stopped (``stall.lower``).
+    Called under the pass's lock; without a stall limit (later passes, the interpreter, a
+    file alone) it does nothing."""
+
+    def __init__(self, files, slots, stall):
+        self.unstarted, self.slots, self.stall, self.due = files, slots, stall, 0
+
+    def started(self, active):
+        self.unstarted -= 1
+        self._check(active)
+
+    def ended(self, due, active):
+        self.due += bool(due)
+        self._check(active)
+
+    def _check(self, active):
+        if self.stall is not None and not self.unstarted and self.due \
+                and self.due + active <= self.slots:
+            self.stall.lower(grading.TAIL_STALL_S)
 
 
 class _Processes:

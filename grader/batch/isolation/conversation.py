@@ -41,7 +41,9 @@ class RunReport:
     stopped: str = ""  # why the build guard (grader.core.build_guard) ended it, if it did
     unbound: tuple = ()  # the names, where it ended on a kernel refused for those alone
     seconds: dict = dataclasses.field(default_factory=dict)  # each step, as the parent saw it
-    cut_short: bool = False  # a step limit (``run``'s ``step_s``) stopped it before its full limit
+    # The stall limit (``run``'s ``stall``) in seconds that stopped it before its full
+    # limit; 0 where none did.
+    cut_short: float = 0.0
 
 
 class _Steps:
@@ -61,27 +63,73 @@ class _Steps:
             self.on_step()
 
 
-class _StepLimit:
-    """A time limit per step: each step of a run may take ``step_s`` charged seconds (plus
-    the interpreter's share, ``extend``) after the parent saw the step before it end, and
-    the whole run no more than its full limit. A run that goes on making progress is
-    stopped where its full limit would stop it; one that stalls in a step is stopped
-    ``step_s`` after that step began (``cut``)."""
+class StallLimit:
+    """How long a run may stay in one step, shared by the runs of a pass: ``seconds``, which
+    ``lower`` shortens for the runs under way as well (grader.batch.grade.session: once
+    the pass's last files only hold the class from its second grading)."""
 
-    def __init__(self, worker, step_s):
-        self.worker, self.step_s, self.full = worker, step_s, worker.limits.timeout_s
-        self.worker.set_time_limit(min(self.full, step_s))
+    def __init__(self, seconds):
+        self.seconds = seconds
+        self._runs, self._lock = set(), threading.Lock()
+
+    def lower(self, seconds):
+        with self._lock:
+            if seconds >= self.seconds:
+                return
+            self.seconds = seconds
+            runs = list(self._runs)
+        for run in runs:
+            run.apply()
+
+    def watch(self, run):
+        with self._lock:
+            self._runs.add(run)
+
+    def forget(self, run):
+        with self._lock:
+            self._runs.discard(run)
+
+
+class _StepLimit:
+    """A time limit per step: each step of a run may take ``stall.seconds`` charged seconds
+    (plus the interpreter's share, ``extend``) after the parent saw the step before it end,
+    and the whole run no more than its full limit. A run that goes on making progress is
+    stopped where its full limit would stop it; one that stalls in a step is stopped
+    ``stall.seconds`` after that step began (``cut``), the seconds in force then, which a
+    lowered StallLimit applies at once."""
+
+    def __init__(self, worker, stall):
+        self.worker, self.stall, self.full = worker, stall, worker.limits.timeout_s
+        self.began, self.extra, self.applied = 0.0, 0.0, stall.seconds
+        self.lock, self.ended = threading.Lock(), False
+        self.apply()
+
+    def apply(self):
+        with self.lock:
+            if self.ended:  # a lowered limit must not rewrite how an ended run ended
+                return
+            self.applied = self.stall.seconds
+            self.worker.set_time_limit(
+                min(self.full, round(self.began + self.applied + self.extra, 1)))
 
     def step(self):
-        self.worker.set_time_limit(min(self.full, round(self.worker.charged() + self.step_s, 1)))
+        with self.lock:
+            self.began = self.worker.charged()
+        self.apply()
 
     def extend(self, seconds):
-        self.full += seconds
-        self.step_s += seconds
-        self.worker.extend_limit(seconds)
+        with self.lock:
+            self.full += seconds
+            self.extra += seconds
+            self.worker.extend_limit(seconds)
 
     def cut(self, ending):
-        return ending.kind == "timeout" and self.worker.limits.timeout_s < self.full
+        """Once the run has ended: the stall limit that stopped it (seconds), or 0 where
+        none did."""
+        with self.lock:
+            self.ended = True
+            stopped = ending.kind == "timeout" and self.worker.limits.timeout_s < self.full
+            return self.applied if stopped else 0.0
 
 
 def payload_bytes(sizes, kind, fields):
@@ -107,14 +155,14 @@ def _worker(mode, source, limits, pool, **options):
 
 
 def run(mode, source, phases, *, backend_name, limits, device=None, sandboxed=True,
-        on_start=None, tiles=None, pool=None, step_s=None):
+        on_start=None, tiles=None, pool=None, stall=None):
     """Run a worker through ``phases`` (lists of (Job, lhs, rhs) with CPU float16
     tensors); always returns a RunReport, whatever the submission does.
 
     On the interpreter the time limit grows by grader.batch.isolation.time_budget for the
     kernel's tiles: a kernel run's own (from its diagnosis), or ``tiles`` for a wrapper run.
-    ``step_s``: a limit per step (``_StepLimit``) within ``limits``; the report says
-    ``cut_short`` when it stopped the run.
+    ``stall``: a StallLimit, how long a step may take within ``limits``; the report's
+    ``cut_short`` says when it stopped the run, and at how many seconds.
     """
     sizes = {job.index: job.output_bytes for phase in phases for job, _, _ in phase}
 
@@ -124,7 +172,9 @@ def run(mode, source, phases, *, backend_name, limits, device=None, sandboxed=Tr
     report = RunReport(ending=None, stage="starting")
     worker = _worker(mode, source, limits, pool, backend_name=backend_name, device=device,
                      sandboxed=sandboxed, on_start=on_start)
-    stepped = _StepLimit(worker, step_s) if step_s is not None else None
+    stepped = _StepLimit(worker, stall) if stall is not None else None
+    if stepped:
+        stall.watch(stepped)
     steps = _Steps(report, stepped.step if stepped else None)
     jobs = [job for phase in phases for job, _, _ in phase]
     grow = stepped.extend if stepped else worker.extend_limit
@@ -137,7 +187,9 @@ def run(mode, source, phases, *, backend_name, limits, device=None, sandboxed=Tr
                   diagnosis=mode == "kernel", extend=extend, steps=steps)
     finally:
         report.ending = worker.finish()
-    report.cut_short = bool(stepped and stepped.cut(report.ending))
+        if stepped:
+            report.cut_short = stepped.cut(report.ending)
+            stall.forget(stepped)
     return report
 
 
