@@ -288,6 +288,42 @@ def test_a_run_taken_while_a_sandbox_starts_ahead_waits_for_it_rather_than_start
     assert notes == [2] and one_sandbox() == 1
 
 
+class _Stub:
+    """A sandbox that is always answering: where a test is about who gets one, not what."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def answering(self):
+        return True
+
+
+def test_a_run_waiting_for_a_sandbox_gets_it_before_a_warm_up_asking_later(monkeypatch):
+    """The pool's warm-ups (``warming``) let runs take a sandbox first: a run waits for one
+    still being started ahead; it becomes idle, and a warm-up asks at that very moment (the
+    test holds the hosts' lock, so the run cannot have woken yet). The run gets it, and the
+    warm-up a new one."""
+    key = hosts._key("interpreter", None)
+    monkeypatch.setattr(hosts, "_new", lambda backend_name, device: _Stub("new"))
+    with hosts._changed:
+        hosts._ahead[key] += 1  # one sandbox being started ahead
+    taken = []
+    run = threading.Thread(target=lambda: taken.append(hosts.take("interpreter", None)),
+                           daemon=True)
+    run.start()
+    deadline = time.monotonic() + 10
+    while hosts._wanted[key] != 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    with hosts._changed:
+        hosts._idle[key].append(_Stub("ahead"))
+        hosts._ahead[key] -= 1
+        hosts._changed.notify_all()
+        warm = hosts.take("interpreter", None, warming=True)
+    run.join(timeout=10)
+    assert [host.name for host in taken] == ["ahead"] and warm.name == "new"
+    assert hosts._wanted[key] == 0
+
+
 def test_a_run_waiting_for_a_sandbox_started_ahead_that_fails_starts_its_own(monkeypatch,
                                                                             one_sandbox):
     """A sandbox started ahead that never becomes ready must not leave the runs waiting

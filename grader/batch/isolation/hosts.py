@@ -277,26 +277,40 @@ _every = set()
 _lock = threading.RLock()
 _changed = threading.Condition(_lock)  # a host became idle, or a start ahead ended
 _ahead = collections.Counter()  # per key, hosts start_ahead is starting now
+_wanted = collections.Counter()  # per key, runs waiting in ``take`` now
 COUNTS = collections.Counter(started=0, runs=0)
 CLOSED = collections.Counter()
 
 
-def take(backend_name, device):
+def take(backend_name, device, warming=False):
     """An idle host for (backend, device), else one being started ahead once it is idle (a
-    run that started its own meanwhile would leave one idle for nothing), else a new one."""
+    run that started its own meanwhile would leave one idle for nothing), else a new one.
+
+    ``warming``: for a worker warmed up ahead of need (grader.batch.isolation.warm_pool),
+    which waits while any run waits here: a run comes first. On the H100 (2026-12-05) a
+    batch's warm-ups took sandboxes started ahead for its first runs, and those runs then
+    waited about 7 s for new sandboxes, whose imports ran beside 16 others."""
     key = _key(backend_name, device)
     with _changed:
-        while True:
-            idle = _idle[key]
-            while idle:
-                host = idle.pop()
-                if host.answering():
-                    COUNTS["runs"] += 1
-                    return host
-                _close(host, "its server stopped answering while idle")
-            if not _ahead[key]:
-                break
-            _changed.wait()
+        if not warming:
+            _wanted[key] += 1
+        try:
+            while True:
+                yielding = warming and _wanted[key]
+                idle = _idle[key]
+                while idle and not yielding:
+                    host = idle.pop()
+                    if host.answering():
+                        COUNTS["runs"] += 1
+                        return host
+                    _close(host, "its server stopped answering while idle")
+                if not _ahead[key] and not yielding:
+                    break
+                _changed.wait()
+        finally:
+            if not warming:
+                _wanted[key] -= 1
+                _changed.notify_all()
     host = _new(backend_name, device)
     with _lock:
         COUNTS["runs"] += 1

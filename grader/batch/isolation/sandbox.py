@@ -208,17 +208,18 @@ class Worker:
     run with ``assign``; grader.batch.isolation.warm_pool starts workers ahead of need."""
 
     def __init__(self, *, backend_name, limits, device=None, sandboxed=True, on_start=None,
-                 inner=None):
+                 inner=None, warming=False):
         """``inner`` replaces the worker (tests' probes): ``[python, "-c", CODE]``, run in the
         worker's place, forked in a sandbox as a worker is, or unsandboxed, through the
-        same launch."""
+        same launch. ``warming``: started ahead of need, it lets runs take a sandbox first
+        (grader.batch.isolation.hosts.take)."""
         self.limits = limits
         self.host = None  # sandboxed: the sandbox it was forked in (isolation.hosts)
         self.worker = inner is None  # not a test's probe: it answers "where are you?"
         self.scratch = None
         self.who = None  # the unprivileged user its processes run as, until they are ended
         if sandboxed:
-            self._fork(backend_name, device, _probe_code(inner))
+            self._fork(backend_name, device, _probe_code(inner), warming)
         else:
             self._start_unsandboxed(backend_name, device, inner)
         # The time limit counts from ``clock``: from here (not from a new sandbox's imports,
@@ -246,11 +247,11 @@ class Worker:
         self.writer = self.stdin.thread = threading.Thread(target=self._write, daemon=True)
         self.writer.start()
 
-    def _fork(self, backend_name, device, code):
+    def _fork(self, backend_name, device, code, warming):
         """Fork the worker in an idle sandbox; where that one's server died while it waited
         (the host's OOM killer, say), in a new one. The grader's own failure past that."""
         for attempt in range(2):
-            self.host = hosts.take(backend_name, device)
+            self.host = hosts.take(backend_name, device, warming)
             self.job = self.host.job
             try:
                 self.process = self.host.fork(code)

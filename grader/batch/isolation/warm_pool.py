@@ -10,7 +10,9 @@ it holds, and no worker holds a student's file before it is handed over
 
 The pool warms up no more workers than the runs still to come can take (``expect``,
 ``forgo``), so a class ends with none wasted; a run that finds none ready starts its own,
-and the pool starts the next ones then.
+and the pool starts the next ones then. A warm-up never takes a sandbox a run is waiting
+for (grader.batch.isolation.hosts.take): the batch's first runs get the sandboxes started
+ahead for them, and the warm-ups' new sandboxes import while those runs work.
 """
 
 import collections
@@ -90,7 +92,7 @@ class WarmPool:
         """On one of the starter's threads."""
         worker = None
         try:
-            worker = sandbox.Worker(device=device, **self.options)
+            worker = sandbox.Worker(device=device, warming=True, **self.options)
         finally:
             with self.changed:
                 self.starting[device] -= 1
