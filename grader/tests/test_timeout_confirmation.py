@@ -171,6 +171,56 @@ def test_the_first_pass_s_tail_keeps_its_limit_where_a_cut_gains_nothing(
     assert stand_ins.calls.count("lag") == 1
 
 
+def test_a_file_whose_kernel_prints_is_known_from_its_source():
+    from grader.tests.build_variants import VARIANTS
+
+    def submission(text, problem=""):
+        return intake.Submission("x", "x.py", text.encode("utf-8"), problem=problem)
+
+    printing = VARIANTS["debug_print"].source("debug_print")
+    assert grading.prints_in_its_kernel(submission(printing))
+    assert grading.prints_in_its_kernel(submission(printing.replace(
+        'print("k =", k)', 'ntl.device_print("k =", k)')))
+    assert not grading.prints_in_its_kernel(submission(REFERENCE.read_text()))
+    assert not grading.prints_in_its_kernel(submission(printing, problem="no file"))
+    assert not grading.prints_in_its_kernel(submission("def application(:\n"))
+
+
+def test_the_first_pass_grades_the_files_whose_kernel_prints_last(monkeypatch, tmp_path):
+    """Their GPU time slows every file beside them: graded last, they meet the pass's tail,
+    and the order of grading is all that changes (the interpreter keeps the class order)."""
+    from grader.tests.build_variants import VARIANTS
+
+    order = []
+
+    def grade(submission, settings, folder, device=None, on_start=None, pool=None,
+              stall=None):
+        order.append(submission.student)
+        return {"student": submission.student, "status": "passed", "message": "",
+                "score": 1, "max_score": 1, "wall_time_s": 0.1}
+
+    monkeypatch.setattr(grading, "grade", grade)
+    monkeypatch.setattr(warm_pool, "WarmPool", NoPool)
+    monkeypatch.setattr(reports, "write_student", lambda *args, **kwargs: None)
+    texts = {"printer": VARIANTS["debug_print"].source("debug_print").encode("utf-8"),
+             "ada": REFERENCE.read_bytes(), "bo": REFERENCE.read_bytes()}
+    chosen = [intake.Submission(name, f"{name}.py", texts[name]) for name in texts]
+    for backend, slots, expected in (("gpu", [0], ["printer", "ada", "bo"]),
+                                     ("gpu", [0, 0], ["ada", "bo", "printer"]),
+                                     ("interpreter", [None], ["printer", "ada", "bo"])):
+        order.clear()
+        settings = grading.Settings(seed="1", backend=backend, timeout_s=90,
+                                    memory_limit_bytes=1 << 30)
+        run = session.Session(settings, tmp_path, slots, progress=False)
+        records = {}
+        run._grade_class(chosen, {name: name for name in texts}, [], records)
+        assert sorted(records) == sorted(texts)
+        if len(slots) == 1:  # no first pass's limit: one slot has no neighbour
+            assert order == expected
+        else:
+            assert sorted(order[:2]) == expected[:2] and order[2] == "printer"
+
+
 def test_a_lowered_stall_limit_reaches_the_runs_under_way_and_no_ended_run():
     stall = conversation.StallLimit(30)
     stuck, moving, ended = Clocked(90), Clocked(90), Clocked(90)

@@ -34,7 +34,7 @@ from grader.batch.grade import verdict
 from grader.batch.inside import protocol
 from grader.batch.isolation import conversation
 from grader.batch.timing import speed
-from grader.core import checks, kernel_source, loading
+from grader.core import checks, kernel_source, loading, source_mistakes
 from grader.core.messages import say
 from grader.core import cases as catalogue
 from grader.batch.isolation.sandbox import Limits, cores_for
@@ -315,6 +315,18 @@ def first_pass_step(settings, count, slots):
     if settings.backend != "gpu" or min(count, slots) < 2 or FIRST_PASS_S >= settings.timeout_s:
         return None
     return FIRST_PASS_S
+
+
+def prints_in_its_kernel(submission):
+    """Whether the file's application() prints (the mistake ``debug_print``). Every program
+    of its kernel then prints: on the H100 (2026-12-05) such a file's first-pass run held the
+    GPU at 100% for its whole 30 s, and the CPUs idled while the runs beside it waited. The
+    first pass grades such files last (grader.batch.grade.session), where its tail cuts a
+    stall short; the order of grading decides no verdict."""
+    if submission.problem:
+        return False
+    findings = source_mistakes.inspect_source(loading.source_text(submission.data))
+    return any(finding["mistake"] == "debug_print" for finding in findings)
 
 
 def _refused(record, submission, source, cases_list):
