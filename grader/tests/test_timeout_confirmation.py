@@ -221,13 +221,44 @@ def test_the_first_pass_grades_the_files_whose_kernel_prints_last(monkeypatch, t
             assert sorted(order[:2]) == expected[:2] and order[2] == "printer"
 
 
+def test_the_first_pass_s_tail_leaves_a_file_whose_kernel_prints_its_limit(stand_ins,
+                                                                          tmp_path):
+    """Cut short, ``lag`` would print beside the files graded again, whose verdicts stand:
+    where its kernel prints, the tail leaves its step limit as it was, and it finishes in
+    the first pass (the same class as the tail test above)."""
+    from grader.tests.build_variants import VARIANTS
+
+    printing = VARIANTS["debug_print"].source("debug_print").encode("utf-8")
+    settings = grading.Settings(seed="1", backend="gpu", timeout_s=90,
+                                memory_limit_bytes=1 << 30)
+    chosen = [intake.Submission(name, f"{name}.py", printing if name == "lag" else b"x = 1\n")
+              for name in ("stuck", "quick", "lag")]
+    records = {}
+    session.Session(settings, tmp_path, [0, 0], progress=False)._grade_class(
+        chosen, {s.student: s.student for s in chosen}, [], records)
+    assert records["lag"]["status"] == "passed" and "confirmed" not in records["lag"]
+    assert stand_ins.calls.count("lag") == 1 and records["stuck"]["confirmed"]
+
+
+def test_a_run_being_stopped_keeps_the_limit_that_stopped_it():
+    """A lowering that comes while a run is being stopped (its where-wait and kill take
+    seconds) must not make a run its full limit stopped read as cut short."""
+    stall = conversation.StallLimit(30)
+    worker = Clocked(90)
+    worker.now = 50
+    limit = conversation._StepLimit(worker, stall)
+    limit.step()  # its step began at 50 s: its limit is 80 s
+    worker.stopping = True
+    stall.lower(10)
+    assert worker.limits.timeout_s == 80
+    assert limit.cut(Ending("timeout", "", 80.0, "")) == 30  # the step limit, as it stood
+
+
 def test_a_lowered_stall_limit_reaches_the_runs_under_way_and_no_ended_run():
     stall = conversation.StallLimit(30)
     stuck, moving, ended = Clocked(90), Clocked(90), Clocked(90)
-    limits = {name: conversation._StepLimit(worker, stall)
+    limits = {name: conversation._StepLimit(worker, stall)  # each watched from its start
               for name, worker in (("stuck", stuck), ("moving", moving), ("ended", ended))}
-    for limit in limits.values():
-        stall.watch(limit)
     moving.now = 25
     limits["moving"].step()  # its step began at 25 s
     ended.now = 12

@@ -321,8 +321,8 @@ def prints_in_its_kernel(submission):
     """Whether the file's application() prints (the mistake ``debug_print``). Every program
     of its kernel then prints: on the H100 (2026-12-05) such a file's first-pass run held the
     GPU at 100% for its whole 30 s, and the CPUs idled while the runs beside it waited. The
-    first pass grades such files last (grader.batch.grade.session), where its tail cuts a
-    stall short; the order of grading decides no verdict."""
+    first pass grades such files last (grader.batch.grade.session), beside its last files
+    only, and its tail leaves their limit as it is; the order decides no verdict."""
     if submission.problem:
         return False
     findings = source_mistakes.inspect_source(loading.source_text(submission.data))

@@ -144,11 +144,15 @@ class Session:
     def _grade_class(self, todo, folders, cases_list, records):
         """The correctness verdicts: a first pass over ``todo``, then the timeouts again.
         The first pass takes the files whose kernel prints last (``prints_in_its_kernel``):
-        their GPU time slows every file beside them, and its tail cuts them short."""
+        their GPU time slows every file beside them. Its tail leaves their step limit as
+        it is (``_grade``'s ``steady``): one cut there would print beside the files graded
+        again, whose verdicts stand."""
         step_s = grading.first_pass_step(self.settings, len(todo), len(self.slots))
+        printing = set()
         if step_s is not None:
-            todo = sorted(todo, key=grading.prints_in_its_kernel)
-        self._grade(todo, folders, cases_list, records, step_s=step_s)
+            printing = {s.student for s in todo if grading.prints_in_its_kernel(s)}
+            todo = sorted(todo, key=lambda submission: submission.student in printing)
+        self._grade(todo, folders, cases_list, records, step_s=step_s, steady=printing)
         self._confirm_timeouts(todo, folders, cases_list, records)
 
     def _confirm_timeouts(self, todo, folders, cases_list, records):
@@ -183,12 +187,12 @@ class Session:
         self._grade(again, folders, cases_list, records, "confirming", keep_first)
 
     def _grade(self, todo, folders, cases_list, records, what="grading", amend=None,
-               step_s=None):
+               step_s=None, steady=()):
         """Grade ``todo`` on the worker slots, writing each student's folder as it ends
         (after ``amend(record)``, if given); ``step_s``: the first pass's limit per step
-        (grader.batch.grade.grading.first_pass_step), lowered for its tail (``_Tail``).
-        Each record counts its ``neighbours``: the other submissions graded at some moment
-        while it was."""
+        (grader.batch.grade.grading.first_pass_step), lowered for its tail (``_Tail``)
+        but for the students in ``steady``. Each record counts its ``neighbours``: the
+        other submissions graded at some moment while it was."""
         if not todo:
             return
         free = queue.Queue()
@@ -199,6 +203,7 @@ class Session:
         pool.expect(grading.RUNS * len(todo))
         active, neighbours, lock = set(), {}, threading.Lock()  # neighbours: a count each
         stall = conversation.StallLimit(step_s) if step_s is not None else None
+        kept = conversation.StallLimit(step_s) if step_s is not None else None  # never lowered
         tail = _Tail(len(todo), len(self.slots), stall)
 
         def work(submission):
@@ -217,7 +222,8 @@ class Session:
                 tail.started(len(active))
             try:
                 record = grading.grade(submission, self.settings, folders[me], device,
-                                       on_start=processes.track, pool=pool, stall=stall)
+                                       on_start=processes.track, pool=pool,
+                                       stall=kept if me in steady else stall)
             finally:
                 with lock:
                     active.discard(me)

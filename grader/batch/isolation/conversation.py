@@ -102,11 +102,13 @@ class _StepLimit:
         self.worker, self.stall, self.full = worker, stall, worker.limits.timeout_s
         self.began, self.extra, self.applied = 0.0, 0.0, stall.seconds
         self.lock, self.ended = threading.Lock(), False
+        stall.watch(self)  # before the first apply: a lowering meanwhile reaches it
         self.apply()
 
     def apply(self):
         with self.lock:
-            if self.ended:  # a lowered limit must not rewrite how an ended run ended
+            # A lowered limit must not rewrite how a run ended, or is being stopped.
+            if self.ended or getattr(self.worker, "stopping", False):
                 return
             self.applied = self.stall.seconds
             self.worker.set_time_limit(
@@ -173,8 +175,6 @@ def run(mode, source, phases, *, backend_name, limits, device=None, sandboxed=Tr
     worker = _worker(mode, source, limits, pool, backend_name=backend_name, device=device,
                      sandboxed=sandboxed, on_start=on_start)
     stepped = _StepLimit(worker, stall) if stall is not None else None
-    if stepped:
-        stall.watch(stepped)
     steps = _Steps(report, stepped.step if stepped else None)
     jobs = [job for phase in phases for job, _, _ in phase]
     grow = stepped.extend if stepped else worker.extend_limit

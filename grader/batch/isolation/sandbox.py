@@ -236,6 +236,7 @@ class Worker:
         self.accept = None
         self.accepting = threading.Event()  # set once ``receive`` has named an ``accept``
         self.ending = None
+        self.stopping = False  # set once ``stop`` has begun
         self.next_look = 0.0  # when ``_watch`` looks again
         self.near_limit = False  # past half its memory limit at the last look
         members = self.host.members if self.host else None
@@ -401,6 +402,7 @@ class Worker:
         """Kill the worker and record how it ended (``detail`` None: describe its exit)."""
         if self.ending is not None:
             return
+        self.stopping = True  # its limits stand as they are (conversation._StepLimit)
         if kind == "timeout":
             self._ask_where()
         self._kill()
