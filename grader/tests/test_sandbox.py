@@ -9,6 +9,7 @@ import collections
 import itertools
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -178,10 +179,13 @@ while True: time.sleep(0.05)
         hog.kill()
         hog.wait()
     assert ending.kind == "timeout", ending.detail
-    # Credited, the wait would run until the wall-clock cap (WALL_FACTOR x 2 s = 20 s); the
-    # margin below it is for the sandbox's start on a loaded box (8.1 s seen in CI).
+    # Credited, the wait would run until the wall-clock cap (WALL_FACTOR x 2 s = 20 s). The
+    # seconds the message gives are those charged when the limit stopped it: the wall
+    # clock since its start, once the lowering is seen. Its wall_time_s also counts its
+    # death, which on a loaded box took 17 s of a pinned, niced process (CI, 2026-12-05).
     assert "lowered its own priority" in ending.detail, ending.detail
-    assert ending.wall_time_s < sandbox.WALL_FACTOR * 2 - 5, ending.detail
+    stopped_at = float(re.search(r"still running after ([\d.]+) s", ending.detail).group(1))
+    assert stopped_at < sandbox.WALL_FACTOR * 2 - 5, ending.detail
 
 
 def test_the_charge_is_wall_time_less_starvation_between_cpu_and_wall_time():
