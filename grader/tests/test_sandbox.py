@@ -349,12 +349,20 @@ def test_the_seed_file_keeps_the_seed_out_of_the_command_line(tmp_path):
 
 @NEEDS_INTERPRETER
 def test_a_hang_s_message_names_the_student_s_line(tmp_path, monkeypatch):
-    """gus loops for ever in nt_gemm: the timeout says where, in his file's own words."""
+    """gus loops for ever in nt_gemm: the timeout says where, in his file's own words.
+
+    Here his nt_gemm first replaces the SIGUSR1 handler, as LLVM does in a process's
+    first GPU compile: on the GPU, a worker that answered from a handler said nowhere."""
     from grader.batch.grade import grading, intake
     from grader.tests.batch_helpers import DEMO, small_cases
 
     monkeypatch.setenv("TMPDIR", str(tmp_path))
-    source = (DEMO / "gus" / "ninetoothed_gemm.py").read_bytes()
+    source = (DEMO / "gus" / "ninetoothed_gemm.py").read_text(encoding="utf-8")
+    loop = "    while output.shape[0] > 0:"
+    assert source.count(loop) == 1
+    source = source.replace(loop, "    import signal\n"
+                                  "    signal.signal(signal.SIGUSR1, lambda *_: None)\n" + loop)
+    source = source.encode()
     settings = grading.Settings(seed=7, backend="interpreter", timeout_s=8,
                                 memory_limit_bytes=4 << 30,
                                 case_filter=tuple(small_cases().split(",")[:1]))
@@ -365,6 +373,31 @@ def test_a_hang_s_message_names_the_student_s_line(tmp_path, monkeypatch):
     assert f"your code was at line {line}, in `while output.shape[0] > 0:" in record["message"]
     # For staff, every thread's stack as the time ran out, the grader's frames too.
     assert "(most recent call first)" in record["stderr"] and "worker.py" in record["stderr"]
+
+
+def _stack(head, *frames):
+    return head + " (most recent call first):\n" + "".join(
+        f'  File "{path}", line {line} in {name}\n' for path, line, name in frames)
+
+
+def test_the_hang_site_is_read_from_the_stack_of_the_thread_the_worker_named():
+    """The innermost frame of the student's file in the main thread's stack, which the
+    worker names after the dump; not a frame of another thread, nor a thread that a line
+    the student printed names."""
+    main, other = 0x7F00AA, 0x7F00BB
+    student = "/job/ninetoothed_gemm.py"
+    dump = "\n".join([
+        f"{protocol.HANG_SITE} thread {other:#x}",  # printed by the student's code
+        _stack("Current thread 0x00007f00cc", ("/g/grader/batch/inside/worker.py", 9, "where")),
+        _stack(f"Thread 0x{other:016x}", (student, 12, "helper")),
+        _stack(f"Thread 0x{main:016x}", ("/site/torch/x.py", 3, "f"), (student, 85, "nt_gemm"),
+               (student, 120, "<module>"), ("/g/grader/batch/inside/worker.py", 300, "main")),
+        f"{protocol.HANG_SITE} thread {main:#x}", ""])
+    assert sandbox.hang_site(dump) == (85, "nt_gemm")
+    assert sandbox.hang_site(dump.replace(f"{main:#x}\n", "0x7f00dd\n")) is None  # no stack
+    assert sandbox.hang_site(dump.replace(student, "/job/other.py")) is None  # no frame of it
+    assert sandbox.hang_site(dump.rsplit(protocol.HANG_SITE, 1)[0]) is None  # no dump before
+    assert sandbox.hang_site("Thread 0x1 (most recent call first):\n") is None
 
 
 def _count_looks(monkeypatch):

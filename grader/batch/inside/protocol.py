@@ -252,7 +252,8 @@ class CaseResult:
 
 
 # What a worker writes on stderr when the parent, its time limit up, asks (SIGUSR1) where
-# the submission's own code is: ``HANG_SITE <line> <function>``. Feedback only, never a grade.
+# it is: every thread's stack, then ``HANG_SITE thread <ident>``, the main thread's, whose
+# stack shows the submission's line. Feedback only, never a grade.
 HANG_SITE = "ntgemm-hang-site:"
 
 @dataclasses.dataclass(frozen=True)

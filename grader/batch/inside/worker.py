@@ -39,6 +39,7 @@ import functools
 import os
 import signal
 import sys
+import threading
 import time
 import traceback
 
@@ -359,24 +360,30 @@ def timing_run(channel, path, active):
 RUNS = {"kernel": kernel_run, "wrapper": wrapper_run, "timing": timing_run}
 
 
-def _say_where(signum, frame):
-    """The parent's time limit is up: say on stderr where the submission's own code is (the
-    innermost frame of its file), for the feedback of a hang."""
-    while frame is not None:
-        if os.path.basename(frame.f_code.co_filename) == "ninetoothed_gemm.py":
-            os.write(2, f"\n{protocol.HANG_SITE} {frame.f_lineno} {frame.f_code.co_name}\n"
-                     .encode())
-            return
-        frame = frame.f_back
+def _answer_where():
+    """From a thread of its own: when the parent's time limit is up and it asks (SIGUSR1)
+    where the run is, write every thread's stack on stderr, then which thread is the
+    main one (protocol.HANG_SITE); the parent reads the submission's line from that
+    thread's stack (grader.batch.isolation.sandbox.hang_site).
+
+    The signal stays blocked in every thread, this one waits for it: a handler would be
+    replaced by whatever installs its own later, as LLVM does in the first GPU compile
+    (the GPU hangs of nt_gemm said nowhere, 2026-12-05). Nothing here raises an audit
+    event (grader.core.build_guard): ``sys._current_frames`` would."""
+    main_thread = threading.main_thread().ident
+    while True:
+        signal.sigwait({signal.SIGUSR1})
+        faulthandler.dump_traceback(sys.stderr, all_threads=True)
+        os.write(2, f"\n{protocol.HANG_SITE} thread {main_thread:#x}\n".encode())
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    signal.signal(signal.SIGUSR1, _say_where)
-    # And every thread's stack, from C, even where the run is stuck outside Python (a CUDA
-    # call, a lock): a timeout's stderr then shows staff where any run was, the grader's
-    # own frames too (issue 32: a correct file timed out once under load).
-    faulthandler.register(signal.SIGUSR1, all_threads=True, chain=True)
+    # Before any other thread starts, so that every thread inherits the blocked signal.
+    # The stacks also show staff where any run was, the grader's own frames too (issue 32:
+    # a correct file timed out once under load).
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+    threading.Thread(target=_answer_where, name="where", daemon=True).start()
     if len(argv) != 1:
         print("usage: python -m grader.batch.inside.worker FILE", file=sys.stderr)
         return ExitCode.USAGE

@@ -110,9 +110,22 @@ WATCH_S = 0.25
 
 
 def hang_site(stderr):
-    """(line, function) the worker last said its submission's code was at, or None."""
-    found = re.findall(rf"^{re.escape(protocol.HANG_SITE)} (\d+) (\w+)$", stderr, re.M)
-    return (int(found[-1][0]), found[-1][1]) if found else None
+    """(line, function) of the submission's own code in the stack of the thread the worker
+    last named (grader.batch.inside.worker._answer_where): the innermost frame of its file,
+    ``ninetoothed_gemm.py``. None where it named none, or that stack has no such frame."""
+    marks = list(re.finditer(rf"^{re.escape(protocol.HANG_SITE)} thread (0x[0-9a-f]+)$",
+                             stderr, re.M))
+    if not marks:
+        return None
+    before = stderr[:marks[-1].start()]
+    # faulthandler writes the ident as 16 hex digits, "Current thread 0x..." for its own.
+    heads = list(re.finditer(rf"^(?:Current t|T)hread 0x0*{marks[-1].group(1)[2:]} "
+                             r"\(most recent call first\):$", before, re.M))
+    if not heads:
+        return None
+    stack = before[heads[-1].end():].split("\n\n")[0]
+    frame = re.search(r'^  File ".*[/\\]ninetoothed_gemm\.py", line (\d+) in (\S+)$', stack, re.M)
+    return (int(frame.group(1)), frame.group(2)) if frame else None
 
 
 @functools.cache
