@@ -352,7 +352,8 @@ def test_a_hang_s_message_names_the_student_s_line(tmp_path, monkeypatch):
     """gus loops for ever in nt_gemm: the timeout says where, in his file's own words.
 
     Here his nt_gemm first replaces the SIGUSR1 handler, as LLVM does in a process's
-    first GPU compile: on the GPU, a worker that answered from a handler said nowhere."""
+    first GPU compile (on the GPU, a worker that answered from a handler said nowhere),
+    and drops ``sys.stderr``, which the answer does not go through."""
     from grader.batch.grade import grading, intake
     from grader.tests.batch_helpers import DEMO, small_cases
 
@@ -360,8 +361,9 @@ def test_a_hang_s_message_names_the_student_s_line(tmp_path, monkeypatch):
     source = (DEMO / "gus" / "ninetoothed_gemm.py").read_text(encoding="utf-8")
     loop = "    while output.shape[0] > 0:"
     assert source.count(loop) == 1
-    source = source.replace(loop, "    import signal\n"
-                                  "    signal.signal(signal.SIGUSR1, lambda *_: None)\n" + loop)
+    source = source.replace(loop, "    import signal, sys\n"
+                                  "    signal.signal(signal.SIGUSR1, lambda *_: None)\n"
+                                  "    sys.stderr = None\n" + loop)
     source = source.encode()
     settings = grading.Settings(seed=7, backend="interpreter", timeout_s=8,
                                 memory_limit_bytes=4 << 30,
@@ -398,6 +400,16 @@ def test_the_hang_site_is_read_from_the_stack_of_the_thread_the_worker_named():
     assert sandbox.hang_site(dump.replace(student, "/job/other.py")) is None  # no frame of it
     assert sandbox.hang_site(dump.rsplit(protocol.HANG_SITE, 1)[0]) is None  # no dump before
     assert sandbox.hang_site("Thread 0x1 (most recent call first):\n") is None
+    # What the student prints can neither raise nor hold the parent: a line number too long
+    # for int(), an ident of 32,000 zeros.
+    forged = dump.replace("line 85 in", f"line {'1' * 5000} in")
+    assert sandbox.hang_site(forged) == (120, "<module>")  # the next frame of the file
+    started = time.monotonic()
+    zeros = "0" * 32_000
+    assert sandbox.hang_site(f"Thread 0x{zeros * 3}ab (most recent call first):\n"
+                             f"  File \"{student}\", line 1 in f\n\n"
+                             f"{protocol.HANG_SITE} thread 0x{zeros}ab\n") is None
+    assert time.monotonic() - started < 0.5
 
 
 def _count_looks(monkeypatch):

@@ -373,7 +373,7 @@ def _answer_where():
     main_thread = threading.main_thread().ident
     while True:
         signal.sigwait({signal.SIGUSR1})
-        faulthandler.dump_traceback(sys.stderr, all_threads=True)
+        faulthandler.dump_traceback(2, all_threads=True)  # fd 2, whatever sys.stderr is
         os.write(2, f"\n{protocol.HANG_SITE} thread {main_thread:#x}\n".encode())
 
 

@@ -113,18 +113,22 @@ def hang_site(stderr):
     """(line, function) of the submission's own code in the stack of the thread the worker
     last named (grader.batch.inside.worker._answer_where): the innermost frame of its file,
     ``ninetoothed_gemm.py``. None where it named none, or that stack has no such frame."""
-    marks = list(re.finditer(rf"^{re.escape(protocol.HANG_SITE)} thread (0x[0-9a-f]+)$",
+    # The student writes on that stderr too: every number read is bounded, so no line of
+    # theirs can make this raise (int() of 5,000 digits) or take seconds to match.
+    marks = list(re.finditer(rf"^{re.escape(protocol.HANG_SITE)} thread 0x([0-9a-f]{{1,16}})$",
                              stderr, re.M))
     if not marks:
         return None
     before = stderr[:marks[-1].start()]
     # faulthandler writes the ident as 16 hex digits, "Current thread 0x..." for its own.
-    heads = list(re.finditer(rf"^(?:Current t|T)hread 0x0*{marks[-1].group(1)[2:]} "
-                             r"\(most recent call first\):$", before, re.M))
+    ident = marks[-1].group(1).rjust(16, "0")
+    heads = list(re.finditer(rf"^(?:Current t|T)hread 0x{ident} \(most recent call first\):$",
+                             before, re.M))
     if not heads:
         return None
     stack = before[heads[-1].end():].split("\n\n")[0]
-    frame = re.search(r'^  File ".*[/\\]ninetoothed_gemm\.py", line (\d+) in (\S+)$', stack, re.M)
+    frame = re.search(r'^  File ".*[/\\]ninetoothed_gemm\.py", line ([0-9]{1,9}) in (\S+)$',
+                      stack, re.M)
     return (int(frame.group(1)), frame.group(2)) if frame else None
 
 
