@@ -292,6 +292,7 @@ class Clocked:
 
     def __init__(self, timeout_s):
         self.limits, self.now = sandbox.Limits(timeout_s, 1 << 30), 0.0
+        self.stopping = False  # as sandbox.Worker's, until ``stop`` begins
 
     def charged(self):
         return self.now
@@ -339,6 +340,7 @@ class Scripted:
 
     def __init__(self, limits, script):
         self.limits, self.script, self.now, self.ending = limits, list(script), 0.0, None
+        self.stopping = False
 
     def receive(self, accept):
         if self.ending is not None or not self.script:

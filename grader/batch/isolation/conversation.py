@@ -108,7 +108,7 @@ class _StepLimit:
     def apply(self):
         with self.lock:
             # A lowered limit must not rewrite how a run ended, or is being stopped.
-            if self.ended or getattr(self.worker, "stopping", False):
+            if self.ended or self.worker.stopping:
                 return
             self.applied = self.stall.seconds
             self.worker.set_time_limit(
