@@ -23,7 +23,9 @@ program per SM, as a NineToothed arrangement) and ``split_k`` (a wave split whos
 leftover rows cut their K loops in chunks). Each is one device call. Round 6's
 pick tiles by the wave: ``wave_tiles`` (128x128, 64x256 and 256x128 beside
 128x256 where the last wave is partly empty) and ``ladder`` (3000^3 beside
-2992, 3008 and 3072).
+2992, 3008 and 3072). ``persistent_tma`` puts round 5's two halves together in
+NineToothed: one program per SM walking its tiles, loaded through TMA descriptors,
+beside the plain Triton ceiling.
 
 Writes OUT_DIR/explore.csv (one row per measurement), OUT_DIR/explore.log and
 OUT_DIR/sweep_{cold,warm}.json, and prints a short table last. The results and
@@ -450,10 +452,11 @@ def section_runtime_size(bench):
 def section_tma(bench):
     """TMA tile loads, in a NineToothed kernel and in a plain Triton persistent ceiling."""
     from benchmarks.lab import tma_kernels, triton_ceiling
+    from solutions.tuned.persistent_tma import use_torch_scratch
 
     log("== tma: tiles loaded through tensor descriptors (benchmarks/lab/tma_kernels.py, "
         "benchmarks/lab/triton_ceiling.py)")
-    tma_kernels.use_torch_scratch()
+    use_torch_scratch()
     sms = bench.sms
     builds = [("reference autotuned", None)]
     builds += [(f"nt-tma {bm}x{bn}x{bk} g8 {w}w{s}s",
@@ -482,6 +485,40 @@ def section_persistent(bench):
                for stages, flatten in ((3, False), (4, False), (3, True))]
     measure_builds(bench, "persist", [(4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048),
                                       (3008, 3008, 3008)], builds)
+
+
+PERSISTENT_TMA_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (6144, 1024, 4096),
+                         (2048, 2048, 2048), (3000, 3000, 3000), (4096, 3000, 4096)]
+
+
+def section_persistent_tma(bench):
+    """Round 5's persistent TMA schedule in NineToothed, beside the plain-Triton ceiling."""
+    from benchmarks.lab import triton_ceiling
+    from solutions.tuned import persistent_tma
+
+    log("== persistent_tma: P programs walking tiles p, p + P, ... with TMA loads, in "
+        "NineToothed (solutions/tuned/persistent_tma.py) and in plain Triton")
+    persistent_tma.use_torch_scratch()
+    sms = bench.sms
+    builds = [("reference autotuned", None)]
+    # (block_m, block_n, block_k, warps, stages, flatten, warp_specialize), group 8, P = SMs.
+    # 128x256x64 with 4 stages asks 256 KiB of shared memory, flattened or not (an H100
+    # has 227 KiB a block): Triton refuses to build it, so it is not listed.
+    builds += [(f"nt-ptma {bm}x{bn}x{bk} g8 P{sms} {w}w{s}s"
+                f"{'' if flatten else ' unflattened'}{' ws' if ws else ''}",
+                functools.partial(persistent_tma.nt_persistent_tma, bm, bn, bk, w, s, sms, 8,
+                                  flatten, ws))
+               for bm, bn, bk, w, s, flatten, ws in ((128, 256, 64, 8, 3, True, False),
+                                                     (128, 256, 64, 8, 3, False, False),
+                                                     (128, 256, 64, 8, 3, True, True),
+                                                     (128, 128, 64, 4, 4, True, False),
+                                                     (128, 128, 64, 4, 4, True, True),
+                                                     (128, 128, 64, 8, 3, True, False))]
+    builds += [(f"persistent {bm}x{bn}x{bk} g8 {w}w{s}s{' ws' if ws else ''}",
+                functools.partial(triton_ceiling.persistent_tma, bm, bn, bk, w, s, ws, sms))
+               for bm, bn, bk, w, s, ws in ((128, 256, 64, 8, 3, False),
+                                            (128, 256, 64, 8, 3, True))]
+    measure_builds(bench, "ptma", PERSISTENT_TMA_SHAPES, builds)
 
 
 def section_split_k(bench):
@@ -654,7 +691,7 @@ def print_table(bench):
         if row.get("ms") is None or row["section"] not in ("main", "ragged", "waves", "padded",
                                                                   "limits", "transp", "wide_k", "rtsize",
                                                                   "tma", "persist", "split_k",
-                                                                  "wavetile", "ladder"):
+                                                                  "wavetile", "ladder", "ptma"):
             continue
         shape = f"{row['m']}x{row['n']}x{row['k']}" + ("" if row["operands"] == "contiguous"
                                                         else f" {row['operands']}")
@@ -673,7 +710,7 @@ def main():
     parser.add_argument("--sections", default="main,sweep,ragged",
                         help="which sections to run, in this order: main, sweep, ragged, waves, "
                         "padded, limits, transposed, deeper, wide_k, runtime_size, tma, persistent, split_k, "
-                        "wave_tiles, ladder")
+                        "wave_tiles, ladder, persistent_tma")
     parser.add_argument("--sweep-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.sweep_child:
@@ -701,6 +738,7 @@ def main():
              "runtime_size": lambda: section_runtime_size(bench),
              "tma": lambda: section_tma(bench),
              "persistent": lambda: section_persistent(bench),
+             "persistent_tma": lambda: section_persistent_tma(bench),
              "split_k": lambda: section_split_k(bench),
              "wave_tiles": lambda: section_wave_tiles(bench),
              "ladder": lambda: section_ladder(bench),

@@ -11,7 +11,8 @@ plain Triton with a persistent schedule.
 Not part of the reference; the exploration script measures it (``--sections
 tma``). Float16 only, like the reference. TMA needs row strides of whole 16-byte
 units, which ``require_tma_rows`` checks, and device-side descriptors need
-scratch memory (``use_torch_scratch``).
+scratch memory (``use_torch_scratch``); both live beside the persistent TMA kernel
+the reference ships (solutions/tuned/persistent_tma.py).
 
 This module must hold no ``triton.jit`` function: NineToothed copies every one
 it finds beside the application into the generated kernel's source.
@@ -21,34 +22,15 @@ import functools
 
 import ninetoothed
 import ninetoothed.language as ntl
-import torch
-import triton
 from ninetoothed import Symbol, Tensor
 
 from grader.core import generated_cache
 from solutions import ninetoothed_gemm
+from solutions.tuned.persistent_tma import require_tma_rows
 
 BLOCK_M = Symbol("BLOCK_M", constexpr=True)
 BLOCK_N = Symbol("BLOCK_N", constexpr=True)
 BLOCK_K = Symbol("BLOCK_K", constexpr=True)
-
-
-def require_tma_rows(*tensors):
-    """Refuse operands TMA would read wrong (rows not whole 16-byte units) or not float16."""
-    for name, tensor in zip(("lhs", "rhs", "output"), tensors):
-        if tensor.dtype != torch.float16:
-            raise ValueError(f"{name}: the TMA kernels take float16, got {tensor.dtype}")
-        row_bytes = tensor.stride(0) * tensor.element_size()
-        if tensor.stride(1) != 1 or row_bytes % 16 or tensor.data_ptr() % 16:
-            raise ValueError(f"{name}: TMA loads need contiguous rows starting on 16-byte "
-                             f"boundaries; got strides {tuple(tensor.stride())} "
-                             f"({row_bytes} bytes per row)")
-
-
-def use_torch_scratch():
-    """Let Triton allocate descriptor scratch space through torch on the current GPU."""
-    triton.set_allocator(
-        lambda size, alignment, stream: torch.empty(size, device="cuda", dtype=torch.int8))
 
 
 def nt_tma_arrangement(lhs, rhs, output):

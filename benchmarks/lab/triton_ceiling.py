@@ -10,7 +10,7 @@ the NineToothed kernel it is measured against (``--sections tma``).
 import triton
 import triton.language as tl
 
-from benchmarks.lab.tma_kernels import require_tma_rows
+from solutions.tuned.persistent_tma import require_tma_rows
 
 
 @triton.jit

@@ -11,7 +11,7 @@ import dataclasses
 import pytest
 import torch
 
-from solutions.tuned import configs, kernels, plan, waves
+from solutions.tuned import configs, kernels, persistent_tma, plan, waves
 
 
 @pytest.fixture(scope="module")
@@ -99,10 +99,15 @@ def test_whole_wave_rows(m, n, block_m, block_n, sms, rows):
     (4096, 4096, 4096, "", "128x128x64"),  # 512 tiles: the last wave 88% full
     (2048, 2048, 2048, "", "128x128x64"),  # 128 tiles: one wave
     (3000, 3000, 3000, "", "128x128x64"),  # ragged: the flat kernels' own tables
+    (4096, 4096, 4096, "persistent-tma 128x256x64", "persistent-tma 128x128x64"),
+    (6144, 1024, 4096, "persistent-tma 128x128x64", "waves"),
+    (3000, 3000, 3000, "flat-t", "persistent-tma"),  # ragged: rows TMA reads, but flat wins
+    (4096, 4096, 3000, "flat ", "persistent-tma"),
 ])
 def test_candidates_per_shape(monkeypatch, m, n, k, offered, withheld):
     """Which kinds of kernel the tuner times, on an H200's 132 SMs."""
     monkeypatch.setattr(waves, "sm_count", lambda device: 132)
+    monkeypatch.setattr(waves, "has_tma", lambda device: True)
     lhs = torch.empty((m, k), dtype=torch.float16, device="meta")
     rhs = torch.empty((k, n), dtype=torch.float16, device="meta")
     names = [config.name for config in plan.candidates(lhs, rhs)]
@@ -147,3 +152,50 @@ def test_a_transposed_config_must_be_flat():
 def test_the_wave_split_is_offered_only_where_it_fills_the_waves(m, n, pays):
     config = configs.WAVE_SPLIT_CONFIGS[0]
     assert waves.wave_split_pays(m, n, config, 132) == pays
+
+
+@pytest.mark.parametrize(("has_tma", "column_major"), [
+    (False, False),  # a GPU before compute capability 9.0
+    (True, True),  # rhs column-major: its rows are not contiguous
+])
+def test_no_persistent_candidate_where_tma_cannot_load(monkeypatch, has_tma, column_major):
+    monkeypatch.setattr(waves, "sm_count", lambda device: 132)
+    monkeypatch.setattr(waves, "has_tma", lambda device: has_tma)
+    lhs = torch.empty((4096, 4096), dtype=torch.float16, device="meta")
+    rhs = torch.empty((4096, 4096), dtype=torch.float16, device="meta")
+    names = [config.name for config in plan.candidates(lhs, rhs.t() if column_major else rhs)]
+    assert names and not any("persistent" in name for name in names), names
+
+
+# (m, n, k): rows of whole 16-byte units; 2 x 2 tiles of 128x256 on 3 SMs, so a program
+# walks two tiles and the last round is part full; 128x128 tiles: 2 x 3 on 3 SMs.
+ALIGNED = (136, 272, 80)
+
+
+def test_persistent_configurations_run_their_tma_kernel(tma_ready, device, monkeypatch):
+    """Aligned operands take the persistent kernel itself, not the grouped fallback."""
+    monkeypatch.setattr(waves, "sm_count", lambda device: 3)
+    launched = []
+    original = persistent_tma.nt_persistent_tma
+    monkeypatch.setattr(persistent_tma, "nt_persistent_tma",
+                        lambda *args, **options: launched.append(args) or original(*args, **options))
+    lhs, rhs = operands(*ALIGNED, device)
+    persistent = [config for config in shipped_configs(device) if config.persistent]
+    assert persistent, "the reference ships no persistent configuration"
+    for config in persistent:
+        assert_product(kernels.tuned_kernel(config), lhs, rhs)
+    assert [args[5] for args in launched] == [3] * len(persistent)
+
+
+def test_a_view_tma_would_misread_runs_the_grouped_kernel(device, monkeypatch):
+    """A plan is kept per shape and strides: a view starting off a 16-byte boundary, with
+    the strides of an aligned one, must still get the right product."""
+    monkeypatch.setattr(persistent_tma, "nt_persistent_tma", None)  # calling it fails
+    m, n, k = ALIGNED
+    wide, rhs = operands(m, n, k + 8, device)
+    lhs = wide[:, 1:k + 1]  # 2 bytes past a boundary, rows of k + 8 halves
+    rhs = rhs[:k]
+    assert persistent_tma.tma_rows_problem(lhs, rhs, torch.empty((m, n), dtype=torch.float16))
+    for config in shipped_configs(device):
+        if config.persistent:
+            assert_product(kernels.tuned_kernel(config), lhs, rhs)

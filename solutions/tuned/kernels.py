@@ -14,7 +14,7 @@ import torch
 from ninetoothed import Tensor
 
 from solutions import ninetoothed_gemm
-from solutions.tuned import arrangements, waves
+from solutions.tuned import arrangements, persistent_tma, waves
 
 
 @functools.cache
@@ -24,6 +24,8 @@ def tuned_kernel(config):
     Strided kernels are NineToothed's own handles; flat, padded and wave-split
     configurations wrap them.
     """
+    if config.persistent:
+        return persistent(config)
     if config.pad_n:
         return padding_n(tuned_kernel(dataclasses.replace(config, pad_n=False)))
     if config.tail is not None:
@@ -93,5 +95,25 @@ def wave_split(main, tail, block_m, block_n):
         if split:
             main(lhs[:split], rhs, output[:split])
         tail(lhs[split:], rhs, output[split:])
+
+    return run
+
+
+def persistent(config):
+    """The persistent TMA kernel on the device's SMs, for operands TMA reads right.
+
+    A plan is kept per shape and strides, not per address: a later call may bring a
+    view that starts off a 16-byte boundary, which TMA would read wrong. That call
+    runs the grouped kernel of the same tiles instead.
+    """
+    def run(lhs, rhs, output):
+        if persistent_tma.tma_rows_problem(lhs, rhs, output):
+            return tuned_kernel(dataclasses.replace(config, persistent=False,
+                                                    warp_specialize=False))(lhs, rhs, output)
+        launch = persistent_tma.nt_persistent_tma(
+            config.block_m, config.block_n, config.block_k, config.num_warps,
+            config.num_stages, waves.sm_count(lhs.device), config.group_size_m,
+            warp_specialize=config.warp_specialize)
+        return launch(lhs, rhs, output)
 
     return run

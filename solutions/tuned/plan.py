@@ -12,7 +12,7 @@ import time
 import torch
 
 from solutions import ninetoothed_gemm
-from solutions.tuned import configs, kernels, waves
+from solutions.tuned import configs, kernels, persistent_tma, waves
 from solutions.tuned.cache import TuningCache
 
 
@@ -20,7 +20,8 @@ def candidates(lhs, rhs):
     """The configurations worth timing for this shape.
 
     Its size class, plus flat, padded, wave-split and smaller-tile kernels only where
-    a ragged K or N, or a partly empty last wave, makes them worth a compile and a timing.
+    a ragged K or N, or a partly empty last wave, makes them worth a compile and a timing;
+    persistent TMA kernels where the GPU has TMA and it can read the operands.
     """
     m, k = lhs.shape
     n = rhs.shape[1]
@@ -42,8 +43,17 @@ def candidates(lhs, rhs):
     sms = waves.sm_count(lhs.device)
     if not ragged and waves.wave_split_pays(m, n, configs.WAVE_SPLIT_CONFIGS[0], sms):
         chosen += configs.WAVE_SPLIT_CONFIGS
-    if not ragged and waves.smaller_tiles_pay(m, n, sms):
+    smaller_tiles = not ragged and waves.smaller_tiles_pay(m, n, sms)
+    if smaller_tiles:
         chosen += configs.WAVE_TILE_CONFIGS
+    # Not for a ragged K or N: rows like 3000's are whole 16-byte units, but there the
+    # persistent kernels lost to the flat ones on an H100 (round 7).
+    output = torch.empty((0, n), dtype=torch.float16, device=lhs.device)  # rows as made
+    if (not ragged and waves.has_tma(lhs.device)
+            and not persistent_tma.tma_rows_problem(lhs, rhs, output)):
+        chosen += configs.PERSISTENT_CONFIGS
+        if smaller_tiles:
+            chosen += configs.PERSISTENT_WAVE_TILE_CONFIGS
     return chosen
 
 

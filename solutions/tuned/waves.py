@@ -19,6 +19,12 @@ def sm_count(device):
 
 
 @functools.cache
+def has_tma(device):
+    """Whether the GPU loads tiles through tensor descriptors (compute capability 9.0 on)."""
+    return torch.cuda.get_device_capability(device) >= (9, 0)
+
+
+@functools.cache
 def whole_wave_rows(m, n, block_m, block_n, sms):
     """How many rows of C fill whole waves of (block_m, block_n) tiles on ``sms`` SMs.
 
