@@ -39,14 +39,16 @@ def assert_product(run, lhs, rhs):
 def shipped_configs(device="cpu"):
     """The candidates the tuner may time; on the interpreter, each tiling once.
 
-    Warps and stages change nothing on the interpreter, so there configurations
-    that differ only in those are run once. A GPU compiles and runs every one.
+    Warps, stages and warp specialisation change nothing on the interpreter, so there
+    configurations that differ only in those are run once. A GPU compiles and runs
+    every one.
     """
     def tiling(config):
         if device != "cpu":
             return config
         tail = config.tail and tiling(config.tail)
-        return dataclasses.replace(config, num_warps=4, num_stages=3, tail=tail)
+        return dataclasses.replace(config, num_warps=4, num_stages=3, tail=tail,
+                                   warp_specialize=False)
 
     return list({tiling(config): config for config in configs.EVERY_CONFIG}.values())
 
@@ -55,8 +57,8 @@ def test_every_shipped_configuration_is_correct_on_ragged_shapes(device):
     # M, N and K all off the tile grid; K = 72 leaves a partial K tile for BK = 64.
     lhs, rhs = operands(130, 140, 72, device)
     for config in shipped_configs(device):
-        if config.tail is not None:
-            continue  # wave splits: see the next test, which controls the SM count
+        if config.tail is not None or config.persistent:
+            continue  # wave splits and persistent kernels: tests of their own below
         assert_product(kernels.tuned_kernel(config), lhs, rhs)
 
 
