@@ -106,18 +106,19 @@ WAVE_TILE_CONFIGS = (
 )
 SMALLER_TILES_BELOW = 0.6  # offered when the 128x256 grid's last wave is less full than this
 # Aligned operands on a GPU with TMA (compute capability 9.0 on): one program per SM
-# walking its tiles, loaded by the hardware. On an H100 (round 7), warp-specialised
-# 128x256 tiles ran 4096^3 at 1.00x of torch.mm and 8192^3 at 1.05x, where the grid
-# of one program per tile ran 0.94x and 0.95x. 128x256 with 4 stages does not fit an
-# H100's shared memory.
+# walking its tiles, loaded by the hardware. On an H100 (round 7) 128x256 tiles ran
+# 8192^3 at 661-686 TFLOPS, the grid of one program per tile at 636-649; which of the
+# two loops (warp-specialised or not) won moved from run to run. 128x256 with 4 stages
+# does not fit an H100's shared memory.
 PERSISTENT_CONFIGS = (
+    TileConfig(128, 256, 64, 8, 8, 3, persistent=True),
     TileConfig(128, 256, 64, 8, 8, 3, persistent=True, warp_specialize=True),
 )
 # Where the 128x256 grid leaves its last wave partly empty (WAVE_TILE_CONFIGS' rule):
-# 6144x1024x4096 ran at 0.89x in persistent 128x128 tiles, against 0.81x.
+# 6144x1024x4096 ran at 585-591 TFLOPS in persistent 128x128 tiles (0.88-0.90x), against
+# 538 (0.81x); warp-specialised, it was no faster.
 PERSISTENT_WAVE_TILE_CONFIGS = (
     TileConfig(128, 128, 64, 8, 4, 4, persistent=True),
-    TileConfig(128, 128, 64, 8, 4, 4, persistent=True, warp_specialize=True),
 )
 EVERY_CONFIG = (LARGE_CONFIGS + MEDIUM_CONFIGS + SMALL_CONFIGS
                 + LARGE_FLAT_CONFIGS + MEDIUM_FLAT_CONFIGS + RAGGED_N_FLAT_CONFIGS

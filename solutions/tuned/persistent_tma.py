@@ -1,10 +1,10 @@
 """The persistent TMA kernel: one program per SM, operand tiles loaded by the hardware.
 
-On an H100 (2026-12-06) this schedule was what NineToothed lacked at the large aligned
-shapes: the one-program-per-tile grid reached 0.94x of torch.mm at 4096^3, this kernel
-1.00x, and in 128x128 tiles 0.89x at 6144x1024x4096 against 0.81x (docs/perf-notes.md,
-round 7). Neither half alone gained (round 5): TMA loads in a grid of one program per
-tile, or a persistent schedule with pointer loads.
+On an H100 (2026-12-06) this schedule was what NineToothed lacked at large aligned
+shapes: 8192^3 at up to 686 TFLOPS where the one-program-per-tile grid ran 636-649, and
+in 128x128 tiles 6144x1024x4096 at 0.88-0.90x of torch.mm against 0.81x
+(docs/perf-notes.md, round 7). Neither half alone gained (round 5): TMA loads in a grid
+of one program per tile, or a persistent schedule with pointer loads.
 
 P programs (the SM count) walk tiles p, p + P, p + 2P, ... in grouped (GROUP_M) order,
 load A and B tiles and store C through tensor descriptors, accumulate in float32 and
