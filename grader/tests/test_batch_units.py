@@ -4,6 +4,7 @@ environment, the command line and the handout."""
 import os
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -13,6 +14,8 @@ import pytest
 from grader.batch.grade import intake, machine
 from grader.batch.isolation import launch
 from grader.batch.status import ExitCode
+from grader.tests.batch_helpers import (DEMO, NEEDS_INTERPRETER, environment,
+                                        gradebook, run_grader, small_cases)
 from solutions import MODEL_ANSWER
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -355,3 +358,43 @@ def test_grade_prints_its_results_on_stdout_and_its_notes_on_stderr(tmp_path, pr
     assert "ntgemm grader: 2 submission(s)" in done.stderr
     assert ": not_implemented" not in done.stderr and "statuses:" not in done.stderr
     assert ("grading" in done.stderr) == progress  # the bar's description
+
+
+GRADE_WITH_A_BUG_FOR_EVE = """
+import sys
+from grader.batch.grade import grading
+real = grading.grade
+def grade(submission, *args, **kwargs):
+    if submission.student == "eve":
+        raise ValueError("a bug in the grader that eve's file triggers")
+    return real(submission, *args, **kwargs)
+grading.grade = grade
+from grader.batch.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@NEEDS_INTERPRETER
+def test_a_grader_bug_one_file_triggers_leaves_the_class_graded_and_fails_the_command(tmp_path):
+    """The batch never stops for one file: the others are graded and in the gradebook, the
+    command names the file and exits non-zero, and the next run grades only that file."""
+    submissions = tmp_path / "class"
+    for name in ("ada", "eve"):
+        (submissions / name).mkdir(parents=True)
+        shutil.copy(DEMO / "ada" / "ninetoothed_gemm.py", submissions / name)
+    out = tmp_path / "out"
+    options = ["--out", str(out), "--no-progress", "--cases", small_cases()]
+    broken = subprocess.run([sys.executable, "-c", GRADE_WITH_A_BUG_FOR_EVE, "grade",
+                             str(submissions), *options], cwd=ROOT, capture_output=True,
+                            text=True, timeout=600, env=environment(tmp_path))
+    assert broken.returncode == ExitCode.FAILURE, broken.stderr[-3000:]
+    assert "eve: the grader failed while grading this file" in broken.stderr
+    assert "ValueError: a bug in the grader that eve's file triggers" in broken.stderr
+    assert "the grader failed on 1 file(s), not through the students' fault: eve" \
+        in broken.stderr
+    assert sorted(gradebook(out)) == ["ada"] and gradebook(out)["ada"]["status"] == "passed"
+    again = run_grader(tmp_path, "grade", str(submissions), *options)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "1 already graded, 1 to grade" in again.stderr
+    assert {name: row["status"] for name, row in gradebook(out).items()} == {
+        "ada": "passed", "eve": "passed"}

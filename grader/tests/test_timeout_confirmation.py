@@ -486,3 +486,27 @@ def test_a_file_s_feedback_is_written_while_the_next_file_takes_its_slot(monkeyp
     records = graded("gpu", ["a", "b", "c"], [0], tmp_path)
     assert sorted(records) == ["a", "b", "c"] and most[0] == 1
     assert overlapped.count(True) == 2, overlapped  # the last file has none after it
+
+
+def test_a_grader_failure_in_a_second_grading_leaves_only_that_file_ungraded(
+        stand_ins, monkeypatch, tmp_path):
+    """A bug of the grader that one file triggers (here in its second grading) must not
+    stop the class: the file is named as failed, its first-pass record is not kept, and
+    every other verdict stands."""
+    real = stand_ins.grade
+    seen = []
+
+    def grade(submission, *args, **kwargs):
+        seen.append(submission.student)
+        if submission.student == "slow" and seen.count("slow") == 2:
+            raise ValueError("a bug in the parent that slow's output triggers")
+        return real(submission, *args, **kwargs)
+
+    monkeypatch.setattr(grading, "grade", grade)
+    settings = grading.Settings(seed="1", backend="gpu", timeout_s=1, memory_limit_bytes=1 << 30)
+    chosen = [intake.Submission(name, f"{name}.py", b"x = 1\n") for name in ("slow", "quick")]
+    run = session.Session(settings, tmp_path, [0, 0], progress=False)
+    records = {}
+    run._grade_class(chosen, {"slow": "slow", "quick": "quick"}, [], records)
+    assert run.failed == ["slow"] and seen.count("slow") == 2
+    assert records["quick"]["status"] == "passed"

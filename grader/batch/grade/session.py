@@ -16,6 +16,7 @@ import queue
 import sys
 import threading
 import time
+import traceback
 
 from grader.batch.grade import grading, intake, machine, step_times
 from grader.batch.isolation import hosts
@@ -45,6 +46,9 @@ class Session:
     # Seconds of each phase this run went through ("grading", "confirming", "timing"), for
     # environment.json: a batch's time split the way it is spent, one phase after another.
     phase_s: dict = dataclasses.field(default_factory=dict)
+    # Students whose grading raised in the grader itself (a bug a file may trigger): they
+    # get no record, the others are graded, and the command says so and fails at the end.
+    failed: list = dataclasses.field(default_factory=list)
 
     def __post_init__(self):
         self._sandboxes = _Opening(self._open_sandboxes, len(self.slots))
@@ -84,8 +88,9 @@ class Session:
 
         started = time.monotonic()
         self._grade_class(todo, folders, cases_list, records)
-        speed_record = self._time(chosen, cases_list, records)
-        ordered = [records[s.student] for s in chosen]
+        graded = [s for s in chosen if s.student in records and s.student not in self.failed]
+        speed_record = self._time(graded, cases_list, records)
+        ordered = [records[s.student] for s in graded]
         reports.write_class(self.out_dir, ordered, cases_list, self.book)
         say_file_warnings(ordered, self.book)
         statuses = count_statuses(ordered)
@@ -102,6 +107,12 @@ class Session:
         }))
         report("statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())))
         report(f"gradebook: {self.out_dir / 'gradebook.csv'}")
+        if self.failed:
+            raise GraderError(
+                f"the grader failed on {len(self.failed)} file(s), not through the students' "
+                f"fault: {', '.join(sorted(self.failed))}. They have no row in the gradebook "
+                "yet; everyone else is graded. What failed is printed above: please report "
+                "it. The same command grades only those again")
         if before != after:
             raise GraderError(f"the submissions folder {str(submissions_dir)!r} changed during "
                                "the batch; the grades used the copies read at the start, but "
@@ -224,6 +235,11 @@ class Session:
                 record = grading.grade(submission, self.settings, folders[me], device,
                                        on_start=processes.track, pool=pool,
                                        stall=kept if me in steady else stall)
+            except GraderError:
+                raise  # the grader cannot work at all (no sandbox, say): the batch stops
+            except Exception:
+                record = None
+                self._failed(me, what)
             finally:
                 with lock:
                     active.discard(me)
@@ -231,11 +247,21 @@ class Session:
             if processes.stop.is_set():
                 return None
             with lock:
-                record["neighbours"] = neighbours.pop(me)
-                tail.ended(unconfirmed(record, self.settings.backend), len(active))
-            if amend is not None:
-                amend(record)
-            reports.write_student(self.out_dir, record, cases_list, self.book)
+                count = neighbours.pop(me)
+                tail.ended(record is not None and unconfirmed(record, self.settings.backend),
+                           len(active))
+            if record is None:
+                return None
+            record["neighbours"] = count
+            try:
+                if amend is not None:
+                    amend(record)
+                reports.write_student(self.out_dir, record, cases_list, self.book)
+            except GraderError:
+                raise
+            except Exception:
+                self._failed(me, what)
+                return None
             return record
 
         bar = _bar(len(todo), not self.progress, what)
@@ -266,6 +292,14 @@ class Session:
         executor.shutdown(wait=True)
         bar.close()
         self.phase_s[what] = round(time.monotonic() - began, 1)
+
+    def _failed(self, student, what):
+        """The grader raised while ``what`` (grading, confirming) ``student``'s file: a bug,
+        which a file may trigger on purpose. Only that file is left ungraded; a record of
+        an earlier pass, if any, is dropped, so the next run grades it again."""
+        self.failed.append(student)
+        say(f"  {student}: the grader failed while {what} this file (not the student's "
+            f"fault); no result is kept:\n{traceback.format_exc()}")
 
     def _open_sandboxes(self, files):
         """Before the batch's first run: start the first files' sandboxes side by side, and
