@@ -201,3 +201,16 @@ def test_a_view_tma_would_misread_runs_the_grouped_kernel(device, monkeypatch):
     for config in shipped_configs(device):
         if config.persistent:
             assert_product(kernels.tuned_kernel(config), lhs, rhs)
+
+
+@pytest.mark.parametrize("options", [dict(persistent=True, flat=True),
+                                     dict(persistent=True, pad_n=True),
+                                     dict(persistent=True, tail=configs.TileConfig(64, 128, 64, 1, 4, 4))])
+def test_a_persistent_config_takes_its_operands_as_they_are(options):
+    with pytest.raises(ValueError, match="persistent TileConfig"):
+        configs.TileConfig(128, 256, 64, 8, 8, 3, **options)
+
+
+def test_warp_specialisation_needs_a_persistent_config():
+    with pytest.raises(ValueError, match="warp_specialize needs persistent"):
+        configs.TileConfig(128, 256, 64, 8, 8, 3, warp_specialize=True)
