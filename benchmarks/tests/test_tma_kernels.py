@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from benchmarks.lab import tma_kernels, triton_ceiling
-from solutions.tuned.persistent_tma import require_tma_rows, use_torch_scratch
 from benchmarks.tests.test_reference_configs import assert_product, operands
+from solutions.tuned.persistent_tma import require_tma_rows, use_torch_scratch
 
 # Rows of whole 16-byte units (multiples of 8 halves); all but 64^3 ragged against the tiles.
 SHAPES = [(300, 200, 136), (129, 264, 3000), (64, 64, 64), (1000, 1000, 1000)]

@@ -47,10 +47,10 @@ def candidates(lhs, rhs):
     if smaller_tiles:
         chosen += configs.WAVE_TILE_CONFIGS
     # Not for a ragged K or N: rows like 3000's are whole 16-byte units, but there the
-    # persistent kernels lost to the flat ones on an H100 (round 7).
-    output = torch.empty((0, n), dtype=torch.float16, device=lhs.device)  # rows as made
+    # persistent kernels lost to the flat ones on an H100 (round 7). The output, made
+    # here with rows of N halves, is then aligned too.
     if (not ragged and waves.has_tma(lhs.device)
-            and not persistent_tma.tma_rows_problem(lhs, rhs, output)):
+            and not persistent_tma.tma_rows_problem(lhs, rhs)):
         chosen += configs.PERSISTENT_CONFIGS
         if smaller_tiles:
             chosen += configs.PERSISTENT_WAVE_TILE_CONFIGS

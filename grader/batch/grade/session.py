@@ -235,11 +235,6 @@ class Session:
                 record = grading.grade(submission, self.settings, folders[me], device,
                                        on_start=processes.track, pool=pool,
                                        stall=kept if me in steady else stall)
-            except GraderError:
-                raise  # the grader cannot work at all (no sandbox, say): the batch stops
-            except Exception:
-                record = None
-                self._failed(me, what)
             finally:
                 with lock:
                     active.discard(me)
@@ -247,22 +242,26 @@ class Session:
             if processes.stop.is_set():
                 return None
             with lock:
-                count = neighbours.pop(me)
-                tail.ended(record is not None and unconfirmed(record, self.settings.backend),
-                           len(active))
-            if record is None:
-                return None
-            record["neighbours"] = count
-            try:
-                if amend is not None:
-                    amend(record)
-                reports.write_student(self.out_dir, record, cases_list, self.book)
-            except GraderError:
-                raise
-            except Exception:
-                self._failed(me, what)
-                return None
+                record["neighbours"] = neighbours.pop(me)
+                tail.ended(unconfirmed(record, self.settings.backend), len(active))
+            if amend is not None:
+                amend(record)
+            reports.write_student(self.out_dir, record, cases_list, self.book)
             return record
+
+        def guarded(submission):
+            """``work``, but a bug of the grader that this file triggers (on purpose, maybe)
+            leaves only this file ungraded instead of stopping the class; ``run`` drops a
+            record an earlier pass gave it, so the next run grades it again."""
+            try:
+                return work(submission)
+            except GraderError:
+                raise  # the grader cannot work at all (no sandbox, say): the batch stops
+            except Exception:
+                self.failed.append(submission.student)
+                say(f"  {submission.student}: the grader failed while {what} this file (not "
+                    f"the student's fault); no result is kept:\n{traceback.format_exc()}")
+                return None
 
         bar = _bar(len(todo), not self.progress, what)
         began = time.monotonic()
@@ -270,7 +269,7 @@ class Session:
         # has given its slot back, and another thread takes that slot meanwhile.
         executor = concurrent.futures.ThreadPoolExecutor(max_workers=2 * len(self.slots))
         try:
-            futures = {executor.submit(work, s): s for s in todo}
+            futures = {executor.submit(guarded, s): s for s in todo}
             for future in concurrent.futures.as_completed(futures):
                 record = future.result()
                 if record is None:
@@ -292,14 +291,6 @@ class Session:
         executor.shutdown(wait=True)
         bar.close()
         self.phase_s[what] = round(time.monotonic() - began, 1)
-
-    def _failed(self, student, what):
-        """The grader raised while ``what`` (grading, confirming) ``student``'s file: a bug,
-        which a file may trigger on purpose. Only that file is left ungraded; a record of
-        an earlier pass, if any, is dropped, so the next run grades it again."""
-        self.failed.append(student)
-        say(f"  {student}: the grader failed while {what} this file (not the student's "
-            f"fault); no result is kept:\n{traceback.format_exc()}")
 
     def _open_sandboxes(self, files):
         """Before the batch's first run: start the first files' sandboxes side by side, and
