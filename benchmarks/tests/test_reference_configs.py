@@ -178,8 +178,8 @@ def test_persistent_configurations_run_their_tma_kernel(tma_ready, device, monke
     """Aligned operands take the persistent kernel itself, not the grouped fallback."""
     monkeypatch.setattr(waves, "sm_count", lambda device: 3)
     launched = []
-    original = persistent_tma.nt_persistent_tma
-    monkeypatch.setattr(persistent_tma, "nt_persistent_tma",
+    original = persistent_tma.unchecked_launcher
+    monkeypatch.setattr(persistent_tma, "unchecked_launcher",
                         lambda *args, **options: launched.append(args) or original(*args, **options))
     lhs, rhs = operands(*ALIGNED, device)
     persistent = [config for config in shipped_configs(device) if config.persistent]
@@ -192,7 +192,7 @@ def test_persistent_configurations_run_their_tma_kernel(tma_ready, device, monke
 def test_a_view_tma_would_misread_runs_the_grouped_kernel(device, monkeypatch):
     """A plan is kept per shape and strides: a view starting off a 16-byte boundary, with
     the strides of an aligned one, must still get the right product."""
-    monkeypatch.setattr(persistent_tma, "nt_persistent_tma", None)  # calling it fails
+    monkeypatch.setattr(persistent_tma, "unchecked_launcher", None)  # calling it fails
     m, n, k = ALIGNED
     wide, rhs = operands(m, n, k + 8, device)
     lhs = wide[:, 1:k + 1]  # 2 bytes past a boundary, rows of k + 8 halves

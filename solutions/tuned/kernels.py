@@ -110,7 +110,7 @@ def persistent(config):
         if persistent_tma.tma_rows_problem(lhs, rhs, output):
             return tuned_kernel(dataclasses.replace(config, persistent=False,
                                                     warp_specialize=False))(lhs, rhs, output)
-        launch = persistent_tma.nt_persistent_tma(
+        launch = persistent_tma.unchecked_launcher(
             config.block_m, config.block_n, config.block_k, config.num_warps,
             config.num_stages, waves.sm_count(lhs.device), config.group_size_m,
             warp_specialize=config.warp_specialize)

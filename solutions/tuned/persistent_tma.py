@@ -161,16 +161,29 @@ def persistent_tma_kernel(num_warps, num_stages, flatten, warp_specialize):
 
 
 @functools.cache
-def nt_persistent_tma(block_m, block_n, block_k, num_warps, num_stages, programs, group=8,
-                      flatten=True, warp_specialize=False):
-    """A launcher ``run(lhs, rhs, output)``: ``programs`` programs (the SM count) in all,
-    whatever the number of tiles; those past the last tile do nothing."""
+def unchecked_launcher(block_m, block_n, block_k, num_warps, num_stages, programs, group=8,
+                       flatten=True, warp_specialize=False):
+    """``run(lhs, rhs, output)`` for operands already found TMA-readable
+    (solutions.tuned.kernels.persistent checks them once, to pick a kernel): ``programs``
+    programs (the SM count) in all, whatever the number of tiles; those past the last
+    tile do nothing."""
     kernel = persistent_tma_kernel(num_warps, num_stages, flatten, warp_specialize)
 
     def run(lhs, rhs, output):
-        require_tma_rows(lhs, rhs, output)
         use_torch_scratch(lhs.device)
         kernel(lhs, rhs, output, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
                GROUP_M=group, PROGRAMS=programs)
+
+    return run
+
+
+@functools.cache
+def nt_persistent_tma(*args, **kwargs):
+    """``unchecked_launcher(*args, **kwargs)``, refusing operands TMA would read wrong."""
+    launch = unchecked_launcher(*args, **kwargs)
+
+    def run(lhs, rhs, output):
+        require_tma_rows(lhs, rhs, output)
+        launch(lhs, rhs, output)
 
     return run
