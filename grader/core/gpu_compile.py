@@ -13,7 +13,10 @@ compiler there, and a child keeps the compiler's own crashes apart. Triton's cod
 evaluates Python while it compiles, so the child is held to what the parent checked: it
 compiles only a file whose sha256 is the one grader.core.generated_kernel passed in the
 parent, checks it again, and runs under the build guard (grader.core.build_guard)
-from before it imports the file; the guard's refusal comes back as ``refused``.
+from before it imports the file; the guard's refusal comes back as ``refused``. ``check``
+starts it from the process that built the kernel (the pytest grader, the benchmark); the
+batch grader starts it in a sandbox of its own, once per distinct generated file
+(grader.batch.isolation.compile_gate).
 """
 
 import dataclasses
@@ -98,6 +101,25 @@ def requested_target():
 def check(kernel, target=None):
     """Compile a ninetoothed.make handle for ``target`` in a child process; a Build."""
     target = parse_target(target or requested_target())
+    found = kernel_file(kernel, target)
+    if isinstance(found, Build):
+        return found
+    path, digest = found
+    environment = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
+    environment[TRITON_KEY_VAR] = triton_key()
+    try:
+        done = subprocess.run([sys.executable, *child_arguments(path, digest, target)],
+                              capture_output=True, text=True, timeout=CHILD_TIMEOUT_S,
+                              env=environment)
+    except subprocess.TimeoutExpired:
+        return timed_out(target)
+    return read_child(target, done.returncode, done.stdout, done.stderr)
+
+
+def kernel_file(kernel, target):
+    """(the file of a ninetoothed.make handle's generated kernel, its sha256) when this
+    process's kernel check passed it (grader.core.generated_cache); else the Build that
+    says why it cannot be compiled."""
     from grader.core import generated_cache
 
     source = getattr(kernel, "_source", None)
@@ -107,24 +129,30 @@ def check(kernel, target=None):
     if digest not in generated_cache.checked:
         return Build(target, False, "the generated kernel was not checked in this process",
                      checked=False)
-    environment = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
-    environment[TRITON_KEY_VAR] = triton_key()
-    try:
-        done = subprocess.run([sys.executable, "-m", "grader.core.gpu_compile", str(source),
-                               digest, target],
-                              capture_output=True, text=True, timeout=CHILD_TIMEOUT_S,
-                              env=environment)
-    except subprocess.TimeoutExpired:
-        return Build(target, False, f"compiling for {target} took over {CHILD_TIMEOUT_S} s",
-                     checked=False)
-    last = done.stdout.strip().splitlines()[-1:] or [""]
+    return pathlib.Path(source), digest
+
+
+def child_arguments(path, digest, target):
+    """The compile child's command line after ``python``: see the module's docstring."""
+    return ["-m", "grader.core.gpu_compile", str(path), digest, target]
+
+
+def timed_out(target):
+    return Build(target, False, f"compiling for {target} took over {CHILD_TIMEOUT_S} s",
+                 checked=False)
+
+
+def read_child(target, returncode, stdout, stderr):
+    """The Build a compile child printed last; an unchecked one that says how it ended
+    when it printed none."""
+    last = stdout.strip().splitlines()[-1:] or [""]
     try:
         build = Build.from_fields(json.loads(last[0]))
     except ValueError:
         build = None
     if build is None:
-        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        return Build(target, False, f"the compiler process ended ({done.returncode}): {tail}",
+        tail = (stderr.strip().splitlines() or ["no output"])[-1]
+        return Build(target, False, f"the compiler process ended ({returncode}): {tail}",
                      checked=False)
     return build
 

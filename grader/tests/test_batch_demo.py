@@ -154,6 +154,14 @@ def test_class_files(graded):
         phases[0] == "grading" and set(phases) <= {"grading", "confirming", "timing"}
     assert 0 < sum(env["phase_s"].values()) <= env["elapsed_s"]
     assert 0 < env["grader_cpu_s"]
+    # One compile per distinct generated kernel: ada, fay, gus and kai differ only in nt_gemm.
+    records = [json.loads(path.read_text()) for path in out.glob("*/record.json")]
+    built = [record for record in records if record.get("gpu_build")]
+    gate = env["compile_gate"]
+    assert gate["compiled"] + gate["shared"] == len(built) and gate["shared"] >= 3, gate
+    assert sum(record["gpu_build_shared"] for record in built) == gate["shared"]
+    by_student = {record["student"]: record["gpu_build"] for record in records}
+    assert by_student["ada"] == by_student["fay"] == by_student["gus"] == by_student["kai"]
     if batch_backend() == "interpreter":  # a sandbox per slot, and one for each closed
         sandboxes, slots = env["sandboxes"], int(OPTIONS[OPTIONS.index("-j") + 1])
         assert sandboxes["started"] <= slots + sum(sandboxes["closed"].values()), sandboxes

@@ -213,12 +213,14 @@ def _wrapper_phase(phases, cases_list):
 RUNS = 2  # workers a graded file takes: the kernel run and the wrapper run
 
 
-def grade(submission, settings, folder, device=None, on_start=None, pool=None, stall=None):
+def grade(submission, settings, folder, device=None, on_start=None, pool=None, stall=None,
+          gate=None):
     """Grade one intake.Submission; returns its record (never raises for the student's doing).
     ``pool``: warm workers (grader.batch.isolation.warm_pool) expecting RUNS for this file;
     ``stall``: a first pass's limit per step (a conversation.StallLimit of
     ``first_pass_step``), where a run it stops leaves the record ``cut_short_s`` for the
-    full limit to judge."""
+    full limit to judge; ``gate``: the batch's compile gate
+    (grader.batch.isolation.compile_gate), else one for this file alone."""
     record = base_record(submission, settings, folder)
     cases_list = settings.cases()
     source = None if submission.problem else loading.source_text(submission.data)
@@ -237,12 +239,14 @@ def grade(submission, settings, folder, device=None, on_start=None, pool=None, s
     if settings.backend == "gpu":
         with concurrent.futures.ThreadPoolExecutor(max_workers=2) as threads:
             kernel_future = threads.submit(conversation.run, "kernel",
-                                           kernel.text.encode("utf-8"), phases, **options)
+                                           kernel.text.encode("utf-8"), phases, gate=gate,
+                                           **options)
             wrapper_future = threads.submit(conversation.run, "wrapper", submission.data,
                                             wrapper_phases, **options)
             kernel_run, wrapper_run = kernel_future.result(), wrapper_future.result()
     else:
-        kernel_run = conversation.run("kernel", kernel.text.encode("utf-8"), phases, **options)
+        kernel_run = conversation.run("kernel", kernel.text.encode("utf-8"), phases, gate=gate,
+                                      **options)
         wrapper_run = conversation.run("wrapper", submission.data, wrapper_phases,
                                        tiles=kernel_run.tiles, **options)
     for run in (kernel_run, wrapper_run):
@@ -266,6 +270,7 @@ def grade(submission, settings, folder, device=None, on_start=None, pool=None, s
     record["tiles"] = kernel_run.tiles
     build = kernel_run.build
     record["gpu_build"] = build.to_fields() if build else None
+    record["gpu_build_shared"] = kernel_run.shared_build
     unbuilt = build if (build is not None and build.checked and not build.ok) else None
     judging = time.perf_counter()
     record["cases"] = verdict.judge_cases(cases_list, kernel_run, settings.seed, unbuilt,

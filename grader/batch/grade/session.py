@@ -23,7 +23,7 @@ from grader.batch.isolation import hosts
 from grader.batch.outputs import secret
 from grader.batch.grade.folder_digest import folder_digest
 from grader.batch.grade.manifest import MANIFEST, Manifest
-from grader.batch.isolation import conversation, sandbox, warm_pool
+from grader.batch.isolation import compile_gate, conversation, sandbox, warm_pool
 from grader.batch.outputs import overrides, reports
 from grader.batch.outputs import student_folders as folder_names
 from grader.batch.timing import speed
@@ -52,6 +52,10 @@ class Session:
 
     def __post_init__(self):
         self._sandboxes = _Opening(self._open_sandboxes, len(self.slots))
+        self.gate = compile_gate.CompileGate(backend_name=self.settings.backend,
+                                             sandboxed=self.settings.sandboxed,
+                                             target=self.settings.gpu_target,
+                                             memory_bytes=self.settings.memory_limit_bytes)
 
     def run(self, submissions_dir, shard=None, force=False):
         """Grade whoever is not graded yet, time who passed, write the class reports;
@@ -104,6 +108,7 @@ class Session:
             "submissions_unchanged": before == after, "isolation": self.settings.isolation,
             "speed": speed_record, "seconds": step_times.summary(ordered),
             "sandboxes": hosts.counts() if self.settings.sandboxed else None,
+            "compile_gate": dict(self.gate.counts),
         }))
         report("statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())))
         report(f"gradebook: {self.out_dir / 'gradebook.csv'}")
@@ -234,7 +239,7 @@ class Session:
             try:
                 record = grading.grade(submission, self.settings, folders[me], device,
                                        on_start=processes.track, pool=pool,
-                                       stall=kept if me in steady else stall)
+                                       stall=kept if me in steady else stall, gate=self.gate)
             finally:
                 with lock:
                     active.discard(me)

@@ -22,7 +22,9 @@ Messages, in the order a run sends them:
 | worker | hello       | (the worker is up; no student code ran)  | |
 | parent | job         | mode: "kernel", "wrapper" or "timing" (the file is in place now) | |
 | worker | loaded      | Loaded: status (LOADED_STATUSES), message | |
-| worker | diagnosis   | Diagnosis: findings, tiles, build (kernel runs only) | |
+| worker | compile     | bytes (kernel runs with a kernel: its generated file, for the compile gate) | the file |
+| parent | build       | a grader.core.gpu_compile.Build of those bytes (grader.batch.isolation.compile_gate) | |
+| worker | diagnosis   | Diagnosis: findings, tiles (kernel runs only) | |
 | parent | phase       | cases: [Job], last: bool                 | every job's lhs then rhs |
 | worker | arrangement | Arrangement: shape, program, grids, tiles (phase 0 only, at most once) | |
 | worker | case        | CaseResult: index, error, exited, seconds | the job's outputs, role by role |
@@ -55,6 +57,7 @@ MAX_TEXT = 8000  # characters kept of any text a worker sends
 # a value nested hundreds deep still parses on the reader's thread, but repr() or str() of
 # it raises RecursionError on the deeper stack of the thread that checks it.
 MAX_DEPTH = 8
+MAX_SOURCE = 1 << 20  # bytes of a generated kernel file a worker may send to be compiled
 LOADED_STATUSES = ("ok", "import_error", "not_implemented", "exited")
 _LENGTH = struct.Struct("<Q")
 
@@ -145,24 +148,28 @@ class Loaded:
 
 @dataclasses.dataclass(frozen=True)
 class Diagnosis:
-    """What a kernel run found before any case: the arrangement's findings, its tiles,
-    and its build for the course's GPU (a grader.core.gpu_compile.Build, or None)."""
+    """What a kernel run found before any case: the arrangement's findings and its tiles.
+    Its build for the course's GPU is the parent's own (grader.batch.isolation.compile_gate)."""
 
     KIND = "diagnosis"
     findings: list
     tiles: list = None
-    build: object = None
 
     def to_fields(self):
-        return {"findings": findings(self.findings), "tiles": tiles(self.tiles),
-                "build": self.build.to_fields() if self.build else None}
+        return {"findings": findings(self.findings), "tiles": tiles(self.tiles)}
 
     @classmethod
     def from_fields(cls, fields):
-        from grader.core import gpu_compile
+        return cls(findings(fields.get("findings")), tiles(fields.get("tiles")))
 
-        return cls(findings(fields.get("findings")), tiles(fields.get("tiles")),
-                   gpu_compile.Build.from_fields(fields.get("build")))
+
+def source_bytes(fields):
+    """How many bytes of generated kernel a ``compile`` message may carry: what it says,
+    from 1 to MAX_SOURCE."""
+    size = fields.get("bytes")
+    if not whole(size, 1, MAX_SOURCE):
+        raise ProtocolError(f"a generated kernel of {size!r} bytes (1 to {MAX_SOURCE})")
+    return size
 
 
 @dataclasses.dataclass(frozen=True)

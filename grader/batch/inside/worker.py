@@ -15,7 +15,8 @@ it (grader.batch.isolation.warm_pool starts workers ahead so that no run waits f
 A *kernel* run imports the rebuilt file (the two functions and their constants,
 nothing else), reports the symbolic diagnosis, builds the kernel with
 ``ninetoothed.make`` as the skeleton does (and at each other block size a case asks
-for, grader.core.retile), and for every job of every phase
+for, grader.core.retile), asks the parent for the kernel's build for the course's GPU
+(grader.batch.isolation.compile_gate: it sends the generated file), and for every job of every phase
 launches it on the inputs the parent sent, into fresh NaN-filled outputs. When the
 diagnosis found the layout off, it first reports what one program gets at a public
 case's shape (grader.core.program_tiles), which the parent draws.
@@ -66,6 +67,13 @@ class Channel:
 
     def report(self, record, payload=b""):
         protocol.send_record(self.outgoing, record, payload)
+
+    def compile(self, data):
+        """The parent's Build of the generated kernel file ``data`` (the compile gate)."""
+        from grader.core import gpu_compile
+
+        self.send("compile", data, bytes=len(data))
+        return gpu_compile.Build.from_fields(self.expect("build").fields)
 
     def expect(self, kind):
         """The next message from the parent, which must be a ``kind`` without a payload."""
@@ -224,8 +232,7 @@ def _make(module, path, blocks=None):
 
 
 def kernel_run(channel, path, active):
-    from grader.core import cases, gpu_compile, layout, one_compile, program_tiles
-    from grader.core import source_mistakes
+    from grader.core import cases, layout, one_compile, program_tiles, source_mistakes
 
     loaded = _import_kernel(channel, path)
     if loaded is None:
@@ -238,14 +245,10 @@ def kernel_run(channel, path, active):
     kernels = {None: (kernel, problem),
                **{blocks: _make(module, path, blocks) for blocks in cases.other_blocks()}}
     untouched()
-    build = gpu_compile.check(kernel) if kernel is not None else None
+    build = _gate(channel, kernel) if kernel is not None else None
     if not active.is_interpreter:
         one_compile.for_cases(kernel, build)
-    if build is not None and build.refused:
-        _stop(channel, f"compiling for the course's GPU: {build.refused}")
-        sys.stderr.flush()
-        os._exit(ExitCode.STOPPED)
-    channel.report(protocol.Diagnosis(findings, layout.tile_sizes(module), build))
+    channel.report(protocol.Diagnosis(findings, layout.tile_sizes(module)))
     if build is not None and build.checked and not build.ok and active.is_interpreter:
         # the parent fails every case with the build's verdict
         kernels = {blocks: (None, build.message) for blocks in kernels}
@@ -274,6 +277,27 @@ def kernel_run(channel, path, active):
                            payload)
         untouched(build_guard.AFTER_LAUNCH)
         channel.send("phase_done")
+
+
+def _gate(channel, kernel):
+    """The kernel's Build for the course's GPU: its generated file's bytes, as checked in
+    this process, sent to the parent's compile gate (grader.batch.isolation.compile_gate),
+    which ends the run itself on a refusal. A kernel without a checked file gets an
+    unchecked Build here, which judges nothing, and the parent none."""
+    import hashlib
+
+    from grader.core import gpu_compile
+
+    found = gpu_compile.kernel_file(kernel, gpu_compile.requested_target())
+    if isinstance(found, gpu_compile.Build):
+        return found
+    path, digest = found
+    data = path.read_bytes()
+    if hashlib.sha256(data).hexdigest() != digest:
+        _stop(channel, "the generated kernel file changed after it was checked")
+        sys.stderr.flush()
+        os._exit(ExitCode.STOPPED)
+    return channel.compile(data)
 
 
 def wrapper_run(channel, path, active):

@@ -5,15 +5,16 @@ messages). Nothing here judges; grader.batch.grade.grading does, from the RunRep
 """
 
 import collections
+import concurrent.futures
 import dataclasses
 import threading
 import time
 
 from grader.batch.inside import protocol
-from grader.batch.isolation import sandbox, time_budget
+from grader.batch.isolation import compile_gate, sandbox, time_budget
 
-KINDS = ("hello", protocol.Loaded.KIND, protocol.Diagnosis.KIND, protocol.Arrangement.KIND,
-         protocol.CaseResult.KIND, "phase_done", protocol.Stopped.KIND)
+KINDS = ("hello", protocol.Loaded.KIND, "compile", protocol.Diagnosis.KIND,
+         protocol.Arrangement.KIND, protocol.CaseResult.KIND, "phase_done", protocol.Stopped.KIND)
 
 
 @dataclasses.dataclass
@@ -35,7 +36,8 @@ class RunReport:
     load_message: str = ""
     findings: list = dataclasses.field(default_factory=list)
     tiles: list = None
-    build: object = None  # grader.core.gpu_compile.Build, as the kernel run claimed it
+    build: object = None  # grader.core.gpu_compile.Build of the kernel it sent (compile_gate)
+    shared_build: bool = False  # that Build was made for another run of the batch
     arrangement: dict = None  # one program's tiles at a public shape (protocol.Arrangement)
     cases: dict = dataclasses.field(default_factory=dict)  # job index -> CaseReport
     stopped: str = ""  # why the build guard (grader.core.build_guard) ended it, if it did
@@ -140,6 +142,8 @@ def payload_bytes(sizes, kind, fields):
     would end the thread and leave the run to wait out its time limit."""
     if kind not in KINDS:
         raise protocol.ProtocolError(f"an unknown message kind {kind!r}")
+    if kind == "compile":
+        return protocol.source_bytes(fields)
     if kind != "case":
         return 0
     index = fields.get("index")
@@ -157,14 +161,15 @@ def _worker(mode, source, limits, pool, **options):
 
 
 def run(mode, source, phases, *, backend_name, limits, device=None, sandboxed=True,
-        on_start=None, tiles=None, pool=None, stall=None):
+        on_start=None, tiles=None, pool=None, stall=None, gate=None):
     """Run a worker through ``phases`` (lists of (Job, lhs, rhs) with CPU float16
     tensors); always returns a RunReport, whatever the submission does.
 
     On the interpreter the time limit grows by grader.batch.isolation.time_budget for the
     kernel's tiles: a kernel run's own (from its diagnosis), or ``tiles`` for a wrapper run.
     ``stall``: a StallLimit, how long a step may take within ``limits``; the report's
-    ``cut_short`` says when it stopped the run, and at how many seconds.
+    ``cut_short`` says when it stopped the run, and at how many seconds. ``gate``: the
+    batch's grader.batch.isolation.compile_gate.CompileGate (else one for this run alone).
     """
     sizes = {job.index: job.output_bytes for phase in phases for job, _, _ in phase}
 
@@ -182,9 +187,13 @@ def run(mode, source, phases, *, backend_name, limits, device=None, sandboxed=Tr
         if backend_name == "interpreter" else (lambda found: None)
     if mode != "kernel":
         extend(tiles)
+    elif gate is None:
+        gate = compile_gate.CompileGate(backend_name=backend_name, sandboxed=sandboxed,
+                                        memory_bytes=limits.memory_bytes)
     try:
         _converse(_Guarded(worker, report), accept, phases, report,
-                  diagnosis=mode == "kernel", extend=extend, steps=steps)
+                  diagnosis=(gate, grow) if mode == "kernel" else None, extend=extend,
+                  steps=steps)
     finally:
         report.ending = worker.finish()
         if stepped:
@@ -240,12 +249,19 @@ def _converse(worker, accept, phases, report, diagnosis, extend, steps):
         return
     report.stage = "running"
     if diagnosis:
-        found = _expect(worker, accept, "diagnosis")
+        found = worker.receive(accept)
+        if found is not None and found.kind == "compile":
+            if not _compile(worker, report, found.payload, *diagnosis):
+                return
+            found = worker.receive(accept)
         if found is None:
             return
+        if found.kind != protocol.Diagnosis.KIND:
+            worker.stop("crashed", f"its report was out of order ({found.kind} before "
+                        "diagnosis)")
+            return
         claimed = protocol.Diagnosis.from_fields(found.fields)
-        report.findings, report.tiles, report.build = claimed.findings, claimed.tiles, \
-            claimed.build
+        report.findings, report.tiles = claimed.findings, claimed.tiles
         steps.done("build")
         extend(report.tiles)
     for number, phase in enumerate(phases):
@@ -279,6 +295,33 @@ def _converse(worker, accept, phases, report, diagnosis, extend, steps):
             if report.cases[job.index].exited:
                 return
     report.stage = "done"
+
+
+_GATE_CALLS = concurrent.futures.ThreadPoolExecutor(max_workers=64,
+                                                    thread_name_prefix="compile-gate")
+
+
+def _compile(worker, report, data, gate, grow):
+    """Answer a kernel run's ``compile`` with the gate's Build of ``data``; False once the
+    run is over (a refused kernel ends it, as the build guard's report does). The worker's
+    limits are watched meanwhile, but the seconds the gate took are not charged: whether
+    another run compiled the same kernel first must not change a verdict."""
+    started = time.monotonic()
+    grow(gate.longest_s)
+    future = _GATE_CALLS.submit(gate.build, data)
+    worker.wait_for(future)
+    waited = time.monotonic() - started
+    grow(waited - gate.longest_s)
+    report.seconds["compile gate"] = round(waited, 2)
+    if not future.done():  # the worker ended meanwhile; the gate still keeps the Build
+        return False
+    report.build, report.shared_build = future.result()
+    if report.build.refused:
+        report.stopped = f"compiling for the course's GPU: {report.build.refused}"
+        worker.stop("crashed", "the build guard stopped it")
+        return False
+    worker.send("build", **report.build.to_fields())
+    return True
 
 
 _payloads = collections.OrderedDict()  # the inputs' ids -> (the inputs, their bytes)

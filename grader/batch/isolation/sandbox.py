@@ -41,6 +41,7 @@ Whatever a worker leaves behind, the parent never waits on its pipes: a daemon m
 hold them open for ever (grader.batch.isolation.pipes).
 """
 
+import concurrent.futures
 import dataclasses
 import functools
 import os
@@ -208,7 +209,7 @@ def check_unsandboxed():
     return None
 
 
-def _run_as():
+def run_as():
     """Whom an unsandboxed worker runs as: None where the grader is not root."""
     problem = check_unsandboxed()
     if problem:
@@ -283,7 +284,7 @@ class Worker:
     def _start_unsandboxed(self, backend_name, device, inner):
         """A plain child process (--unsafe-no-sandbox), as an unprivileged user where the
         grader is root."""
-        who = _run_as()
+        who = run_as()
         self.job = folders.prepare_job()
         self.scratch = folders.prepare_scratch()
         env = launch.child_environment(backend_name, str(self.scratch / "home"),
@@ -371,6 +372,13 @@ class Worker:
             self.stop("crashed", f"its report was malformed ({item})" if item is not None
                        else None)
         return None
+
+    def wait_for(self, future):
+        """Keep the limits while the parent waits for ``future`` (a concurrent.futures one)
+        instead of a message: until it is done or the worker has ended."""
+        while self.ending is None and not future.done():
+            self._watch()
+            concurrent.futures.wait([future], timeout=pipes.POLL_S)
 
     # -- limits, and the end
 

@@ -1,0 +1,102 @@
+"""The compile gate of a batch: one compile for the course's GPU per distinct generated
+kernel, made by the grader where no student code ran.
+
+Every kernel run must learn whether its generated kernel builds for the course's GPU
+(grader.core.gpu_compile) before any case. Most files of a class generate the very same
+kernel file: in a 100-file class on the H100, 80 builds held 23 distinct results, and a
+compile took 1.6 to 1.9 s of a run (2026-12-06). So the kernel run does not compile:
+it sends the bytes of its generated file to the parent (grader.batch.inside.protocol,
+``compile``), and the parent answers with the Build of exactly those bytes:
+
+* the parent hashes the bytes itself and runs the kernel check on them
+  (grader.core.generated_kernel), as the compile child does again before it compiles;
+* a hash it has not met in this batch is compiled in a fresh sandbox that holds that one
+  file and nothing a run left behind (grader.batch.isolation.one_shot); a run waiting for
+  the same hash meanwhile waits for that compile;
+* the Build is kept in this process's memory, keyed by the hash, for the batch (the target
+  and Triton are the batch's own). No entry is ever written by student code: a run only
+  chooses which bytes are compiled, and the bytes are the key.
+
+A run that sends other bytes than it runs escapes only its own gate, as a run that lied
+about its own compile could before. The seconds a run waits here are not charged to it
+(grader.batch.isolation.conversation): a file's verdict does not depend on whether another
+file compiled its kernel first. A Build that could not be made (``checked`` False without a
+refusal: the compile timed out, say) is handed to the runs that waited for it and not kept.
+"""
+
+import collections
+import concurrent.futures
+import hashlib
+import importlib.metadata
+import threading
+
+from grader.batch.isolation import one_shot
+from grader.core import generated_kernel, gpu_compile
+
+MEMORY_BYTES = 8 << 30  # at most, for one compile's process tree
+
+
+class CompileGate:
+    """The Builds of one batch, by the sha256 of the generated file's bytes."""
+
+    def __init__(self, *, backend_name, sandboxed, target=None, memory_bytes=MEMORY_BYTES):
+        self.longest_s = gpu_compile.CHILD_TIMEOUT_S + 30  # a compile's own time limit
+        self.options = dict(backend_name=backend_name, sandboxed=sandboxed,
+                            timeout_s=self.longest_s, memory_bytes=memory_bytes)
+        self.target = gpu_compile.parse_target(target or gpu_compile.requested_target())
+        self.entries = {}  # sha256 -> Future of its Build
+        self.lock = threading.Lock()
+        self.counts = collections.Counter()  # "compiled", "shared"
+
+    def build(self, data):
+        """(the Build of the generated file ``data``, whether it was another run's)."""
+        digest = hashlib.sha256(data).hexdigest()
+        with self.lock:
+            future = self.entries.get(digest)
+            shared = future is not None
+            if not shared:
+                future = self.entries[digest] = concurrent.futures.Future()
+            self.counts["shared" if shared else "compiled"] += 1
+        if shared:
+            return future.result(), True
+        try:
+            build = self._compile(data, digest)
+        except BaseException as error:
+            with self.lock:
+                del self.entries[digest]
+            future.set_exception(error)
+            raise
+        if not (build.checked or build.refused):
+            with self.lock:
+                del self.entries[digest]
+        future.set_result(build)
+        return build, False
+
+    def _compile(self, data, digest):
+        try:
+            violations = generated_kernel.check(data.decode("utf-8"))
+        except UnicodeDecodeError:
+            return self._refused("the generated kernel is not UTF-8 text")
+        if violations:
+            return self._refused(generated_kernel.describe(violations))
+        done = one_shot.run(lambda path: gpu_compile.child_arguments(path, digest, self.target),
+                            data, environment={gpu_compile.TRITON_KEY_VAR: _fresh_cache_key()},
+                            **self.options)
+        if done.over == "time":
+            return gpu_compile.timed_out(self.target)
+        if done.over == "memory":
+            return gpu_compile.Build(self.target, False, "compiling took over "
+                                     f"{self.options['memory_bytes'] >> 30} GiB of memory",
+                                     checked=False)
+        return gpu_compile.read_child(self.target, done.returncode, done.stdout, done.stderr)
+
+    def _refused(self, why):
+        return gpu_compile.Build(self.target, False, "the generated kernel was refused",
+                                 checked=False, refused=why[:gpu_compile.MESSAGE_LIMIT])
+
+
+def _fresh_cache_key():
+    """The Triton key for a compile whose Triton cache is new and empty (a fresh sandbox's
+    /tmp): its version alone, as grader.core.gpu_compile.key_by_version_in_a_private_cache
+    reasons, instead of hashing Triton's files in each compile."""
+    return f"{importlib.metadata.version('triton')}-one-run"
