@@ -558,7 +558,7 @@ def test_the_sandboxed_batch_grader_flags_every_attack_on_what_runs(attack_class
     _every_attack_flagged(tmp_path / "out")
     # Where the seconds went, per run and for the class (issue: a batch's time explained).
     record = json.loads((tmp_path / "out" / "reference" / "record.json").read_text())
-    assert list(record["seconds"]["kernel run"]) == ["start", "import", "build",
+    assert list(record["seconds"]["kernel run"]) == ["start", "import", "build", "compile gate",
                                                      "public cases", "hidden cases"]
     assert list(record["seconds"]["nt_gemm run"]) == ["start", "import", "public cases"]
     assert list(record["seconds"]["grader"]) == ["judge"]

@@ -29,7 +29,7 @@ class StandIns:
         self.active, self.steps = set(), []
 
     def grade(self, submission, settings, folder, device=None, on_start=None, pool=None,
-              stall=None):
+              stall=None, gate=None):
         step_s = stall.seconds if stall is not None else None
         with self.lock:
             self.calls.append(submission.student)
@@ -194,7 +194,7 @@ def test_the_first_pass_grades_the_files_whose_kernel_prints_last(monkeypatch, t
     order = []
 
     def grade(submission, settings, folder, device=None, on_start=None, pool=None,
-              stall=None):
+              stall=None, gate=None):
         order.append(submission.student)
         return {"student": submission.student, "status": "passed", "message": "",
                 "score": 1, "max_score": 1, "wall_time_s": 0.1}
@@ -462,7 +462,7 @@ def test_a_file_s_feedback_is_written_while_the_next_file_takes_its_slot(monkeyp
     overlapped = []
 
     def grade(submission, settings, folder, device=None, on_start=None, pool=None,
-              stall=None):
+              stall=None, gate=None):
         with changed:
             active[0] += 1
             most[0] = max(most[0], active[0])

@@ -249,9 +249,10 @@ def _converse(worker, accept, phases, report, diagnosis, extend, steps):
         return
     report.stage = "running"
     if diagnosis:
-        found = worker.receive(accept)
+        found, gate_s = worker.receive(accept), None
         if found is not None and found.kind == "compile":
-            if not _compile(worker, report, found.payload, *diagnosis):
+            gate_s = _compile(worker, report, found.payload, *diagnosis)
+            if report.stopped or worker.ending is not None:
                 return
             found = worker.receive(accept)
         if found is None:
@@ -263,6 +264,8 @@ def _converse(worker, accept, phases, report, diagnosis, extend, steps):
         claimed = protocol.Diagnosis.from_fields(found.fields)
         report.findings, report.tiles = claimed.findings, claimed.tiles
         steps.done("build")
+        if gate_s is not None:
+            report.seconds["compile gate"] = gate_s  # within the build's seconds
         extend(report.tiles)
     for number, phase in enumerate(phases):
         jobs = {job.index: job for job, _, _ in phase}
@@ -302,26 +305,25 @@ _GATE_CALLS = concurrent.futures.ThreadPoolExecutor(max_workers=64,
 
 
 def _compile(worker, report, data, gate, grow):
-    """Answer a kernel run's ``compile`` with the gate's Build of ``data``; False once the
-    run is over (a refused kernel ends it, as the build guard's report does). The worker's
+    """Answer a kernel run's ``compile`` with the gate's Build of ``data``; the seconds it
+    took. A refused kernel ends the run, as the build guard's report does. The worker's
     limits are watched meanwhile, but the seconds the gate took are not charged: whether
     another run compiled the same kernel first must not change a verdict."""
     started = time.monotonic()
     grow(gate.longest_s)
     future = _GATE_CALLS.submit(gate.build, data)
     worker.wait_for(future)
-    waited = time.monotonic() - started
+    waited = round(time.monotonic() - started, 2)
     grow(waited - gate.longest_s)
-    report.seconds["compile gate"] = round(waited, 2)
     if not future.done():  # the worker ended meanwhile; the gate still keeps the Build
-        return False
+        return waited
     report.build, report.shared_build = future.result()
     if report.build.refused:
         report.stopped = f"compiling for the course's GPU: {report.build.refused}"
         worker.stop("crashed", "the build guard stopped it")
-        return False
-    worker.send("build", **report.build.to_fields())
-    return True
+    else:
+        worker.send("build", **report.build.to_fields())
+    return waited
 
 
 _payloads = collections.OrderedDict()  # the inputs' ids -> (the inputs, their bytes)
