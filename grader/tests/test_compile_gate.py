@@ -115,6 +115,10 @@ def test_two_runs_of_one_kernel_share_the_grader_s_one_compile(reference, compil
 HOSTILE = {
     "a module import": b"import os\nos.system('true')\n",
     "not UTF-8": b"\xff\xfe\x00import triton\n",
+    # What the parser gives up on, where a grading thread must not end (RecursionError,
+    # MemoryError): the batch would have no row for the file.
+    "a sum too long to parse": b"x = " + b"1+" * 300000 + b"1\n",
+    "a sign too deep to parse": b"x = " + b"-" * 200000 + b"1\n",
     "the reference with a call out": None,  # made from the reference below
 }
 
@@ -162,15 +166,34 @@ class _SlowGate(compile_gate.CompileGate):
         return gpu_compile.Build("sm_90", True)
 
 
-def test_the_seconds_a_run_waits_for_the_gate_are_not_charged(reference):
-    short = Limits(timeout_s=4, memory_bytes=2 << 30)
-    then_work = HONEST.replace("print_build()\n", "print_build()\ntime.sleep(1.5)\n")
-    waited = _run(reference[0], _SlowGate(6), then_work, limits=short)
+class _Answering(compile_gate.CompileGate):
+    """A gate that answers after ``wait_s`` with a Build whose compile took ``compile_s``:
+    a run that waited for another run's compile, or found it made."""
+
+    def __init__(self, wait_s, compile_s):
+        super().__init__(backend_name="interpreter", sandboxed=True, target="sm_90")
+        self.wait_s, self.compile_s = wait_s, compile_s
+
+    def build(self, data):
+        time.sleep(self.wait_s)
+        return compile_gate.Answer(gpu_compile.Build("sm_90", True), self.compile_s, True)
+
+
+# After its build, the run works 1.5 s of its 4 s limit.
+THEN_WORK = HONEST.replace("print_build()\n", "print_build()\ntime.sleep(1.5)\n")
+SHORT = Limits(timeout_s=4, memory_bytes=2 << 30)
+
+
+def test_a_run_is_charged_its_kernel_s_compile_not_its_wait(reference):
+    waited = _run(reference[0], _Answering(6, 0.5), THEN_WORK, limits=SHORT)
     assert waited.stage == "done" and waited.ending.kind == "finished", waited.ending
     assert waited.seconds["compile gate"] >= 6 and _said_build(waited).ok
-    # The same seconds spent by the run itself are charged.
-    spent = _run(reference[0], _SlowGate(0), "time.sleep(6)\n" + HONEST, limits=short)
-    assert spent.ending.kind == "timeout", spent.ending
+    # A Build made for another run still costs this run that compile's seconds, as if it
+    # had compiled the kernel itself: a hit changes no verdict.
+    found = _run(reference[0], _Answering(0, 6), THEN_WORK, limits=SHORT)
+    assert found.ending.kind == "timeout" and found.shared_build, found.ending
+    made = _run(reference[0], _SlowGate(6), THEN_WORK, limits=SHORT)
+    assert made.ending.kind == "timeout" and not made.shared_build, made.ending
 
 
 def test_the_memory_limit_holds_while_the_parent_waits_for_the_gate(reference):
@@ -204,8 +227,10 @@ def test_runs_waiting_for_one_kernel_wait_for_one_compile(reference, monkeypatch
         time.sleep(0.5)
         release.set()
         results = [future.result() for future in futures]
-    assert len(calls) == 1 and sorted(shared for _, shared in results) == [False, True, True, True]
-    assert all(build.registers == 40 for build, _ in results)
+    assert len(calls) == 1 and sorted(answer.shared for answer in results) == [False, True,
+                                                                                True, True]
+    # Each is charged the one compile's seconds (conversation._compile), waiting or not.
+    assert all(answer.build.registers == 40 and answer.compile_s >= 0.5 for answer in results)
     digest = hashlib.sha256(reference[0]).hexdigest()
     assert calls[0] == gpu_compile.child_arguments("/job/file", digest, "sm_90")
 
@@ -223,10 +248,10 @@ def test_only_a_verdict_is_kept_for_the_batch(done, kept, reference, monkeypatch
     calls = []
     monkeypatch.setattr(one_shot, "run", lambda *args, **kwargs: calls.append(1) or done)
     gate = _gate()
-    first, _ = gate.build(reference[0])
-    again, shared = gate.build(reference[0])
-    assert again == first and shared is kept and len(calls) == (1 if kept else 2)
-    assert first.checked or first.refused or not kept
+    first, again = gate.build(reference[0]), gate.build(reference[0])
+    assert again.build == first.build and again.shared is kept
+    assert len(calls) == (1 if kept else 2)
+    assert first.build.checked or first.build.refused or not kept
 
 
 def test_a_grader_failure_reaches_the_run_and_is_not_kept(reference, monkeypatch):

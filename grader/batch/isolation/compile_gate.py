@@ -18,22 +18,33 @@ it sends the bytes of its generated file to the parent (grader.batch.inside.prot
   chooses which bytes are compiled, and the bytes are the key.
 
 A run that sends other bytes than it runs escapes only its own gate, as a run that lied
-about its own compile could before. The seconds a run waits here are not charged to it
-(grader.batch.isolation.conversation): a file's verdict does not depend on whether another
-file compiled its kernel first. A Build that could not be made (``checked`` False without a
-refusal: the compile timed out, say) is handed to the runs that waited for it and not kept.
+about its own compile could before. Each run is charged the seconds its kernel's compile
+took, as when it compiled the kernel itself, whichever run the compile was made for, and
+not the rest of its wait (grader.batch.isolation.conversation): a file's verdict does not
+depend on whether another file compiled its kernel first. A Build that could not be made
+(``checked`` False without a refusal: the compile timed out, say) is handed to the runs that
+waited for it and not kept.
 """
 
 import collections
 import concurrent.futures
+import dataclasses
 import hashlib
 import importlib.metadata
 import threading
+import time
 
 from grader.batch.isolation import one_shot
 from grader.core import generated_kernel, gpu_compile
 
 MEMORY_BYTES = 8 << 30  # at most, for one compile's process tree
+
+
+@dataclasses.dataclass(frozen=True)
+class Answer:
+    build: object  # a grader.core.gpu_compile.Build
+    compile_s: float  # the seconds the compile took, whichever run it was made for
+    shared: bool = False  # made for an earlier run of the batch
 
 
 class CompileGate:
@@ -49,7 +60,8 @@ class CompileGate:
         self.counts = collections.Counter()  # "compiled", "shared"
 
     def build(self, data):
-        """(the Build of the generated file ``data``, whether it was another run's)."""
+        """The Answer for the generated file ``data``: its Build, made now or for an earlier
+        run of the batch."""
         digest = hashlib.sha256(data).hexdigest()
         with self.lock:
             future = self.entries.get(digest)
@@ -58,25 +70,30 @@ class CompileGate:
                 future = self.entries[digest] = concurrent.futures.Future()
             self.counts["shared" if shared else "compiled"] += 1
         if shared:
-            return future.result(), True
+            return dataclasses.replace(future.result(), shared=True)
+        started = time.monotonic()
         try:
-            build = self._compile(data, digest)
+            answer = Answer(self._compile(data, digest), round(time.monotonic() - started, 2))
         except BaseException as error:
             with self.lock:
                 del self.entries[digest]
             future.set_exception(error)
             raise
-        if not (build.checked or build.refused):
+        if not (answer.build.checked or answer.build.refused):
             with self.lock:
                 del self.entries[digest]
-        future.set_result(build)
-        return build, False
+        future.set_result(answer)
+        return answer
 
     def _compile(self, data, digest):
         try:
             violations = generated_kernel.check(data.decode("utf-8"))
         except UnicodeDecodeError:
             return self._refused("the generated kernel is not UTF-8 text")
+        except (RecursionError, MemoryError, ValueError) as error:
+            # Bytes no NineToothed wrote (a worker sends whatever it is made to): the parser
+            # gave up on them, which must not end this grading thread.
+            return self._refused(f"the kernel check could not read it ({type(error).__name__})")
         if violations:
             return self._refused(generated_kernel.describe(violations))
         done = one_shot.run(lambda path: gpu_compile.child_arguments(path, digest, self.target),

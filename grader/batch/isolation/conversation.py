@@ -300,30 +300,44 @@ def _converse(worker, accept, phases, report, diagnosis, extend, steps):
     report.stage = "done"
 
 
-_GATE_CALLS = concurrent.futures.ThreadPoolExecutor(max_workers=64,
-                                                    thread_name_prefix="compile-gate")
-
-
 def _compile(worker, report, data, gate, grow):
     """Answer a kernel run's ``compile`` with the gate's Build of ``data``; the seconds it
-    took. A refused kernel ends the run, as the build guard's report does. The worker's
-    limits are watched meanwhile, but the seconds the gate took are not charged: whether
-    another run compiled the same kernel first must not change a verdict."""
+    waited. A refused kernel ends the run, as the build guard's report does. The worker's
+    limits are watched meanwhile. The run is charged the seconds the compile took, as if it
+    had compiled the kernel itself, not the rest of its wait: whether another run compiled
+    the same kernel first must not change a verdict."""
     started = time.monotonic()
     grow(gate.longest_s)
-    future = _GATE_CALLS.submit(gate.build, data)
+    future = _in_a_thread(gate.build, data)
     worker.wait_for(future)
     waited = round(time.monotonic() - started, 2)
-    grow(waited - gate.longest_s)
     if not future.done():  # the worker ended meanwhile; the gate still keeps the Build
+        grow(waited - gate.longest_s)
         return waited
-    report.build, report.shared_build = future.result()
+    answer = future.result()
+    grow(waited - answer.compile_s - gate.longest_s)
+    report.build, report.shared_build = answer.build, answer.shared
     if report.build.refused:
         report.stopped = f"compiling for the course's GPU: {report.build.refused}"
         worker.stop("crashed", "the build guard stopped it")
     else:
         worker.send("build", **report.build.to_fields())
     return waited
+
+
+def _in_a_thread(function, *args):
+    """``function(*args)`` on a thread of its own, as a Future: never queued behind other
+    runs' calls, whose waits would then be theirs to pay."""
+    future = concurrent.futures.Future()
+
+    def resolve():
+        try:
+            future.set_result(function(*args))
+        except BaseException as error:  # noqa: BLE001 - handed to the one who waits
+            future.set_exception(error)
+
+    threading.Thread(target=resolve, name="compile-gate", daemon=True).start()
+    return future
 
 
 _payloads = collections.OrderedDict()  # the inputs' ids -> (the inputs, their bytes)
