@@ -157,9 +157,10 @@ def test_class_files(graded):
     # One compile per distinct generated kernel: ada, fay, gus and kai differ only in nt_gemm.
     records = [json.loads(path.read_text()) for path in out.glob("*/record.json")]
     built = [record for record in records if record.get("gpu_build")]
-    gate = env["compile_gate"]
-    assert gate["compiled"] + gate["shared"] == len(built) and gate["shared"] >= 3, gate
-    assert sum(record["gpu_build_shared"] for record in built) == gate["shared"]
+    gate = env["compile_gate"]  # "stored": made by an earlier batch (grader/tests/conftest.py)
+    reused = gate.get("shared", 0) + gate.get("stored", 0)
+    assert sum(gate.values()) == len(built) and reused >= 3, gate
+    assert sum(record["gpu_build_shared"] for record in built) == reused
     by_student = {record["student"]: record.get("gpu_build") for record in records}
     assert by_student["ada"] == by_student["fay"] == by_student["gus"] == by_student["kai"]
     if batch_backend() == "interpreter":  # a sandbox per slot, and one for each closed

@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from grader.batch.isolation import compile_gate, conversation, one_shot, sandbox
+from grader.batch.isolation import compile_gate, compile_store, conversation, one_shot, sandbox
 from grader.batch.isolation.sandbox import Limits
 from grader.batch.status import GraderError
 from grader.core import execution, gpu_compile
@@ -126,8 +126,8 @@ HOSTILE = {
 @pytest.mark.parametrize("name", HOSTILE)
 def test_a_kernel_the_check_refuses_is_never_compiled_and_ends_the_run(name, reference,
                                                                         compiles):
-    data = HOSTILE[name] or reference[0].replace(
-        b"triton.language.store(", b"__import__('os').system('true')\n    triton.language.store(", 1)
+    call_out = b"__import__('os').system('true')\n    triton.language.store("
+    data = HOSTILE[name] or reference[0].replace(b"triton.language.store(", call_out, 1)
     assert data != reference[0]
     gate = _gate()
     for shared in (False, True):
@@ -266,11 +266,74 @@ def test_a_grader_failure_reaches_the_run_and_is_not_kept(reference, monkeypatch
     assert gate.entries == {}
 
 
+# --------------------------------------------------------------------------- the store
+
+BUILT = json.dumps(gpu_compile.Build("sm_90", True, registers=40).to_fields())
+
+
+def _stored_gate(folder, version="v1", target="sm_90"):
+    return compile_gate.CompileGate(backend_name="interpreter", sandboxed=True, target=target,
+                                    store=compile_store.Store(folder, version))
+
+
+def test_a_later_batch_reads_a_kept_build_and_compiles_it_no_more(reference, monkeypatch,
+                                                                  tmp_path):
+    calls = []
+    monkeypatch.setattr(one_shot, "run", lambda *args, **kwargs: calls.append(1) or _done(
+        stdout=BUILT))
+    made = _stored_gate(tmp_path).build(reference[0])
+    later = _stored_gate(tmp_path)
+    found = later.build(reference[0])
+    assert len(calls) == 1 and (made.shared, found.shared) == (False, True)
+    assert found.build == made.build and found.compile_s == made.compile_s  # charged alike
+    assert dict(later.counts) == {"stored": 1}
+    # A new grader, or another target, never reads the entry.
+    _stored_gate(tmp_path, version="v2").build(reference[0])
+    _stored_gate(tmp_path, target="sm_80").build(reference[0])
+    assert len(calls) == 3 and len(list(tmp_path.glob("*.json"))) == 3
+
+
+def test_the_store_keeps_verdicts_only_and_rereads_a_broken_entry(reference, monkeypatch,
+                                                                  tmp_path):
+    answers = [_done(over="time"), _done(stdout=BUILT), _done(stdout=BUILT)]
+    monkeypatch.setattr(one_shot, "run", lambda *args, **kwargs: answers.pop(0))
+    assert not _stored_gate(tmp_path).build(reference[0]).build.checked
+    assert list(tmp_path.glob("*.json")) == []  # a compile that timed out is no verdict
+    assert _stored_gate(tmp_path).build(reference[0]).build.registers == 40
+    [entry] = tmp_path.glob("*.json")
+    entry.write_text('{"build": {"ok": tru')  # cut short, or written by a bug
+    again = _stored_gate(tmp_path).build(reference[0])
+    assert not again.shared and answers == [] and json.loads(entry.read_text())["build"]["ok"]
+
+
+def test_the_store_must_be_the_grader_s_alone(tmp_path, monkeypatch):
+    monkeypatch.delenv(compile_store.ENV_VAR, raising=False)
+    assert compile_store.from_environment("v1") is None
+    made = tmp_path / "new" / "store"
+    monkeypatch.setenv(compile_store.ENV_VAR, str(made))
+    assert compile_store.from_environment("v1").folder == made
+    assert made.stat().st_mode & 0o777 == 0o700
+    for mode in (0o777, 0o755, 0o720):
+        made.chmod(mode)
+        with pytest.raises(GraderError, match=f"{compile_store.ENV_VAR}=.* mode 700"):
+            compile_store.from_environment("v1")
+    made.chmod(0o700)
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv(compile_store.ENV_VAR, str(tmp_path / "a-file"))
+    with pytest.raises(GraderError, match=compile_store.ENV_VAR):
+        compile_store.from_environment("v1")
+    if os.geteuid() == 0:  # a folder another user owns, closed or not
+        os.chown(made, 65534, 65534)
+        monkeypatch.setenv(compile_store.ENV_VAR, str(made))
+        with pytest.raises(GraderError, match="owned by uid 65534"):
+            compile_store.from_environment("v1")
+
+
 # --------------------------------------------------------------------------- its sandbox
 
 LOOK = ("import os, sys\n"
-        "print(sorted(os.listdir(os.path.dirname(sys.argv[1]))), os.listdir(os.path.expanduser('~')),"
-        " open(sys.argv[1]).read())\n")
+        "print(sorted(os.listdir(os.path.dirname(sys.argv[1]))),"
+        " os.listdir(os.path.expanduser('~')), open(sys.argv[1]).read())\n")
 
 
 def test_a_compile_sandbox_holds_its_one_file_and_an_empty_home():

@@ -23,7 +23,8 @@ from grader.batch.isolation import hosts
 from grader.batch.outputs import secret
 from grader.batch.grade.folder_digest import folder_digest
 from grader.batch.grade.manifest import MANIFEST, Manifest
-from grader.batch.isolation import compile_gate, conversation, sandbox, warm_pool
+from grader.batch.isolation import (compile_gate, compile_store, conversation, sandbox,
+                                     warm_pool)
 from grader.batch.outputs import overrides, reports
 from grader.batch.outputs import student_folders as folder_names
 from grader.batch.timing import speed
@@ -55,7 +56,9 @@ class Session:
         self.gate = compile_gate.CompileGate(backend_name=self.settings.backend,
                                              sandboxed=self.settings.sandboxed,
                                              target=self.settings.gpu_target,
-                                             memory_bytes=self.settings.memory_limit_bytes)
+                                             memory_bytes=self.settings.memory_limit_bytes,
+                                             store=compile_store.from_environment(
+                                                 grading.grader_version()))
 
     def run(self, submissions_dir, shard=None, force=False):
         """Grade whoever is not graded yet, time who passed, write the class reports;

@@ -44,46 +44,69 @@ MEMORY_BYTES = 8 << 30  # at most, for one compile's process tree
 class Answer:
     build: object  # a grader.core.gpu_compile.Build
     compile_s: float  # the seconds the compile took, whichever run it was made for
-    shared: bool = False  # made for an earlier run of the batch
+    shared: bool = False  # made for an earlier run (of this batch, or kept in the store)
 
 
 class CompileGate:
     """The Builds of one batch, by the sha256 of the generated file's bytes."""
 
-    def __init__(self, *, backend_name, sandboxed, target=None, memory_bytes=MEMORY_BYTES):
+    def __init__(self, *, backend_name, sandboxed, target=None, memory_bytes=MEMORY_BYTES,
+                 store=None):
+        """``store``: a grader.batch.isolation.compile_store.Store, Builds kept between
+        batches (else this batch's alone)."""
         self.longest_s = gpu_compile.CHILD_TIMEOUT_S + 30  # a compile's own time limit
         self.options = dict(backend_name=backend_name, sandboxed=sandboxed,
                             timeout_s=self.longest_s, memory_bytes=memory_bytes)
         self.target = gpu_compile.parse_target(target or gpu_compile.requested_target())
-        self.entries = {}  # sha256 -> Future of its Build
+        self.store = store
+        self.entries = {}  # sha256 -> Future of its Answer
         self.lock = threading.Lock()
-        self.counts = collections.Counter()  # "compiled", "shared"
+        self.counts = collections.Counter()  # "compiled", "shared" (in this batch), "stored"
 
     def build(self, data):
         """The Answer for the generated file ``data``: its Build, made now or for an earlier
-        run of the batch."""
+        run (of this batch, or of one before it that kept it in the store)."""
         digest = hashlib.sha256(data).hexdigest()
         with self.lock:
             future = self.entries.get(digest)
-            shared = future is not None
-            if not shared:
+            mine = future is None
+            if mine:
                 future = self.entries[digest] = concurrent.futures.Future()
-            self.counts["shared" if shared else "compiled"] += 1
-        if shared:
+            else:
+                self.counts["shared"] += 1
+        if not mine:
             return dataclasses.replace(future.result(), shared=True)
-        started = time.monotonic()
         try:
-            answer = Answer(self._compile(data, digest), round(time.monotonic() - started, 2))
+            answer = self._stored(digest) or self._made(data, digest)
         except BaseException as error:
             with self.lock:
                 del self.entries[digest]
             future.set_exception(error)
             raise
-        if not (answer.build.checked or answer.build.refused):
-            with self.lock:
+        kept = answer.build.checked or bool(answer.build.refused)
+        with self.lock:
+            self.counts["stored" if answer.shared else "compiled"] += 1
+            if not kept:
                 del self.entries[digest]
         future.set_result(answer)
+        if kept and self.store is not None and not answer.shared:
+            try:
+                self.store.put(digest, self.target, answer.build.to_fields(), answer.compile_s)
+            except OSError:
+                pass  # a full disk, say: a later batch compiles this file again
         return answer
+
+    def _stored(self, digest):
+        found = self.store.get(digest, self.target) if self.store is not None else None
+        if found is None:
+            return None
+        build = gpu_compile.Build.from_fields(found[0])
+        return Answer(build, found[1], shared=True) if build is not None else None
+
+    def _made(self, data, digest):
+        started = time.monotonic()
+        build = self._compile(data, digest)
+        return Answer(build, round(time.monotonic() - started, 2))
 
     def _compile(self, data, digest):
         try:

@@ -1,0 +1,79 @@
+"""Compile-gate Builds kept between batches, in a folder only the grader writes.
+
+``NTGEMM_COMPILE_CACHE`` names a folder where the batch's compile gate
+(grader.batch.isolation.compile_gate) keeps each Build it would keep for the batch, with the
+seconds its compile took. Regrading a class, grading its shards one after the other on one
+machine, or a test suite that grades the same kernels in many batches then compiles each
+generated file once. An entry is named by the sha256 of (the generated file's sha256, the
+GPU target, Triton's version, the grader's version): a new grader or a new Triton never
+reads an old entry.
+
+An entry written by anyone but the grader would be a forged Build, so the folder must be the
+grader's user's own and closed to everyone else (made with mode 700 when it does not exist).
+Runs never see it: no sandbox binds it, and a run only ever sends bytes to the gate.
+"""
+
+import dataclasses
+import hashlib
+import importlib.metadata
+import json
+import os
+import pathlib
+import stat
+import tempfile
+
+from grader.batch.status import GraderError
+
+ENV_VAR = "NTGEMM_COMPILE_CACHE"
+
+
+@dataclasses.dataclass(frozen=True)
+class Store:
+    folder: pathlib.Path
+    version: str  # the grader's (grader.batch.grade.grading.grader_version)
+
+    def _path(self, digest, target):
+        name = json.dumps([digest, target, importlib.metadata.version("triton"), self.version])
+        return self.folder / f"{hashlib.sha256(name.encode()).hexdigest()}.json"
+
+    def get(self, digest, target):
+        """(the Build's fields, the compile's seconds) kept for this file, else None."""
+        try:
+            entry = json.loads(self._path(digest, target).read_text(encoding="utf-8"))
+            fields, seconds = entry["build"], float(entry["compile_s"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return (fields, seconds) if isinstance(fields, dict) and seconds >= 0 else None
+
+    def put(self, digest, target, fields, seconds):
+        """Keep an entry, whole or not at all (a reader never sees half of one)."""
+        path = self._path(digest, target)
+        handle, temporary = tempfile.mkstemp(dir=self.folder, prefix=".entry-")
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as stream:
+                json.dump({"build": fields, "compile_s": seconds}, stream)
+            os.replace(temporary, path)
+        except BaseException:
+            pathlib.Path(temporary).unlink(missing_ok=True)
+            raise
+
+
+def from_environment(version):
+    """The Store ``NTGEMM_COMPILE_CACHE`` names, made if missing; None when it is unset.
+    A GraderError when the folder is not this user's alone."""
+    folder = os.environ.get(ENV_VAR)
+    if not folder:
+        return None
+    folder = pathlib.Path(folder)
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = folder.stat()
+    except OSError as error:
+        raise GraderError(f"{ENV_VAR}={str(folder)!r}: cannot make or read it ({error})") from None
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() \
+            or info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise GraderError(
+            f"{ENV_VAR}={str(folder)!r} must be a folder of this user's with mode 700 (it is "
+            f"{stat.filemode(info.st_mode)}, owned by uid {info.st_uid}): anyone else who may "
+            "write there could forge a kernel's build. Use a folder of your own, or unset it")
+    return Store(folder, version)
