@@ -14,8 +14,9 @@ it sends the bytes of its generated file to the parent (grader.batch.inside.prot
   file and nothing a run left behind (grader.batch.isolation.one_shot); a run waiting for
   the same hash meanwhile waits for that compile;
 * the Build is kept in this process's memory, keyed by the hash, for the batch (the target
-  and Triton are the batch's own). No entry is ever written by student code: a run only
-  chooses which bytes are compiled, and the bytes are the key.
+  and Triton are the batch's own), and where the staff name a folder for it, between
+  batches too (grader.batch.isolation.compile_store). No entry is ever written by student
+  code: a run only chooses which bytes are compiled, and the bytes are the key.
 
 A run that sends other bytes than it runs escapes only its own gate, as a run that lied
 about its own compile could before. Each run is charged the seconds its kernel's compile
@@ -126,7 +127,7 @@ class CompileGate:
             return gpu_compile.timed_out(self.target)
         if done.over == "memory":
             return gpu_compile.Build(self.target, False, "compiling took over "
-                                     f"{self.options['memory_bytes'] >> 30} GiB of memory",
+                                     f"{self.options['memory_bytes'] / 2**30:g} GiB of memory",
                                      checked=False)
         return gpu_compile.read_child(self.target, done.returncode, done.stdout, done.stderr)
 

@@ -5,8 +5,8 @@
 seconds its compile took. Regrading a class, grading its shards one after the other on one
 machine, or a test suite that grades the same kernels in many batches then compiles each
 generated file once. An entry is named by the sha256 of (the generated file's sha256, the
-GPU target, Triton's version, the grader's version): a new grader or a new Triton never
-reads an old entry.
+GPU target, Triton's version, the grader's version, the ptxas Triton was told to use): a new
+grader, Triton or assembler never reads an old entry.
 
 An entry written by anyone but the grader would be a forged Build, so the folder must be the
 grader's user's own and closed to everyone else (made with mode 700 when it does not exist).
@@ -33,7 +33,8 @@ class Store:
     version: str  # the grader's (grader.batch.grade.grading.grader_version)
 
     def _path(self, digest, target):
-        name = json.dumps([digest, target, importlib.metadata.version("triton"), self.version])
+        name = json.dumps([digest, target, importlib.metadata.version("triton"), self.version,
+                           os.environ.get("TRITON_PTXAS_PATH", "")])  # the assembler it used
         return self.folder / f"{hashlib.sha256(name.encode()).hexdigest()}.json"
 
     def get(self, digest, target):
