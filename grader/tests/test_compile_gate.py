@@ -324,11 +324,36 @@ def test_the_store_must_be_the_grader_s_alone(tmp_path, monkeypatch):
     monkeypatch.setenv(compile_store.ENV_VAR, str(tmp_path / "a-file"))
     with pytest.raises(GraderError, match=compile_store.ENV_VAR):
         compile_store.from_environment("v1")
+    (tmp_path / "a-link").symlink_to(made)  # a link is not the folder it names
+    monkeypatch.setenv(compile_store.ENV_VAR, str(tmp_path / "a-link"))
+    with pytest.raises(GraderError, match=compile_store.ENV_VAR):
+        compile_store.from_environment("v1")
     if os.geteuid() == 0:  # a folder another user owns, closed or not
         os.chown(made, 65534, 65534)
         monkeypatch.setenv(compile_store.ENV_VAR, str(made))
         with pytest.raises(GraderError, match="owned by uid 65534"):
             compile_store.from_environment("v1")
+
+
+def test_a_folder_put_in_the_store_s_place_later_is_never_read(reference, monkeypatch,
+                                                              tmp_path):
+    """Whoever may rename the store's parent swaps in a folder of forged entries after the
+    batch checked the store: the batch goes on with the folder it opened."""
+    monkeypatch.setattr(one_shot, "run", lambda *args, **kwargs: _done(stdout=BUILT))
+    real = tmp_path / "store"
+    monkeypatch.setenv(compile_store.ENV_VAR, str(real))
+    store = compile_store.from_environment("v1")
+    digest = hashlib.sha256(reference[0]).hexdigest()
+    real.rename(tmp_path / "moved")
+    real.mkdir(mode=0o700)
+    forged = gpu_compile.Build("sm_90", True, registers=1).to_fields()
+    (real / store._name(digest, "sm_90")).write_text(json.dumps({"build": forged,
+                                                                 "compile_s": 0}))
+    gate = compile_gate.CompileGate(backend_name="interpreter", sandboxed=True, target="sm_90",
+                                    store=store)
+    answer = gate.build(reference[0])
+    assert answer.build.registers == 40 and not answer.shared
+    assert (tmp_path / "moved" / store._name(digest, "sm_90")).is_file()
 
 
 # --------------------------------------------------------------------------- its sandbox

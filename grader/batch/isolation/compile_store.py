@@ -13,34 +13,41 @@ grader's user's own and closed to everyone else (made with mode 700 when it does
 Runs never see it: no sandbox binds it, and a run only ever sends bytes to the gate.
 """
 
-import dataclasses
 import hashlib
 import importlib.metadata
 import json
 import os
 import pathlib
 import stat
-import tempfile
+import uuid
 
 from grader.batch.status import GraderError
 
 ENV_VAR = "NTGEMM_COMPILE_CACHE"
 
 
-@dataclasses.dataclass(frozen=True)
 class Store:
-    folder: pathlib.Path
-    version: str  # the grader's (grader.batch.grade.grading.grader_version)
+    """The folder, opened once: every entry is read and written through that descriptor, so
+    whoever may rename the folder's parent later cannot put another folder in its place."""
 
-    def _path(self, digest, target):
+    def __init__(self, folder, version):
+        """``version``: the grader's (grader.batch.grade.grading.grader_version). Raises
+        OSError where ``folder`` is not a folder (a link to one is not)."""
+        self.folder, self.version = pathlib.Path(folder), version
+        self.fd = os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+
+    def _name(self, digest, target):
         name = json.dumps([digest, target, importlib.metadata.version("triton"), self.version,
                            os.environ.get("TRITON_PTXAS_PATH", "")])  # the assembler it used
-        return self.folder / f"{hashlib.sha256(name.encode()).hexdigest()}.json"
+        return f"{hashlib.sha256(name.encode()).hexdigest()}.json"
 
     def get(self, digest, target):
         """(the Build's fields, the compile's seconds) kept for this file, else None."""
         try:
-            entry = json.loads(self._path(digest, target).read_text(encoding="utf-8"))
+            handle = os.open(self._name(digest, target), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                             dir_fd=self.fd)
+            with os.fdopen(handle, encoding="utf-8") as stream:
+                entry = json.load(stream)
             fields, seconds = entry["build"], float(entry["compile_s"])
         except (OSError, ValueError, KeyError, TypeError):
             return None
@@ -48,14 +55,19 @@ class Store:
 
     def put(self, digest, target, fields, seconds):
         """Keep an entry, whole or not at all (a reader never sees half of one)."""
-        path = self._path(digest, target)
-        handle, temporary = tempfile.mkstemp(dir=self.folder, prefix=".entry-")
+        temporary = f".entry-{uuid.uuid4().hex}"
+        handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                         | os.O_CLOEXEC, 0o600, dir_fd=self.fd)
         try:
             with os.fdopen(handle, "w", encoding="utf-8") as stream:
                 json.dump({"build": fields, "compile_s": seconds}, stream)
-            os.replace(temporary, path)
+            os.replace(temporary, self._name(digest, target), src_dir_fd=self.fd,
+                       dst_dir_fd=self.fd)
         except BaseException:
-            pathlib.Path(temporary).unlink(missing_ok=True)
+            try:
+                os.unlink(temporary, dir_fd=self.fd)
+            except OSError:
+                pass
             raise
 
 
@@ -68,13 +80,15 @@ def from_environment(version):
     folder = pathlib.Path(folder)
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        info = folder.stat()
+        store = Store(folder, version)
     except OSError as error:
-        raise GraderError(f"{ENV_VAR}={str(folder)!r}: cannot make or read it ({error})") from None
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() \
-            or info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise GraderError(f"{ENV_VAR}={str(folder)!r}: cannot make or open it as a folder "
+                          f"({error})") from None
+    info = os.fstat(store.fd)
+    if info.st_uid != os.geteuid() or info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        os.close(store.fd)
         raise GraderError(
             f"{ENV_VAR}={str(folder)!r} must be a folder of this user's with mode 700 (it is "
             f"{stat.filemode(info.st_mode)}, owned by uid {info.st_uid}): anyone else who may "
             "write there could forge a kernel's build. Use a folder of your own, or unset it")
-    return Store(folder, version)
+    return store
