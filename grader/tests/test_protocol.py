@@ -164,7 +164,7 @@ def test_an_arrangement_whose_shape_is_not_whole_numbers_ends_the_run_not_the_ba
     job = protocol.Job(0, 128, 256, 192, ("output",))
     phase = [(job, torch.zeros(128, 192, dtype=torch.float16),
               torch.zeros(192, 256, dtype=torch.float16))]
-    conversation._converse(worker, lambda kind, fields: 0, [phase], report, diagnosis=False,
+    conversation._converse(worker, lambda kind, fields: 0, [phase], report, gate=None, grow=None,
                            extend=lambda tiles: None, steps=conversation._Steps(report))
     assert worker.ended[0] == "crashed" and "malformed" in worker.ended[1]
     assert report.arrangement is None

@@ -187,13 +187,13 @@ def run(mode, source, phases, *, backend_name, limits, device=None, sandboxed=Tr
         if backend_name == "interpreter" else (lambda found: None)
     if mode != "kernel":
         extend(tiles)
+        gate = None  # only a kernel run has a diagnosis and a build
     elif gate is None:
         gate = compile_gate.CompileGate(backend_name=backend_name, sandboxed=sandboxed,
                                         memory_bytes=limits.memory_bytes)
     try:
-        _converse(_Guarded(worker, report), accept, phases, report,
-                  diagnosis=(gate, grow) if mode == "kernel" else None, extend=extend,
-                  steps=steps)
+        _converse(_Guarded(worker, report), accept, phases, report, gate=gate, grow=grow,
+                  extend=extend, steps=steps)
     finally:
         report.ending = worker.finish()
         if stepped:
@@ -229,7 +229,7 @@ def _expect(worker, accept, kind):
     return message
 
 
-def _converse(worker, accept, phases, report, diagnosis, extend, steps):
+def _converse(worker, accept, phases, report, gate, grow, extend, steps):
     if _expect(worker, accept, "hello") is None:
         return
     steps.done("start")
@@ -248,10 +248,10 @@ def _converse(worker, accept, phases, report, diagnosis, extend, steps):
         report.stage = "done"
         return
     report.stage = "running"
-    if diagnosis:
+    if gate is not None:
         found, gate_s = worker.receive(accept), None
         if found is not None and found.kind == "compile":
-            gate_s = _compile(worker, report, found.payload, *diagnosis)
+            gate_s = _compile(worker, report, found.payload, gate, grow)
             if report.stopped or worker.ending is not None:
                 return
             found = worker.receive(accept)

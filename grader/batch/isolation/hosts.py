@@ -262,8 +262,7 @@ def _find(root, sandbox_pid, wait_s=10.0):
 
 
 def _environment(backend_name, device, *_):
-    return launch.child_environment(backend_name, "/tmp/home", "/tmp", f"{launch.JOB}/lib",
-                                    device)
+    return launch.sandbox_environment(backend_name, device)
 
 
 def _key(backend_name, device):

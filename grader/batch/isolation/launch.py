@@ -134,6 +134,19 @@ def child_environment(backend_name, home, tmp, library, device=None):
     return env
 
 
+def sandbox_environment(backend_name, device=None):
+    """``child_environment`` inside a sandbox: its home under its own ``/tmp``, the job's
+    modules at ``JOB/lib``."""
+    return child_environment(backend_name, "/tmp/home", "/tmp", f"{JOB}/lib", device)
+
+
+def scratch_environment(backend_name, job, scratch, device=None):
+    """``child_environment`` of an unsandboxed run: its home and ``$TMPDIR`` in its scratch
+    folder (grader.batch.isolation.folders), the job's modules in ``job/lib``."""
+    return child_environment(backend_name, str(scratch / "home"), str(scratch),
+                             str(job / "lib"), device)
+
+
 def sandboxed(job_dir, gpu, env, inner):
     """The command line that runs ``inner`` (a program and its arguments) in the sandbox,
     with ``env`` as its whole environment."""

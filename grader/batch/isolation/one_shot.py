@@ -21,11 +21,9 @@ import time
 
 import psutil
 
-from grader.batch.isolation import folders, launch, sandbox, unprivileged
+from grader.batch.isolation import folders, launch, pipes, process_table, sandbox, unprivileged
 from grader.batch.removal import remove_tree
-from grader.batch.status import GraderError
 
-POLL_S = 0.05
 OUTPUT_LIMIT = 64 * 1024  # bytes kept of each of stdout and stderr (their tails)
 
 
@@ -45,27 +43,17 @@ def run(arguments, data, *, backend_name, sandboxed, timeout_s, memory_bytes, en
     try:
         folders.place_file(job, data)
         if sandboxed:
-            env = launch.child_environment(backend_name, "/tmp/home", "/tmp", f"{launch.JOB}/lib")
-            env.update(environment or {})
+            env = {**launch.sandbox_environment(backend_name), **(environment or {})}
             command = launch.sandboxed(job, False, env, [
                 sys.executable, *arguments(f"{launch.JOB}/{folders.FILE}")])
             cwd, options = None, {}
         else:
             scratch = folders.prepare_scratch()
-            env = launch.child_environment(backend_name, str(scratch / "home"), str(scratch),
-                                           str(job / "lib"))
-            env.update(environment or {})
-            command = [sys.executable, *arguments(str(job / folders.FILE))]
-            cwd, options = scratch / "home", {}
-            runner = sandbox.run_as()
-            if runner is not None:
-                unprivileged.admit(folders.batch_root(), job, scratch, runner)
-                command, options = unprivileged.command(command), runner.popen_options()
-                try:
-                    unprivileged.enter(runner)
-                except unprivileged.Unavailable as error:
-                    raise GraderError(str(error)) from None
-                who = runner  # left in ``finally``, once entered
+            env = {**launch.scratch_environment(backend_name, job, scratch),
+                   **(environment or {})}
+            cwd = scratch / "home"
+            command, options, who = sandbox.as_run_user(
+                job, scratch, [sys.executable, *arguments(str(job / folders.FILE))])
         return _watched(command, cwd, env, options, timeout_s, memory_bytes)
     finally:
         if who is not None:
@@ -76,7 +64,8 @@ def run(arguments, data, *, backend_name, sandboxed, timeout_s, memory_bytes, en
 
 
 def _watched(command, cwd, env, options, timeout_s, memory_bytes):
-    """Start ``command`` and wait for it, killing its process tree at a limit."""
+    """Start ``command`` and wait for it, killing its process tree at a limit. Its tree is
+    read from the process table every look shares (grader.batch.isolation.process_table)."""
     with tempfile.TemporaryFile(dir=folders.batch_root()) as out, \
             tempfile.TemporaryFile(dir=folders.batch_root()) as err:
         process = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
@@ -92,18 +81,18 @@ def _watched(command, cwd, env, options, timeout_s, memory_bytes):
             if over:
                 _kill(root)
                 break
-            time.sleep(POLL_S)
+            time.sleep(pipes.POLL_S)
         returncode = process.wait()
         return Done(returncode, _tail(out), _tail(err), over)
 
 
+def _members(root, max_age):
+    return [root, *process_table.descendants(root.pid, max_age)]
+
+
 def _resident(root):
     total = 0
-    try:
-        members = [root, *root.children(recursive=True)]
-    except psutil.Error:
-        return 0
-    for member in members:
+    for member in _members(root, process_table.SHARED_S):
         try:
             total += member.memory_info().rss
         except psutil.Error:
@@ -113,19 +102,16 @@ def _resident(root):
 
 def _kill(root):
     """SIGKILL the process and every descendant (a sandbox's own go with bubblewrap)."""
-    try:
-        members = [root, *root.children(recursive=True)]
-    except psutil.Error:
-        members = [root]
-    for member in members:
-        try:
-            member.send_signal(signal.SIGKILL)
-        except psutil.Error:
-            pass
+    members = _members(root, 0.0)
     try:
         os.killpg(root.pid, signal.SIGKILL)
     except OSError:
         pass
+    for member in members:  # descendants that left the group (setsid) as well
+        try:
+            member.kill()
+        except psutil.Error:
+            pass
 
 
 def _tail(handle):

@@ -183,8 +183,7 @@ def check_unsandboxed():
                 return (f"{who.name} may not search {blocked}, on the way to {path}: install "
                         "Python and its packages where every user may read them, and keep "
                         "$TMPDIR in such a place too")
-        env = launch.child_environment("interpreter", str(scratch / "home"), str(scratch),
-                                str(job / "lib"))
+        env = launch.scratch_environment("interpreter", job, scratch)
         code = ("import os, torch, triton, ninetoothed, grader.batch.inside.worker\n"
                 "print(os.getuid(), os.geteuid(), os.getgid(), os.getegid(), os.getgroups())")
         unprivileged.enter(who)
@@ -209,13 +208,29 @@ def check_unsandboxed():
     return None
 
 
-def run_as():
+def _run_as():
     """Whom an unsandboxed worker runs as: None where the grader is not root."""
     problem = check_unsandboxed()
     if problem:
         raise GraderError("without the sandbox, a grader running as root runs student code as "
                           f"an unprivileged user, and that cannot work here: {problem}")
     return unprivileged.identity()
+
+
+def as_run_user(job, scratch, command):
+    """(``command``, its Popen options, the user it runs as or None) for a process started
+    without the sandbox as every such run is: where the grader is root, as
+    grader.batch.isolation.unprivileged's user, admitted to ``job`` and ``scratch``, and
+    entered; the caller leaves that user (unprivileged.leave) once the process is gone."""
+    who = _run_as()
+    if who is None:
+        return command, {}, None
+    unprivileged.admit(folders.batch_root(), job, scratch, who)
+    try:
+        unprivileged.enter(who)
+    except unprivileged.Unavailable as error:
+        raise GraderError(str(error)) from None
+    return unprivileged.command(command), who.popen_options(), who
 
 
 class Worker:
@@ -284,23 +299,13 @@ class Worker:
     def _start_unsandboxed(self, backend_name, device, inner):
         """A plain child process (--unsafe-no-sandbox), as an unprivileged user where the
         grader is root."""
-        who = run_as()
         self.job = folders.prepare_job()
         self.scratch = folders.prepare_scratch()
-        env = launch.child_environment(backend_name, str(self.scratch / "home"),
-                                       str(self.scratch), str(self.job / "lib"), device)
+        env = launch.scratch_environment(backend_name, self.job, self.scratch, device)
         command = inner or [sys.executable, "-m", "grader.batch.inside.worker",
                             str(self.job / folders.FILE)]
-        options = {}
         try:
-            if who is not None:
-                unprivileged.admit(folders.batch_root(), self.job, self.scratch, who)
-                command, options = unprivileged.command(command), who.popen_options()
-                try:
-                    unprivileged.enter(who)
-                except unprivileged.Unavailable as error:
-                    raise GraderError(str(error)) from None
-                self.who = who
+            command, options, self.who = as_run_user(self.job, self.scratch, command)
             self.process = subprocess.Popen(
                 command, cwd=self.scratch / "home", env=env, stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,
