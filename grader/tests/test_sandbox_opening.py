@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from grader.batch.grade import grading, session
+from grader.batch.grade import grading, intake, session
 from grader.batch.isolation import hosts, sandbox
 from grader.batch.status import GraderError
 from grader.tests.batch_helpers import DEMO, NEEDS_INTERPRETER, SEED, small_cases
@@ -93,3 +93,38 @@ def test_an_opening_cut_short_is_tried_again_and_a_refusal_is_said_to_every_call
         with pytest.raises(GraderError, match="no sandbox here"):
             opening.ensure()
     assert tries == [3, 3]  # once more after the interrupt, then never again
+
+
+def test_the_first_wave_counts_only_files_that_may_run():
+    """A sandbox is started ahead for each file of the first wave: the files the parent
+    refuses for their text alone (missing, a placeholder, no parse) get none, while one
+    the kernel check would refuse still counts (that check is not run twice)."""
+    def submission(student, folder=None, problem=""):
+        data = (DEMO / (folder or student) / "ninetoothed_gemm.py").read_bytes() \
+            if not problem else b""
+        return intake.Submission(student, student, data=data, problem=problem)
+
+    refused = [submission("ben"), submission("hana"), submission("ivan", problem="no file")]
+    runnable = [submission("ada"), submission("mia")]
+    flagged = intake.Submission("tom", "tom", data=(DEMO / "ada" / "ninetoothed_gemm.py")
+                                .read_bytes().replace(b"ntl.dot(lhs[k], rhs[k])",
+                                                      b"torch.mm(lhs[k], rhs[k])"))
+    assert [grading.may_run(s) for s in refused + runnable + [flagged]] == \
+        [False, False, False, True, True, True]
+    assert session._first_files(refused + runnable[:1], 2) == 1
+    assert session._first_files(refused + runnable, 2) == 2
+    assert session._first_files(runnable + refused + [flagged], 2) == 2  # at most the slots
+    assert session._first_files(refused, 4) == 0
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "gpu"])
+def test_the_parent_judges_on_one_torch_thread_on_the_interpreter_only(backend, tmp_path,
+                                                                      monkeypatch):
+    import torch
+
+    asked = []
+    monkeypatch.setattr(torch, "set_num_threads", asked.append)
+    settings = grading.Settings(seed=str(SEED), backend=backend, timeout_s=60,
+                                memory_limit_bytes=2 << 30)
+    session.Session(settings, tmp_path / "out", slots=[None])
+    assert asked == ([1] if backend == "interpreter" else [])

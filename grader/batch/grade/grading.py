@@ -192,6 +192,16 @@ def _static_verdict(source):
     return None
 
 
+def may_run(submission):
+    """False for a file the grader refuses before any run for what its text alone says (no
+    file, no parse, a name missing, an unfinished function); True otherwise, the kernel
+    check's refusals included: that check costs more, and a file it refuses only leaves the
+    sandbox started ahead for it unused (grader.batch.grade.session: ``_first_wave``)."""
+    if submission.problem:
+        return False
+    return _static_verdict(loading.source_text(submission.data)) is None
+
+
 def _phases(cases_list, seed):
     """The kernel run's phases: the public cases, then the hidden ones, as (Job, lhs, rhs)."""
     public, hidden = [], []

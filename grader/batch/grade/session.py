@@ -9,6 +9,7 @@ workers, the speed phase, the class reports, and merging shards.
 import collections
 import concurrent.futures
 import dataclasses
+import itertools
 import json
 import os
 import pathlib
@@ -52,6 +53,8 @@ class Session:
     failed: list = dataclasses.field(default_factory=list)
 
     def __post_init__(self):
+        if self.settings.backend == "interpreter":
+            _judge_on_one_thread()
         self._sandboxes = _Opening(self._open_sandboxes, len(self.slots))
         self.gate = compile_gate.CompileGate(backend_name=self.settings.backend,
                                              sandboxed=self.settings.sandboxed,
@@ -82,7 +85,7 @@ class Session:
         records, todo = self.resume(chosen, folders, force)
         for record in records.values():  # the overrides may have changed since
             reports.write_feedback(self.out_dir, record, cases_list, self.book)
-        self._sandboxes.files = len(todo)
+        self._sandboxes.files = _first_files(todo, len(self.slots))
         if self.book.rows:
             kept = self.out_dir / overrides.FILE
             say(f"overrides: {len(self.book.rows)} row(s) "
@@ -513,6 +516,26 @@ def count_statuses(records):
     for record in records:
         statuses[record["status"]] = statuses.get(record["status"], 0) + 1
     return statuses
+
+
+def _judge_on_one_thread():
+    """The parent's torch (inputs, references, judging) on one thread where the workers run
+    on the interpreter: -j fills every core with them, and a pool of torch threads then
+    spins for cores it does not get. On 2 cores with 6 busy processes beside it, building
+    a small case's inputs and reference took 9.7 ms with torch's 2 threads and 0.69 ms with
+    one (2026-12-06). On a GPU the judged outputs are up to 4096 x 4096: torch keeps its
+    threads there."""
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def _first_files(todo, slots):
+    """How many files run at once at the batch's start: a sandbox is started ahead for
+    each (``_first_wave``). Files refused for their text alone are not counted: a class of
+    one runnable file and a placeholder started two sandboxes, the second never used
+    (one fork server's imports, 1.7 CPU seconds on a 2-core box)."""
+    return sum(1 for _ in itertools.islice(filter(grading.may_run, todo), slots))
 
 
 def inside(child, parent):
