@@ -65,7 +65,7 @@ def pytest_configure(config):
         config._ntgemm_backend = backends.activate()
     except (RuntimeError, ValueError) as error:  # an environment the kernels cannot run in
         raise pytest.UsageError(str(error)) from None
-    if os.environ.get("PYTEST_XDIST_WORKER"):
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker, not a process it started
         _one_thread_per_worker()
 
 
