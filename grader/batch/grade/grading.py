@@ -196,7 +196,7 @@ def may_run(submission):
     """False for a file the grader refuses before any run for what its text alone says (no
     file, no parse, a name missing, an unfinished function); True otherwise, the kernel
     check's refusals included: that check costs more, and a file it refuses only leaves the
-    sandbox started ahead for it unused (grader.batch.grade.session: ``_first_wave``)."""
+    sandbox started ahead for it unused (grader.batch.grade.session._first_files)."""
     if submission.problem:
         return False
     try:
