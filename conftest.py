@@ -9,6 +9,7 @@
 * A ``tests/`` folder (the kit's own tests) is collected only when named on the
   command line, so ``pytest assignment`` and ``pytest grader`` run the student
   suites alone.
+* A pytest-xdist worker (the kit's own suite, ``-n auto``) runs torch on one thread.
 """
 
 import os

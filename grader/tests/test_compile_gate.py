@@ -287,12 +287,15 @@ def test_a_later_batch_reads_a_kept_build_and_compiles_it_no_more(reference, mon
     assert len(calls) == 1 and (made.shared, found.shared) == (False, True)
     assert found.build == made.build and found.compile_s == made.compile_s  # charged alike
     assert dict(later.counts) == {"stored": 1}
-    # A new grader, another target or another assembler never reads the entry.
+    # A new grader, another target, another assembler or another Triton never reads it.
     _stored_gate(tmp_path, version="v2").build(reference[0])
     _stored_gate(tmp_path, target="sm_80").build(reference[0])
     monkeypatch.setenv("TRITON_PTXAS_PATH", "/opt/other/ptxas")
     _stored_gate(tmp_path).build(reference[0])
-    assert len(calls) == 4 and len(list(tmp_path.glob("*.json"))) == 4
+    monkeypatch.delenv("TRITON_PTXAS_PATH")
+    monkeypatch.setattr(compile_store.importlib.metadata, "version", lambda name: "0.0.0")
+    _stored_gate(tmp_path).build(reference[0])
+    assert len(calls) == 5 and len(list(tmp_path.glob("*.json"))) == 5
 
 
 def test_the_store_keeps_verdicts_only_and_rereads_a_broken_entry(reference, monkeypatch,

@@ -34,10 +34,11 @@ class Store:
         """``version``: the grader's (grader.batch.grade.grading.grader_version). Raises
         OSError where ``folder`` is not a folder (a link to one is not)."""
         self.folder, self.version = pathlib.Path(folder), version
+        self.triton = importlib.metadata.version("triton")  # the compiler this grader runs
         self.fd = os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
 
     def _name(self, digest, target):
-        name = json.dumps([digest, target, importlib.metadata.version("triton"), self.version,
+        name = json.dumps([digest, target, self.triton, self.version,
                            os.environ.get("TRITON_PTXAS_PATH", "")])  # the assembler it used
         return f"{hashlib.sha256(name.encode()).hexdigest()}.json"
 
