@@ -12,10 +12,12 @@ import pytest
 
 from grader.batch import import_graph
 from grader.core import backend, cases
+from grader.tests import preloaded
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DEMO = ROOT / "grader" / "demo_class"
 SEED = cases.DEFAULT_SEED
+FRESH_PROCESSES = "NTGEMM_TESTS_FRESH_PROCESSES"  # set: every grader a new process
 # For the tests that force NTGEMM_BACKEND=interpreter: on a machine whose Triton and numpy
 # clash (the H200 host: triton 3.6, numpy 2.5) the kit refuses the interpreter, and says why.
 NEEDS_INTERPRETER = pytest.mark.skipif(backend.interpreter_problem() is not None,
@@ -46,8 +48,12 @@ def grader_command(*args):
 
 
 def run_grader(tmp_path, *args, timeout=900):
-    return subprocess.run(grader_command(*args), cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout, env=environment(tmp_path))
+    """``python -m grader ARGS`` run to its end; forked from a process that has made the
+    grader's imports (grader.tests.preloaded) unless NTGEMM_TESTS_FRESH_PROCESSES is set."""
+    if os.environ.get(FRESH_PROCESSES):
+        return subprocess.run(grader_command(*args), cwd=ROOT, capture_output=True, text=True,
+                              timeout=timeout, env=environment(tmp_path))
+    return preloaded.run(args, cwd=ROOT, env=environment(tmp_path), timeout=timeout)
 
 
 def copy_class(source, target):

@@ -24,7 +24,10 @@ def decide_backend():
     """
     from grader.core import backend as backends
 
-    choice = backends.requested()
+    try:
+        choice = backends.requested()
+    except ValueError as error:
+        raise GraderError(str(error)) from None
     if choice != "interpreter":
         import torch
 

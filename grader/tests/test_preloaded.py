@@ -1,0 +1,91 @@
+"""The preloaded grader (grader.tests.preloaded) behaves as a new ``python -m grader`` process:
+same streams, exit codes and outputs; the command's own environment and folder; a timeout
+that kills it. The batch tests' verdicts rest on it (batch_helpers.run_grader)."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from grader.tests import preloaded
+from grader.tests.batch_helpers import (DEMO, ROOT, environment, gradebook, grader_command,
+                                        run_grader)
+
+
+def _fresh(tmp_path, *args, env=None):
+    return subprocess.run(grader_command(*args), cwd=ROOT, capture_output=True, text=True,
+                          timeout=600, env=env or environment(tmp_path))
+
+
+def _same_text(text):
+    """A run's output without what differs between two runs: seconds and the out folder."""
+    return re.sub(r"\d+\.\d+ s|out-(fresh|preloaded)", "…", text)
+
+
+def test_a_class_is_graded_alike_in_a_new_process_and_a_preloaded_one(tmp_path):
+    submissions = tmp_path / "class"
+    for student in ("ben", "hana", "ivan"):  # nothing to run: every verdict is the parent's
+        shutil.copytree(DEMO / student, submissions / student)
+    (submissions / "zoe.py").write_text("def arrangement(:\n", encoding="utf-8")
+    runs = {}
+    for how, run in (("fresh", _fresh), ("preloaded", run_grader)):
+        runs[how] = run(tmp_path, "grade", str(submissions), "--out", str(tmp_path / f"out-{how}"),
+                        "--no-progress")
+    fresh, mine = runs["fresh"], runs["preloaded"]
+    assert fresh.returncode == mine.returncode == 0, (fresh.stderr, mine.stderr)
+    for stream in ("stdout", "stderr"):  # the files are graded at once: any order
+        assert sorted(_same_text(getattr(mine, stream)).splitlines()) == \
+            sorted(_same_text(getattr(fresh, stream)).splitlines())
+    assert gradebook(tmp_path / "out-preloaded") == gradebook(tmp_path / "out-fresh")
+    assert (tmp_path / "out-preloaded" / "summary.png").stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("args", [
+    ["grade", "no-such-dir", "--out", "x"],  # the grader's own error: exit 1
+    ["grade", "grader/demo_class", "--out", "x", "-j", "zero"],  # argparse's: exit 2
+    ["no-such-command"],
+])
+def test_errors_and_exit_codes_are_a_new_process_s(tmp_path, args):
+    fresh, mine = _fresh(tmp_path, *args), run_grader(tmp_path, *args)
+    assert (mine.returncode, mine.stdout, mine.stderr) == (
+        fresh.returncode, fresh.stdout, fresh.stderr)
+    assert mine.returncode in (1, 2)
+
+
+def test_the_command_s_own_environment_is_read_not_the_server_s(tmp_path):
+    env = {**environment(tmp_path), "NTGEMM_BACKEND": "abacus"}
+    args = ["grade", "grader/demo_class", "--out", str(tmp_path / "out")]
+    mine = preloaded.run(args, cwd=ROOT, env=env, timeout=600)
+    assert mine.returncode == 1
+    assert mine.stderr == "error: NTGEMM_BACKEND='abacus' is not understood: expected one of " \
+        "auto, gpu, interpreter\n"
+    assert mine.stderr == _fresh(tmp_path, *args, env=env).stderr
+
+
+def test_a_command_past_its_timeout_is_killed_with_its_process_group(tmp_path):
+    submissions = tmp_path / "class"
+    shutil.copytree(DEMO / "gus", submissions / "gus")  # his nt_gemm never returns
+    started = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired) as raised:
+        run_grader(tmp_path, "grade", str(submissions), "--out", str(tmp_path / "out"),
+                   "--no-progress", "--timeout", "300", timeout=4)
+    assert time.monotonic() - started < 60
+    assert "1 submission(s)" in raised.value.stderr
+    leftovers = [process for process in psutil.process_iter(["cmdline"])
+                 if str(tmp_path / "out") in " ".join(process.info["cmdline"] or ())]
+    assert not leftovers, leftovers
+
+
+def test_the_server_made_its_imports_and_nothing_else():
+    """No thread of Python's, no temporary folder chosen: a child follows its own TMPDIR."""
+    code = ("import sys, tempfile, threading\nfrom grader.tests import preloaded\n"
+            "for name in preloaded.PRELOADED:\n    __import__(name)\n"
+            "print(tempfile.tempdir, threading.active_count())")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.stdout.split() == ["None", "1"], done.stderr[-2000:]
