@@ -56,17 +56,22 @@ def run(args, *, cwd, env, timeout):
             _kill(pid)
             channel.settimeout(None)
             channel.recv(1 << 16)
-            raise subprocess.TimeoutExpired(command, timeout, _text(out), _text(err)) from None
+            # As subprocess.run's: what was captured, as bytes whatever ``text`` said.
+            raise subprocess.TimeoutExpired(command, timeout, _read(out), _read(err)) from None
         if not answer:
             raise RuntimeError(f"the preloaded grader server ended while {command} ran")
         return subprocess.CompletedProcess(command, json.loads(answer)["code"], _text(out),
                                            _text(err))
 
 
+def _read(stream):
+    stream.seek(0)
+    return stream.read()
+
+
 def _text(stream):
     """What subprocess's ``text=True`` makes of a captured stream."""
-    stream.seek(0)
-    data = stream.read().decode(locale.getpreferredencoding(False))
+    data = _read(stream).decode(locale.getpreferredencoding(False))
     return data.replace("\r\n", "\n").replace("\r", "\n")
 
 

@@ -75,7 +75,7 @@ def test_a_command_past_its_timeout_is_killed_with_its_process_group(tmp_path):
         run_grader(tmp_path, "grade", str(submissions), "--out", str(tmp_path / "out"),
                    "--no-progress", "--timeout", "300", timeout=4)
     assert time.monotonic() - started < 60
-    assert "1 submission(s)" in raised.value.stderr
+    assert b"1 submission(s)" in raised.value.stderr  # bytes, as subprocess.run gives them
     leftovers = [process for process in psutil.process_iter(["cmdline"])
                  if str(tmp_path / "out") in " ".join(process.info["cmdline"] or ())]
     assert not leftovers, leftovers
