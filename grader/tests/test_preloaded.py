@@ -82,10 +82,13 @@ def test_a_command_past_its_timeout_is_killed_with_its_process_group(tmp_path):
 
 
 def test_the_server_made_its_imports_and_nothing_else():
-    """No thread of Python's, no temporary folder chosen: a child follows its own TMPDIR."""
+    """No thread of Python's, no temporary folder chosen (a child follows its own TMPDIR), and
+    none of the grader's modules: a child imports those as its command does."""
     code = ("import sys, tempfile, threading\nfrom grader.tests import preloaded\n"
             "for name in preloaded.PRELOADED:\n    __import__(name)\n"
-            "print(tempfile.tempdir, threading.active_count())")
+            "print(tempfile.tempdir, threading.active_count(), sorted(\n"
+            "    name for name in sys.modules if name.split('.')[0] in ('grader', 'benchmarks',\n"
+            "    'solutions') and name not in ('grader', 'grader.tests', 'grader.tests.preloaded')))")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                           text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert done.stdout.split() == ["None", "1"], done.stderr[-2000:]
+    assert done.stdout.split() == ["None", "1", "[]"], done.stderr[-2000:]
