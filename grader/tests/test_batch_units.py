@@ -23,11 +23,6 @@ REFERENCE = ROOT / "grader" / "demo_class" / "ada" / "ninetoothed_gemm.py"
 SKELETON = ROOT / "assignment" / "ninetoothed_gemm.py"
 
 
-def grader(*args, cwd=ROOT, timeout=300):
-    return subprocess.run([sys.executable, "-m", "grader", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout)
-
-
 def test_intake_reads_every_layout(tmp_path):
     (tmp_path / "alice").mkdir()
     (tmp_path / "alice" / "ninetoothed_gemm.py").write_text("A = 1\n")
@@ -125,14 +120,14 @@ def test_default_jobs_fit_the_host():
 ])
 def test_bad_arguments_are_named(tmp_path, args, words):
     args = [str(tmp_path / a) if a == "x" else a for a in args]
-    result = grader(*args)
+    result = run_grader(tmp_path, *args)
     assert result.returncode in (1, 2), result.stderr
     assert words in result.stderr
     assert "Traceback" not in result.stderr
 
 
-def test_help_lists_the_options():
-    result = grader("grade", "--help")
+def test_help_lists_the_options(tmp_path):
+    result = run_grader(tmp_path, "grade", "--help")
     for option in ("--out", "-j", "--timeout", "--memory-limit", "--seed", "--force", "--shard",
                    "--gpus"):
         assert option in result.stdout
@@ -170,7 +165,7 @@ def test_import_closure_follows_absolute_relative_and_circular_imports(tmp_path)
 
 
 def test_handout_holds_no_solution_and_its_public_tests_run(tmp_path):
-    result = grader("handout", "--out", str(tmp_path / "out"))
+    result = run_grader(tmp_path, "handout", "--out", str(tmp_path / "out"))
     assert result.returncode == 0, result.stderr
     archive = tmp_path / "out" / "ntgemm-handout.zip"
     with zipfile.ZipFile(archive) as bundle:
@@ -346,8 +341,9 @@ def test_grade_prints_its_results_on_stdout_and_its_notes_on_stderr(tmp_path, pr
     (tmp_path / "class" / "\x1b[31mivan").mkdir(parents=True)
     (tmp_path / "class" / "ben.py").write_bytes(SKELETON.read_bytes())
     out = tmp_path / "out"
-    done = grader("grade", str(tmp_path / "class"), "--out", str(out), "--unsafe-no-sandbox",
-                  "--cases", "tail_mnk-65x97x130", *([] if progress else ["--no-progress"]))
+    done = run_grader(tmp_path, "grade", str(tmp_path / "class"), "--out", str(out),
+                      "--unsafe-no-sandbox", "--cases", "tail_mnk-65x97x130",
+                      *([] if progress else ["--no-progress"]))
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()  # the students in the order they finish
     assert sorted(lines[:2]) == ["  \\x1b[31mivan: missing_file 0/1 (0.0 s)",
