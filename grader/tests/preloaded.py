@@ -18,10 +18,13 @@ process starts one with subprocess.
 """
 
 import atexit
+import importlib
 import json
 import locale
 import os
+import runpy
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -111,8 +114,6 @@ def _address():
 def _stop(process, folder):
     process.terminate()
     process.wait()
-    import shutil
-
     shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -185,15 +186,11 @@ def _become(request, fds):
     os.environ.update(request["env"])
     sys.path[0] = request["cwd"]
     sys.argv = [sys.argv[0], *request["argv"]]
-    import runpy
-
     runpy.run_module("grader", run_name="__main__", alter_sys=True)
 
 
 def main():
     address, ready_fd = sys.argv[1], int(sys.argv[2])
-    import importlib
-
     for name in PRELOADED:
         importlib.import_module(name)
     if tempfile.tempdir is not None:
