@@ -35,6 +35,7 @@ import threading
 # The third-party imports only: a child imports the grader's own modules itself, in the order
 # its command does, so a module that forgets an import fails here as in a new process.
 PRELOADED = ("torch", "pandas", "matplotlib.figure")
+KILL_WAIT_S = 30.0  # at most, for a killed command's exit
 PARENT_LOOK_S = 1.0  # between two looks at whether the pytest process still lives
 _server = None
 _server_lock = threading.Lock()
@@ -58,10 +59,14 @@ def run(args, *, cwd, env, timeout):
             answer = channel.recv(1 << 16)
         except TimeoutError:
             _kill(pid)
-            channel.settimeout(None)
-            channel.recv(1 << 16)
-            # As subprocess.run's: what was captured, as bytes whatever ``text`` said.
-            raise subprocess.TimeoutExpired(command, timeout, _read(out), _read(err)) from None
+            channel.settimeout(KILL_WAIT_S)
+            try:
+                channel.recv(1 << 16)
+            except TimeoutError:
+                raise RuntimeError(f"{command} outlived SIGKILL to its process group") from None
+            # As subprocess.run's: what was captured, as bytes whatever ``text`` said, or None.
+            raise subprocess.TimeoutExpired(command, timeout, _read(out) or None,
+                                            _read(err) or None) from None
         if not answer:
             raise RuntimeError(f"the preloaded grader server ended while {command} ran")
         return subprocess.CompletedProcess(command, json.loads(answer)["code"], _text(out),
