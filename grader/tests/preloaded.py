@@ -116,6 +116,11 @@ def _address():
         return _server[1]
 
 
+def server_pid():
+    """The pid of this process's server, None before its first ``run``."""
+    return _server[0].pid if _server else None
+
+
 def _stop(process, folder):
     process.terminate()
     process.wait()

@@ -75,8 +75,10 @@ def test_a_command_past_its_timeout_is_killed_with_its_process_group(tmp_path):
                    "--seed-file", str(secret), timeout=2)
     assert time.monotonic() - started < 60
     assert raised.value.stderr is None  # nothing was written: subprocess.run says None then
-    leftovers = [process for process in psutil.process_iter(["cmdline"])
+    leftovers = [process for process in psutil.process_iter(["cmdline"])  # a new process
                  if str(tmp_path / "out") in " ".join(process.info["cmdline"] or ())]
+    if preloaded.server_pid():  # a fork keeps the server's command line: look at its children
+        leftovers += psutil.Process(preloaded.server_pid()).children(recursive=True)
     assert not leftovers, leftovers
 
 
