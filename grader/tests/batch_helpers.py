@@ -48,8 +48,9 @@ def grader_command(*args):
 
 
 def run_grader(tmp_path, *args, timeout=900):
-    """``python -m grader ARGS`` run to its end; forked from a process that has made the
-    grader's imports (grader.tests.preloaded) unless NTGEMM_TESTS_FRESH_PROCESSES is set."""
+    """``python -m grader ARGS`` run to its end: forked from a process that has imported
+    torch, pandas and matplotlib (grader.tests.preloaded), or a new process where
+    NTGEMM_TESTS_FRESH_PROCESSES is set."""
     if os.environ.get(FRESH_PROCESSES):
         return subprocess.run(grader_command(*args), cwd=ROOT, capture_output=True, text=True,
                               timeout=timeout, env=environment(tmp_path))
