@@ -44,11 +44,17 @@ def accepted():
 @pytest.fixture(scope="module")
 def runs(accepted, tmp_path_factory):
     """What each accepted mutant did when built and launched under the guard's policy, and
-    a control the checker never saw: a hostile file that must be caught."""
+    a control the checker never saw: a hostile file that must be caught.
+
+    Many mutants rebuild to the same text (446 accepted, 134 texts, 2026-12-06): each
+    text is built and launched once, and what it did is every such mutant's."""
     folder = tmp_path_factory.mktemp("mutants")
     home = tmp_path_factory.mktemp("home")
-    for name, (_, text) in accepted.items():
-        (folder / f"{name}.py").write_text(text)
+    texts = {}  # rebuilt text -> the name of its file
+    for _, text in accepted.values():
+        if text not in texts:
+            texts[text] = f"text-{len(texts):04d}"
+            (folder / f"{texts[text]}.py").write_text(text)
     control = MUTANTS[0].source.replace(checker_mutants.ARRANGEMENT_BODY, "    open('/etc/hostname')"
                                         "\n" + checker_mutants.ARRANGEMENT_BODY)
     (folder / "control.py").write_text(control)
@@ -57,7 +63,10 @@ def runs(accepted, tmp_path_factory):
                           env={**os.environ, "HOME": str(home), "TMPDIR": str(home),
                                "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr[-3000:]
-    return {row["name"]: row for row in map(json.loads, done.stdout.splitlines())}
+    ran = {row["name"]: row for row in map(json.loads, done.stdout.splitlines())}
+    assert set(ran) == set(texts.values()) | {"control"}, "a file was not built and launched"
+    return {"control": ran["control"]} | {name: ran[texts[text]]
+                                         for name, (_, text) in accepted.items()}
 
 
 def test_the_mutants_cover_every_place_and_kind():
