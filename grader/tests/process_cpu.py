@@ -27,6 +27,8 @@ import time
 
 import psutil
 
+PLAIN_SERVER = os.path.join("grader", "batch", "inside", "plain_forkserver.py")
+
 
 def busy_seconds():
     """CPU seconds of every core, not idle nor waiting for I/O, since boot."""
@@ -60,10 +62,15 @@ def _test(process):
 
 def module(process):
     """The module of ``python -m MODULE ...``, else None (bubblewrap's own command line
-    names the module too, as an argument: it is not a Python process)."""
+    names the module too, as an argument: it is not a Python process). The unsandboxed
+    fork server, run as a script, is named as its module."""
     argv = process["argv"]
-    if os.path.basename(argv[0]).startswith("python") and argv[1:2] == ["-m"] and argv[2:]:
+    if not os.path.basename(argv[0]).startswith("python"):
+        return None
+    if argv[1:2] == ["-m"] and argv[2:]:
         return argv[2]
+    if argv[1:2] and argv[1].endswith(PLAIN_SERVER):
+        return "grader.batch.inside.plain_forkserver"
     return None
 
 
@@ -74,7 +81,7 @@ def kind(pid, seen, root):
     name = module(seen[pid])
     if name == "grader.core.gpu_compile":
         return "compile gate child"
-    if name == "grader.batch.inside.forkserver":
+    if name in ("grader.batch.inside.forkserver", "grader.batch.inside.plain_forkserver"):
         parent = seen.get(seen[pid]["ppid"])
         return "run (forked)" if parent and module(parent) == name else "fork server"
     if name == "grader.batch.inside.worker":

@@ -69,6 +69,15 @@ def test_bubblewrap_naming_the_fork_server_is_not_taken_for_it():
         "grader merge", "python -m pytest"]
 
 
+def test_the_unsandboxed_fork_server_and_its_runs_are_named():
+    server = ["python3", "/kit/grader/batch/inside/plain_forkserver.py", "7", "interpreter"]
+    seen = {1: {"ppid": 0, "argv": ["python3", "-m", "grader", "grade"]},
+            2: {"ppid": 1, "argv": server}, 3: {"ppid": 2, "argv": server},
+            4: {"ppid": 1, "argv": ["python3", "/kit/other.py"]}}
+    assert [process_cpu.kind(pid, seen, 1) for pid in (2, 3, 4)] == [
+        "fork server", "run (forked)", "python3"]
+
+
 @pytest.mark.parametrize("argv, said", [([], "give the command to run after --"),
                                         (["--every", "0", "--", "true"], "--every must be"),
                                         (["--by-test", "-1", "--", "true"], "--by-test must be")])

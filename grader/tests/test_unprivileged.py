@@ -31,8 +31,10 @@ PROBE = ("import os, sys\nfrom grader.batch.inside import protocol\n"
          "def say(text):\n    protocol.send(out, 'hello', note=str(text))\n")
 SCRIPT = """
 import json, sys, time
-from grader.batch.isolation import sandbox, unprivileged
+from grader.batch.isolation import plain_forks, sandbox, unprivileged
 {setup}
+plain_forks.start_ahead("interpreter", [None])  # the server's imports are no run's
+plain_forks._servers[("interpreter", None)].ready()
 started = time.monotonic()
 worker = sandbox.Worker(backend_name="interpreter", sandboxed=False,
                         limits=sandbox.Limits(timeout_s=60, memory_bytes=2 << 30),

@@ -90,6 +90,7 @@ def grader_version():
     digest = hashlib.sha256()
     for relative in import_graph.closure_files(["grader.batch.grade.grading",
                                                 "grader.batch.inside.forkserver",
+                                                "grader.batch.inside.plain_forkserver",
                                                 "grader.batch.inside.worker"]):
         digest.update(relative.encode() + b"\0" + (import_graph.ROOT / relative).read_bytes())
     return f"{__version__}+{digest.hexdigest()[:12]}"

@@ -20,7 +20,7 @@ import time
 import traceback
 
 from grader.batch.grade import grading, intake, machine, step_times
-from grader.batch.isolation import hosts
+from grader.batch.isolation import hosts, plain_forks
 from grader.batch.outputs import secret
 from grader.batch.grade.folder_digest import folder_digest
 from grader.batch.grade.manifest import MANIFEST, Manifest
@@ -306,8 +306,10 @@ class Session:
     def _open_sandboxes(self, files):
         """Before the batch's first run: start the first files' sandboxes side by side, and
         check with the first of them to be ready that it starts a worker as every run's
-        does (given back clean, it then serves a run)."""
+        does (given back clean, it then serves a run). Unsandboxed: start the fork server
+        of its runs (grader.batch.isolation.plain_forks)."""
         if not self.settings.sandboxed:
+            plain_forks.start_ahead(self.settings.backend, self._first_wave(files))
             return
         hosts.start_ahead(self.settings.backend, self._first_wave(files))
         problem = sandbox.check(self.settings.backend == "gpu", self.slots[0])

@@ -44,26 +44,35 @@ class HostError(Exception):
 class Host:
     """One sandbox with a fork server in it (see the module's docstring)."""
 
+    SERVER = "the sandbox's fork server"  # in errors
+
     def __init__(self, backend_name, device):
         self.key = _key(backend_name, device)
         self.job = folders.prepare_job()
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.control = ours
+        self._start(lambda fd: launch.sandboxed(
+            self.job, backend_name == "gpu", _environment(*self.key),
+            [sys.executable, "-m", "grader.batch.inside.forkserver", str(fd),
+             f"{launch.JOB}/{folders.FILE}"]))
+
+    def _start(self, command, **options):
+        """Start the server, ``command(fd)`` with ``fd`` its end of the channel, from the
+        thread that outlives every host (``_STARTER``); then read what it says."""
+        self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.log = tempfile.TemporaryFile(dir=folders.batch_root())
-        command = launch.sandboxed(self.job, backend_name == "gpu", _environment(*self.key), [
-            sys.executable, "-m", "grader.batch.inside.forkserver", str(theirs.fileno()),
-            f"{launch.JOB}/{folders.FILE}"])
         try:
             self.process = _STARTER.submit(
-                subprocess.Popen, command, stdin=subprocess.DEVNULL, stdout=self.log,
-                stderr=self.log, pass_fds=[theirs.fileno()], start_new_session=True).result()
+                subprocess.Popen, command(theirs.fileno()), stdin=subprocess.DEVNULL,
+                stdout=self.log, stderr=self.log, pass_fds=[theirs.fileno()],
+                start_new_session=True, **options).result()
         except BaseException:
+            self.control.close()
+            self.log.close()
             remove_tree(self.job)
             raise
         finally:
             theirs.close()
         self.answers = queue.Queue()
-        self.exits = {}  # sandbox pid -> returncode
+        self.exits = {}  # the server's pid of a child -> returncode
         self.exited = threading.Condition()
         self.server = None  # psutil.Process of the fork server, once ready
         self.own = {self.process.pid}
@@ -95,33 +104,34 @@ class Host:
         except queue.Empty:
             answer = None
         if answer is None:
-            raise HostError(f"the sandbox's fork server did not answer ({self.stderr()})")
+            raise HostError(f"{self.SERVER} did not answer ({self.stderr()})")
         return answer
 
     def ready(self):
         """Wait for the server's imports; its host pid."""
         if self.server is None:
             if not self._answer(READY_S).get("ready"):
-                raise HostError("the sandbox's fork server did not start")
+                raise HostError(f"{self.SERVER} did not start")
             self.server = _find(self.process.pid, SERVER_PID)
             # bubblewrap on the host, its init in the sandbox, and the server: not a run's
             self.own = {self.process.pid, self.server.ppid(), self.server.pid}
         return self.server
 
-    def fork(self, code=None):
+    def fork(self, code=None, go=b"g"):
         """A ``Child``: the worker of one run (or a test's probe ``code``), started on three
-        new pipes and held at a fourth until the parent has found it on the host."""
+        new pipes and held at a fourth until the parent has found it on the host, then sent
+        ``go`` there."""
         self.ready()
-        stdin, stdout, stderr, go = os.pipe(), os.pipe(), os.pipe(), os.pipe()
-        theirs = [stdin[0], stdout[1], stderr[1], go[0]]
+        stdin, stdout, stderr, start = os.pipe(), os.pipe(), os.pipe(), os.pipe()
+        theirs = [stdin[0], stdout[1], stderr[1], start[0]]
         child = Child(self, stdin[1], stdout[0], stderr[0])
         request = json.dumps({"do": "fork", "code": code}).encode()
-        with open(go[1], "wb", buffering=0) as start:
+        with open(start[1], "wb", buffering=0) as held:
             try:
                 socket.send_fds(self.control, [request], theirs)
                 answer = self._answer(ANSWER_S)
                 if "forked" in answer and child.attach(answer["forked"]):
-                    start.write(b"g")
+                    held.write(go)
                     return child
             except OSError as error:
                 answer = f"its server is gone: {error}"
@@ -132,7 +142,12 @@ class Host:
                 for fd in theirs:
                     os.close(fd)
         child.close_pipes()
-        raise HostError(f"a worker could not be started in the sandbox ({answer})")
+        raise HostError(f"{self.SERVER} could not start a worker ({answer})")
+
+    def locate(self, pid):
+        """The psutil.Process on the host of the server's child ``pid`` (its pid in the
+        sandbox), None if not there."""
+        return _find(self.process.pid, pid)
 
     def members(self, max_age=0.0):
         """Every process of the sandbox but bubblewrap's two and the server: a run's own,
@@ -191,7 +206,7 @@ class Child:
     def attach(self, sandbox_pid):
         """Find the child on the host (it waits for its go until then); False if not there."""
         self.sandbox_pid = sandbox_pid
-        self.handle = _find(self.host.process.pid, sandbox_pid)
+        self.handle = self.host.locate(sandbox_pid)
         self.pid = self.handle.pid if self.handle else None
         return self.handle is not None
 

@@ -56,8 +56,8 @@ import time
 import psutil
 
 from grader.batch.inside import protocol
-from grader.batch.isolation import (folders, hosts, launch, pipes, process_table,
-                                     unprivileged, usage)
+from grader.batch.isolation import (folders, hosts, launch, pipes, plain_forks,
+                                     process_table, unprivileged, usage)
 from grader.batch.removal import remove_tree
 from grader.batch.status import GraderError
 from grader.core.messages import say
@@ -217,19 +217,27 @@ def _run_as():
     return unprivileged.identity()
 
 
-def as_run_user(job, scratch, command):
-    """(``command``, its Popen options, the user it runs as or None) for a process started
-    without the sandbox as every such run is: where the grader is root, as
-    grader.batch.isolation.unprivileged's user, admitted to ``job`` and ``scratch``, and
-    entered; the caller leaves that user (unprivileged.leave) once the process is gone."""
+def run_user(job, scratch):
+    """The user a process started without the sandbox runs as, as every such run does: where
+    the grader is root, grader.batch.isolation.unprivileged's user, admitted to ``job`` and
+    ``scratch``, and entered (the caller leaves it, unprivileged.leave, once the process is
+    gone); else None, the grader's own user."""
     who = _run_as()
     if who is None:
-        return command, {}, None
+        return None
     unprivileged.admit(folders.batch_root(), job, scratch, who)
     try:
         unprivileged.enter(who)
     except unprivileged.Unavailable as error:
         raise GraderError(str(error)) from None
+    return who
+
+
+def as_run_user(job, scratch, command):
+    """(``command``, its Popen options, ``run_user``) for a new process started as that user."""
+    who = run_user(job, scratch)
+    if who is None:
+        return command, {}, None
     return unprivileged.command(command), who.popen_options(), who
 
 
@@ -297,19 +305,18 @@ class Worker:
                     raise GraderError(str(error)) from None
 
     def _start_unsandboxed(self, backend_name, device, inner):
-        """A plain child process (--unsafe-no-sandbox), as an unprivileged user where the
-        grader is root."""
+        """A plain child process (--unsafe-no-sandbox), forked from the server of unsandboxed
+        runs (grader.batch.isolation.plain_forks), as an unprivileged user where the grader
+        is root."""
         self.job = folders.prepare_job()
         self.scratch = folders.prepare_scratch()
         env = launch.scratch_environment(backend_name, self.job, self.scratch, device)
-        command = inner or [sys.executable, "-m", "grader.batch.inside.worker",
-                            str(self.job / folders.FILE)]
+        argv = ["-c", _probe_code(inner)] if inner else [
+            "-m", "grader.batch.inside.worker", str(self.job / folders.FILE)]
         try:
-            command, options, self.who = as_run_user(self.job, self.scratch, command)
-            self.process = subprocess.Popen(
-                command, cwd=self.scratch / "home", env=env, stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,
-                start_new_session=True, close_fds=True, **options)
+            self.who = run_user(self.job, self.scratch)
+            self.process = plain_forks.fork(backend_name, device, cwd=self.scratch / "home",
+                                            env=env, argv=argv, who=self.who)
         except BaseException:
             self._release()
             remove_tree(self.job)
@@ -465,18 +472,7 @@ class Worker:
     def _worker_pids(self):
         """The worker's own process, which answers "where are you?": never what it started,
         which the signal would kill, nor a test's probe."""
-        if self.host:
-            return [self.process.pid] if self.worker else []
-        pids = []
-        for member in [psutil.Process(self.process.pid)] + self.usage.members():
-            try:
-                command = member.cmdline()
-            except psutil.Error:
-                continue
-            if command and os.path.basename(command[0]).startswith("python") \
-                    and "grader.batch.inside.worker" in command:
-                pids.append(member.pid)
-        return pids
+        return [self.process.pid] if self.worker else []
 
     def _kill(self):
         members = self.usage.members()
@@ -569,12 +565,12 @@ class Worker:
 
 
 def _probe_code(inner):
-    """The code of a ``[python, "-c", CODE]`` probe, which a sandbox's server runs forked as
-    it runs a worker (grader.batch.inside.forkserver); None for the worker itself."""
+    """The code of a ``[python, "-c", CODE]`` probe, which a server runs forked as it runs a
+    worker (grader.batch.inside.forkserver, plain_forkserver); None for the worker itself."""
     if inner is None:
         return None
     if len(inner) != 3 or inner[1] != "-c":
-        raise ValueError(f"a sandboxed probe is [python, '-c', CODE], not {inner!r}")
+        raise ValueError(f"a probe is [python, '-c', CODE], not {inner!r}")
     return inner[2]
 
 

@@ -47,9 +47,23 @@ LIMITS = (("RLIMIT_NPROC", NPROC), ("RLIMIT_FSIZE", FILE_BYTES), ("RLIMIT_CORE",
 LOCK_WAIT_S = 900.0  # how long to wait for another grading run's workers of this uid
 END_WAIT_S = 10.0
 
-# ``python -c LAUNCH -m MODULE ARGS...`` (or ``-c CODE ARGS...``), as the unprivileged user.
+# ``python -c RUN -m MODULE ARGS...`` runs as ``python -m MODULE ARGS...`` would (``-c CODE
+# ARGS...`` as ``python -c CODE ARGS...``): what a run forked from a server
+# (grader.batch.isolation.plain_forks) runs where no user is dropped.
+RUN = """\
+import runpy, sys
+flag, target = sys.argv[1:3]
+if flag == "-m":
+    sys.argv = [target, *sys.argv[3:]]
+    runpy.run_module(target, run_name="__main__", alter_sys=True)
+else:
+    sys.argv = ["-c", *sys.argv[3:]]
+    exec(compile(target, "<string>", "exec"), {"__name__": "__main__"})
+"""
+# ``python -c LAUNCH -m MODULE ARGS...`` (or ``-c CODE ARGS...``), as the unprivileged user:
+# its limits and flags first, then RUN.
 LAUNCH = f"""\
-import ctypes, resource, runpy, sys
+import ctypes, resource
 for name, value in {LIMITS!r}:
     limit = getattr(resource, name)
     hard = resource.getrlimit(limit)[1]
@@ -58,14 +72,7 @@ for name, value in {LIMITS!r}:
 libc = ctypes.CDLL(None, use_errno=True)
 if libc.prctl(38, 1, 0, 0, 0) or libc.prctl(4, 0, 0, 0, 0):
     raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS or PR_SET_DUMPABLE) failed")
-flag, target = sys.argv[1:3]
-if flag == "-m":
-    sys.argv = [target, *sys.argv[3:]]
-    runpy.run_module(target, run_name="__main__", alter_sys=True)
-else:
-    sys.argv = ["-c", *sys.argv[3:]]
-    exec(compile(target, "<string>", "exec"), {{"__name__": "__main__"}})
-"""
+""" + RUN
 
 
 class Unavailable(Exception):

@@ -93,9 +93,11 @@ def _kit_files():
 
     files = [(ROOT / "pyproject.toml", "ntgemm/pyproject.toml"),
              (ROOT / "README.md", "ntgemm/README.md")]
-    # The worker runs as ``python -m``, so nothing imports it: it is an entry point of its own.
+    # The worker runs as ``python -m`` and the unsandboxed fork server as a script, so
+    # nothing imports them: each is an entry point of its own.
     for relative in import_graph.closure_files(["grader.batch.packaging.gradescope",
                                                 "grader.batch.inside.forkserver",
+                                                "grader.batch.inside.plain_forkserver",
                                                 "grader.batch.inside.worker"]):
         files.append((ROOT / relative, f"ntgemm/{relative}"))
     return files
