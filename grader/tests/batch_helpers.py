@@ -57,6 +57,17 @@ def run_grader(tmp_path, *args, timeout=900):
     return preloaded.run(args, cwd=ROOT, env=environment(tmp_path), timeout=timeout)
 
 
+def run_pytest(*args, cwd=ROOT, env=None, timeout=600):
+    """``python -m pytest ARGS`` run to its end in ``cwd``: forked from a process that has
+    imported torch (grader.tests.preloaded), or a new process where
+    NTGEMM_TESTS_FRESH_PROCESSES is set."""
+    env = dict(os.environ) if env is None else env
+    if os.environ.get(FRESH_PROCESSES):
+        return subprocess.run([sys.executable, "-m", "pytest", *args], cwd=cwd,
+                              capture_output=True, text=True, timeout=timeout, env=env)
+    return preloaded.run(args, cwd=cwd, env=env, timeout=timeout, module="pytest")
+
+
 def copy_class(source, target):
     shutil.copytree(source, target, symlinks=True)
     return target

@@ -1,20 +1,28 @@
-"""``python -m grader`` for the tests, forked from a process that made its imports once.
+"""``python -m grader`` and ``python -m pytest`` for the tests, forked from a process that made
+its imports once.
 
-Most batch tests run the grader's command line in a process of its own, as a user does. Such a
-process spends about 1.5 of its 3 to 4 CPU seconds importing torch, pandas and matplotlib, and
-the suite starts dozens of them on a 2-core box that is busy all the time. So each pytest
-process that runs one starts a server here (at its first ``run``): it makes those imports and
-nothing else (no argument read, no file opened, no thread of Python's, no temporary folder
-chosen), then forks a child per command. The child takes the command's working folder,
-environment and standard streams, and runs ``python -m grader`` to its end as a new process
-would: the grader's modules imported by its own command, its exit code its own, the
-interpreter's shutdown (threads joined, atexit) as usual. What it shares with the server is
-what those imports made, which is what a new process makes too.
+Most batch tests run the grader's command line in a process of its own, as a user does, and
+some tests run the kit's pytest grader that way. Such a process spends about 1.5 of its 3 to 4
+CPU seconds importing torch (and, for the grader, pandas and matplotlib), and the suite starts
+dozens of them on a 2-core box that is busy all the time. So each pytest process that runs one
+starts a server here per module (at its first ``run``): it makes those imports and nothing else
+(no argument read, no file opened, no thread of Python's, no temporary folder chosen, none of
+the kit's modules: it runs as a script), then forks a child per command. The child takes the
+command's working folder, environment, ``sys.path`` (as ``python -m`` makes it from that
+folder and the environment's PYTHONPATH) and standard streams, and runs ``python -m MODULE``
+to its end as a new process would: the kit's modules imported by its own command, from its own
+path, its exit code its own, the interpreter's shutdown (threads joined, atexit) as usual. What
+it shares with the server is what those imports made, which is what a new process makes too.
 
-Kept for commands a test only runs to the end; a test that signals or watches the grader's
-process starts one with subprocess.
+The pytest server imports torch alone. The pytest grader imports torch before any submission's
+code runs, and its build guard sees an import only of a module not imported yet (CPython's
+``import`` audit event): a module preloaded here that a new process imports later, after the
+submission's code started, would hide that import from the guard.
 
-    python -m grader.tests.preloaded SOCKET READY_FD   # the server (``run`` starts it)
+Kept for commands a test only runs to the end; a test that signals or watches the process
+starts one with subprocess.
+
+    python grader/tests/preloaded.py SOCKET READY_FD MODULE   # a server (``run`` starts it)
 """
 
 import atexit
@@ -32,19 +40,19 @@ import sys
 import tempfile
 import threading
 
-# The third-party imports only: a child imports the grader's own modules itself, in the order
-# its command does, so a module that forgets an import fails here as in a new process.
-PRELOADED = ("torch", "pandas", "matplotlib.figure")
+# Third-party imports only, per module run: a child imports the kit's own modules itself, in
+# the order its command does, so a module that forgets an import fails here as in a new process.
+PRELOADED = {"grader": ("torch", "pandas", "matplotlib.figure"), "pytest": ("torch",)}
 KILL_WAIT_S = 30.0  # at most, for a killed command's exit
 PARENT_LOOK_S = 1.0  # between two looks at whether the pytest process still lives
-_server = None
+_servers = {}  # module -> (its server's Popen, its socket's address)
 _server_lock = threading.Lock()
 
 
-def run(args, *, cwd, env, timeout):
-    """``subprocess.run([sys.executable, "-m", "grader", *args], cwd=cwd, env=env,
-    capture_output=True, text=True, timeout=timeout)``, forked from the server."""
-    address = _address()
+def run(args, *, cwd, env, timeout, module="grader"):
+    """``subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, env=env,
+    capture_output=True, text=True, timeout=timeout)``, forked from the module's server."""
+    address = _address(module)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
             open(os.devnull, "rb") as stdin, \
             socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as channel:
@@ -54,7 +62,7 @@ def run(args, *, cwd, env, timeout):
                         [stdin.fileno(), out.fileno(), err.fileno()])
         pid = json.loads(channel.recv(1 << 16))["pid"]
         channel.settimeout(timeout)
-        command = [sys.executable, "-m", "grader", *args]
+        command = [sys.executable, "-m", module, *args]
         try:
             answer = channel.recv(1 << 16)
         except TimeoutError:
@@ -68,7 +76,7 @@ def run(args, *, cwd, env, timeout):
             raise subprocess.TimeoutExpired(command, timeout, _read(out) or None,
                                             _read(err) or None) from None
         if not answer:
-            raise RuntimeError(f"the preloaded grader server ended while {command} ran")
+            raise RuntimeError(f"the preloaded {module} server ended while {command} ran")
         return subprocess.CompletedProcess(command, json.loads(answer)["code"], _text(out),
                                            _text(err))
 
@@ -91,34 +99,33 @@ def _kill(pid):
         pass
 
 
-def _address():
-    """The server's socket, started for this process at the first call."""
-    global _server
+def _address(module):
+    """The module's server's socket, started for this process at its first call."""
     with _server_lock:
-        if _server is None or _server[0].poll() is not None:
+        server = _servers.get(module)
+        if server is None or server[0].poll() is not None:
             folder = tempfile.mkdtemp(prefix="ntgemm-preloaded-")
             address = os.path.join(folder, "socket")
-            root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
             ready_read, ready_write = os.pipe()
             process = subprocess.Popen(
-                [sys.executable, "-m", "grader.tests.preloaded", address, str(ready_write)],
-                cwd=root, env={**os.environ, "PYTHONPATH": root}, stdin=subprocess.DEVNULL,
-                pass_fds=[ready_write])
+                [sys.executable, os.path.abspath(__file__), address, str(ready_write), module],
+                stdin=subprocess.DEVNULL, pass_fds=[ready_write])
             os.close(ready_write)
             with os.fdopen(ready_read, "rb") as ready:
                 said = ready.read()
             if said != b"ready":
                 process.kill()
-                raise RuntimeError(f"the preloaded grader server did not start (exit code "
+                raise RuntimeError(f"the preloaded {module} server did not start (exit code "
                                    f"{process.wait()}); see its stderr above")
             atexit.register(_stop, process, folder)
-            _server = (process, address)
-        return _server[1]
+            server = _servers[module] = (process, address)
+        return server[1]
 
 
-def server_pid():
-    """The pid of this process's server, None before its first ``run``."""
-    return _server[0].pid if _server else None
+def server_pid(module="grader"):
+    """The pid of this process's server for ``module``, None before its first ``run``."""
+    server = _servers.get(module)
+    return server[0].pid if server else None
 
 
 def _stop(process, folder):
@@ -184,8 +191,12 @@ def _reap(clients):
             connection.close()
 
 
-def _become(request, fds):
-    """Turn this fork into ``python -m grader ARGS`` run in the request's folder, environment
+def _own_paths():
+    return [path for path in os.environ.get("PYTHONPATH", "").split(os.pathsep) if path]
+
+
+def _become(module, base_path, request, fds):
+    """Turn this fork into ``python -m MODULE ARGS`` run in the request's folder, environment
     and streams, as a new process would be."""
     os.setsid()  # its own process group: the client kills it whole on a timeout
     for target, fd in enumerate(fds):
@@ -194,19 +205,22 @@ def _become(request, fds):
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
-    sys.path[0] = request["cwd"]
+    sys.path[:] = [request["cwd"], *_own_paths(), *base_path]
+    importlib.invalidate_caches()
     sys.argv = [sys.argv[0], *request["argv"]]
-    runpy.run_module("grader", run_name="__main__", alter_sys=True)
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
 
 
 def main():
-    address, ready_fd = sys.argv[1], int(sys.argv[2])
-    for name in PRELOADED:
+    address, ready_fd, module = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    for name in PRELOADED[module]:
         importlib.import_module(name)
     if tempfile.tempdir is not None:
         raise RuntimeError("an import chose the temporary folder: a child would not follow "
                            "its own TMPDIR")
-    _become(*_serve(address, ready_fd))
+    own = set(_own_paths())
+    base_path = [path for path in sys.path[1:] if path not in own]  # [0]: this script's folder
+    _become(module, base_path, *_serve(address, ready_fd))
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from grader.batch.grade import intake, machine
 from grader.batch.isolation import launch
 from grader.batch.status import ExitCode
 from grader.tests.batch_helpers import (DEMO, NEEDS_INTERPRETER, environment,
-                                        gradebook, run_grader, small_cases)
+                                        gradebook, run_grader, run_pytest, small_cases)
 from solutions import MODEL_ANSWER
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -180,24 +180,19 @@ def test_handout_holds_no_solution_and_its_public_tests_run(tmp_path):
         assert all(bundle.read(name) != reference for name in names)
     folder = tmp_path / "student" / "ntgemm-handout"
     env = {**os.environ, "PYTHONPATH": ""}
-    skeleton = subprocess.run([sys.executable, "-m", "pytest", "assignment", "-q", "-p",
-                               "no:cacheprovider"], cwd=folder, capture_output=True, text=True,
-                              timeout=600, env=env)
+    skeleton = run_pytest("assignment", "-q", "-p", "no:cacheprovider", cwd=folder, env=env)
     assert skeleton.returncode == 1, skeleton.stdout + skeleton.stderr
     assert "[not_implemented]" in skeleton.stdout and "arrangement()" in skeleton.stdout
     # A copy outside the kit: pytest loads conftest.py files near paths on its command line.
     (tmp_path / "mine").mkdir()
     solution = tmp_path / "mine" / "ninetoothed_gemm.py"
     solution.write_bytes(REFERENCE.read_bytes())
-    solved = subprocess.run([sys.executable, "-m", "pytest", "assignment", "-q", "-p",
-                             "no:cacheprovider", "--submission", str(solution)], cwd=folder,
-                            capture_output=True, text=True, timeout=600, env=env)
+    solved = run_pytest("assignment", "-q", "-p", "no:cacheprovider", "--submission",
+                        str(solution), cwd=folder, env=env)
     assert solved.returncode == 0, solved.stdout + solved.stderr
     # The student guide's self-check, `pytest grader --submission PATH`, needs the suite.
-    suite = subprocess.run([sys.executable, "-m", "pytest", "grader", "-q", "-p",
-                            "no:cacheprovider", "--submission", str(solution),
-                            "-k", "arrangement or tail_mnk"], cwd=folder, capture_output=True,
-                           text=True, timeout=600, env=env)
+    suite = run_pytest("grader", "-q", "-p", "no:cacheprovider", "--submission", str(solution),
+                       "-k", "arrangement or tail_mnk", cwd=folder, env=env)
     assert suite.returncode == 0, suite.stdout + suite.stderr
     assert "2 passed" in suite.stdout, suite.stdout
 

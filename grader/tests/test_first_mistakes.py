@@ -4,8 +4,6 @@ from the line that makes it (grader.core.source_mistakes) or from the arranged l
 are read in milliseconds; two runs of the pytest grader show what a student sees."""
 
 import pathlib
-import subprocess
-import sys
 
 import pytest
 
@@ -13,10 +11,9 @@ from grader.core import cases, diagnosis, kernel_source, layout, source_mistakes
 from grader.core.checks import Verdict
 from grader.core.loading import load_submission
 from grader.tests import build_variants
+from grader.tests.batch_helpers import run_pytest
 from grader.tests.source_edits import writer
 from solutions import MODEL_ANSWER
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 # variant -> (the key that names it, its line's text where the evidence names a line, or
 # None, and what the evidence must say)
@@ -145,9 +142,8 @@ def test_reading_the_source_never_raises(source):
 
 
 def _run_grader(path, *extra):
-    command = [sys.executable, "-m", "pytest", "grader", "--submission", str(path), "-q",
-               "-p", "no:cacheprovider", "-k", "square-64x64x64", *extra]
-    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600).stdout
+    return run_pytest("grader", "--submission", str(path), "-q", "-p", "no:cacheprovider",
+                      "-k", "square-64x64x64", *extra).stdout
 
 
 def test_pytest_grader_names_a_returned_result_with_its_line(tmp_path, variant_path):

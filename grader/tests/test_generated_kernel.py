@@ -23,7 +23,7 @@ from grader.core import gpu_compile, kernel_source
 from grader.core.generated_kernel import KernelRejected, Unbound, check, interpreter_globals
 from grader.tests import build_variants
 from grader.tests.batch_helpers import NEEDS_INTERPRETER, ROOT, environment, gradebook, \
-    grader_command, run_grader, small_cases
+    grader_command, run_grader, run_pytest, small_cases
 from grader.tests.generated_attacks import ATTACKS
 from grader.tests.source_edits import model_answer
 
@@ -592,10 +592,8 @@ def test_the_unsandboxed_batch_grader_flags_every_attack_on_what_runs(attack_cla
 
 def _pytest_grader(attack_class, name, selection):
     """The kit's pytest grader run on the class's ``name``, its tests chosen by ``-k``."""
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "grader", "-p", "no:cacheprovider", "-q", "--submission",
-         str(attack_class / "class" / name / "ninetoothed_gemm.py"), "-k", selection],
-        cwd=ROOT, capture_output=True, text=True, timeout=600)
+    return run_pytest("grader", "-p", "no:cacheprovider", "-q", "--submission",
+                      str(attack_class / "class" / name / "ninetoothed_gemm.py"), "-k", selection)
 
 
 def test_the_pytest_grader_says_the_batch_would_fail_a_global_in_application(attack_class):

@@ -18,7 +18,7 @@ from grader.core import cases, checks, diagnosis, execution, gpu_compile, layout
 from grader.core.loading import load_submission
 from grader.core.suite import ruled_out
 from grader.tests import build_variants
-from grader.tests.batch_helpers import NEEDS_INTERPRETER
+from grader.tests.batch_helpers import NEEDS_INTERPRETER, run_pytest
 from grader.tests.source_edits import write_class, writer
 from solutions import MODEL_ANSWER
 
@@ -168,9 +168,7 @@ def test_an_unknown_target_is_refused_by_name():
 def test_pytest_grader_fails_a_float16_accumulator_at_once_and_names_it(variant):
     path, _ = variant("fp16_accumulator")
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "grader", "--submission", str(path)], cwd=ROOT, capture_output=True,
-                          text=True, timeout=600)
+    done = run_pytest("-q", "-p", "no:cacheprovider", "grader", "--submission", str(path))
     assert time.monotonic() - started < 120  # no case ran on the interpreter
     assert "[accumulator_dtype]" in done.stdout and "累加器要用 float32" in done.stdout
     assert "GPU build: does not build for sm_90" in done.stdout

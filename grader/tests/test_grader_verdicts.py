@@ -36,9 +36,6 @@ What each mistake variant does on the Triton interpreter (measured):
 * placeholder: refused at load time as not_implemented.
 """
 
-import pathlib
-import subprocess
-import sys
 import xml.etree.ElementTree as ElementTree
 
 import pytest
@@ -47,10 +44,10 @@ from grader.core import cases, checks, diagnosis, execution, layout
 from grader.core.checks import Verdict
 from grader.core.loading import SubmissionError, load_submission
 from grader.tests import build_variants
+from grader.tests.batch_helpers import run_pytest
 from grader.tests.source_edits import writer
 from solutions import MODEL_ANSWER
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 REFERENCE = MODEL_ANSWER
 SEED = cases.DEFAULT_SEED
 
@@ -340,9 +337,8 @@ def test_every_variant_says_what_it_is_and_is_listed(variant_path):
 
 def _run_grader(submission, tmp_path, *extra):
     junit = tmp_path / "grader.xml"
-    command = [sys.executable, "-m", "pytest", "grader", "--submission", str(submission),
-               "-q", "-p", "no:cacheprovider", f"--junitxml={junit}", *extra]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    done = run_pytest("grader", "--submission", str(submission), "-q", "-p", "no:cacheprovider",
+                      f"--junitxml={junit}", *extra)
     return done, ElementTree.parse(junit).getroot()
 
 

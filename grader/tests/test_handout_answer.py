@@ -7,14 +7,13 @@ that needs another guide points the builder at a copy.
 
 import ast
 import pathlib
-import subprocess
-import sys
 
 import pytest
 
 from grader.batch import cli
 from grader.batch.packaging import guide_answer, handout
 from grader.batch.status import ExitCode
+from grader.tests.batch_helpers import run_pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 GUIDES = [pathlib.Path("docs") / f"student-guide.{language}.md" for language in ("en", "zh")]
@@ -49,9 +48,7 @@ def test_the_marked_answer_pasted_into_the_skeleton_passes(tmp_path):
         lines[node.lineno - 1:node.end_lineno] = [functions[node.name] + "\n"]
     pasted = tmp_path / "ninetoothed_gemm.py"
     pasted.write_text("".join(lines), encoding="utf-8")
-    done = subprocess.run([sys.executable, "-m", "pytest", "assignment", "-q", "-p",
-                           "no:cacheprovider", "--submission", str(pasted)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)
+    done = run_pytest("assignment", "-q", "-p", "no:cacheprovider", "--submission", str(pasted))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert " passed" in done.stdout and "failed" not in done.stdout
 

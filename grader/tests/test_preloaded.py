@@ -2,6 +2,7 @@
 same streams, exit codes and outputs; the command's own environment and folder; a timeout
 that kills it. The batch tests' verdicts rest on it (batch_helpers.run_grader)."""
 
+import json
 import os
 import re
 import shutil
@@ -82,14 +83,47 @@ def test_a_command_past_its_timeout_is_killed_with_its_process_group(tmp_path):
     assert not leftovers, leftovers
 
 
-def test_the_server_made_its_imports_and_nothing_else():
+@pytest.mark.parametrize("module", sorted(preloaded.PRELOADED))
+def test_the_server_made_its_imports_and_nothing_else(module):
     """No thread of Python's, no temporary folder chosen (a child follows its own TMPDIR), and
-    none of the grader's modules: a child imports those as its command does."""
-    code = ("import sys, tempfile, threading\nfrom grader.tests import preloaded\n"
-            "for name in preloaded.PRELOADED:\n    __import__(name)\n"
+    none of the kit's modules: a child imports those as its command does. (Reading PRELOADED
+    here imports grader.tests.preloaded; the server, run as a script, does not.)"""
+    code = (f"import sys, tempfile, threading\nfrom grader.tests import preloaded\n"
+            f"for name in preloaded.PRELOADED[{module!r}]:\n    __import__(name)\n"
             "print(tempfile.tempdir, threading.active_count(), sorted(\n"
             "    name for name in sys.modules if name.split('.')[0] in ('grader', 'benchmarks',\n"
             "    'solutions') and name not in ('grader', 'grader.tests', 'grader.tests.preloaded')))")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                           text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.stdout.split() == ["None", "1", "[]"], done.stderr[-2000:]
+
+
+# What a test run by the nested pytest sees of its process: its path, its arguments, what it
+# has imported of the kit and of the modules a server preloads.
+PROBE = """
+import json, os, sys
+
+def test_report():
+    print("REPORT " + json.dumps({
+        "path": sys.path, "argv": sys.argv, "cwd": os.getcwd(), "env": dict(os.environ),
+        "kit": sorted(name for name in sys.modules if name.split(".")[0] in (
+            "grader", "benchmarks", "solutions", "ledger")),
+    }))
+"""
+
+
+def test_a_nested_pytest_sees_what_a_new_process_sees(tmp_path):
+    """A folder outside the kit, an empty PYTHONPATH (the handout's test runs so): the path is
+    the folder's and the environment's, not the server's, and no module of the kit is there
+    before the run imports it."""
+    (tmp_path / "test_probe.py").write_text(PROBE, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": "", "NTGEMM_PROBE": "x"}
+    args = ["-q", "-s", "-p", "no:cacheprovider", "test_probe.py"]
+    fresh = subprocess.run([sys.executable, "-m", "pytest", *args], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=300, env=env)
+    mine = preloaded.run(args, cwd=tmp_path, env=env, timeout=300, module="pytest")
+    reports = [json.loads(line.split(" ", 1)[1]) for done in (fresh, mine)
+               for line in done.stdout.splitlines() if line.startswith("REPORT ")]
+    assert len(reports) == 2 and fresh.returncode == mine.returncode == 0, (fresh, mine)
+    assert reports[0] == reports[1]
+    assert reports[0]["path"][0] == str(tmp_path) and str(ROOT) not in reports[0]["path"]

@@ -7,8 +7,6 @@ the sandbox and each takes a few seconds.
 import json
 import shutil
 import stat
-import subprocess
-import sys
 
 import pytest
 
@@ -17,7 +15,7 @@ from grader.batch.outputs import secret
 from grader.batch.outputs import private_file
 from grader.batch.status import GraderError
 from grader.core import cases
-from grader.tests.batch_helpers import DEMO, ROOT, environment, run_grader
+from grader.tests.batch_helpers import DEMO, environment, run_grader, run_pytest
 
 LONG = "c0ffee" * 8  # 192 bits of hex digits
 
@@ -110,17 +108,15 @@ def test_merge_wants_shards_graded_with_one_secret(tmp_path):
 
 def test_the_pytest_grader_reads_a_batchs_secret_file(tmp_path):
     (tmp_path / "secret").write_text(LONG)
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "grader", "--collect-only", "-q", "-p", "no:cacheprovider",
-         "--seed-file", str(tmp_path / "secret")], cwd=ROOT, capture_output=True, text=True,
-        timeout=300, env=environment(tmp_path))
+    result = run_pytest("grader", "--collect-only", "-q", "-p", "no:cacheprovider",
+                        "--seed-file", str(tmp_path / "secret"), env=environment(tmp_path),
+                        timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     for case in cases.hidden_cases(LONG):
         assert f"test_case[{case.id}]" in result.stdout
         assert f"{case.m}x{case.n}x{case.k}" not in result.stdout
-    bad = subprocess.run(
-        [sys.executable, "-m", "pytest", "grader", "--collect-only", "-q", "--seed", "0x12"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300, env=environment(tmp_path))
+    bad = run_pytest("grader", "--collect-only", "-q", "--seed", "0x12",
+                     env=environment(tmp_path), timeout=300)
     assert bad.returncode != 0 and "--seed" in bad.stderr
 
 
