@@ -99,9 +99,17 @@ reports = {"new": run(new_process, REPORT), "forked": run(forked, REPORT)}
 token = f"ntgemm-memory-probe-{uuid.uuid4().hex}"
 reports["a"] = run(forked, REPORT, {"NTGEMM_PROBE": token})
 reports["b"] = run(forked, SEARCH)
+job, scratch = folders.prepare_job(), folders.prepare_scratch()
+who = sandbox.run_user(job, scratch)
+sleeper = plain_forks.fork("interpreter", None, cwd=scratch / "home", who=who,
+                           env=launch.scratch_environment("interpreter", job, scratch),
+                           argv=["-c", "import time; time.sleep(3)"])
 first = plain_forks._servers[("interpreter", None)].process
 first.kill()
 first.wait()
+reports["outlived"] = [sleeper.poll(), sleeper.wait(timeout=60)]
+if who is not None:
+    unprivileged.leave(who)
 reports["after_death"] = run(forked, REPORT)
 reports["servers"] = [first.pid, plain_forks._servers[("interpreter", None)].process.pid]
 print(json.dumps(reports))
@@ -145,6 +153,9 @@ def test_a_run_finds_nothing_of_an_earlier_run_and_cannot_reach_the_server(repor
         assert reports["b"]["server"] == ["PermissionError", "PermissionError"]
 
 
-def test_a_server_that_died_is_replaced(reports):
+def test_a_server_that_died_is_replaced_and_its_runs_go_on(reports):
+    """A run under way when its server died runs to its end (it is not taken for lost while it
+    runs); its exit code is then unknown: SIGKILL's, as for a sandbox whose server died."""
     first, second = reports["servers"]
     assert first != second and reports["after_death"]["kit"] == []
+    assert reports["outlived"] == [None, -9]

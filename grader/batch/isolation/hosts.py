@@ -149,6 +149,11 @@ class Host:
         sandbox), None if not there."""
         return _find(self.process.pid, pid)
 
+    def lost(self, pid):
+        """Whether the child ``pid`` (on the host) is gone unreported: the sandbox ended (and
+        everything in it), or the child ended while the server cannot report it."""
+        return self.process.poll() is not None or (ended(pid) and not self.answering())
+
     def members(self, max_age=0.0):
         """Every process of the sandbox but bubblewrap's two and the server: a run's own,
         from a process table at most ``max_age`` seconds old (process_table)."""
@@ -226,10 +231,7 @@ class Child:
         with self.host.exited:
             if self.sandbox_pid in self.host.exits:
                 return self.host.exits[self.sandbox_pid]
-        if self.host.process.poll() is not None or (_ended(self.pid)
-                                                    and not self.host.answering()):
-            return -signal.SIGKILL
-        return None
+        return -signal.SIGKILL if self.host.lost(self.pid) else None
 
     def wait(self, timeout=None):
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -242,7 +244,8 @@ class Child:
         return self.poll()
 
 
-def _ended(pid):
+def ended(pid):
+    """Whether the process ``pid`` is gone, or a zombie."""
     try:
         return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     except psutil.Error:

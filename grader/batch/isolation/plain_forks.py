@@ -71,6 +71,10 @@ class Server(hosts.Host):
         except psutil.Error:
             return None
 
+    def lost(self, pid):
+        """Its children outlive it: one is lost only once it ended too."""
+        return hosts.ended(pid) and (self.process.poll() is not None or not self.answering())
+
     def fork(self, code=None, go=b"g"):
         with self.lock:  # one request and its answer at a time on the channel
             return super().fork(code, go)
