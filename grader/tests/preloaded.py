@@ -46,6 +46,7 @@ PRELOADED = {"grader": ("torch", "pandas", "matplotlib.figure"), "pytest": ("tor
 KILL_WAIT_S = 30.0  # at most, for a killed command's exit
 PARENT_LOOK_S = 1.0  # between two looks at whether the pytest process still lives
 _servers = {}  # module -> (its server's Popen, its socket's address)
+_shim = {}  # SHIM -> the shim's folder, once made
 _server_lock = threading.Lock()
 
 
@@ -211,7 +212,54 @@ def _become(module, base_path, request, fds):
     runpy.run_module(module, run_name="__main__", alter_sys=True)
 
 
+# ----------------------------------------------------------------------------- the shim
+
+SHIM = "NTGEMM_TESTS_PRELOADED"  # {"bin": the shim's folder, "servers": {module: address}}
+
+
+def shim_environment(env):
+    """``env`` where ``python`` (and ``python3``) is a shim: ``python -m grader`` and ``python -m
+    pytest`` are forked from this process's servers, in the command's own folder, environment
+    and streams; any other ``python`` command is this interpreter, exec'd. The doc check runs
+    its commands as written in it."""
+    with _server_lock:
+        if SHIM not in _shim:
+            folder = tempfile.mkdtemp(prefix="ntgemm-shim-")
+            for name in ("python", "python3"):
+                path = os.path.join(folder, name)
+                with open(path, "w", encoding="utf-8") as stream:
+                    stream.write(f'#!/bin/sh\nexec "{sys.executable}" '
+                                 f'"{os.path.abspath(__file__)}" --shim "$@"\n')
+                os.chmod(path, 0o755)
+            atexit.register(shutil.rmtree, folder, ignore_errors=True)
+            _shim[SHIM] = folder
+    shim = {"bin": _shim[SHIM], "servers": {module: _address(module) for module in PRELOADED}}
+    return {**env, "PATH": os.pathsep.join([shim["bin"], env.get("PATH", "")]),
+            SHIM: json.dumps(shim)}
+
+
+def _through_shim(args):
+    """``python ARGS`` as the shim runs it (``shim_environment``); what it starts sees no shim."""
+    shim = json.loads(os.environ.pop(SHIM))
+    os.environ["PATH"] = os.pathsep.join(
+        folder for folder in os.environ.get("PATH", "").split(os.pathsep) if folder != shim["bin"])
+    if args[:1] != ["-m"] or len(args) < 2 or args[1] not in shim["servers"]:
+        os.execv(sys.executable, [sys.executable, *args])
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as channel:
+        channel.connect(shim["servers"][args[1]])
+        request = {"argv": args[2:], "cwd": os.getcwd(), "env": dict(os.environ)}
+        socket.send_fds(channel, [json.dumps(request).encode()], [0, 1, 2])
+        channel.recv(1 << 16)  # its pid
+        answer = channel.recv(1 << 16)
+    if not answer:
+        sys.exit(f"the preloaded {args[1]} server ended while python {' '.join(args)} ran")
+    code = json.loads(answer)["code"]
+    sys.exit(code if code >= 0 else 128 - code)  # a signal, as a shell reports it
+
+
 def main():
+    if sys.argv[1:2] == ["--shim"]:
+        _through_shim(sys.argv[2:])
     address, ready_fd, module = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     for name in PRELOADED[module]:
         importlib.import_module(name)

@@ -36,6 +36,10 @@ Where they run: a temporary copy of the repository made of the files git knows
 calls are checked together before they are committed). In that copy
 assignment/ninetoothed_gemm.py is replaced by the reference, as for a student who
 finished the task; ``skeleton`` blocks get a second copy with the skeleton kept.
+There, ``python -m grader`` and ``python -m pytest`` are forked from a process that
+imported torch (and pandas and matplotlib for the grader) once, as the batch tests' are
+(grader.tests.preloaded): the command runs as written, with the copy's modules, in its own
+folder, environment and streams. NTGEMM_TESTS_FRESH_PROCESSES=1 starts new processes.
 
 A command whose entry point (``python FILE.py``, ``python -m MODULE``) is not in
 the repository yet is skipped with that reason, and so is a pytest run that
@@ -58,6 +62,8 @@ import sys
 import pytest
 
 from grader.core import backend as backends
+from grader.tests import preloaded
+from grader.tests.batch_helpers import FRESH_PROCESSES
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 REFERENCE = pathlib.PurePosixPath("solutions/ninetoothed_gemm.py")
@@ -209,12 +215,15 @@ def checkouts(tmp_path_factory):
 
 
 def command_env():
+    """The commands' environment: ``python`` is this interpreter, and ``python -m grader`` and
+    ``python -m pytest`` are forked from a process that made their imports once
+    (grader.tests.preloaded.shim_environment), unless NTGEMM_TESTS_FRESH_PROCESSES is set."""
     env = dict(os.environ)
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
     env[NESTED] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env.pop("PYTEST_ADDOPTS", None)
-    return env
+    return env if os.environ.get(FRESH_PROCESSES) else preloaded.shim_environment(env)
 
 
 # --- entry points --------------------------------------------------------------------
