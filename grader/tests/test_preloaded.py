@@ -127,3 +127,21 @@ def test_a_nested_pytest_sees_what_a_new_process_sees(tmp_path):
     assert len(reports) == 2 and fresh.returncode == mine.returncode == 0, (fresh, mine)
     assert reports[0] == reports[1]
     assert reports[0]["path"][0] == str(tmp_path) and str(ROOT) not in reports[0]["path"]
+
+
+def test_the_doc_check_s_shim_runs_commands_as_written(tmp_path):
+    """Through the shim (preloaded.shim_environment) a shell command prints and exits as with
+    this interpreter itself: ``python -c`` is exec'd, ``-m grader`` and ``-m pytest`` are
+    forked, and nothing they start sees the shim."""
+    script = ("python -c 'import os, sys; print(sys.executable, os.environ.get(\"" +
+              preloaded.SHIM + "\"), os.environ[\"PATH\"].split(os.pathsep)[0])'; "
+              "python -m pytest --version; echo \"pytest $?\"; "
+              "python -m grader grade no-such-dir --out x; echo \"grader $?\"")
+    plain = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep +
+             os.environ["PATH"]}
+    runs = [subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True,
+                           text=True, timeout=300)
+            for env in (plain, preloaded.shim_environment(plain))]
+    assert runs[0].stdout == runs[1].stdout and runs[0].stderr == runs[1].stderr, runs
+    assert runs[1].stdout.splitlines()[0] == f"{sys.executable} None {os.path.dirname(sys.executable)}"
+    assert "pytest 0" in runs[1].stdout and "grader 1" in runs[1].stdout
