@@ -63,7 +63,7 @@ print(json.dumps({"found": found, "server": reached}))
 """
 
 SCRIPT = r"""
-import json, os, signal, subprocess, sys, uuid
+import json, os, signal, subprocess, sys, time, uuid
 from grader.batch.isolation import folders, launch, plain_forks, sandbox, unprivileged
 
 def run(start, code, extra=None):
@@ -99,6 +99,26 @@ reports = {"new": run(new_process, REPORT), "forked": run(forked, REPORT)}
 token = f"ntgemm-memory-probe-{uuid.uuid4().hex}"
 reports["a"] = run(forked, REPORT, {"NTGEMM_PROBE": token})
 reports["b"] = run(forked, SEARCH)
+
+def gone(handle):
+    deadline = time.monotonic() + 30
+    while handle.is_running() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not handle.is_running()
+
+def bare(code):
+    job, scratch = folders.prepare_job(), folders.prepare_scratch()
+    return plain_forks.fork("interpreter", None, cwd=scratch / "home", who=None, argv=["-c", code],
+                            env=launch.scratch_environment("interpreter", job, scratch))
+
+server = plain_forks._servers[("interpreter", None)]
+ended = bare("pass")
+ended.wait(timeout=60)
+held = ended.handle.status()
+server.release(ended)
+early = bare("import time; time.sleep(1)")
+server.release(early)  # before it ends: reaped as it ends
+reports["zombies"] = [held, gone(ended.handle), early.wait(timeout=60), gone(early.handle)]
 job, scratch = folders.prepare_job(), folders.prepare_scratch()
 who = sandbox.run_user(job, scratch)
 sleeper = plain_forks.fork("interpreter", None, cwd=scratch / "home", who=who,
@@ -149,8 +169,18 @@ def test_a_forked_run_starts_as_a_new_process_did(reports):
 def test_a_run_finds_nothing_of_an_earlier_run_and_cannot_reach_the_server(reports):
     assert "NTGEMM_PROBE" in reports["a"]["environ"]  # run A did hold the token
     assert reports["b"]["found"] == 0
+    # The server's /proc files: closed to another user, and (the server is not dumpable) to
+    # its own. Its signals: closed to another user.
+    assert reports["b"]["server"][1] == "PermissionError"
     if os.geteuid() == 0:
-        assert reports["b"]["server"] == ["PermissionError", "PermissionError"]
+        assert reports["b"]["server"][0] == "PermissionError"
+
+
+def test_an_ended_run_keeps_its_pid_until_the_grader_is_done_with_it(reports):
+    """As a child of the grader's own would: a signal the grader sends after the run ended
+    can reach no other process that took its pid. Released, it is reaped, even before it
+    ends."""
+    assert reports["zombies"] == ["zombie", True, 0, True]
 
 
 def test_a_server_that_died_is_replaced_and_its_runs_go_on(reports):

@@ -10,8 +10,10 @@ grader writes.
 
 The control socket carries one JSON object per message. Grader to server:
 ``{"do": "fork"}`` with four fds (the run's stdin, stdout and stderr, and the pipe its request
-comes on) -> ``{"forked": PID}``. Server to grader: ``{"ready": true}`` once its imports are
-made, and ``{"exited": PID, "code": N}`` when a child ends (N as subprocess reports it).
+comes on) -> ``{"forked": PID}``; ``{"do": "release", "pid": PID}`` once the grader is done
+with an ended child (no answer). Server to grader: ``{"ready": true}`` once its imports are
+made, and ``{"exited": PID, "code": N}`` when a child ends (N as subprocess reports it; the
+child stays a zombie until released).
 
 A child, before any code of the run: a session of its own; its three streams and nothing
 else open; the request read (its folder, whole environment, ``python -c`` arguments, the
@@ -62,17 +64,26 @@ def _warm_up(backend):
 def _serve(control):
     """Fork a child per request; tell the grader how each ended. Returns in a child only,
     with its four fds."""
-    children = set()
+    # Running; ended and reported, kept until released; released while still running.
+    children, ended, released = set(), set(), set()
     control.send(json.dumps({"ready": True}).encode())
     while True:
         readable, _, _ = select.select([control], [], [], 0.05)
-        _reap(control, children)
+        _report_ends(control, children, ended, released)
         if not readable:
             continue
         data, fds, _, _ = socket.recv_fds(control, 1 << 12, 4)
         if not data:
             sys.exit(0)  # the grader closed the channel, or ended
-        if json.loads(data).get("do") != "fork" or len(fds) != 4:
+        request = json.loads(data)
+        if request.get("do") == "release" and not fds:
+            if request.get("pid") in ended:
+                ended.discard(request["pid"])
+                os.waitpid(request["pid"], 0)
+            elif request.get("pid") in children:
+                released.add(request["pid"])  # reaped as it ends
+            continue
+        if request.get("do") != "fork" or len(fds) != 4:
             for fd in fds:
                 os.close(fd)
             control.send(json.dumps({"refused": True}).encode())
@@ -87,14 +98,22 @@ def _serve(control):
         control.send(json.dumps({"forked": pid}).encode())
 
 
-def _reap(control, children):
-    while children:
-        pid, status = os.waitpid(-1, os.WNOHANG)
-        if pid == 0:
-            return
+def _report_ends(control, children, ended, released):
+    """Tell the grader of each child that ended, and keep it unreaped (a zombie) until the
+    grader releases it: until then its pid, and so its process group's number, can name no
+    other process when the grader signals them, as with a child of its own."""
+    for pid in list(children):
+        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        if info is None or info.si_pid == 0:
+            continue
         children.discard(pid)
-        control.send(json.dumps({"exited": pid,
-                                 "code": os.waitstatus_to_exitcode(status)}).encode())
+        if pid in released:
+            released.discard(pid)
+            os.waitpid(pid, 0)
+        else:
+            ended.add(pid)
+        code = info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+        control.send(json.dumps({"exited": pid, "code": code}).encode())
 
 
 def _become(fds, base_path):

@@ -95,8 +95,11 @@ class Host:
                 with self.exited:
                     self.exits[message["exited"]] = message["code"]
                     self.exited.notify_all()
-            else:
-                self.answers.put(message)
+                continue
+            if "forked" in message:  # an earlier child's exit under a pid now reused is not its
+                with self.exited:
+                    self.exits.pop(message["forked"], None)
+            self.answers.put(message)
 
     def _answer(self, timeout):
         try:
@@ -149,10 +152,11 @@ class Host:
         sandbox), None if not there."""
         return _find(self.process.pid, pid)
 
-    def lost(self, pid):
-        """Whether the child ``pid`` (on the host) is gone unreported: the sandbox ended (and
-        everything in it), or the child ended while the server cannot report it."""
-        return self.process.poll() is not None or (ended(pid) and not self.answering())
+    def lost(self, process):
+        """Whether the child ``process`` (a psutil.Process on the host) is gone unreported:
+        the sandbox ended (and everything in it), or the child ended while the server
+        cannot report it."""
+        return self.process.poll() is not None or (ended(process) and not self.answering())
 
     def members(self, max_age=0.0):
         """Every process of the sandbox but bubblewrap's two and the server: a run's own,
@@ -231,7 +235,7 @@ class Child:
         with self.host.exited:
             if self.sandbox_pid in self.host.exits:
                 return self.host.exits[self.sandbox_pid]
-        return -signal.SIGKILL if self.host.lost(self.pid) else None
+        return -signal.SIGKILL if self.host.lost(self.handle) else None
 
     def wait(self, timeout=None):
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -244,10 +248,11 @@ class Child:
         return self.poll()
 
 
-def ended(pid):
-    """Whether the process ``pid`` is gone, or a zombie."""
+def ended(process):
+    """Whether ``process`` (a psutil.Process) is gone, or a zombie: not another process that
+    took its pid since (psutil compares their start times)."""
     try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+        return not process.is_running() or process.status() == psutil.STATUS_ZOMBIE
     except psutil.Error:
         return True
 

@@ -71,9 +71,20 @@ class Server(hosts.Host):
         except psutil.Error:
             return None
 
-    def lost(self, pid):
+    def lost(self, process):
         """Its children outlive it: one is lost only once it ended too."""
-        return hosts.ended(pid) and (self.process.poll() is not None or not self.answering())
+        return hosts.ended(process) and (self.process.poll() is not None
+                                         or not self.answering())
+
+    def release(self, child):
+        """The grader is done with ``child`` (a hosts.Child that ended): the server may reap
+        it, and its pid name another process (plain_forkserver keeps it until then)."""
+        with self.exited:
+            self.exits.pop(child.sandbox_pid, None)
+        try:
+            self.control.send(json.dumps({"do": "release", "pid": child.sandbox_pid}).encode())
+        except OSError:
+            pass  # the server is gone, and its zombies with it
 
     def fork(self, code=None, go=b"g"):
         with self.lock:  # one request and its answer at a time on the channel

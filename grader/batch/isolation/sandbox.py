@@ -281,8 +281,7 @@ class Worker:
         self.next_look = 0.0  # when ``_watch`` looks again
         self.near_limit = False  # past half its memory limit at the last look
         members = self.host.members if self.host else None
-        self.usage = usage.TreeUsage(self.process.handle if self.host
-                                     else psutil.Process(self.process.pid), members)
+        self.usage = usage.TreeUsage(self.process.handle, members)
         self.cpu_base = self.wait_base = 0.0  # usage when the limit's clock started
         self.reader = self.stdout.thread = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
@@ -535,6 +534,7 @@ class Worker:
         """Sandboxed: the host serves the next run once its server wiped it
         (grader.batch.isolation.hosts); unsandboxed: the run's folders go."""
         if self.host is None:
+            self.process.host.release(self.process)  # its pid may now name another process
             remove_tree(self.job)
             remove_tree(self.scratch)
             return
