@@ -92,7 +92,8 @@ def test_the_server_made_its_imports_and_nothing_else(module):
             f"for name in preloaded.PRELOADED[{module!r}]:\n    __import__(name)\n"
             "print(tempfile.tempdir, threading.active_count(), sorted(\n"
             "    name for name in sys.modules if name.split('.')[0] in ('grader', 'benchmarks',\n"
-            "    'solutions') and name not in ('grader', 'grader.tests', 'grader.tests.preloaded')))")
+            "    'solutions') and name not in ('grader', 'grader.tests',\n"
+            "                                  'grader.tests.preloaded')))")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                           text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.stdout.split() == ["None", "1", "[]"], done.stderr[-2000:]
@@ -143,5 +144,6 @@ def test_the_doc_check_s_shim_runs_commands_as_written(tmp_path):
                            text=True, timeout=300)
             for env in (plain, preloaded.shim_environment(plain))]
     assert runs[0].stdout == runs[1].stdout and runs[0].stderr == runs[1].stderr, runs
-    assert runs[1].stdout.splitlines()[0] == f"{sys.executable} None {os.path.dirname(sys.executable)}"
+    python = sys.executable
+    assert runs[1].stdout.splitlines()[0] == f"{python} None {os.path.dirname(python)}"
     assert "pytest 0" in runs[1].stdout and "grader 1" in runs[1].stdout

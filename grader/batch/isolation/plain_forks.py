@@ -77,8 +77,8 @@ class Server(hosts.Host):
                                          or not self.answering())
 
     def release(self, child):
-        """The grader is done with ``child`` (a hosts.Child that ended): the server may reap
-        it, and its pid name another process (plain_forkserver keeps it until then)."""
+        """The grader is done with ``child`` (a hosts.Child): the server reaps it once it has
+        ended, and only then may its pid name another process."""
         with self.exited:
             self.exits.pop(child.sandbox_pid, None)
         try:
@@ -124,7 +124,10 @@ def start_ahead(backend_name, devices):
 def _server(backend_name, device):
     with _lock:
         server = _servers.get((backend_name, device))
-        if server is None or server.process.poll() is not None:
+        if server is not None and server.process.poll() is not None:
+            server.close()  # it died (a run of the grader's own user may kill it): its folder goes
+            server = None
+        if server is None:
             server = _servers[(backend_name, device)] = Server(backend_name, device)
         return server
 
