@@ -46,7 +46,7 @@ PRELOADED = {"grader": ("torch", "pandas", "matplotlib.figure"), "pytest": ("tor
 KILL_WAIT_S = 30.0  # at most, for a killed command's exit
 PARENT_LOOK_S = 1.0  # between two looks at whether the pytest process still lives
 _servers = {}  # module -> (its server's Popen, its socket's address)
-_shim = {}  # SHIM -> the shim's folder, once made
+_shim_folder = None  # the shim's ``python``, once made (``shim_environment``)
 _server_lock = threading.Lock()
 
 
@@ -222,8 +222,9 @@ def shim_environment(env):
     pytest`` are forked from this process's servers, in the command's own folder, environment
     and streams; any other ``python`` command is this interpreter, exec'd. The doc check runs
     its commands as written in it."""
+    global _shim_folder
     with _server_lock:
-        if SHIM not in _shim:
+        if _shim_folder is None:
             folder = tempfile.mkdtemp(prefix="ntgemm-shim-")
             for name in ("python", "python3"):
                 path = os.path.join(folder, name)
@@ -232,8 +233,8 @@ def shim_environment(env):
                                  f'"{os.path.abspath(__file__)}" --shim "$@"\n')
                 os.chmod(path, 0o755)
             atexit.register(shutil.rmtree, folder, ignore_errors=True)
-            _shim[SHIM] = folder
-    shim = {"bin": _shim[SHIM], "servers": {module: _address(module) for module in PRELOADED}}
+            _shim_folder = folder
+    shim = {"bin": _shim_folder, "servers": {module: _address(module) for module in PRELOADED}}
     return {**env, "PATH": os.pathsep.join([shim["bin"], env.get("PATH", "")]),
             SHIM: json.dumps(shim)}
 

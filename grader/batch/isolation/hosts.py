@@ -115,10 +115,15 @@ class Host:
         if self.server is None:
             if not self._answer(READY_S).get("ready"):
                 raise HostError(f"{self.SERVER} did not start")
-            self.server = _find(self.process.pid, SERVER_PID)
-            # bubblewrap on the host, its init in the sandbox, and the server: not a run's
-            self.own = {self.process.pid, self.server.ppid(), self.server.pid}
+            self.server = self._server_process()
         return self.server
+
+    def _server_process(self):
+        """The server on the host, once it is ready."""
+        server = _find(self.process.pid, SERVER_PID)
+        # bubblewrap on the host, its init in the sandbox, and the server: not a run's
+        self.own = {self.process.pid, server.ppid(), server.pid}
+        return server
 
     def fork(self, code=None, go=b"g"):
         """A ``Child``: the worker of one run (or a test's probe ``code``), started on three

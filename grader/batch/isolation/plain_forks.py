@@ -58,12 +58,8 @@ class Server(hosts.Host):
                     cwd=self.job, env=env)
         self.lock = threading.Lock()
 
-    def ready(self):
-        if self.server is None:
-            if not self._answer(hosts.READY_S).get("ready"):
-                raise hosts.HostError(f"{self.SERVER} did not start")
-            self.server = psutil.Process(self.process.pid)
-        return self.server
+    def _server_process(self):
+        return psutil.Process(self.process.pid)  # no sandbox around it
 
     def locate(self, pid):
         try:
