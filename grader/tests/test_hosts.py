@@ -248,6 +248,37 @@ def test_a_sandbox_whose_server_died_while_idle_serves_no_run():
     assert notes == [2] and hosts.counts()["started"] == before + 2
 
 
+def test_a_host_s_channel_is_closed_only_once_its_reader_is_done_with_it():
+    """A reader still in ``recv`` when the channel's fd is closed can read the next host's
+    messages once a new channel takes that number: a ``recv`` the kernel restarts (after
+    the grader was stopped, or traced) looks its fd up again. A test run under a profiler
+    so lost a new sandbox's "ready" and waited the full READY_S (2026-12-06). Here the
+    reader is slow to finish after its server's end, and ``close`` must wait for it."""
+    import queue
+
+    _probe("say(1)")
+    (host,) = [host for queue_ in hosts._idle.values() for host in queue_]
+    channel, seen = host.control, []
+
+    class SlowToFinish(queue.Queue):
+        def put(self, item, *args, **kwargs):
+            if item is None:  # the channel's end
+                time.sleep(1)
+            super().put(item, *args, **kwargs)
+
+    class Watched:
+        def __getattr__(self, name):
+            return getattr(channel, name)
+
+        def close(self):
+            seen.append(host.reader.is_alive())
+            channel.close()
+
+    host.answers, host.control = SlowToFinish(), Watched()
+    hosts.close_all()
+    assert seen == [False]
+
+
 def test_the_check_s_sandbox_serves_the_first_run_on_its_device(one_sandbox):
     """A batch checks that a sandbox starts, on its first slot's device, before it grades:
     that sandbox is then the one the first run there takes, not one more to warm up."""

@@ -188,12 +188,20 @@ class Host:
             return False
 
     def close(self):
-        """End the sandbox and everything in it."""
+        """End the sandbox and everything in it. The channel's fd is closed only once its
+        reader has finished: a reader still in ``recv`` would read the channel that takes
+        the number next (the kernel looks the fd up again when it restarts a ``recv`` after
+        the grader was stopped or traced), and that host would never hear its server."""
         try:
             os.killpg(self.process.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
         self.process.wait()
+        try:
+            self.control.shutdown(socket.SHUT_RDWR)  # the reader's ``recv`` returns
+        except OSError:
+            pass
+        self.reader.join()
         self.control.close()
         self.log.close()
         remove_tree(self.job)
