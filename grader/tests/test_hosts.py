@@ -217,6 +217,22 @@ def test_no_run_changes_what_the_runs_after_it_inherit(attack, one_sandbox):
     assert len(hosts._every) == 1
 
 
+def test_an_ended_run_keeps_its_pid_until_its_sandbox_is_cleaned(one_sandbox):
+    """As a child of the grader's own would: the grader's last signals to a run (``finish``
+    kills its process group) can reach no other process that took its pid since it ended.
+    The server reaps it when the grader has it wipe the sandbox for the next run."""
+    import psutil
+
+    worker = sandbox.Worker(backend_name="interpreter", limits=LIMITS,
+                            inner=[sys.executable, "-c", "pass"])
+    assert worker.process.wait(timeout=60) == 0
+    run = worker.process.handle
+    assert run.status() == psutil.STATUS_ZOMBIE
+    worker.finish()
+    assert not run.is_running()
+    assert one_sandbox() == 1 and [len(queue_) for queue_ in hosts._idle.values()] == [1]
+
+
 def test_every_sandbox_ends_with_the_grader(tmp_path):
     """No server outlives the grading process, whether it ends or is killed."""
     import psutil

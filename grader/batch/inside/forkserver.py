@@ -18,7 +18,7 @@ The control socket carries one JSON object per message. Parent to server:
 
 ("code": a test's probe, run in the worker's place). Server to parent: {"ready": true}
 once warmed up, and {"exited": PID, "code": N} when a child ends (N as subprocess
-reports it: negative for a signal).
+reports it: negative for a signal); the child stays a zombie until the next ``clean``.
 
 What keeps a run away from the server and from the runs after it:
 
@@ -83,7 +83,8 @@ class Server:
     def __init__(self, control_fd, path):
         self.control = socket.socket(fileno=control_fd)
         self.path = path
-        self.child = None
+        self.child = None  # the run's pid, until ``clean`` reaps it
+        self.reported = False  # its end was reported
         self.dev = _dev_listing()
         self.attributes = _attributes()
         self.wiped = {folder: _tree(folder) for folder in WIPED}
@@ -104,10 +105,14 @@ class Server:
             request = json.loads(data)
             if request.get("do") == "fork" and len(fds) == 4 and self.child is None:
                 self.child = _fork(fds, self.control, self.path, request.get("code"))
+                self.reported = False
                 for fd in fds:
                     os.close(fd)
                 self.send(forked=self.child)
-            elif request.get("do") == "clean" and self.child is None:
+            elif request.get("do") == "clean" and (self.child is None or self.reported):
+                if self.child is not None:
+                    os.waitpid(self.child, 0)
+                    self.child = None
                 problem = self._clean()
                 self.send(clean=not problem, why=problem)
             else:
@@ -116,16 +121,17 @@ class Server:
                 self.send(refused=request.get("do", ""))
 
     def _reap(self):
-        while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            if pid == self.child:
-                self.child = None
-                self.send(exited=pid, code=os.waitstatus_to_exitcode(status))  # -N: signal N
+        """Report the run's end, and keep it a zombie until the parent asks for ``clean``,
+        after its last signal to the run: until then the run's pid, and its process group's
+        number, can name no other process on the host (its host pid too is freed only when
+        it is reaped). The run is the server's only child: what it leaves is init's."""
+        if self.child is None or self.reported:
+            return
+        info = os.waitid(os.P_PID, self.child, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        if info is not None and info.si_pid:
+            self.reported = True
+            code = info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+            self.send(exited=self.child, code=code)  # -N: signal N
 
     def _clean(self):
         """Every other process of the sandbox ended and what a run may write wiped; a
@@ -138,7 +144,6 @@ class Server:
                 os.kill(-1, signal.SIGKILL)  # every process this one may signal, but itself
             except ProcessLookupError:
                 pass
-            self._reap()
             time.sleep(0.01)  # bubblewrap's init reaps what it inherited
         else:
             return "a run's processes outlived every attempt to end them"
