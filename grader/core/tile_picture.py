@@ -30,16 +30,22 @@ def draw(picture, tiles, path):
     sizes = {"M": m, "N": n, "K": k}
     blocks = {"M": tiles[0], "N": tiles[1], "K": tiles[2]}
     grid_n = ceil_div(n, tiles[1])
-    figure = Figure(figsize=(13, 10), layout="constrained")
+    # Fixed margins, not a layout engine: "constrained" took half of each drawing's time
+    # (about 0.15 s of the parent's core per distinct picture on a 2-core box, 2026-12-06).
+    figure = Figure(figsize=(13, 10))
+    grid = figure.add_gridspec(2, 3, width_ratios=[k, n, n], left=0.05, right=0.98, top=0.86,
+                               bottom=0.04, hspace=0.38, wspace=0.16)
+    _, tops, _, _ = grid.get_grid_positions(figure)
     grids = picture["grids"]
     rows = [("Your arrangement, outer shapes: "
              + ", ".join(f"{role} {tuple(grids[role])}" for role in ROLES), picture["tiles"]),
             (f"Expected: every outer shape is the output's block grid "
              f"{(ceil_div(m, tiles[0]), grid_n)}", expected)]
     colours = matplotlib.colormaps["viridis"]
-    for subfigure, (title, share) in zip(figure.subfigures(2, 1), rows):
-        subfigure.suptitle(title, fontsize=11)
-        for ax, role in zip(subfigure.subplots(1, 3, width_ratios=[k, n, n]), ROLES):
+    for row, (title, share) in enumerate(rows):
+        figure.text(0.5, tops[row] + 0.04, title, ha="center", va="bottom", fontsize=11)
+        for column, role in enumerate(ROLES):
+            ax = figure.add_subplot(grid[row, column])
             name, height, width = _MATRIX[role]
             _frame(ax, sizes[height], sizes[width], blocks[height], blocks[width])
             rectangles = share[role]
@@ -63,7 +69,7 @@ def draw(picture, tiles, path):
     if picture["tiles"] == expected:
         title += ("\nIts tiles are the expected ones; its outer shapes are not: each must be "
                   "the output's block grid, since NineToothed pairs tiles by those shapes")
-    figure.suptitle(title, fontsize=12)
+    figure.suptitle(title, fontsize=12, y=0.99, va="top")
     path = pathlib.Path(path)
     figure.savefig(path, dpi=80)
     return path
