@@ -157,8 +157,12 @@ def test_a_run_that_lowers_its_own_priority_is_not_credited_its_waits():
     whole wall clock on almost no CPU. Credited, that wait let the hang run ten times its
     limit."""
     core = min(os.sched_getaffinity(0))
-    hog = subprocess.Popen([sys.executable, "-c", f"import os\nos.sched_setaffinity(0, {{{core}}})"
-                            "\nwhile True: pass"], start_new_session=True)
+    _probe("say(1)")  # a sandbox left idle for the run below: it starts at once
+    # The hog ends by itself: the run's niced threads, which its kill must wake, then die
+    # within 15 s at most (on a loaded box they took up to 40 s while it ran, 2026-12-06).
+    spin = (f"import os, time\nos.sched_setaffinity(0, {{{core}}})\n"
+            "end = time.monotonic() + 15\nwhile time.monotonic() < end: pass")
+    hog = subprocess.Popen([sys.executable, "-c", spin], start_new_session=True)
     try:
         _, ending = _probe(f"""
 import threading, time
