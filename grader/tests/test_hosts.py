@@ -233,6 +233,21 @@ def test_an_ended_run_keeps_its_pid_until_its_sandbox_is_cleaned(one_sandbox):
     assert one_sandbox() == 1 and [len(queue_) for queue_ in hosts._idle.values()] == [1]
 
 
+def test_a_process_a_run_made_the_server_s_child_is_reaped_with_the_sandbox(one_sandbox):
+    """clone(CLONE_PARENT) makes the new process a child of the server, not of the run: the
+    server reaps it when it wipes the sandbox, which then serves the next run."""
+    first, _ = _probe(f"""
+say({SERVER})
+import ctypes
+pid = ctypes.CDLL(None).syscall(56, 0x8000 | 17, 0, 0, 0, 0)  # clone(CLONE_PARENT|SIGCHLD), x86-64
+if pid == 0:
+    os._exit(0)
+say(pid)
+""")
+    second, _ = _probe(f"say({SERVER})")
+    assert first[1] > 0 and second[0] == first[0] and one_sandbox() == 1
+
+
 def test_every_sandbox_ends_with_the_grader(tmp_path):
     """No server outlives the grading process, whether it ends or is killed."""
     import psutil

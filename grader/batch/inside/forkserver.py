@@ -124,7 +124,8 @@ class Server:
         """Report the run's end, and keep it a zombie until the parent asks for ``clean``,
         after its last signal to the run: until then the run's pid, and its process group's
         number, can name no other process on the host (its host pid too is freed only when
-        it is reaped). The run is the server's only child: what it leaves is init's."""
+        it is reaped). A process the run made the server's child (clone's CLONE_PARENT) is
+        reaped by ``_clean``."""
         if self.child is None or self.reported:
             return
         info = os.waitid(os.P_PID, self.child, os.WEXITED | os.WNOHANG | os.WNOWAIT)
@@ -144,6 +145,7 @@ class Server:
                 os.kill(-1, signal.SIGKILL)  # every process this one may signal, but itself
             except ProcessLookupError:
                 pass
+            _reap_all()  # the run is reaped by now: what is left are its processes
             time.sleep(0.01)  # bubblewrap's init reaps what it inherited
         else:
             return "a run's processes outlived every attempt to end them"
@@ -157,6 +159,17 @@ class Server:
         if _attributes() != self.attributes:
             return "a run changed what the server's children inherit"
         return ""
+
+
+def _reap_all():
+    """Reap every child of the server that ended."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
 
 
 def _tree(folder):
