@@ -389,3 +389,26 @@ def test_a_grader_bug_one_file_triggers_leaves_the_class_graded_and_fails_the_co
     assert "1 already graded, 1 to grade" in again.stderr
     assert {name: row["status"] for name, row in gradebook(out).items()} == {
         "ada": "passed", "eve": "passed"}
+
+
+def test_an_interrupt_kills_the_runs_still_going_and_no_pid_an_ended_run_had(monkeypatch):
+    """An ended run was reaped once the grader was done with it (its sandbox wiped, or its
+    server told to release it): by the interrupt, its pid may name another process."""
+    from grader.batch.grade import session
+
+    class Run:
+        def __init__(self, code):
+            self.pid, self.code = os.getpid(), code
+
+        def poll(self):
+            return self.code
+
+    killed = []
+    monkeypatch.setattr(session, "_kill", killed.append)
+    processes = session._Processes()
+    ended, going, late = Run(0), Run(None), Run(None)
+    processes.track(ended)
+    processes.track(going)
+    processes.stop_all()
+    processes.track(late)  # started after the interrupt: killed at once
+    assert killed == [going, late]

@@ -610,10 +610,13 @@ class _Processes:
             _kill(process)
 
     def stop_all(self):
+        """Kill every run still going. An ended one is left alone: its server reaped it once
+        the grader was done with it, so its pid may name another process by now."""
         self.stop.set()
         with self.lock:
             for process in self.running:
-                _kill(process)
+                if process.poll() is None:
+                    _kill(process)
 
 
 def _kill(process):
