@@ -114,4 +114,13 @@ RUNS = {
     "none_in_archive": ("no {file} in {archive}", "{archive} 中没有 {file}"),
     "archive_rejected": ("archive rejected: {why}", "压缩包被拒收：{why}"),
     "archive_unreadable": ("archive unreadable: {why}", "压缩包无法读取：{why}"),
+    "could_not_read": ("could not read this entry ({why}); the grader gave it no points: open "
+                       "it, and grade it by hand or fix it and run the same command again",
+                       "无法读取这一项（{why}），没有给分：请打开它，手工评分，或者修好后重新运行"
+                       "同一条命令"),
+    # grader.batch.grade.intake: a student's entries that were seen but not graded
+    "seen_another_file": ("another file of the same upload", "同一次上传中的另一个文件"),
+    "seen_nothing_to_grade": ("nothing to grade in it ({why})", "其中没有可评分的文件（{why}）"),
+    "seen_older": ("an older entry of the same student; graded {graded}, the latest",
+                   "同一学生较早的一项；评分用的是最新的 {graded}"),
 }

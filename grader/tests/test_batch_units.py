@@ -71,12 +71,16 @@ def test_zip_guards_reject_dangerous_archives(tmp_path, member, words):
     assert "rejected" in submission.problem and words in submission.problem
 
 
-def test_two_entries_for_one_student_stop_the_batch(tmp_path):
+def test_two_entries_for_one_student_are_one_row_graded_from_the_latest(tmp_path):
     (tmp_path / "amy").mkdir()
-    (tmp_path / "amy" / "ninetoothed_gemm.py").write_text("")
-    (tmp_path / "amy.py").write_text("")
-    with pytest.raises(intake.IntakeError, match="amy"):
-        intake.discover(tmp_path)
+    (tmp_path / "amy" / "ninetoothed_gemm.py").write_text("old = 1\n")
+    (tmp_path / "amy.py").write_text("new = 1\n")
+    os.utime(tmp_path / "amy" / "ninetoothed_gemm.py", (1_000_000, 1_000_000))
+    os.utime(tmp_path / "amy.py", (2_000_000, 2_000_000))
+    (amy,) = intake.discover(tmp_path)
+    assert (amy.student, amy.origin, amy.data) == ("amy", "amy.py", b"new = 1\n")
+    assert amy.seen == [("amy/ninetoothed_gemm.py",
+                         "an older entry of the same student; graded amy.py, the latest")]
 
 
 def test_shards_partition_the_class_deterministically():

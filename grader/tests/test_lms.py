@@ -2,8 +2,10 @@
 with each format's rules, in a spreadsheet-compatible reader)."""
 
 import csv
+import datetime
 import io
 import json
+import re
 
 import pytest
 
@@ -74,7 +76,8 @@ def test_a_canvas_file_of_another_name_is_graded_when_it_is_the_only_python_file
     found = intake.discover(tmp_path, skipped)
     assert [(s.student, s.lms_id, s.data, s.taken, s.problem) for s in found] == [
         ("smithjohn", "12345", b"x = 1\n", uploaded, "")]
-    assert skipped == [("smithjohn_12345_2_notes.txt", "another file of smithjohn (LMS id 12345)")]
+    assert skipped == []  # the other file is on the student's row, as seen
+    assert found[0].seen == [("smithjohn_12345_2_notes.txt", "another file of the same upload")]
 
 
 def test_every_lms_id_with_a_file_gets_a_row_naming_what_it_found(tmp_path):
@@ -103,9 +106,9 @@ def test_students_who_share_an_lms_name_are_two_students_shown_with_their_ids(tm
         "Li Hua (2231)": "2231", "Li Hua (2232)": "2232"}
     assert found["lihua (4712)"].data == b"b = 1\n"
     assert found["Li Hua (2232)"].taken == "NineToothed_GEMM.py"
-    (tmp_path / "lihua.py").write_text("c = 1\n")  # no LMS id: which lihua it is, nobody knows
-    with pytest.raises(intake.IntakeError, match="two entries for student 'lihua'"):
-        intake.discover(tmp_path)
+    (tmp_path / "lihua.py").write_text("c = 1\n")  # no LMS id: a third student, as named
+    found = {s.student: s for s in intake.discover(tmp_path)}
+    assert found["lihua"].data == b"c = 1\n" and found["lihua (4711)"].data == b"a = 1\n"
 
 
 def test_a_moodle_folder_of_two_python_files_names_them(tmp_path):
@@ -128,8 +131,8 @@ def test_a_canvas_hand_in_csv_goes_with_its_submission_and_skips_are_listed(tmp_
     skipped = []
     (found,) = intake.discover(tmp_path, skipped)
     assert (found.handin, found.handin_origin) == (b"m,n,k\n", "lihua_4711_3_benchmark-1.csv")
-    assert [entry for entry, _ in skipped] == [".DS_Store", "roster.csv",
-                                               "lihua_4711_2_benchmark.csv"]
+    assert [entry for entry, _ in skipped] == [".DS_Store", "roster.csv"]
+    assert found.seen == [("lihua_4711_2_benchmark.csv", "another file of the same upload")]
 
 
 def test_an_export_refuses_one_lms_id_for_two_students(tmp_path):
@@ -176,17 +179,111 @@ def test_canvas_export_reads_back_with_canvas_columns_and_names_as_written(tmp_p
     assert unmatched == ["李华"]
 
 
-def test_moodle_export_has_the_worksheet_columns(tmp_path):
+EXPORTED = datetime.datetime(2026, 12, 7, 10, 15, tzinfo=datetime.timezone.utc)
+
+
+def strtotime(text):
+    """PHP's strtotime for what a worksheet cell may hold here: ISO 8601 with an offset, else
+    false (0 in arithmetic), as for Moodle's own '-' or an empty cell."""
+    try:
+        moment = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        return 0
+    assert moment.tzinfo is not None, "without an offset strtotime reads the server's zone"
+    return moment.timestamp()
+
+
+def moodle_import(path, participants, modified=None, maximum=32, ignore_modified=False):
+    """What Moodle's offline grading worksheet importer does with the file at ``path``:
+    {participant id: (grade set or None, comment set)}, or None where it refuses the file.
+    ``modified``: {participant id: when Moodle last changed that grade (Unix time)};
+    ``maximum``: the assignment's own maximum grade. Each rule is Moodle's (mod/assign/...):"""
+    text = path.read_bytes().decode("utf-8")
+    # lib/csvlib.class.php, csv_import_reader::load_csv_content: the BOM trimmed
+    # (core_text::trim_utf8_bom), \r\n and \r made \n.
+    text = re.sub("\r\n?", "\n", text.removeprefix("\ufeff"))
+    header, *rows = csv.reader(io.StringIO(text))
+    assert all(len(row) == len(header) for row in rows)  # else its 'csvweirdcolumns'
+    # feedback/offline/importgradeslib.php, init(): columns found by their exact names,
+    # get_string('recordid', 'assign'), ('gradenoun') and ('lastmodifiedgrade', 'assign');
+    # "return false" without any of them ('invalidgradeimport').
+    if not {"Identifier", "Grade", "Last modified (grade)"} <= set(header):
+        return None
+    # The comments plugin's column is its get_editor_fields() description, 'Feedback
+    # comments'; `!empty($details['index'])` ignores it in column 0.
+    comments = header.index("Feedback comments") if "Feedback comments" in header else 0
+    found = {}
+    for row in rows:
+        cell = dict(zip(header, row))
+        # next(): the id is substr($idstr, strlen(get_string('hiddenuser', 'assign'))), whose
+        # English is 'Participant ' (mod/assign/lang/en/assign.php), as gradingtable.php's
+        # col_recordid writes it; get_user_id_for_uniqueid($id) must know the id.
+        participant = cell["Identifier"][len("Participant "):]
+        if participant not in participants:
+            continue
+        # feedback/offline/locallib.php, process_import_grades(): stale when the grade's
+        # timemodified > strtotime(cell) + 60, and then neither grade nor comment is set
+        # unless "ignoremodified" is ticked; a grade above the assignment's maximum is
+        # skipped ("Out of range").
+        when = (modified or {}).get(participant)
+        stale = when is not None and when > strtotime(cell["Last modified (grade)"]) + 60
+        grade = float(cell["Grade"])
+        if stale and not ignore_modified:
+            continue
+        found[participant] = (grade if 0 <= grade <= maximum else None,
+                              row[comments] if comments else None)
+    return found
+
+
+def test_the_moodle_worksheet_passes_the_importers_rules_and_a_fresh_grade_lands(tmp_path):
     out = fake_out(tmp_path, "moodle")
-    export.export(out, "moodle", tmp_path / "moodle.csv")
+    notes = []
+    export.export(out, "moodle", tmp_path / "moodle.csv", notes=notes, now=EXPORTED)
     rows = read_back(tmp_path / "moodle.csv")
-    assert list(rows[0])[:5] == ["Identifier", "Full name", "Status", "Grade", "Maximum Grade"]
-    assert rows[0]["Identifier"] == "Participant 4711" and rows[1]["Identifier"] == ""
-    assert rows[2]["Identifier"] == "Participant 0042"  # leading zeros kept: text, not a number
-    # the line the student reads beside the grade: status, score and the gradebook's message
-    assert [row["Feedback comments"] for row in rows] == [
-        "ntgemm: failed, 12 of 32; 1 of 1 cases failed", "ntgemm: passed, 32 of 32",
-        "ntgemm: crashed, 0 of 32; the kernel run: the process ended"]
+    assert list(rows[0]) == ["Identifier", "Full name", "Status", "Grade", "Maximum Grade",
+                             "Last modified (grade)", "Feedback comments"]
+    assert [row["Identifier"] for row in rows] == ["Participant 4711", "", "Participant 0042"]
+    assert {row["Last modified (grade)"] for row in rows} == {"2026-12-07T10:15:00+00:00"}
+    now = EXPORTED.timestamp()
+    # 4711's grade was touched in Moodle an hour before the export (opening the grader makes a
+    # grade record): the worksheet's grade replaces it. 0042's was set 5 minutes after the
+    # export: Moodle keeps it, unless the TA ticks "ignoremodified".
+    imported = moodle_import(tmp_path / "moodle.csv", {"4711", "0042"},
+                             {"4711": now - 3600, "0042": now + 300})
+    assert imported == {"4711": (12.0, "ntgemm: failed, 12 of 32<br>1 of 1 cases failed")}
+    forced = moodle_import(tmp_path / "moodle.csv", {"0042"}, {"0042": now + 300},
+                           ignore_modified=True)
+    assert forced == {"0042": (0.0, "ntgemm: crashed, 0 of 32<br>the kernel run: the process "
+                               "ended")}
+    assert moodle_import(tmp_path / "moodle.csv", {"4711"}, maximum=10) == {
+        "4711": (None, "ntgemm: failed, 12 of 32<br>1 of 1 cases failed")}
+    assert notes == ["Moodle skips, without a word, a grade above the assignment's Maximum "
+                     "grade: set it to 32 (the gradebook's max_score) before you upload the "
+                     "worksheet"]
+
+
+def test_a_moodle_comment_is_html_with_its_line_breaks_as_moodle_shows_them(tmp_path):
+    """A flag of several lines (a refusal lists each violation) reached the gradebook's
+    message, and so the comment, with its line breaks written as a literal \\x0a. Moodle
+    stores the comment as HTML (feedback/comments/locallib.php, set_editor_text: FORMAT_HTML),
+    where a line break is <br> and a student's < is text."""
+    from grader.batch.outputs import reports, spreadsheet
+
+    flag = "kernel run: the generated kernel breaks the kit's rules:\n- generated line 3: <b>"
+    record = {"student": "Li Hua", "score": 0, "max_score": 32, "status": "flagged",
+              "flags": [flag, "second & last"], "message": "see the flags", "cases": [],
+              "lms_id": "2231", "origin": "Li Hua_2231_assignsubmission_file_/x.py"}
+    out = tmp_path / "out"
+    out.mkdir()
+    frame = reports.gradebook_frame([record], [])
+    (out / "gradebook.csv").write_text(spreadsheet.csv_text(frame, bom=True), encoding="utf-8")
+    export.export(out, "moodle", tmp_path / "moodle.csv", now=EXPORTED)
+    (comment,) = moodle_import(tmp_path / "moodle.csv", {"2231"}).values()
+    assert comment == (0.0, "ntgemm: flagged, 0 of 32<br>kernel run: the generated kernel "
+                            "breaks the kit's rules: - generated line 3: &lt;b&gt; (and 1 more "
+                            "flag(s))")
+    assert export.read_gradebook(out)["message"][0].startswith(
+        "kernel run: the generated kernel breaks the kit's rules: - generated")
 
 
 @pytest.mark.parametrize("origin, lms", [
