@@ -464,13 +464,16 @@ def command_gradescope(args):
 def command_export(args):
     from grader.batch.outputs import export, feedback_zip
 
-    feedback = args.kind in feedback_zip.FORMATS
+    feedback, notes = args.kind in feedback_zip.FORMATS, []
     try:
         unmatched = (feedback_zip.build(args.out_dir, args.kind, args.target) if feedback
-                     else export.export(args.out_dir, args.kind, args.target, args.assignment))
+                     else export.export(args.out_dir, args.kind, args.target, args.assignment,
+                                        notes))
     except ValueError as error:
         raise GraderError(str(error)) from None
     say(f"{args.kind} {'zip' if feedback else 'gradebook'}: {args.target}")
+    for note in notes:
+        say(f"note: {note}")
     if unmatched:
         left = "their feedback is left out of the zip" if feedback else \
             "the LMS cannot match their rows"

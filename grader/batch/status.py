@@ -111,7 +111,10 @@ def reason(record):
         who = _first_line(record.get("message")).split(":", 1)[0]
         text = f"{who}: {LIMITS[record['status']]}" if who else LIMITS[record["status"]]
     elif record.get("status") == Status.FLAGGED and listed:
-        text = listed[0] + (f" (and {len(listed) - 1} more flag(s))" if len(listed) > 1 else "")
+        # A flag may span lines (a refusal lists its violations): one line here, as the cell
+        # is, never its line breaks escaped into the text.
+        text = " ".join(listed[0].split()) + (
+            f" (and {len(listed) - 1} more flag(s))" if len(listed) > 1 else "")
     else:
         text = _first_line(record.get("message"))
         failed = [entry for entry in record.get("cases") or []

@@ -14,17 +14,25 @@ looks like a formula stays text (a gradebook cell already quoted is kept as it i
   Canvas matches rows by ID, the Canvas user id that its download names carry
   (grader.batch.grade.intake keeps it as ``lms_id``). Rows without one cannot be matched, so the
   command names them.
-* ``moodle``: the columns of Moodle's offline grading worksheet: Identifier
-  ("Participant <id>", the id from Moodle's download names), Full name, Status,
-  Grade, Maximum Grade, Feedback comments: one line the student reads beside the grade, the
-  status, the score and the gradebook's ``message`` (why, which names a hidden case only
-  by its name), else its flags.
+* ``moodle``: the columns of Moodle's offline grading worksheet, as its importer reads them
+  (mod/assign/feedback/offline/importgradeslib.php, which refuses a worksheet without
+  Identifier, Grade and "Last modified (grade)"): Identifier ("Participant <id>", the id
+  from Moodle's download names), Full name, Status, Grade, Maximum Grade, "Last modified
+  (grade)" and Feedback comments. "Last modified (grade)" is the moment of the export:
+  Moodle skips a row whose grade was changed in Moodle more than 60 s after it, so every
+  grade Moodle held before the export is replaced, and one a marker set there since is
+  kept. Feedback comments is stored as HTML: the status and score, then the gradebook's
+  ``message`` (why, which names a hidden case only by its name), else its flags, each line
+  escaped and the lines joined by ``<br>``. Moodle skips, without a word, a grade above the
+  assignment's own maximum, so the export notes the gradebook's ``max_score``.
 
 Canvas and Moodle refuse a gradebook holding an id that another LMS gave (its ``lms``
 column, read from the download names by grader.batch.names.lms_of): a Canvas user id
 written as a Moodle participant would grade someone else.
 """
 
+import datetime
+import html
 import pathlib
 
 from grader.batch.outputs import spreadsheet
@@ -54,19 +62,36 @@ def canvas(book, assignment):
         "SIS Login ID": "", "Section": "", assignment: book["score"]})
 
 
-def moodle(book, assignment):
+PARTICIPANT = "Participant "  # Moodle's get_string('hiddenuser', 'assign'), space included
+
+
+def moodle(book, modified):
     import pandas
 
     return pandas.DataFrame({
-        "Identifier": ["Participant " + lms if lms else "" for lms in book["lms_id"]],
+        "Identifier": [PARTICIPANT + lms if lms else "" for lms in book["lms_id"]],
         "Full name": book["student"], "Status": book["status"], "Grade": book["score"],
-        "Maximum Grade": book["max_score"],
+        "Maximum Grade": book["max_score"], "Last modified (grade)": modified,
         "Feedback comments": [  # an older gradebook has no message column
-            f"ntgemm: {status}, {score:g} of {top:g}"
-            + (f"; {why or flags}" if why or flags else "")
+            moodle_comment(status, score, top, why or flags)
             for status, score, top, why, flags in zip(
                 book["status"], book["score"], book["max_score"],
                 book.get("message", [""] * len(book)), book["flags"])]})
+
+
+def moodle_comment(status, score, top, why):
+    """The Feedback comments cell: HTML, since Moodle stores it as the comment's HTML text;
+    the status and score, then each line of ``why``, escaped."""
+    lines = [f"ntgemm: {status}, {score:g} of {top:g}"]
+    lines += [line.strip() for line in str(why).splitlines() if line.strip()]
+    return "<br>".join(html.escape(line, quote=False) for line in lines)
+
+
+def _moodle_notes(book):
+    tops = sorted({f"{top:g}" for top in book["max_score"]})
+    return [f"Moodle skips, without a word, a grade above the assignment's Maximum grade: "
+            f"set it to {' or '.join(tops)} (the gradebook's max_score) before you upload "
+            "the worksheet"] if tops else []
 
 
 def _check_overrides(out_dir):
@@ -125,13 +150,24 @@ def unmatched(book):
     return [student for student, lms in zip(book["student"], book["lms_id"]) if not lms]
 
 
-def export(out_dir, kind, target, assignment="NineToothed GEMM"):
-    """Write the export; returns the ids of students the LMS cannot match (no LMS id)."""
+def export(out_dir, kind, target, assignment="NineToothed GEMM", notes=None, now=None):
+    """Write the export; returns the ids of students the LMS cannot match (no LMS id).
+    What the TA should know before the upload is appended to ``notes``; ``now`` (an aware
+    datetime, default the present) dates a Moodle worksheet."""
     if kind not in FORMATS:
         raise ValueError(f"--format must be one of {', '.join(FORMATS)}, got {kind!r}")
     book = checked_gradebook(out_dir, kind)
-    table = {"canvas": canvas, "moodle": moodle, "csv": lambda frame, _: frame}[kind](
-        book, assignment)
+    if kind == "canvas":
+        table = canvas(book, assignment)
+    elif kind == "moodle":
+        moment = now or datetime.datetime.now(datetime.timezone.utc)
+        # ISO 8601 with its offset: PHP's strtotime, which the importer applies, reads it
+        # whatever the server's time zone and language.
+        table = moodle(book, moment.replace(microsecond=0).isoformat())
+        if notes is not None:
+            notes += _moodle_notes(book)
+    else:
+        table = book
     target = pathlib.Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     from grader.batch.outputs.atomic_file import atomic_write
