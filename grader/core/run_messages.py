@@ -118,6 +118,11 @@ RUNS = {
                        "it, and grade it by hand or fix it and run the same command again",
                        "无法读取这一项（{why}），没有给分：请打开它，手工评分，或者修好后重新运行"
                        "同一条命令"),
+    "could_not_grade": ("could not grade: the grader itself failed on this file ({why}), not "
+                        "through the student's fault; 0 points for now. Run the same command "
+                        "again to grade it again, and report the error if it stays",
+                        "无法评分：评测程序自身在这个文件上出错（{why}），不是学生的错；暂记 0 分。"
+                        "请重新运行同一条命令再评一次；如果仍然出错，请报告这个错误"),
     # grader.batch.grade.intake: a student's entries that were seen but not graded
     "seen_another_file": ("another file of the same upload", "同一次上传中的另一个文件"),
     "seen_nothing_to_grade": ("nothing to grade in it ({why})", "其中没有可评分的文件（{why}）"),

@@ -72,10 +72,10 @@ def test_gradebook_columns_and_flags(graded):
     base = graded[0]
     book = gradebook(base / "out", drop_times=False)
     columns = list(next(iter(book.values())))
-    assert columns[:9] == ["student", "score", "max_score", "status", "flags", "message",
-                           "lms_id", "lms", "late"]
+    assert columns[:11] == ["student", "score", "max_score", "status", "flags", "message",
+                            "lms_id", "lms", "late", "graded_file", "seen"]
     assert columns[-3:] == ["wall_time_s", "isolation", "overrides"]
-    assert columns[9:-3] == small_cases().split(",")
+    assert columns[11:-3] == small_cases().split(",")
     assert (book["eli"]["lms_id"], book["eli"]["lms"], book["eli"]["late"]) == (
         "4711", "canvas", "True")
     assert (book["ada"]["lms_id"], book["ada"]["lms"], book["ada"]["late"]) == ("", "", "False")

@@ -370,9 +370,10 @@ sys.exit(main(sys.argv[1:]))
 
 
 @NEEDS_INTERPRETER
-def test_a_grader_bug_one_file_triggers_leaves_the_class_graded_and_fails_the_command(tmp_path):
-    """The batch never stops for one file: the others are graded and in the gradebook, the
-    command names the file and exits non-zero, and the next run grades only that file."""
+def test_a_grader_bug_one_file_triggers_is_that_file_s_row_and_the_class_is_graded(tmp_path):
+    """The batch never stops for one file: the others are graded, the file gets a "could not
+    grade" row (0 points, the error, what to do), the command exits 0 naming it, and the next
+    run grades only that file again."""
     submissions = tmp_path / "class"
     for name in ("ada", "eve"):
         (submissions / name).mkdir(parents=True)
@@ -382,12 +383,14 @@ def test_a_grader_bug_one_file_triggers_leaves_the_class_graded_and_fails_the_co
     broken = subprocess.run([sys.executable, "-c", GRADE_WITH_A_BUG_FOR_EVE, "grade",
                              str(submissions), *options], cwd=ROOT, capture_output=True,
                             text=True, timeout=600, env=environment(tmp_path))
-    assert broken.returncode == ExitCode.FAILURE, broken.stderr[-3000:]
+    assert broken.returncode == ExitCode.OK, broken.stderr[-3000:]
     assert "eve: the grader failed while grading this file" in broken.stderr
     assert "ValueError: a bug in the grader that eve's file triggers" in broken.stderr
-    assert "the grader failed on 1 file(s), not through the students' fault: eve" \
-        in broken.stderr
-    assert sorted(gradebook(out)) == ["ada"] and gradebook(out)["ada"]["status"] == "passed"
+    assert "could not grade 1 file(s), not through the students' fault: eve" in broken.stderr
+    book = gradebook(out)
+    assert sorted(book) == ["ada", "eve"] and book["ada"]["status"] == "passed"
+    assert book["eve"]["status"] == "crashed" and book["eve"]["score"] == "0"
+    assert book["eve"]["message"].startswith("could not grade: the grader itself failed")
     again = run_grader(tmp_path, "grade", str(submissions), *options)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "1 already graded, 1 to grade" in again.stderr

@@ -142,6 +142,7 @@ def base_record(submission, settings, folder):
         "folder": folder,
         "origin": submission.origin,
         "taken": submission.taken,
+        "seen": [{"path": path, "why": why} for path, why in submission.seen],
         "lms_id": submission.lms_id,
         "late": submission.late,
         "sha256": submission.sha256,
@@ -166,6 +167,15 @@ def base_record(submission, settings, folder):
         "stdout": "",
         "stderr": "",
     }
+
+
+def could_not_grade(submission, settings, folder, error):
+    """The row of a file whose grading raised in the grader itself: 0 points, the error, and
+    what the TA should do. ``could_not_grade`` makes the next run grade it again."""
+    record = base_record(submission, settings, folder)
+    record.update(status=Status.CRASHED.value, could_not_grade=True,
+                  message=say("could_not_grade", why=f"{type(error).__name__}: {error}"))
+    return record
 
 
 def _speed_placeholder(settings):

@@ -48,8 +48,8 @@ class Session:
     # Seconds of each phase this run went through ("grading", "confirming", "timing"), for
     # environment.json: a batch's time split the way it is spent, one phase after another.
     phase_s: dict = dataclasses.field(default_factory=dict)
-    # Students whose grading raised in the grader itself (a bug a file may trigger): they
-    # get no record, the others are graded, and the command says so and fails at the end.
+    # Students whose grading raised in the grader itself (a bug a file may trigger): each
+    # gets a "could not grade" row, which the next run grades again; the command says so.
     failed: list = dataclasses.field(default_factory=list)
 
     def __post_init__(self):
@@ -81,6 +81,7 @@ class Session:
                                {s.student: folders[s.student] for s in chosen})
         dataclasses.replace(manifest, overrides=self.book.describe(), skipped=[
             {"entry": entry, "why": why} for entry, why in skipped]).write(self.out_dir)
+        reports.write_skipped(self.out_dir, skipped)
 
         records, todo = self.resume(chosen, folders, force)
         for record in records.values():  # the overrides may have changed since
@@ -98,7 +99,7 @@ class Session:
 
         started = time.monotonic()
         self._grade_class(todo, folders, cases_list, records)
-        graded = [s for s in chosen if s.student not in self.failed]
+        graded = [s for s in chosen if s.student in records]
         speed_record = self._time(graded, cases_list, records)
         ordered = [records[s.student] for s in graded]
         reports.write_class(self.out_dir, ordered, cases_list, self.book)
@@ -119,11 +120,10 @@ class Session:
         report("statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())))
         report(f"gradebook: {self.out_dir / 'gradebook.csv'}")
         if self.failed:
-            raise GraderError(
-                f"the grader failed on {len(self.failed)} file(s), not through the students' "
-                f"fault: {', '.join(sorted(self.failed))}. They have no row in the gradebook "
-                "yet; everyone else is graded. What failed is printed above: please report "
-                "it. The same command grades only those again")
+            say(f"could not grade {len(self.failed)} file(s), not through the students' fault: "
+                f"{', '.join(sorted(self.failed))}. Each has a row saying so, with 0 points; "
+                "everyone else is graded. What failed is printed above: please report it. The "
+                "same command grades only those again")
         if before != after:
             raise GraderError(f"the submissions folder {str(submissions_dir)!r} changed during "
                                "the batch; the grades used the copies read at the start, but "
@@ -157,7 +157,8 @@ class Session:
             stored = reports.read_record(self.out_dir, folders[submission.student])
             key = grading.grading_key(submission, self.settings)
             if stored and stored.get("key") == key and stored.get("student") == submission.student \
-                    and not force and not unconfirmed(stored, self.settings.backend):
+                    and not force and not unconfirmed(stored, self.settings.backend) \
+                    and not stored.get("could_not_grade"):
                 records[submission.student] = stored
             else:
                 todo.append(submission)
@@ -268,11 +269,14 @@ class Session:
                 return work(submission)
             except GraderError:
                 raise  # the grader cannot work at all (no sandbox, say): the batch stops
-            except Exception:
+            except Exception as error:
                 self.failed.append(submission.student)
                 say(f"  {submission.student}: the grader failed while {what} this file (not "
-                    f"the student's fault); no result is kept:\n{traceback.format_exc()}")
-                return None
+                    f"the student's fault):\n{traceback.format_exc()}")
+                record = grading.could_not_grade(submission, self.settings,
+                                                 folders[submission.student], error)
+                reports.write_student(self.out_dir, record, cases_list, self.book)
+                return record
 
         bar = _bar(len(todo), not self.progress, what)
         began = time.monotonic()

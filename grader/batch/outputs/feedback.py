@@ -295,7 +295,7 @@ def feedback_markdown(record, hints, pictures=True):
         lines += ["", "- It timed out twice: graded again after the class, beside only the "
                   "other files graded again. / 两次超时：全班评完后，只与其他重评的提交一起"
                   "又评了一次，仍然超时。"]
-    lines += uploaded_markdown(record)
+    lines += uploaded_markdown(record) + seen_markdown(record)
     if record.get("late_deduction"):
         lines += ["", f"- Late: {record['late_deduction']} points deducted by the course's late "
                   "policy. / 迟交：按课程的迟交规定扣除 "
@@ -358,6 +358,24 @@ def uploaded_markdown(record):
                 "ninetoothed_gemm.py: rename yours to that name and upload it again.",
             f"- 你上传的是：{zh}。评测程序只评测名为 ninetoothed_gemm.py 的文件："
             "请把你的文件改成这个名字后重新上传。"]
+
+
+def seen_markdown(record):
+    """The student's other entries and files that intake saw and did not grade, with why
+    (grader.batch.grade.intake's rules), so a student who handed in twice knows which counted."""
+    seen = record.get("seen") or []
+    if not seen:
+        return []
+    graded = override_view.markdown_text(record.get("origin", ""))
+    lines = ["", f"- Graded {graded}. Also seen, not graded: / 评分用的是 {graded}。"
+                 "另外看到、但没有评分的："]
+    for entry in seen:
+        why = entry["why"]
+        zh = messages.chinese(why)
+        lines.append(f"  - {override_view.markdown_text(entry['path'])}: "
+                     f"{override_view.markdown_text(why)}"
+                     + (f" / {override_view.markdown_text(zh)}" if zh else ""))
+    return lines
 
 
 def leaderboard_markdown(view):

@@ -186,7 +186,8 @@ def gradebook_frame(records, cases_list):
                "flags": " | ".join(feedback.flags(record)), "message": reason(record),
                "lms_id": record.get("lms_id", ""),
                "lms": lms_of(record.get("origin", "")) if record.get("lms_id") else "",
-               "late": bool(record.get("late"))}
+               "late": bool(record.get("late")), "graded_file": record.get("origin", ""),
+               "seen": seen_text(record)}
         for case in cases_list:
             row[case.id] = points.get(case.id, 0)
         speed_columns = _speed_columns(record, speed_sizes)
@@ -196,10 +197,15 @@ def gradebook_frame(records, cases_list):
         row["overrides"] = override_view.summary(record)
         rows.append(row)
     columns = ["student", "score", "max_score", "status", "flags", "message", "lms_id", "lms",
-               "late"]
+               "late", "graded_file", "seen"]
     columns += [case.id for case in cases_list] + list(_speed_columns(None, speed_sizes)) + \
         ["wall_time_s", "isolation", "overrides"]
     return pandas.DataFrame(rows, columns=columns)
+
+
+def seen_text(record):
+    """The entries intake saw of the student and did not grade, one cell: ``path (why)``."""
+    return " | ".join(f"{entry['path']} ({entry['why']})" for entry in record.get("seen") or [])
 
 
 def timed_sizes(records):
@@ -279,6 +285,15 @@ def write_class(out_dir, records, cases_list, book=None):
          for r in sorted(records, key=lambda r: r["student"])],
         columns=["student", "folder", "origin", "status", "sha256"])
     atomic_write(out_dir / "students.csv", spreadsheet.csv_text(mapping))
+
+
+def write_skipped(out_dir, skipped):
+    """skipped.csv: the submissions folder's entries that are no student's row, and why
+    (grader.batch.grade.intake), for a TA to open beside the gradebook."""
+    import pandas
+
+    frame = pandas.DataFrame(skipped, columns=["entry", "why"])
+    atomic_write(pathlib.Path(out_dir) / "skipped.csv", spreadsheet.csv_text(frame, bom=True))
 
 
 def write_environment(out_dir, info):
