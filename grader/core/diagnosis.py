@@ -115,6 +115,18 @@ def explain(findings, verdicts, cases, tiles=None, reveal=False):
     return _finish(_gpu_only(findings, hints))
 
 
+def case_cause(verdict, findings):
+    """The key of the likely cause shown under one failing case (grader.core.suite), or "":
+    the check's own, else, where the check names none or only a kernel that did not build or
+    line up, the first finding that names more than a build error."""
+    key = _verdict_fields(verdict)[2]
+    if not key or key in ("build_error", "grid_mismatch"):  # the arrangement may say why
+        for finding in findings or ():
+            if finding["mistake"] != "build_error":
+                return finding["mistake"]
+    return key
+
+
 # Mistakes that cost only on a GPU: named whatever the interpreter's cases say, even when
 # all passed, or when a GPU run's time ran out before any failed.
 _GPU_ONLY = ("debug_print",)

@@ -22,26 +22,31 @@ def check_case(case, submission, backend, seed, request):
         config._ntgemm_gpu_only_skipped = getattr(config, "_ntgemm_gpu_only_skipped", 0) + 1
         pytest.skip(cases.interpreter_skip_reason(case))
     module = load(submission, config, case)
-    build = built(config)
-    if backend.is_interpreter and build is not None and build.checked and not build.ok:
-        # What the course's GPU would say decides, not what the interpreter accepts.
-        verdict = checks.build_verdict(case, build, _source(submission))
-        record(config, case, verdict)
-        pytest.fail(failure_text(case, verdict, config), pytrace=False)
-    try:
-        outputs = execution.produce(case, module, seed, backend.device)
-    except Exception as error:  # the student's kernel failed to build or launch
-        verdict = checks.error_verdict(case, error)
-    else:
-        try:
-            verdict = checks.judge(case, outputs, seed, backend.device)
-        except Exception as error:  # what it returned could not even be compared
-            verdict = Verdict(case.id, False,
-                              f"the result could not be checked: {type(error).__name__}: {error}")
-        execution.scrub(outputs)
+    verdict = case_verdict(case, module, built(config), lambda: _source(submission), backend,
+                           seed)
     record(config, case, verdict)
     if not verdict.passed:
         pytest.fail(failure_text(case, verdict, config), pytrace=False)
+    return verdict
+
+
+def case_verdict(case, module, build, source, backend, seed):
+    """One case's Verdict for a loaded module, its GPU build (``gpu_build``) and its source
+    (a function that reads it): what ``check_case`` passes or fails, with no pytest around it
+    (grader/tests/diagnosis_table.py grades mutants with it)."""
+    if backend.is_interpreter and build is not None and build.checked and not build.ok:
+        # What the course's GPU would say decides, not what the interpreter accepts.
+        return checks.build_verdict(case, build, source())
+    try:
+        outputs = execution.produce(case, module, seed, backend.device)
+    except Exception as error:  # the student's kernel failed to build or launch
+        return checks.error_verdict(case, error, source=source())
+    try:
+        verdict = checks.judge(case, outputs, seed, backend.device)
+    except Exception as error:  # what it returned could not even be compared
+        verdict = Verdict(case.id, False,
+                          f"the result could not be checked: {type(error).__name__}: {error}")
+    execution.scrub(outputs)
     return verdict
 
 
@@ -63,15 +68,20 @@ def built(config):
     """The submission's kernel compiled for the course's GPU (grader.core.gpu_compile), once per
     session; None when the kernel cannot even be made (the cases then say why)."""
     if not hasattr(config, "_ntgemm_build"):
-        config._ntgemm_build = None
         module = getattr(config, "_ntgemm_module", None)
-        if module is not None:
-            try:
-                kernel = execution.own_kernel(module)
-            except Exception:  # the cases report the error itself
-                return None
-            config._ntgemm_build = gpu_compile.check(kernel, config.getoption("--gpu-target"))
+        config._ntgemm_build = None if module is None \
+            else gpu_build(module, config.getoption("--gpu-target"))
     return config._ntgemm_build
+
+
+def gpu_build(module, target=None):
+    """The module's kernel compiled for ``target`` (grader.core.gpu_compile); None when the
+    kernel cannot even be made (the cases then say why)."""
+    try:
+        kernel = execution.own_kernel(module)
+    except Exception:  # the cases report the error itself
+        return None
+    return gpu_compile.check(kernel, target)
 
 
 def _source(submission):
@@ -102,12 +112,7 @@ def findings(config):
 
 def failure_text(case, verdict, config):
     """The verdict, then the likely cause: the check's own, the arrangement's, or the case's."""
-    key = verdict.mistake
-    if not key or key in ("build_error", "grid_mismatch"):  # the arrangement may say why
-        for finding in findings(config):
-            if finding["mistake"] != "build_error":
-                key = finding["mistake"]
-                break
+    key = diagnosis.case_cause(verdict, findings(config))
     if key:
         likely = MISTAKES[key]
         cause = f"likely cause, {likely.title}: {likely.en}\n{likely.zh}"
