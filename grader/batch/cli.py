@@ -293,10 +293,11 @@ def build_parser():
                         choices=("canvas", "moodle", "csv", "canvas-feedback", "moodle-feedback"),
                         help="which tool the file is for")
     _output_option(export, "FILE", "the file to write")
-    export.add_argument("--assignment", default="NineToothed GEMM", metavar="NAME",
-                        help="the assignment's column, as the LMS names it; for Canvas "
-                             "'Name (id)', e.g. 'NineToothed GEMM (1234)' (default: "
-                             "'NineToothed GEMM')")
+    export.add_argument("--assignment", metavar="'NAME (ID)'",
+                        help="for canvas, required: the assignment's column as Canvas heads "
+                             "it, its name and its id, e.g. 'NineToothed GEMM (1234)' (the id "
+                             "ends the assignment's address in Canvas); without the id Canvas "
+                             "could make a new assignment instead of filling this one")
 
     share = commands.add_parser(
         "share", help="copy each student's feedback out of a gradebook folder, to hand back",

@@ -140,7 +140,7 @@ def test_an_export_refuses_one_lms_id_for_two_students(tmp_path):
     text = (out / "gradebook.csv").read_text(encoding="utf-8").replace(",,,,,False,", ",,,4711,canvas,False,")
     (out / "gradebook.csv").write_text(text, encoding="utf-8")
     with pytest.raises(ValueError, match="4711 belong to more than one student"):
-        export.export(out, "canvas", tmp_path / "canvas.csv")
+        export.export(out, "canvas", tmp_path / "canvas.csv", ASSIGNMENT)
 
 
 def fake_out(tmp_path, lms="canvas"):
@@ -168,15 +168,74 @@ def read_back(path):
     return list(csv.DictReader(io.StringIO(data.decode("utf-8-sig"))))
 
 
-def test_canvas_export_reads_back_with_canvas_columns_and_names_as_written(tmp_path):
+ASSIGNMENT = "NineToothed GEMM (1234)"
+
+
+def canvas_import(path, assignments, students):
+    """What Canvas's gradebook importer makes of the file at ``path``: (the assignment each
+    grade column fills, its id or "new"; {student's Canvas id: grades}), or None where it
+    refuses the header. ``assignments``: {id: title} of the course; ``students``: the Canvas
+    user ids enrolled. Each rule is one of Canvas's own importer, lib/gradebook_importer.rb
+    in instructure/canvas-lms:"""
+    header, *rows = csv.reader(io.StringIO(path.read_bytes().decode("utf-8-sig")))
+    # row_has_student_headers?: the first heading holds "Student", the second "ID".
+    if not ("Student" in header[0] and "ID" in header[1]):
+        return None
+    # update_column_count: "SIS User ID" then "SIS Login ID" after the three name columns
+    # make five student columns, and header? wants "Section" as the last of them.
+    if not (re.search(r"SIS\s+User\s+ID", header[2]) and re.search(r"SIS\s+Login\s+ID",
+                                                                    header[3])
+            and "Section" in header[4]):
+        return None
+    filled = []
+    for heading in header[5:]:
+        # parse_assignments: Assignment.title_and_id (app/models/assignment.rb) reads
+        # /\A(.*)\s\((\d+)\)\z/; an id finds the assignment, else a title equal to the
+        # whole heading, else Assignment.new: a new assignment column.
+        match = re.fullmatch(r"(.*)\s\((\d+)\)", heading)
+        found = int(match[2]) if match and int(match[2]) in assignments else next(
+            (number for number, title in assignments.items() if title == heading), "new")
+        filled.append(found)
+    # process_student: the second column, the Canvas user id, finds the student.
+    grades = {row[1]: row[5:] for row in rows if row[1] in students}
+    return filled, grades
+
+
+def test_canvas_export_fills_the_assignment_of_its_id(tmp_path):
     out = fake_out(tmp_path)
-    unmatched = export.export(out, "canvas", tmp_path / "canvas.csv", "NineToothed GEMM (1234)")
+    unmatched = export.export(out, "canvas", tmp_path / "canvas.csv", ASSIGNMENT)
     rows = read_back(tmp_path / "canvas.csv")
     assert list(rows[0]) == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section",
                              "NineToothed GEMM (1234)"]
     assert [(r["Student"], r["ID"], r["NineToothed GEMM (1234)"]) for r in rows] == \
         [("eli", "4711", "12"), ("李华", "", "32"), ("0042", "0042", "0")]
     assert unmatched == ["李华"]
+    # The id finds the assignment even where its title in Canvas reads otherwise.
+    assert canvas_import(tmp_path / "canvas.csv", {1234: "HW3: GEMM", 99: "HW2"},
+                         {"4711", "0042"}) == ([1234], {"4711": ["12"], "0042": ["0"]})
+
+
+@pytest.mark.parametrize("assignment", [None, "NineToothed GEMM", "GEMM (draft)", "GEMM(1234)"])
+def test_canvas_export_without_the_assignments_id_is_refused_naming_the_option(
+        tmp_path, assignment):
+    """The old default heading, "NineToothed GEMM", made a new assignment in any course
+    whose assignment has another title."""
+    out = fake_out(tmp_path)
+    with pytest.raises(ValueError, match=r"ends in the assignment's id .* Give --assignment "
+                                         r'"NAME \(ID\)"'):
+        export.export(out, "canvas", tmp_path / "canvas.csv", assignment)
+    assert not (tmp_path / "canvas.csv").exists()
+    heading = tmp_path / "heading.csv"
+    heading.write_text("Student,ID,SIS User ID,SIS Login ID,Section,NineToothed GEMM\n")
+    assert canvas_import(heading, {1234: "HW3: GEMM"}, set()) == (["new"], {})
+
+
+def test_the_canvas_export_command_asks_for_the_assignment(tmp_path):
+    out = fake_out(tmp_path)
+    result = run_grader(tmp_path, "export", str(out), "--format", "canvas", "--out",
+                        str(tmp_path / "canvas.csv"), timeout=60)
+    assert result.returncode == 1 and "none was given" in result.stderr
+    assert '--assignment "NineToothed GEMM (1234)"' in result.stderr
 
 
 EXPORTED = datetime.datetime(2026, 12, 7, 10, 15, tzinfo=datetime.timezone.utc)
@@ -307,7 +366,7 @@ def test_an_export_refuses_the_ids_another_lms_gave(tmp_path, source, target):
     participants: whoever has participant id 4711 there got eli's grade."""
     out = fake_out(tmp_path, source)
     with pytest.raises(ValueError) as refused:
-        export.export(out, target, tmp_path / "x.csv")
+        export.export(out, target, tmp_path / "x.csv", ASSIGNMENT)
     message = str(refused.value)
     assert message.startswith(f"not exported: 2 student(s) have ids that {export.NAMES[target]} "
                               "did not give: eli (")
@@ -321,10 +380,11 @@ def test_an_older_gradebook_with_ids_but_no_lms_column_is_refused(tmp_path):
     book = export.read_gradebook(out).drop(columns=["lms"])
     (out / "gradebook.csv").write_text("\ufeff" + book.to_csv(index=False), encoding="utf-8")
     with pytest.raises(ValueError, match="does not say which LMS its ids come from"):
-        export.export(out, "canvas", tmp_path / "canvas.csv")
+        export.export(out, "canvas", tmp_path / "canvas.csv", ASSIGNMENT)
     book["lms_id"] = ""
     (out / "gradebook.csv").write_text("\ufeff" + book.to_csv(index=False), encoding="utf-8")
-    assert export.export(out, "canvas", tmp_path / "canvas.csv") == ["eli", "李华", "0042"]
+    assert export.export(out, "canvas", tmp_path / "canvas.csv", ASSIGNMENT) == [
+        "eli", "李华", "0042"]
 
 
 def test_text_columns_stay_text_when_nobody_is_flagged(tmp_path):

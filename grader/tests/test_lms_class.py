@@ -85,7 +85,7 @@ def test_every_student_has_exactly_one_right_row(graded):
 def test_the_lms_export_has_every_student(graded):
     kind, base, out, _ = graded
     expected = CANVAS_ROWS if kind == "canvas" else MOODLE_ROWS
-    assert export.export(out, kind, base / "export.csv") == []
+    assert export.export(out, kind, base / "export.csv", "NineToothed GEMM (1234)") == []
     rows = read_back(base / "export.csv")
     if kind == "canvas":
         assert sorted((row["Student"], row["ID"]) for row in rows) == \

@@ -164,9 +164,10 @@ def test_overrides_survive_a_two_shard_merge(batch):
 def test_the_canvas_export_has_the_overridden_scores(batch):
     base, out = batch[0], batch[3]
     target = base / "canvas.csv"
-    result = run_grader(base, "export", str(out), "--format", "canvas", "--out", str(target))
+    result = run_grader(base, "export", str(out), "--format", "canvas", "--out", str(target),
+                        "--assignment", "NineToothed GEMM (1234)")
     assert result.returncode == 0, result.stderr
-    rows = {row["Student"]: row["NineToothed GEMM"]
+    rows = {row["Student"]: row["NineToothed GEMM (1234)"]
             for row in csv.DictReader(io.StringIO(target.read_text(encoding="utf-8-sig")))}
     assert rows == {student: score for student, (score, _) in EXPECTED.items()}
 

@@ -58,7 +58,7 @@ def written(tmp_path_factory):
         if kind != "csv":
             reports.write_class(book, [{**record, "origin": ORIGINS[kind].format(
                 record["lms_id"])} for record in records], cases_list)
-        export.export(book, kind, base / "exports" / f"{kind}.csv")
+        export.export(book, kind, base / "exports" / f"{kind}.csv", "GEMM (1234)")
     files = sorted(base.rglob("*.csv"))
     return out, base, {path.relative_to(base).as_posix(): read(path) for path in files}
 

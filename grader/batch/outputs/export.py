@@ -13,7 +13,9 @@ looks like a formula stays text (a gradebook cell already quoted is kept as it i
   Login ID, Section, then the assignment, headed as Canvas heads it, "Name (id)".
   Canvas matches rows by ID, the Canvas user id that its download names carry
   (grader.batch.grade.intake keeps it as ``lms_id``). Rows without one cannot be matched, so the
-  command names them.
+  command names them. A heading without the id is refused: Canvas's importer
+  (lib/gradebook_importer.rb, parse_assignments) then looks for an assignment of exactly that
+  title and makes a new assignment when none has it.
 * ``moodle``: the columns of Moodle's offline grading worksheet, as its importer reads them
   (mod/assign/feedback/offline/importgradeslib.php, which refuses a worksheet without
   Identifier, Grade and "Last modified (grade)"): Identifier ("Participant <id>", the id
@@ -34,6 +36,7 @@ written as a Moodle participant would grade someone else.
 import datetime
 import html
 import pathlib
+import re
 
 from grader.batch.outputs import spreadsheet
 
@@ -52,6 +55,22 @@ def read_gradebook(out_dir):
         raise ValueError(f"{out_dir} has no gradebook.csv: give the OUT_DIR of 'grade' or 'merge'")
     return pandas.read_csv(path, encoding="utf-8-sig", keep_default_na=False,
                            dtype={column: str for column in TEXT_COLUMNS})
+
+
+# Canvas's Assignment.title_and_id: a heading that ends in " (digits)" names the assignment
+# of that id; any other heading names one by its title.
+CANVAS_HEADING = re.compile(r"(.*)\s\((\d+)\)")
+
+
+def _check_assignment(assignment):
+    if not CANVAS_HEADING.fullmatch(assignment or ""):
+        given = f"{assignment!r} has none" if assignment else "none was given"
+        raise ValueError(
+            "not exported: Canvas fills an assignment's column only when its heading ends in "
+            f"the assignment's id ({given}); without it Canvas looks for an assignment of "
+            "exactly that title, and makes a new one when none has it. Give --assignment "
+            "\"NAME (ID)\", e.g. --assignment \"NineToothed GEMM (1234)\": the ID is the number "
+            "that ends the assignment's address in Canvas (.../assignments/1234)")
 
 
 def canvas(book, assignment):
@@ -150,14 +169,16 @@ def unmatched(book):
     return [student for student, lms in zip(book["student"], book["lms_id"]) if not lms]
 
 
-def export(out_dir, kind, target, assignment="NineToothed GEMM", notes=None, now=None):
+def export(out_dir, kind, target, assignment=None, notes=None, now=None):
     """Write the export; returns the ids of students the LMS cannot match (no LMS id).
-    What the TA should know before the upload is appended to ``notes``; ``now`` (an aware
-    datetime, default the present) dates a Moodle worksheet."""
+    ``assignment`` heads Canvas's grade column, "Name (id)". What the TA should know before
+    the upload is appended to ``notes``; ``now`` (an aware datetime, default the present)
+    dates a Moodle worksheet."""
     if kind not in FORMATS:
         raise ValueError(f"--format must be one of {', '.join(FORMATS)}, got {kind!r}")
     book = checked_gradebook(out_dir, kind)
     if kind == "canvas":
+        _check_assignment(assignment)
         table = canvas(book, assignment)
     elif kind == "moodle":
         moment = now or datetime.datetime.now(datetime.timezone.utc)
