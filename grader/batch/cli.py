@@ -425,6 +425,8 @@ def command_handout(args):
     answer = ("kept: sections 5 and 6 show the whole answer (--answer remove cuts it)"
               if args.answer == "keep" else "removed from the student guides")
     say(f"handout folder: {folder}\nhandout zip:    {archive}\nanswer:         {answer}")
+    if args.answer == "keep":
+        say(f"warning: {handout.KEPT_ANSWER}")
     return ExitCode.OK
 
 

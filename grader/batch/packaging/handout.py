@@ -16,13 +16,17 @@ the CPU through the Triton interpreter:
   the instructor's ``--seed``, the checks, the backend, loading, execution, the
   mistakes with their hints, ...), never the batch grader's own modules;
 * the student docs (``docs/student*``, ``docs/explainer*``), the case table and the
-  glossary they link to (``docs/cases.md``, ``docs/glossary.md``), the example scripts they run
-  (``docs/examples/``) and the explainers' pictures (``docs/arrangement/``), when present;
-* a short README.md.
+  glossary they link to (``docs/cases.md``, ``docs/glossary.md``), the files of
+  ``docs/examples/`` they name (the example scripts they run; the staff's examples there, such
+  as the overrides, stay out) and the explainers' pictures (``docs/arrangement/``), when present;
+* ``.devcontainer/``, the Linux container the guides send macOS and Windows students to;
+* a README.md (``handout_README.md`` beside this module): the set-up, venv first, the
+  container, the commands.
 
-The student guides print the answer whole (sections 5 and 6), as the course ships them;
-``--answer remove`` cuts the blocks marked for it (grader.batch.packaging.guide_answer), and
-``build`` then refuses a doc that still shows both functions whole.
+The student guides print the answer whole (sections 5 and 6), as the course ships them, and
+``handout`` then warns (``KEPT_ANSWER``); ``--answer remove`` cuts the blocks marked for it
+(grader.batch.packaging.guide_answer), and ``build`` then refuses a doc that still shows both
+functions whole.
 
 Never ``solutions/``, the batch grader, the kit's own tests, the demo class or a grading seed,
 and the skeleton only as the pristine placeholder (``arrangement()`` and ``application()``
@@ -30,6 +34,7 @@ still raising NotImplementedError); ``build`` checks that before it writes the z
 """
 
 import pathlib
+import re
 import shutil
 import zipfile
 
@@ -43,29 +48,18 @@ NAME = "ntgemm-handout"
 SKELETON = pathlib.Path("assignment") / "ninetoothed_gemm.py"  # inside the handout
 # The grader suite a student runs on their own file (``pytest grader --submission PATH``).
 STUDENT_SUITE = ("grader/test_grader.py", "grader/conftest.py")
-# Under docs/: the guides, the case table and glossary they link to, the example scripts they run, the
-# explainers' pictures.
-STUDENT_DOCS = ("student*", "explainer*", "cases.md", "glossary.md", "examples", "arrangement")
+# Under docs/: the guides, the case table and glossary they link to, the explainers' pictures.
+STUDENT_DOCS = ("student*", "explainer*", "cases.md", "glossary.md", "arrangement")
+# docs/examples/ holds the scripts the student docs run and the staff's examples: a file of it
+# is shipped when a shipped doc names it.
+EXAMPLES = "docs/examples"
+_EXAMPLE_NAME = re.compile(r"(?<![\w/])(?:docs/)?examples/([\w.-]*\w)")
+CONTAINER = ".devcontainer"  # the guides send macOS and Windows students there
+README = pathlib.Path(__file__).with_name("handout_README.md")
+KEPT_ANSWER = ("this handout holds the answer: a student who pastes the two blocks of the "
+               "student guides' sections 5 and 6 into the skeleton gets full marks; build it "
+               "with --answer remove unless the course means to hand the answer out")
 _ZIP_TIME = (2026, 1, 1, 0, 0, 0)  # fixed, so the same sources give the same zip
-
-README = """# ntgemm: matrix multiplication in NineToothed
-
-Fill in `arrangement()` and `application()` in `assignment/ninetoothed_gemm.py`.
-
-| step | command |
-| --- | --- |
-| install the dependencies | `python -m pip install -e .` |
-| run the public tests (CPU or GPU) | `python -m pytest assignment` |
-| the same tests on another file | `python -m pytest assignment --submission PATH` |
-| the full grader on your file | `python -m pytest grader --submission assignment/ninetoothed_gemm.py` |
-| benchmark (GPU) | `python assignment/benchmark_ninetoothed_gemm.py` |
-
-Without a GPU the tests run through the Triton interpreter on the CPU: they say
-whether your kernel is right, never how fast it is. Hand in
-`assignment/ninetoothed_gemm.py` (and, on a GPU, the benchmark's CSV and picture).
-The grader also runs hidden shapes, so make sure the kernel handles any M, N, K.
-Start with `docs/student-guide.en.md` (中文：`docs/student-guide.zh.md`).
-"""
 
 
 def _handout_files():
@@ -90,11 +84,23 @@ def _handout_files():
                 for target in targets:
                     if "__pycache__" not in target.parts and target.suffix != ".pyc":
                         files.append((target, target.relative_to(ROOT)))
+        files += [(path, path.relative_to(ROOT)) for path in _examples_named(files)]
+    files += [(path, path.relative_to(ROOT))
+              for path in sorted((ROOT / CONTAINER).glob("*")) if path.is_file()]
     shipped = {relative.as_posix() for _, relative in files}
     for relative in modules_needed([path for path, _ in files if path.suffix == ".py"]):
         if relative not in shipped:
             files.append((ROOT / relative, pathlib.Path(relative)))
     return files
+
+
+def _examples_named(files):
+    """The files of docs/examples/ that the markdown files among ``files`` name."""
+    names = set()
+    for source, _ in files:
+        if source.suffix == ".md":
+            names |= set(_EXAMPLE_NAME.findall(source.read_text(encoding="utf-8")))
+    return [ROOT / EXAMPLES / name for name in sorted(names) if (ROOT / EXAMPLES / name).is_file()]
 
 
 def modules_needed(entry_points):
@@ -176,7 +182,7 @@ def build(out_dir, answer="keep"):
         target = folder / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
-    (folder / "README.md").write_text(README, encoding="utf-8")
+    (folder / "README.md").write_bytes(README.read_bytes())
     archive = out_dir / f"{NAME}.zip"
     temporary = archive.with_suffix(".zip.tmp")
     with zipfile.ZipFile(temporary, "w", zipfile.ZIP_DEFLATED) as bundle:
