@@ -29,6 +29,7 @@ import io
 
 from grader.core.kernel_allowlist import (ROOT_MODULES, Checker, Violation, attribute_of_module,
                                           bound_names_in, dotted_name, output_reads)
+from grader.core import nesting
 from grader.core.loading import STUDENT_FUNCTIONS
 
 
@@ -133,7 +134,7 @@ def _bound_names(statement):
 
 def defined_names(source):
     """Every name the module level of ``source`` may bind, however (for the contract's names)."""
-    tree = ast.parse(source)
+    tree = nesting.parse(source)
     names = set()
     for statement in tree.body:
         names |= _bound_names(statement)
@@ -344,8 +345,9 @@ class _Rebuilder:
 
 
 def extract(source):
-    """The rebuilt file for the kernel run, with every whitelist violation found."""
-    tree = ast.parse(source)
+    """The rebuilt file for the kernel run, with every whitelist violation found; a
+    SyntaxError (grader.core.nesting.TooDeep among them) for a file it does not read."""
+    tree = nesting.parse(source)
     rebuilder = _Rebuilder(source)
     rebuilder.statements(tree.body)
     rebuilder.functions()

@@ -12,6 +12,7 @@ import pathlib
 import sys
 import traceback
 
+from grader.core import nesting
 from grader.core.messages import say
 
 REQUIRED_NAMES = (
@@ -45,7 +46,8 @@ class SubmissionError(Exception):
 
     def __init__(self, status, message):
         super().__init__(message)
-        self.status = status  # "missing_file", "import_error" or "not_implemented"
+        # "missing_file", "import_error", "not_implemented", or "failed" (grader.core.nesting)
+        self.status = status
 
 
 def module_name_for(path):
@@ -59,7 +61,7 @@ def unfinished_functions(source):
     Read from the source, not by running it: a placeholder in ``application``
     would otherwise only surface as a Triton compile error.
     """
-    tree = ast.parse(source)
+    tree = nesting.parse(source)
     unfinished = []
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name in STUDENT_FUNCTIONS:
@@ -97,6 +99,9 @@ def load_submission(path):
     path = pathlib.Path(path)
     if not path.is_file():
         raise SubmissionError("missing_file", f"no submission file at {path}")
+    too_deep = nesting.too_deep(read_source(path))
+    if too_deep is not None:  # the grader reads its tree; Python may not even compile it
+        raise SubmissionError("failed", nesting.message(too_deep, path.name))
     module = import_file(path)
     missing = [attr for attr in REQUIRED_NAMES if not hasattr(module, attr)]
     if missing:

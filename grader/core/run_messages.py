@@ -91,6 +91,14 @@ RUNS = {
     "cannot_compile": ("{file} cannot be compiled: {error}", "{file} 无法编译：{error}"),
     "does_not_define": ("{file} does not define {names}", "{file} 没有定义 {names}"),
     "import_failed": ("importing {file} failed with {error}", "导入 {file} 时出错：{error}"),
+    # grader.core.nesting: a file the grader does not read
+    "too_deep": ("{file}, line {line}: the code there nests more than {limit} levels deep (a "
+                 "long chain such as `1 + 1 + ... + 1`, or brackets, calls or blocks inside one "
+                 "another); the grader reads no file nested that deep, so nothing of it was "
+                 "run and the score is 0: split it into shorter statements",
+                 "{file} 第 {line} 行：这里的代码嵌套超过了 {limit} 层（比如 `1 + 1 + ... + 1` "
+                 "这样的长链，或者层层嵌套的括号、调用或代码块）；评测程序不读取嵌套这么深的文件，"
+                 "所以没有运行其中任何代码，得 0 分：请把它拆成较短的语句"),
     "two_unfinished": ("{first} and {second} are not filled in yet: replace the "
                        "`raise NotImplementedError(...)` placeholder in {first} and {second} "
                        "with your code",

@@ -15,6 +15,7 @@ explains a refusal, for the batch's verdict and the pytest grader alike.
 import ast
 import builtins
 
+from grader.core import nesting
 from grader.core.kernel_allowlist import dotted_name, module_bindings
 from grader.core.loading import read_source
 from grader.core.messages import say
@@ -62,7 +63,7 @@ def _read(source):
     """(the findings in line order, {name: (line, finding)} for each name application()
     reads from outside it, its first line's)."""
     try:
-        tree = ast.parse(source)
+        tree = nesting.parse(source)
         functions = {node.name: node for node in tree.body
                      if isinstance(node, ast.FunctionDef)}
         findings, outside = [], {}
@@ -74,8 +75,8 @@ def _read(source):
             for names, pair in _from_outside(tree, functions, torch_names):
                 findings.append(pair)
                 outside.update((name, pair) for name in names if name not in outside)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return [], {}  # loading the file says why it cannot run, or it nests past any reading
+    except (SyntaxError, ValueError):  # nesting.TooDeep too
+        return [], {}  # loading the file says why it cannot run
     return [finding for _, finding in sorted(findings, key=lambda pair: pair[0])], outside
 
 

@@ -34,7 +34,7 @@ from grader.batch.grade import verdict
 from grader.batch.inside import protocol
 from grader.batch.isolation import conversation
 from grader.batch.timing import speed
-from grader.core import checks, kernel_source, loading, source_mistakes
+from grader.core import checks, kernel_source, loading, nesting, source_mistakes
 from grader.core.messages import say
 from grader.core import cases as catalogue
 from grader.batch.isolation.sandbox import Limits, cores_for
@@ -189,6 +189,9 @@ def _speed_placeholder(settings):
 
 def _static_verdict(source):
     """(status, message, flags) for a file the grader must not run at all, else None."""
+    too_deep = nesting.too_deep(source)  # first: compiling it may be what gives up
+    if too_deep is not None:
+        return Status.FAILED, nesting.message(too_deep, "ninetoothed_gemm.py"), []
     problem = syntax_problem(source)
     if problem:
         return Status.IMPORT_ERROR, problem, []

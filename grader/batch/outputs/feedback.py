@@ -37,11 +37,13 @@ HIDDEN_VISIBILITY = "after_due_date"  # Gradescope shows hidden cases' results a
 def public_view(record):
     """The record as a student may see it before the hidden cases are shown: the public
     cases only, their points, and a status and message that say nothing of the hidden
-    ones (for Gradescope's always-visible output while hidden tests are not)."""
+    ones (for Gradescope's always-visible output while hidden tests are not). Where no
+    case ran, the message is the file's own (grader.core.nesting's, say), and stays."""
     public = [entry for entry in record["cases"] if entry["visibility"] == "public"]
     view = {**record, "cases": public, "score": sum(entry["points"] for entry in public),
             "max_score": sum(entry["max_points"] for entry in public)}
-    if record["status"] in ("passed", "failed"):
+    ran = any(entry["status"] != "not_run" for entry in record["cases"])
+    if record["status"] in ("passed", "failed") and ran:
         failing = sum(entry["status"] != "passed" for entry in public)
         view["status"] = "failed" if failing else "passed"
         view["message"] = messages.say("public_cases_failed", failing=failing,
