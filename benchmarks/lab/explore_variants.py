@@ -521,6 +521,45 @@ def section_persistent_tma(bench):
     measure_builds(bench, "ptma", PERSISTENT_TMA_SHAPES, builds)
 
 
+STREAM_K_SHAPES = [(6144, 1024, 4096), (3000, 3000, 3000), (4096, 4096, 4096),
+                   (8192, 8192, 8192), (2048, 2048, 2048)]
+
+
+def section_stream_k(bench):
+    """Round 9: Stream-K (the last wave's tiles shared by K) and split stores, in NineToothed
+    (solutions/tuned/stream_k.py) and in plain Triton, beside the persistent kernels."""
+    from benchmarks.lab import triton_ceiling
+    from solutions.tuned import persistent_tma, stream_k
+
+    log("== stream_k: whole waves tile by tile, the rest by ranges of K steps")
+    persistent_tma.use_torch_scratch()
+    sms = bench.sms
+    builds = [("reference autotuned", None)]
+    # (block_m, block_n, block_k, warps, stages, sk_waves, store_split), group 8, P = SMs.
+    for bm, bn, bk, w, s, sk, split in ((128, 256, 64, 8, 3, 1, 1), (128, 256, 64, 8, 3, 2, 1),
+                                        (128, 256, 64, 8, 3, 1, 2), (128, 256, 64, 8, 4, 1, 2),
+                                        (128, 256, 64, 8, 4, 2, 2), (128, 256, 64, 8, 4, 0, 2),
+                                        (256, 128, 64, 8, 3, 1, 1),
+                                        (128, 128, 64, 4, 4, 1, 1), (128, 256, 128, 8, 2, 1, 2)):
+        builds.append((f"nt-sk{sk} {bm}x{bn}x{bk} g8 {w}w{s}s split{split}",
+                       functools.partial(stream_k.nt_stream_k, bm, bn, bk, w, s, sms, 8, sk,
+                                         split)))
+    for bm, bn, bk, w, s, sk, split in ((128, 256, 64, 8, 3, 1, 1), (128, 256, 64, 8, 3, 2, 1),
+                                        (128, 256, 64, 8, 4, 1, 2)):
+        builds.append((f"triton-sk{sk} {bm}x{bn}x{bk} g8 {w}w{s}s split{split}",
+                       functools.partial(triton_ceiling.stream_k, bm, bn, bk, w, s, sms, sk,
+                                         split)))
+    for bm, bn, bk, w, s, ws in ((128, 256, 64, 8, 3, False), (128, 256, 64, 8, 3, True),
+                                 (128, 128, 64, 4, 4, False), (128, 128, 64, 4, 4, True)):
+        builds.append((f"triton-ptma {bm}x{bn}x{bk} g8 {w}w{s}s{' ws' if ws else ''}",
+                       functools.partial(triton_ceiling.persistent_tma, bm, bn, bk, w, s, ws,
+                                         sms)))
+        builds.append((f"nt-ptma {bm}x{bn}x{bk} g8 {w}w{s}s{' ws' if ws else ''}",
+                       functools.partial(persistent_tma.nt_persistent_tma, bm, bn, bk, w, s,
+                                         sms, 8, True, ws)))
+    measure_builds(bench, "sk", STREAM_K_SHAPES, builds)
+
+
 def section_split_k(bench):
     """3000^3 as two whole waves plus the 184 rows left, those in split-K programs."""
     from benchmarks.lab import split_k
@@ -691,7 +730,7 @@ def print_table(bench):
         if row.get("ms") is None or row["section"] not in ("main", "ragged", "waves", "padded",
                                                                   "limits", "transp", "wide_k", "rtsize",
                                                                   "tma", "persist", "split_k",
-                                                                  "wavetile", "ladder", "ptma"):
+                                                                  "wavetile", "ladder", "ptma", "sk"):
             continue
         shape = f"{row['m']}x{row['n']}x{row['k']}" + ("" if row["operands"] == "contiguous"
                                                         else f" {row['operands']}")
@@ -710,7 +749,7 @@ def main():
     parser.add_argument("--sections", default="main,sweep,ragged",
                         help="which sections to run, in this order: main, sweep, ragged, waves, "
                         "padded, limits, transposed, deeper, wide_k, runtime_size, tma, persistent, split_k, "
-                        "wave_tiles, ladder, persistent_tma")
+                        "wave_tiles, ladder, persistent_tma, stream_k")
     parser.add_argument("--sweep-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.sweep_child:
@@ -740,6 +779,7 @@ def main():
              "persistent": lambda: section_persistent(bench),
              "persistent_tma": lambda: section_persistent_tma(bench),
              "split_k": lambda: section_split_k(bench),
+             "stream_k": lambda: section_stream_k(bench),
              "wave_tiles": lambda: section_wave_tiles(bench),
              "ladder": lambda: section_ladder(bench),
              "main": lambda: section_main(bench)}

@@ -1,9 +1,9 @@
 """The TMA kernels of the exploration script compute C = A @ B, or refuse to run.
 
 benchmarks/lab/tma_kernels.py (NineToothed) and benchmarks/lab/triton_ceiling.py (plain
-Triton) need tensor-memory-accelerator loads, so a GPU of compute capability 9.0
-or later; they are exploration kernels, left without the interpreter's mend that
-the shipped persistent kernel's tests use (conftest.py).
+Triton, persistent and Stream-K) need tensor-memory-accelerator loads, so a GPU of
+compute capability 9.0 or later; they are exploration kernels, left without the
+interpreter's mend that the shipped persistent kernel's tests use (conftest.py).
 TMA reads rows wrong when they are not whole 16-byte units (K = 130 gave 59,248
 wrong elements on an H200), so the launchers refuse such operands, and any dtype
 but float16, before they launch anything.
@@ -33,11 +33,12 @@ def launchers():
     sms = torch.cuda.get_device_properties(0).multi_processor_count if torch.cuda.is_available() else 1
     return {"ninetoothed": lambda: tma_kernels.nt_tma(128, 128, 64, 4, 3),
             "persistent": lambda: triton_ceiling.persistent_tma(128, 128, 64, 4, 3, False, sms),
-            "persistent-ws": lambda: triton_ceiling.persistent_tma(128, 128, 64, 4, 3, True, sms)}
+            "persistent-ws": lambda: triton_ceiling.persistent_tma(128, 128, 64, 4, 3, True, sms),
+            "stream-k": lambda: triton_ceiling.stream_k(128, 256, 64, 8, 3, sms, 2, 2)}
 
 
 @needs_tma
-@pytest.mark.parametrize("kernel", ["ninetoothed", "persistent", "persistent-ws"])
+@pytest.mark.parametrize("kernel", ["ninetoothed", "persistent", "persistent-ws", "stream-k"])
 @pytest.mark.parametrize("m, n, k", SHAPES)
 def test_tma_kernel_product(scratch, kernel, m, n, k):
     lhs, rhs = operands(m, n, k, "cuda")
