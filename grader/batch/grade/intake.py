@@ -157,7 +157,7 @@ def discover(root, skipped=None):
         folder = stat.S_ISDIR(mode)
         who = identity(entry.name if folder else stem, folder=folder)
         if not folder and who.lms_id and who.uploaded:  # one of the files an LMS id uploaded
-            uploads.setdefault(who.lms_id, []).append(_Upload(entry.path, who, suffix))
+            uploads.setdefault((who.lms, who.lms_id), []).append(_Upload(entry.path, who, suffix))
             continue
         if not folder and suffix not in (".py", ".zip"):
             skipped.append((name, "not a folder, .py or .zip, nor a file of an LMS download"))
@@ -227,7 +227,7 @@ def _from_uploads(root, files):
     else:
         submission = _from_file(root, chosen.path, who.student)
         submission.taken = taken
-    used = {chosen.path} if chosen else set()
+    used = {chosen.path if chosen else files[0].path}  # the row's origin is no other file
     handins = [upload for upload in files if upload.suffix == ".csv"]
     handin = max(handins, key=lambda upload: (upload.version, upload.name), default=None)
     if handin is not None and not submission.problem and not submission.handin_origin:
