@@ -18,7 +18,7 @@ import warnings
 
 import pytest
 
-from grader.core import execution, kernel_source, layout, mistakes, source_mistakes, suite
+from grader.core import build_refusal, execution, kernel_source, layout, mistakes, suite
 from grader.core.generated_kernel import KernelRejected
 from grader.core.loading import read_source
 
@@ -82,12 +82,13 @@ def test_kernel_is_what_the_batch_grader_runs(submission, record_property):
                  + "\n".join(f"- {item}" for item in rebuilt.violations)
                  + "\narrangement() and application() may use only ninetoothed, "
                    "ninetoothed.language (or triton.language), math, the file's constants "
-                   "and its own helper functions (see docs/instructor-guide.md, section 8)")
+                   "and its own helper functions (see docs/instructor-guide.md, section 8)",
+                 unbuildable=build_refusal.unbuildable(rebuilt.violations))
     rejection = _rejection(submission.module)
     if rejection is not None:
         _refused(source, f": {rejection}\nwhat NineToothed generates from arrangement() and "
                          "application() is checked as Triton runs it (docs/instructor-guide.md, "
-                         "section 8)", rejection.unbound)
+                         "section 8)", rejection.unbound, rejection.unbuildable)
 
 
 def _rejection(module):
@@ -101,13 +102,13 @@ def _rejection(module):
     return None
 
 
-def _refused(source, why, unbound=()):
-    """Fail as the batch grader decides a refusal (grader.core.source_mistakes
-    .explain_refusal): on the line of a mistake that explains it, else as a flagged file."""
-    _, explaining = source_mistakes.explain_refusal(source, unbound)
-    if explaining is None:
+def _refused(source, why, unbound=(), unbuildable=False):
+    """Fail as the batch grader decides a refusal (grader.core.build_refusal): on the line
+    that explains it, else as a flagged file."""
+    line = build_refusal.decide(source, unbound, unbuildable).line
+    if not line:
         pytest.fail(f"the batch grader would flag this file (score 0){why}", pytrace=False)
-    pytest.fail(f"your kernel cannot run as written: {explaining['message']}\n"
+    pytest.fail(f"your kernel cannot run as written: {line}\n"
                 "the batch grader fails such a file (score 0) and runs nothing of it",
                 pytrace=False)
 

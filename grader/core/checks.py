@@ -367,13 +367,14 @@ _LOOP_TYPE = re.compile(r"Loop-carried variable (\w+) has initial type [^>]*fp16
 _RESOURCES = re.compile(r"out of resources|OutOfResources", re.IGNORECASE)
 
 
-def error_verdict(case, error, limit=12):
+def error_verdict(case, error, limit=12, source=""):
     """A failed Verdict for a case whose kernel raised instead of returning.
 
     ``error`` is the exception (or its text, when it was caught in another
     process). The message leads with a plain line, not the stack's own words: those
     follow as detail, the last ``limit`` lines of a long compile error with the error
-    itself last; the mistake is read from the whole text.
+    itself last; the mistake is read from the whole text. ``source``: the file's, where a
+    kernel that cannot build is shown by the student's line, not the generated one.
     """
     from grader.core.layout import NOT_LAUNCHED
     from grader.core.retile import NOT_RETILED
@@ -384,12 +385,8 @@ def error_verdict(case, error, limit=12):
     if str(error).startswith(NOT_RETILED):  # the file's tiles do not follow its block sizes
         return Verdict(case.id, False, say("not_retiled", why=str(error)[len(NOT_RETILED):]),
                        "fixed_tiles")
-    if isinstance(error, KernelRejected):  # nothing ran; the batch grader flags the file,
-        # unless its only violations are names the kernel does not have: it cannot be built
-        consequence = say("unbound_names", names=", ".join(f"`{name}`" for name in error.unbound)) \
-            if error.unbound else say("flags_such_a_file")
-        return Verdict(case.id, False, say("not_run", error=error) + "\n" + consequence,
-                       details={"error": str(error)[-4000:]})
+    if isinstance(error, KernelRejected):
+        return _refused_verdict(case, error, source)
     if isinstance(error, BaseException):
         mistake = "not_implemented" if isinstance(error, NotImplementedError) else "build_error"
         name, text = type(error).__name__, str(error).strip()
@@ -411,6 +408,26 @@ def error_verdict(case, error, limit=12):
         body.append(why)
     return Verdict(case.id, False, "\n".join([head] + body), mistake,
                    details={"error": (f"{name}: " if name else "") + text[-4000:]})
+
+
+def _refused_verdict(case, error, source):
+    """Nothing ran; the batch grader flags the file, unless its only violations are what
+    cannot build (grader.core.generated_kernel.Unbuildable): names the kernel does not have,
+    or a file that does not parse, shown by the student's line it came from."""
+    from grader.core import gpu_compile
+
+    found = gpu_compile.refused_line(source, error.violations) \
+        if source and error.unbuildable and not error.unbound else None
+    if found:
+        text = say("not_run", error=say("unbuildable_line", line=found[0], code=found[1]))
+    else:
+        text = say("not_run", error=error)
+    if error.unbound:
+        consequence = say("unbound_names", names=", ".join(f"`{name}`" for name in error.unbound))
+    else:
+        consequence = say("cannot_build") if error.unbuildable else say("flags_such_a_file")
+    return Verdict(case.id, False, text + "\n" + consequence,
+                   details={"error": str(error)[-4000:]})
 
 
 def _named_build_error(text):

@@ -28,10 +28,12 @@ The rule is an allowlist of capabilities, under both readings of the file:
   loads from it.
 
 ``check(source)`` returns the violations (empty: the file may run). Anything not named
-here is a violation: a gap in this rule fails closed. One kind is told apart, ``Unbound``:
-a name the kernel uses that nothing could resolve in any run (a global of the student's
-file, which NineToothed does not carry into the kernel). It is refused like the rest; a
-refusal of such names alone is a kernel that cannot build, not a capability asked for.
+here is a violation: a gap in this rule fails closed. One kind is told apart,
+``Unbuildable``: a file that does not parse (NineToothed's text for a slice store into the
+output, ``output[:, :] = acc``), and ``Unbound``, a name the kernel uses that nothing could
+resolve in any run (a global of the student's file, which NineToothed does not carry into
+the kernel). They are refused like the rest; a refusal of those alone is a kernel that
+cannot build, not a capability asked for.
 """
 
 import ast
@@ -41,8 +43,8 @@ import functools
 import pathlib
 import re
 
-from grader.core.kernel_allowlist import MODULE_ATTRIBUTES, Violation, dotted_name, \
-    module_bindings
+from grader.core.kernel_allowlist import MODULE_ATTRIBUTES, Unbuildable, Violation, \
+    dotted_name, module_bindings
 
 LANGUAGE = "triton.language"
 # What a generated kernel may call or read of triton.language: what a student may write
@@ -75,10 +77,9 @@ PYTHON_BUILTINS = frozenset(dir(builtins))  # as the kit found them, before any 
 
 
 @dataclasses.dataclass(frozen=True)
-class Unbound(Violation):
-    """A name the kernel uses that no run could resolve (``_File.bound_nowhere``): Triton and
-    the interpreter would only raise NameError. Refused all the same, and told apart so that
-    a refusal of such names alone can be read as the build failure it is."""
+class Unbound(Unbuildable):
+    """A name the kernel uses that no run could resolve (``_File.bound_nowhere``): a
+    NameError."""
 
     name: str
 
@@ -93,6 +94,9 @@ class KernelRejected(Exception):
         self.unbound = tuple(sorted({violation.name for violation in self.violations})) if \
             self.violations and all(isinstance(violation, Unbound)
                                     for violation in self.violations) else ()
+        # Whether no violation asks for a capability: the file cannot build at all.
+        self.unbuildable = bool(self.violations) and all(
+            isinstance(violation, Unbuildable) for violation in self.violations)
         super().__init__(describe(self.violations))
 
 
@@ -110,7 +114,11 @@ def check(source):
     try:
         tree = ast.parse(source)
     except SyntaxError as error:
-        return (Violation(error.lineno or 0, f"the file does not parse: {error.msg}"),)
+        lines = source.splitlines()
+        line = error.lineno or 0
+        text = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+        return (Unbuildable(line, f"the file does not parse: {error.msg}"
+                                  + (f" (`{_shortened(text)}`)" if text else "")),)
     return tuple(_File(tree, source).violations())
 
 
@@ -127,8 +135,7 @@ class _File:
         """A Violation at ``node``'s line, quoting it; an Unbound one for the name ``unbound``."""
         line = getattr(node, "lineno", 0)
         text = self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
-        text = text if len(text) <= 120 else text[:117] + "..."
-        what += f" (`{text}`)" if text else ""
+        what += f" (`{_shortened(text)}`)" if text else ""
         self.found.append(Unbound(line, what, unbound) if unbound else Violation(line, what))
 
     def bound_nowhere(self, name):
@@ -624,6 +631,11 @@ def interpreter_globals():
 
     path = pathlib.Path(triton.runtime.__file__).with_name("interpreter.py")
     return frozenset(module_bindings(ast.parse(path.read_text(encoding="utf-8")))[0])
+
+
+def _shortened(line):
+    """A generated line as a violation quotes it: its first 117 characters."""
+    return line if len(line) <= 120 else line[:117] + "..."
 
 
 def _is_name(nodes, name):

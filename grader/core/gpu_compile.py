@@ -355,6 +355,17 @@ def where(build, source):
     return f"in the generated kernel: {build.line[:160]}" if build.line else ""
 
 
+def refused_line(source, violations):
+    """(line number, text) of the student's line behind the first of ``violations`` (a
+    generated kernel's, grader.core.generated_kernel, each quoting its line) that can be
+    traced back to the file, or None."""
+    for violation in violations[:3]:
+        line = student_line(source, violation.what.rpartition("(`")[2][:-2])
+        if line is not None:
+            return line
+    return None
+
+
 def student_line(source, generated):
     """(line number, text) of the student's line that ``generated`` came from, or None.
 

@@ -96,6 +96,14 @@ class Violation:
         return f"line {self.line}: {self.what}"
 
 
+@dataclasses.dataclass(frozen=True)
+class Unbuildable(Violation):
+    """What no run could build, and that asks for nothing: refused all the same, and told
+    apart so that a refusal of these alone can be read as the build failure it is
+    (grader.core.build_refusal): the constant ``...`` (``output[...] = acc``), and
+    grader.core.generated_kernel's."""
+
+
 def dotted_name(node):
     """``a.b.c`` for a chain of attributes on a name, else None."""
     parts = []
@@ -211,8 +219,8 @@ class Checker:
         self.visited, self.root = set(), None
         self.inner = []  # the names bound by each comprehension the walk is inside
 
-    def flag(self, node, what):
-        self.violations.append(Violation(getattr(node, "lineno", 0), f"{self.where}: {what}"))
+    def flag(self, node, what, kind=Violation):
+        self.violations.append(kind(getattr(node, "lineno", 0), f"{self.where}: {what}"))
 
     def function(self, node):
         arguments = node.args
@@ -344,9 +352,10 @@ class Checker:
         if not isinstance(node.value, NUMBERS):
             what = "strings are" if isinstance(node.value, str) else \
                 f"the constant {node.value!r} is"
+            kind = Unbuildable if node.value is Ellipsis else Violation
             self.flag(node, f"{what} not allowed in a kernel (constants are numbers; "
                             "strings only in docstrings, assert and raise messages and "
-                            "print labels)")
+                            "print labels)", kind)
 
     def visit_Call(self, node, message):
         """A print's labels may be strings: ``print("k =", k)`` (Triton's device_print) or

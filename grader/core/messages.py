@@ -70,6 +70,12 @@ CASES = {
     "not_run": ("not run: {error}", "未运行：{error}"),
     "flags_such_a_file": ("the batch grader flags such a file (score 0)",
                           "批量评测会标记这样的文件（得 0 分）"),
+    "unbuildable_line": ("NineToothed made no kernel Python can read from your line {line}: "
+                         "{code}",
+                         "NineToothed 无法从你的第 {line} 行生成 Python 能读懂的 kernel：{code}"),
+    "cannot_build": ("the kernel cannot be built (the hint says why); the batch grader fails "
+                     "such a file (score 0)",
+                     "kernel 无法构建（提示里说明了原因）；批量评测会判这样的文件不通过（得 0 分）"),
     "unbound_names": ("the kernel cannot be built: it uses {names}, which it does not have "
                       "(the hint says where)",
                       "kernel 无法构建：它用到了 {names}，而 kernel 里没有这些名字（提示里说明了位置）"),
@@ -97,6 +103,10 @@ CASES = {
     "refused_mistake": ("your kernel cannot run as written: {line}; nothing of it was run and "
                         "the score is 0",
                         "你的 kernel 按现在的写法无法运行：{line}；它没有被运行，得 0 分"),
+    "partial_store": ("`{code}` stores into a part of the output tile, which NineToothed "
+                      "cannot turn into a kernel: assign the whole tile, `{output} = ...`",
+                      "`{code}` 只给输出块的一部分赋值，NineToothed 无法把它变成 kernel："
+                      "请给整个块赋值，`{output} = ...`"),
     "flagged_see_flags": ("flagged by the anti-cheat check (score 0): see the flags in your "
                           "feedback", "被反作弊检查标记（得 0 分）：见反馈中的标记"),
     "flagged": ("flagged by the anti-cheat check (score 0)", "被反作弊检查标记（得 0 分）"),

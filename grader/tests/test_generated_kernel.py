@@ -476,10 +476,11 @@ def test_an_attack_beside_a_global_in_application_stays_flagged(name, tmp_path):
     with pytest.raises(KernelRejected) as rejection:
         _make(_module(combined, tmp_path, name))
     assert rejection.value.unbound == ()
-    record = {"findings": []}
-    assert verdict.refusal(record, combined, "flagged message",
-                           rejection.value.unbound)[0] == "flagged"
+    record = {"findings": [], "flags": []}
+    assert verdict.refusal(record, combined, "flagged message", ["refused"],
+                           rejection.value.unbound, rejection.value.unbuildable)[0] == "flagged"
     assert "global_in_application" in [finding["mistake"] for finding in record["findings"]]
+    assert record["flags"] == ["refused"]
 
 
 @pytest.mark.parametrize("name", sorted(name for name, key in REFUSED_MISTAKES.items()
@@ -490,10 +491,12 @@ def test_a_global_in_application_is_failed_on_its_line(name, tmp_path):
     source = build_variants.FIRST_MISTAKES[name].source(name)
     with pytest.raises(KernelRejected) as rejection:
         _make(_module(source, tmp_path, name))
-    assert rejection.value.unbound
-    status, message = verdict.refusal({"findings": []}, source, "flagged message",
-                                      rejection.value.unbound)
+    assert rejection.value.unbound and rejection.value.unbuildable
+    record = {"findings": [], "flags": []}
+    status, message = verdict.refusal(record, source, "flagged message", ["refused"],
+                                      rejection.value.unbound, rejection.value.unbuildable)
     assert status == "failed", message
+    assert record["flags"] == [], "a kernel that cannot build is no evidence for a review"
     assert all(f"`{unbound}`" in message for unbound in rejection.value.unbound), message
     assert "cannot run as written: line " in message
     assert "application() uses " in message or "is called here without" in message, message
@@ -508,9 +511,9 @@ def test_an_attack_beside_an_unrelated_mistake_stays_flagged(name):
     source = ATTACKS[name][0].source(name)
     sloppy = source.replace("ntl.zeros(output.shape, dtype=ntl.float32)", "ntl.zeros(output.shape)")
     assert sloppy != source, "the attack no longer creates the reference's accumulator"
-    record = {"findings": []}
-    status, _ = verdict.refusal(record, sloppy, "flagged message")
-    assert status == "flagged"
+    record = {"findings": [], "flags": []}
+    status, _ = verdict.refusal(record, sloppy, "flagged message", ["refused"])
+    assert status == "flagged" and record["flags"] == ["refused"]
     assert [finding["mistake"] for finding in record["findings"]] == ["accumulator_dtype"]
 
 @pytest.fixture(scope="module")
@@ -541,7 +544,9 @@ def _every_attack_flagged(out):
     for name, mistake in REFUSED_MISTAKES.items():
         row = book[name]
         assert row["status"] == "failed" and row["score"] == "0", (name, row)
-        assert row["flags"] and "cannot run as written: line " in row["message"], (name, row)
+        assert "cannot run as written: line " in row["message"], (name, row)
+        # A global the kernel lacks only cannot build; another refusal stays for review.
+        assert bool(row["flags"]) == (mistake != "global_in_application"), (name, row)
         record = json.loads((out / name / "record.json").read_text(encoding="utf-8"))
         assert [finding for finding in record["findings"] if finding["mistake"] == mistake
                 and finding["message"] in record["message"]], (name, record)

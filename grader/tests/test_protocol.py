@@ -37,7 +37,9 @@ def _over_the_pipe(record, payload=b""):
                         torch=(0.2, 0.19, 0.21)),
     protocol.SizeTiming(4095, 4095, 4095, "FAIL", wrong=12),
     protocol.Stopped("open of '/etc/passwd'"),
-    protocol.Stopped("the generated kernel breaks the kit's rules", ("BLOCK_SIZE_M", "ALPHA")),
+    protocol.Stopped("the generated kernel breaks the kit's rules", ("BLOCK_SIZE_M", "ALPHA"),
+                     True),
+    protocol.Stopped("the generated kernel breaks the kit's rules", (), True),
 ])
 def test_a_record_arrives_as_it_was_sent(record):
     fields = _over_the_pipe(record, b"\x00\x3c" * 4 if record.KIND == "case" else b"")
@@ -67,6 +69,9 @@ def test_what_the_parent_keeps_of_a_hostile_report_is_bounded_and_typed():
     # The names a refusal is about alone are kept whole or not at all (then it stays flagged).
     for unbound in ("BLOCK_SIZE_M", ["a b"], ["x"] * 21, [["x"]], ["x" * 101], [3]):
         assert protocol.Stopped.from_fields({"why": "", "unbound": unbound}).unbound == ()
+    for claim in ("yes", 1, [True], None):  # only True itself is a claim of a kernel that
+        assert protocol.Stopped.from_fields({"why": "", "unbuildable": claim}).unbuildable \
+            is False  # cannot build (the parent then reads the source for its cause)
 
 
 def test_a_pass_without_both_timings_is_an_error():

@@ -31,6 +31,7 @@ from benchmarks.environment import package_version
 from grader import __version__
 from grader.batch import import_graph
 from grader.batch.grade import verdict
+from grader.core import build_refusal
 from grader.batch.inside import protocol
 from grader.batch.isolation import conversation
 from grader.batch.timing import speed
@@ -375,8 +376,10 @@ def _refused(record, submission, source, cases_list):
         return None
     kernel = kernel_source.extract(source)
     if kernel.violations:
-        record["flags"] = [f"kernel: {item}" for item in kernel.violations]
-        status, message = verdict.refusal(record, source, say("kernel_refused"))
+        status, message = verdict.refusal(record, source, say("kernel_refused"),
+                                          [f"kernel: {item}" for item in kernel.violations],
+                                          unbuildable=build_refusal.unbuildable(
+                                              kernel.violations))
         record.update(status=status, message=message)
         record["cases"] = case_entries_for(cases_list, say("not_run", error=status))
         return None

@@ -6,12 +6,12 @@ the wrapper run can only cost points. Status precedence: ``missing_file``,
 does not run (nothing runs, score 0; grader.batch.grade.grading decides those before any
 run); ``flagged`` for a kernel run the build guard (grader.core.build_guard) or the check
 of its generated kernel (grader.core.generated_kernel) stopped, score 0, each ``failed``
-instead where a first-hour mistake on a line of the file explains the refusal
-(``refusal``); then how the kernel run ended (``timeout``, ``memory_limit``,
-``crashed``: the cases judged before keep their points); then the wrapper run (its ending, an ``nt_gemm``
-that asks to exit: ``crashed``; an ``nt_gemm`` whose result is not its kernel's:
-``flagged``; one that raises: ``failed``; each scores 0); then ``passed`` when every case
-passed, else ``failed``.
+instead where a first-hour mistake on a line of the file explains the refusal, without a
+flag where the kernel only cannot build (``refusal``); then how the kernel run ended
+(``timeout``, ``memory_limit``, ``crashed``: the cases judged before keep their points);
+then the wrapper run (its ending, an ``nt_gemm`` that asks to exit: ``crashed``; an
+``nt_gemm`` whose result is not its kernel's: ``flagged``; one that raises: ``failed``;
+each scores 0); then ``passed`` when every case passed, else ``failed``.
 """
 
 import re
@@ -19,7 +19,7 @@ import re
 from grader.batch.isolation import conversation
 from grader.batch.status import Status
 from grader.core import cases as catalogue
-from grader.core import checks, generated_kernel, source_mistakes
+from grader.core import build_refusal, checks, generated_kernel
 from grader.core.messages import say
 
 ROLES = {catalogue.GEMM: ("out",), catalogue.DETERMINISM: ("first", "second"),
@@ -119,9 +119,11 @@ def decide(record, kernel_run, wrapper_run, wrapper_job, cases_list, source=""):
         status, message = Status.CRASHED, wrapper_run.load_message
     elif kernel_run.stopped:
         why = kernel_run.stopped
-        record["flags"].append(f"kernel run: {why}" if generated_kernel.REFUSAL in why
-                               else f"kernel run: the build guard stopped it at {why}")
-        status, message = refusal(record, source, say("guard_stopped"), kernel_run.unbound)
+        status, message = refusal(
+            record, source, say("guard_stopped"),
+            [f"kernel run: {why}" if generated_kernel.REFUSAL in why
+             else f"kernel run: the build guard stopped it at {why}"],
+            kernel_run.unbound, kernel_run.unbuildable)
     elif kernel_run.ending.kind != "finished":
         status, zero = Status(kernel_run.ending.kind), False
         message = _ending_message(kernel_run, "kernel_run", source)
@@ -141,23 +143,27 @@ def decide(record, kernel_run, wrapper_run, wrapper_job, cases_list, source=""):
     record.update(status=status, message=message)
 
 
-def refusal(record, source, flagged_message, unbound=()):
-    """Status and message of a kernel the grader would not run, the score 0 either way.
+def refusal(record, source, flagged_message, refused, unbound=(), unbuildable=False):
+    """Status and message of a kernel the grader would not run, the score 0 either way;
+    ``refused``: the lines that say why, added to the flags where the refusal is evidence.
 
     ``flagged`` with ``flagged_message``, unless a mistake named on a line of the file
-    explains the refusal (grader.core.source_mistakes.explain_refusal, read here from the
-    source, not from the worker; ``unbound``: the names of a generated kernel refused for
-    names bound nowhere alone): then ``failed`` with that line. The record's findings name
-    every finding either way. A cheat dressed as such a mistake gains only the word: nothing
-    runs, and the flags keep the refusal for staff.
+    explains the refusal (grader.core.build_refusal, read here from the source, not from the
+    worker; ``unbound`` and ``unbuildable``: the worker's word on a generated kernel refused
+    for names bound nowhere, or for what no run could build, alone): then ``failed`` with
+    that line. The record's findings name every finding either way. A cheat dressed as such
+    a mistake gains only the word: nothing runs, and the flags keep the refusal for staff,
+    unless it asked for nothing at all (a kernel that cannot build).
     """
-    findings, explaining = source_mistakes.explain_refusal(source, unbound)
-    named = {finding["message"] for finding in findings}
-    record["findings"] = findings + [finding for finding in record.get("findings") or []
-                                     if finding["message"] not in named]
-    if explaining is None:
+    decision = build_refusal.decide(source, unbound, unbuildable)
+    named = {finding["message"] for finding in decision.findings}
+    record["findings"] = decision.findings + [finding for finding in record.get("findings") or []
+                                              if finding["message"] not in named]
+    if decision.evidence:
+        record["flags"] += refused
+    if not decision.line:
         return Status.FLAGGED, flagged_message
-    return Status.FAILED, say("refused_mistake", line=explaining["message"])
+    return Status.FAILED, say("refused_mistake", line=decision.line)
 
 
 def _wrapper_verdict(record, kernel_run, wrapper_run, job, case):

@@ -29,7 +29,7 @@ Messages, in the order a run sends them:
 | worker | arrangement | Arrangement: shape, program, grids, tiles (phase 0 only, at most once) | |
 | worker | case        | CaseResult: index, error, exited, seconds | the job's outputs, role by role |
 | worker | phase_done  |                                          | |
-| worker | stopped     | Stopped: why, unbound (the run ended: the build guard, the kernel check) | |
+| worker | stopped     | Stopped: why, unbound, unbuildable (the run ended: the build guard, the kernel check) | |
 
 A timing run (grader.batch.timing.speed) instead sends, after ``loaded``:
 
@@ -268,18 +268,24 @@ class Stopped:
     """The build guard (grader.core.build_guard) ended a kernel or timing run at an event
     no build needs, or the check of its generated kernel refused it; the worker exits right
     after sending it, at any point of the run. ``unbound``: the names, where the kernel was
-    refused for names bound nowhere alone (grader.core.generated_kernel.KernelRejected)."""
+    refused for names bound nowhere alone; ``unbuildable``: whether it was refused for what
+    no run could build alone (grader.core.generated_kernel.KernelRejected). Both are claims
+    of the worker: the parent believes them only where the file's source explains them
+    (grader.batch.grade.verdict.refusal)."""
 
     KIND = "stopped"
     why: str
     unbound: tuple = ()
+    unbuildable: bool = False
 
     def to_fields(self):
-        return {"why": text(self.why, 1000), "unbound": list(self.unbound)}
+        return {"why": text(self.why, 1000), "unbound": list(self.unbound),
+                "unbuildable": self.unbuildable}
 
     @classmethod
     def from_fields(cls, fields):
-        return cls(text(fields.get("why", ""), 1000), names(fields.get("unbound")))
+        return cls(text(fields.get("why", ""), 1000), names(fields.get("unbound")),
+                   fields.get("unbuildable") is True)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -182,8 +182,8 @@ def _import_kernel(channel, path):
     return module, functools.partial(_check_untouched, channel, before)
 
 
-def _stop(channel, why, unbound=()):
-    channel.report(protocol.Stopped(why, unbound))
+def _stop(channel, why, unbound=(), unbuildable=False):
+    channel.report(protocol.Stopped(why, unbound, unbuildable))
 
 
 def _refuse_kernel(channel, path, rejection):
@@ -194,12 +194,10 @@ def _refuse_kernel(channel, path, rejection):
     why = str(rejection)
     with open(path, encoding="utf-8") as handle:
         source = handle.read()
-    for violation in rejection.violations[:3]:
-        line = gpu_compile.student_line(source, violation.what.rpartition("(`")[2][:-2])
-        if line is not None:
-            why += f"\nyour line {line[0]}: {line[1]}"
-            break
-    _stop(channel, why, rejection.unbound)
+    line = gpu_compile.refused_line(source, rejection.violations)
+    if line is not None:
+        why += f"\nyour line {line[0]}: {line[1]}"
+    _stop(channel, why, rejection.unbound, rejection.unbuildable)
     sys.stderr.flush()
     os._exit(ExitCode.STOPPED)
 

@@ -42,6 +42,7 @@ class RunReport:
     cases: dict = dataclasses.field(default_factory=dict)  # job index -> CaseReport
     stopped: str = ""  # why the build guard (grader.core.build_guard) ended it, if it did
     unbound: tuple = ()  # the names, where it ended on a kernel refused for those alone
+    unbuildable: bool = False  # it ended on a kernel refused for what cannot build alone
     seconds: dict = dataclasses.field(default_factory=dict)  # each step, as the parent saw it
     # The stall limit (``run``'s ``stall``) in seconds that stopped it before its full
     # limit; 0 where none did.
@@ -213,6 +214,7 @@ class _Guarded:
         if message is not None and message.kind == protocol.Stopped.KIND:
             stopped = protocol.Stopped.from_fields(message.fields)
             self.report.stopped, self.report.unbound = stopped.why, stopped.unbound
+            self.report.unbuildable = stopped.unbuildable
             self.worker.stop("crashed", "the build guard stopped it")
             return None
         return message
@@ -390,6 +392,7 @@ class TimingRun:
         self.sizes = [tuple(size) for size in sizes]
         self.stopped = ""  # why the build guard ended the run, if it did
         self.unbound = ()  # as RunReport's; the kernel run's decides the verdict
+        self.unbuildable = False
         self.worker = _Guarded(_worker("timing", source, limits, None,
                                        backend_name=backend_name, device=device,
                                        sandboxed=sandboxed, on_start=on_start), self)
