@@ -450,3 +450,16 @@ def test_a_bad_late_penalty_is_refused_with_the_option_named(tmp_path, value):
     result = run_grader(tmp_path, "grade", str(DEMO), "--out", str(tmp_path / "out"),
                         "--late-penalty", value, timeout=60)
     assert result.returncode == 2 and "--late-penalty must be" in result.stderr
+
+
+@pytest.mark.parametrize("kind", ["canvas", "moodle", "csv"])
+def test_an_export_refuses_a_gradebook_without_a_row_the_batch_saw(tmp_path, kind):
+    out = fake_out(tmp_path, "canvas" if kind == "csv" else kind)
+    students = {"eli": "eli", "李华": "李华", "0042": "0042", "zoe": "zoe", "amy": "amy"}
+    (out / "batch.json").write_text(json.dumps({"students": students}), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"no row for 2 student\(s\) the batch saw: amy, zoe"):
+        export.export(out, kind, tmp_path / "export.csv", ASSIGNMENT)
+    assert not (tmp_path / "export.csv").exists()
+    del students["amy"], students["zoe"]
+    (out / "batch.json").write_text(json.dumps({"students": students}), encoding="utf-8")
+    export.export(out, kind, tmp_path / "export.csv", ASSIGNMENT)

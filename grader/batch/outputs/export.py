@@ -127,6 +127,24 @@ def _check_overrides(out_dir):
         raise ValueError(f"not exported: {problem}")
 
 
+def _check_complete(out_dir, book):
+    """Refuse a gradebook without a row for a student the batch saw (``batch.json``'s
+    ``students``): an interrupted batch, say. The LMS would keep that student's old grade."""
+    import json
+
+    manifest = pathlib.Path(out_dir) / "batch.json"
+    if not manifest.is_file():
+        return
+    seen = json.loads(manifest.read_text(encoding="utf-8")).get("students") or {}
+    missing = sorted(set(seen) - set(book["student"]))
+    if missing:
+        listed = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more"
+                                            if len(missing) > 10 else "")
+        raise ValueError(f"not exported: gradebook.csv has no row for {len(missing)} "
+                         f"student(s) the batch saw: {listed}. Run the grade command again "
+                         "on this OUT_DIR (it grades only those), then export")
+
+
 def _check_lms(book, kind):
     """Refuse ids that another LMS gave (the gradebook's ``lms`` column, from the download
     names): the LMS would match them to whoever has those numbers there."""
@@ -152,6 +170,7 @@ def checked_gradebook(out_dir, kind):
     grade, another LMS's ids, or one id for two students."""
     book = read_gradebook(out_dir)
     _check_overrides(out_dir)
+    _check_complete(out_dir, book)
     if kind == "csv":
         return book
     _check_lms(book, kind)
