@@ -419,3 +419,11 @@ def test_an_interrupt_kills_the_runs_still_going_and_no_pid_an_ended_run_had(mon
     processes.stop_all()
     processes.track(late)  # started after the interrupt: killed at once
     assert killed == [going, late]
+
+
+def test_a_whole_class_download_given_as_an_archive_is_refused_saying_to_unzip_it(tmp_path):
+    download = tmp_path / "submissions.zip"
+    with zipfile.ZipFile(download, "w") as archive:
+        archive.writestr("ada_1_2_ninetoothed_gemm.py", "x = 1\n")
+    with pytest.raises(intake.IntakeError, match=r"it is an archive.*unzip -d FOLDER ARCHIVE"):
+        intake.discover(download)

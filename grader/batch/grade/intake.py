@@ -138,7 +138,10 @@ def discover(root, skipped=None):
     (entry, why) for each top-level entry that is not a student's submission."""
     root = pathlib.Path(root)
     if not root.is_dir():
-        raise IntakeError(f"SUBMISSIONS_DIR {printable(str(root))!r} is not a folder")
+        hint = (": it is an archive, as an LMS hands the whole class out; unzip it into a "
+                "folder (unzip -d FOLDER ARCHIVE) and give that folder"
+                if zipfile.is_zipfile(root) else "")
+        raise IntakeError(f"SUBMISSIONS_DIR {printable(str(root))!r} is not a folder{hint}")
     skipped = [] if skipped is None else skipped
     try:
         with os.scandir(root) as listing:
