@@ -72,10 +72,12 @@ def test_gradebook_columns_and_flags(graded):
     base = graded[0]
     book = gradebook(base / "out", drop_times=False)
     columns = list(next(iter(book.values())))
-    assert columns[:11] == ["student", "score", "max_score", "status", "flags", "message",
-                            "lms_id", "lms", "late", "graded_file", "seen"]
+    assert columns[:12] == ["student", "score", "max_score", "status", "flags", "message",
+                            "likely_mistake", "lms_id", "lms", "late", "graded_file", "seen"]
     assert columns[-3:] == ["wall_time_s", "isolation", "overrides"]
-    assert columns[11:-3] == small_cases().split(",")
+    assert columns[12:-3] == small_cases().split(",")
+    # the key of each page's first hint: what the next lecture could take up
+    assert (book["chen"]["likely_mistake"], book["ada"]["likely_mistake"]) == ("expand_axis", "")
     assert (book["eli"]["lms_id"], book["eli"]["lms"], book["eli"]["late"]) == (
         "4711", "canvas", "True")
     assert (book["ada"]["lms_id"], book["ada"]["lms"], book["ada"]["late"]) == ("", "", "False")
@@ -135,9 +137,19 @@ def test_per_student_files_and_hidden_cases_stay_hidden(graded):
 
 def test_class_files(graded):
     out = graded[0] / "out"
-    summary = (out / "summary.csv").read_text().splitlines()
-    assert summary[0].startswith("case,") and "pass_rate" in summary[0]
-    assert len(summary) == 1 + 3
+    summary = list(csv.DictReader(io.StringIO((out / "summary.csv").read_text())))
+    assert [row["case"] for row in summary[:3]] == small_cases().split(",")
+    assert all(row["pass_rate"] and not row["likely_mistake"] for row in summary[:3])
+    # then the class's tally of likely mistakes, as the gradebook counts them, and the console's
+    named = [row["likely_mistake"] for row in gradebook(out).values() if row["likely_mistake"]]
+    tally = {row["likely_mistake"]: int(row["students"]) for row in summary[3:]}
+    assert tally == {key: named.count(key) for key in named} and "expand_axis" in tally
+    assert [row["case"] for row in summary[3:]] == [""] * len(tally)
+    counts = [int(row["students"]) for row in summary[3:]]
+    assert counts == sorted(counts, reverse=True)
+    first, said = summary[3], graded[3].stdout
+    assert f"\nlikely mistakes: {first['students']} student" in said
+    assert f": {first['likely_mistake']}" in said.split("likely mistakes: ")[1].split(";")[0]
     assert (out / "summary.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     env = json.loads((out / "environment.json").read_text())
     for key in ("gpu", "driver", "cuda", "torch", "triton", "ninetoothed", "grader_revision",

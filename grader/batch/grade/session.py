@@ -26,7 +26,7 @@ from grader.batch.grade.folder_digest import folder_digest
 from grader.batch.grade.manifest import MANIFEST, Manifest
 from grader.batch.isolation import (compile_gate, compile_store, conversation, sandbox,
                                      warm_pool)
-from grader.batch.outputs import overrides, reports
+from grader.batch.outputs import class_mistakes, overrides, reports
 from grader.batch.outputs import student_folders as folder_names
 from grader.batch.timing import speed
 from grader.batch.status import GraderError, report, say
@@ -118,6 +118,7 @@ class Session:
             "compile_gate": dict(self.gate.counts),
         }))
         report("statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())))
+        report(class_mistakes.console_line(ordered, cases_list))
         report(f"gradebook: {self.out_dir / 'gradebook.csv'}")
         if self.failed:
             say(f"could not grade {len(self.failed)} file(s), not through the students' fault: "

@@ -23,7 +23,8 @@ def render(summary, gradebook):
     """PNG bytes from the summary and gradebook frames that reports.write_class builds."""
     from matplotlib.figure import Figure  # not pyplot: no GUI state in a grading process
 
-    cases = summary.iloc[::-1]  # the catalogue's first case at the top
+    cases = summary[summary["case"] != ""].iloc[::-1]  # the first case at the top, no tally
+    cases = cases.assign(pass_rate=cases["pass_rate"].astype(float))
     height = max(5.0, 0.28 * len(cases) + 1.5)
     figure = Figure(figsize=(13, height))
     grid = figure.add_gridspec(2, 2, width_ratios=[3, 1.5], height_ratios=[1, 1])

@@ -32,7 +32,7 @@ import pathlib
 import shutil
 import tempfile
 
-from grader.batch.outputs import feedback, override_view, spreadsheet
+from grader.batch.outputs import class_mistakes, feedback, override_view, spreadsheet
 from grader.batch.outputs.atomic_file import atomic_write
 from grader.batch.outputs.private_file import KEY_FILE, signing_key
 from grader.batch.names import lms_of
@@ -184,6 +184,7 @@ def gradebook_frame(records, cases_list):
         row = {"student": record["student"], "score": record["score"],
                "max_score": record["max_score"], "status": record["status"],
                "flags": " | ".join(feedback.flags(record)), "message": reason(record),
+               "likely_mistake": class_mistakes.likely_mistake(record, cases_list),
                "lms_id": record.get("lms_id", ""),
                "lms": lms_of(record.get("origin", "")) if record.get("lms_id") else "",
                "late": bool(record.get("late")), "graded_file": record.get("origin", ""),
@@ -196,8 +197,8 @@ def gradebook_frame(records, cases_list):
         row["isolation"] = record.get("isolation", "")
         row["overrides"] = override_view.summary(record)
         rows.append(row)
-    columns = ["student", "score", "max_score", "status", "flags", "message", "lms_id", "lms",
-               "late", "graded_file", "seen"]
+    columns = ["student", "score", "max_score", "status", "flags", "message", "likely_mistake",
+               "lms_id", "lms", "late", "graded_file", "seen"]
     columns += [case.id for case in cases_list] + list(_speed_columns(None, speed_sizes)) + \
         ["wall_time_s", "isolation", "overrides"]
     return pandas.DataFrame(rows, columns=columns)
@@ -242,6 +243,9 @@ def _speed_columns(record, sizes):
 
 
 def summary_frame(records, cases_list):
+    """One row per case, then one per likely mistake of the class (grader.batch.outputs
+    .class_mistakes), most students first: its key in ``likely_mistake``, ``students`` the
+    students whose first hint it is, the case's columns empty."""
     import pandas
 
     rows = []
@@ -256,8 +260,16 @@ def summary_frame(records, cases_list):
         rows.append({"case": case.id, "visibility": case.visibility, "points": case.points,
                      "targets": case.targets, "students": len(records), "ran": ran,
                      "passed": passed,
-                     "pass_rate": round(passed / len(records), 4) if records else 0.0})
-    return pandas.DataFrame(rows)
+                     "pass_rate": round(passed / len(records), 4) if records else 0.0,
+                     "likely_mistake": ""})
+    rows += [{"case": "", "visibility": "", "points": "", "targets": "", "students": students,
+              "ran": "", "passed": "", "pass_rate": "", "likely_mistake": key}
+             for key, students in class_mistakes.tally(records, cases_list)]
+    return pandas.DataFrame(rows, columns=SUMMARY_COLUMNS)
+
+
+SUMMARY_COLUMNS = ["case", "visibility", "points", "targets", "students", "ran", "passed",
+                   "pass_rate", "likely_mistake"]
 
 
 def write_class(out_dir, records, cases_list, book=None):
