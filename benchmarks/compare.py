@@ -144,3 +144,60 @@ def _fmt(value, digits, suffix=""):
 
 def regressions(compared):
     return compared[compared["compare_status"] == REGRESSION]
+
+
+def across(frames):
+    """Lines of one table over benchmark CSVs, e.g. the same sizes on two cards: per size,
+    a line per file with its card, both rates, the ratio to torch.mm and the configuration.
+
+    ``frames`` maps a name (the file's) to its frame; sizes keep their first file's order.
+    """
+    rows = []
+    for name, frame in frames.items():
+        check_baseline(frame)
+        for _, row in frame.iterrows():
+            size = "x".join(str(int(row[c])) for c in KEY)
+            rows.append((size, str(row.get("gpu_name", "?")), _number(row.get("tflops")),
+                         _number(row.get("torch_mm_tflops")),
+                         _number(row.get("ratio_vs_torch_mm")),
+                         _text(row.get("config_name")), name))
+    order = list(dict.fromkeys(row[0] for row in rows))
+    rows.sort(key=lambda row: order.index(row[0]))
+    width = max([len(row[0]) for row in rows] + [4])
+    card = max([len(row[1]) for row in rows] + [4])
+    lines = [f"{'size'.ljust(width)}  {'card'.ljust(card)}  {'TFLOPS':>7}  {'torch.mm':>8}  "
+             f"{'ratio':>6}  configuration  (file)"]
+    for size, gpu, tflops, torch_tflops, ratio, config, name in rows:
+        lines.append(f"{size.ljust(width)}  {gpu.ljust(card)}  {_fmt(tflops, 0):>7}  "
+                     f"{_fmt(torch_tflops, 0):>8}  {_fmt(ratio, 3):>6}  {config or '-'}  ({name})")
+    return lines
+
+
+def _text(value):
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+
+
+def main(argv=None):
+    """``python -m benchmarks.compare CSV [CSV ...]``: ``across`` the files, printed."""
+    import argparse
+    import pathlib
+
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.compare",
+        description="One table over benchmark CSVs (say, the same sizes on an H100 and an "
+                    "H200): per size, each file's card, TFLOPS, torch.mm's, the ratio and "
+                    "the configuration that ran.")
+    parser.add_argument("csv", nargs="+", help="benchmark CSVs written by this kit")
+    args = parser.parse_args(argv)
+    frames = {}
+    for path in args.csv:
+        try:
+            frames[pathlib.Path(path).name] = pd.read_csv(path)
+            check_baseline(frames[pathlib.Path(path).name])
+        except (OSError, ValueError) as error:
+            parser.error(f"cannot read {path} as a benchmark CSV: {error}")
+    print("\n".join(across(frames)))
+
+
+if __name__ == "__main__":
+    main()

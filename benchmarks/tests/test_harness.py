@@ -271,6 +271,27 @@ def test_compare_rejects_a_csv_that_is_not_a_benchmark():
         compare.compare(_timed_frame(1.0), pd.DataFrame({"student": ["a"], "score": [1]}))
 
 
+def test_one_table_across_two_cards(tmp_path, capsys):
+    """Each size's lines stay together, one per file, with that file's card and numbers."""
+    h200 = _timed_frame(1.0, sizes=((512, 512, 512), (64, 64, 64)))
+    h100 = _timed_frame(2.0, sizes=((64, 64, 64), (512, 512, 512), (8, 8, 8)))
+    h100["gpu_name"] = "NVIDIA H100 80GB HBM3"
+    for frame, ratio in ((h200, 0.9), (h100, 0.5)):
+        frame["tflops"], frame["torch_mm_tflops"] = 100.0, 100.0 / ratio
+        frame["ratio_vs_torch_mm"], frame["config_name"] = ratio, "128x256x64 g8 8w3s"
+    h200.to_csv(tmp_path / "h200.csv", index=False)
+    h100.to_csv(tmp_path / "h100.csv", index=False)
+    compare.main([str(tmp_path / "h200.csv"), str(tmp_path / "h100.csv")])
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == [
+        "size", "512x512x512", "512x512x512", "64x64x64", "64x64x64", "8x8x8"]
+    assert lines[2].split()[1:5] == ["NVIDIA", "H100", "80GB", "HBM3"]
+    assert "0.500" in lines[2] and lines[2].endswith("(h100.csv)")
+    assert "NVIDIA H200" in lines[1] and "0.900" in lines[1] and "111" in lines[1]
+    with pytest.raises(SystemExit):
+        compare.main([str(tmp_path / "nowhere.csv")])
+
+
 # --- the card -------------------------------------------------------------------------------
 
 
