@@ -437,4 +437,80 @@ def test_the_help_of_allow_unsandboxed_says_who_student_code_runs_as(tmp_path):
     assert "runs as root" not in text and "never as root" in text
     assert f"as {unprivileged.USER}, an unprivileged user that setup.sh creates" in text
     assert f"useradd --system --no-create-home --user-group --shell /usr/sbin/nologin " \
-           f"{unprivileged.USER}" in gradescope.SETUP
+           f"{unprivileged.USER}" in gradescope.SETUP_INSTALL
+
+
+def stand_ins(folder, version):
+    """A PATH folder of stand-ins that log their arguments to ``folder/log`` and install
+    nothing: ``python3`` (which reports ``version``), apt-get, dnf and useradd."""
+    folder.mkdir()
+    log = folder / "log"
+    for name in ("python3", "apt-get", "dnf", "useradd"):
+        answer = (f'if [ "$1" = --version ]; then echo "Python {version}"; exit 0; fi\n'
+                  if name == "python3" else "")
+        (folder / name).write_text(f'#!/bin/sh\n{answer}echo "{name} $*" >> "{log}"\n',
+                                   encoding="utf-8")
+        (folder / name).chmod(0o755)
+    return log
+
+
+def run_setup(script, tmp_path, version):
+    """``script`` run by bash with the stand-ins first on the PATH: (its result, their log)."""
+    log = stand_ins(tmp_path / "bin", version)
+    result = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"})
+    return result, (log.read_text(encoding="utf-8").splitlines() if log.exists() else [])
+
+
+@pytest.mark.parametrize("version, goes_on", [("3.10.12", False), ("3.12.3", True),
+                                              ("3.16.0", False)])
+def test_setup_checks_the_images_python_before_it_installs(autograder, tmp_path, version,
+                                                           goes_on):
+    """It installed on the image's python3 whatever it was: on Gradescope's default Ubuntu
+    22.04 (Python 3.10) pip failed half-way, on numpy 2.4.6, pandas 3.1.1 or triton 3.9.0,
+    which need 3.11 or later, and nothing said which base image to pick."""
+    result, log = run_setup(autograder / "autograder" / "source" / "setup.sh", tmp_path, version)
+    if not goes_on:
+        assert result.returncode == 1 and log == [], (result.stderr, log)  # nothing installed
+        assert f"this image has Python {version}, and the grading stack that constraints.txt " \
+               "pins installs on Python 3.11 to 3.15 only (" in result.stderr
+        assert "numpy 2.4.6 needs >=3.11" in result.stderr
+        assert "on the assignment's Configure Autograder page, choose the base image " \
+               "Fedora 38 (or Fedora 37), whose python3 is one of those" in result.stderr
+        assert "build the zip with python -m grader gradescope under the image's own Python " \
+               "(the kit needs 3.10 or newer)" in result.stderr
+        return
+    assert result.returncode == 0, result.stderr
+    assert log[:2] == ["apt-get update", "apt-get install -y python3-pip"]
+    assert any(line.startswith("python3 -m pip install") and line.endswith(
+        "-c /autograder/source/constraints.txt /autograder/source/ntgemm") for line in log), log
+
+
+@pytest.mark.parametrize("version, goes_on", [("3.12.3", False), ("3.12.4", True),
+                                              ("3.13.0", True), ("3.14.1", False),
+                                              ("4.12.4", False)])
+def test_the_check_follows_the_pins_requires_python_to_the_patch(monkeypatch, tmp_path,
+                                                                 version, goes_on):
+    from grader.batch.packaging import image_python
+
+    monkeypatch.setattr(image_python, "requirements",
+                        lambda stack: {"early 1.0": ">=3.12.4", "late 2.0": ">=3.8,<3.14"})
+    script = tmp_path / "check.sh"
+    script.write_text("set -euo pipefail\n" + image_python.setup_check({}) + "echo checked\n",
+                      encoding="utf-8")
+    result, _ = run_setup(script, tmp_path, version)
+    assert (result.returncode == 0 and result.stdout == "checked\n") == goes_on, result.stderr
+    if not goes_on:
+        assert "installs on Python 3.12.4 to 3.13 only (early 1.0 needs >=3.12.4, late 2.0 " \
+               "needs >=3.8,<3.14)" in result.stderr
+        assert "no base image of Gradescope has such a python3; choose Ubuntu 22.04" \
+            in result.stderr
+
+
+def test_a_stack_that_installs_on_python_3_10_names_the_default_image_first():
+    """torch alone says >=3.10, as the kit does: Gradescope's default image has such a Python."""
+    from grader.batch.packaging import image_python
+
+    supported = image_python.Supported({"torch": "2.13.0"})
+    assert supported.range_text() == "Python 3.10 or newer"
+    assert supported.images()[:2] == ["Ubuntu 22.04", "Fedora 38"]

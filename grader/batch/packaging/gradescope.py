@@ -5,10 +5,11 @@
 
 writes ``DIR/autograder.zip``, which Gradescope takes as it is. At its root:
 
-* ``setup.sh`` installs Python, the CPU build of torch and the kit, under
-  ``constraints.txt``: the stack of the machine that built the zip
-  (grader.batch.outputs.constraints), torch pinned to its release so that its CPU build
-  installs;
+* ``setup.sh`` checks that the image's ``python3`` is one the pinned stack installs on, and
+  otherwise stops, naming the base image to choose (grader.batch.packaging.image_python);
+  then it installs pip, the CPU build of torch and the kit, under ``constraints.txt``: the
+  stack of the machine that built the zip (grader.batch.outputs.constraints), torch pinned to
+  its release so that its CPU build installs;
 * ``run_autograder`` grades ``/autograder/submission`` with
   ``python -m grader.batch.packaging.gradescope``;
 * ``gradescope.json`` holds the grading secret (grader.core.cases.canonical_secret) and the
@@ -62,11 +63,17 @@ CONSTRAINTS = "constraints.txt"  # what setup.sh installs under: the builder's s
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 STUDENT = "submission"
 MEMORY_LIMIT_BYTES = 8 << 30  # host memory for each run, as grade's --memory-limit default
-SETUP = """#!/usr/bin/env bash
+SETUP_HEAD = """#!/usr/bin/env bash
 # Gradescope runs this once, when it builds the autograder image.
 set -euo pipefail
-apt-get update
-apt-get install -y python3 python3-pip
+"""
+SETUP_INSTALL = """# pip for the image's python3: apt on Ubuntu, dnf on Fedora, Rocky and CentOS.
+if command -v apt-get >/dev/null 2>&1; then
+    apt-get update
+    apt-get install -y python3-pip
+else
+    dnf install -y python3-pip
+fi
 flags=""
 if python3 -m pip install --help | grep -q break-system-packages; then
     flags="--break-system-packages"
@@ -114,16 +121,20 @@ def build(out_dir, *, seed, hidden_visibility="after_due_date", timeout_s=300.0,
     config = {"seed": canonical_secret(seed), "hidden_visibility": hidden_visibility,
               "timeout_s": float(timeout_s), "cases": list(cases),
               "allow_unsandboxed": bool(allow_unsandboxed)}
+    from grader.batch.outputs import constraints
     from grader.batch.outputs.atomic_file import atomic_write
+    from grader.batch.packaging import image_python
 
+    stack = constraints.installed_stack()
+    setup = SETUP_HEAD + image_python.setup_check(stack) + SETUP_INSTALL
     content = io.BytesIO()
     with zipfile.ZipFile(content, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, text in (("setup.sh", SETUP), ("run_autograder", RUN)):
+        for name, text in (("setup.sh", setup), ("run_autograder", RUN)):
             info = zipfile.ZipInfo(name)
             info.external_attr = 0o100755 << 16
             archive.writestr(info, text)
         archive.writestr(CONFIG, json.dumps(config, indent=2) + "\n")
-        archive.writestr(CONSTRAINTS, _constraints())
+        archive.writestr(CONSTRAINTS, _constraints(stack))
         for source, name in _kit_files():
             archive.write(source, name)
     path = pathlib.Path(out_dir) / "autograder.zip"
@@ -131,10 +142,10 @@ def build(out_dir, *, seed, hidden_visibility="after_due_date", timeout_s=300.0,
     return path
 
 
-def _constraints():
-    """constraints.txt for setup.sh: the grading stack installed here, with torch pinned to
-    its release alone (2.11.0 of 2.11.0+cu128), which the CPU build on PyTorch's index
-    matches."""
+def _constraints(stack):
+    """constraints.txt for setup.sh: ``stack``, the grading stack installed here, with torch
+    pinned to its release alone (2.11.0 of 2.11.0+cu128), which the CPU build on PyTorch's
+    index matches."""
     import datetime
     import platform
 
@@ -142,7 +153,7 @@ def _constraints():
     from grader.batch.grade.grading import grader_version
     from grader.batch.outputs import constraints
 
-    stack = constraints.installed_stack()
+    stack = dict(stack)
     if "torch" in stack:
         stack["torch"] = stack["torch"].partition("+")[0]
     return constraints.text({
