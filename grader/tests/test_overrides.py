@@ -212,10 +212,10 @@ def test_a_new_late_penalty_regrades_nobody_and_shows_everywhere(batch):
     assert (record["key"], record["wall_time_s"]) == (graded["key"], graded["wall_time_s"])
     assert json.loads((folder / "batch.json").read_text())["late_penalty"] == 0.25
     export = run_grader(base, "export", str(folder), "--format", "canvas", "--out",
-                        str(base / "penalty.csv"))
+                        str(base / "penalty.csv"), "--assignment", "NineToothed GEMM (1234)")
     assert export.returncode == 0, export.stderr
     exported = csv.DictReader(io.StringIO((base / "penalty.csv").read_text("utf-8-sig")))
-    assert {row["Student"]: row["NineToothed GEMM"] for row in exported}["eli"] == "0.75"
+    assert {row["Student"]: row["NineToothed GEMM (1234)"] for row in exported}["eli"] == "0.75"
 
 
 def test_a_bad_row_applies_nothing_and_every_problem_is_named(batch):
@@ -333,6 +333,35 @@ def test_a_status_set_to_flagged_zeroes_the_grade_and_leaves_the_leaderboard():
     assert views[1]["score"] == slow["score"]
     assert list(leaderboard.frame(views)["student"]) == ["李华"]
     assert fast["status"] == "passed", "the record itself is never changed"
+
+
+def test_points_that_give_full_marks_keep_the_status_and_say_so_on_the_row_and_the_page():
+    """A status is what the grader found in the file (``failed``: a case's output did not
+    match); points are what the staff award. Full marks by points keep ``failed``, and the
+    gradebook's overrides cell and the feedback say so; a status row changes it."""
+    from types import SimpleNamespace
+
+    from grader.batch.outputs import feedback
+
+    failed = record(status="failed", points=(1, 0))
+    regrade = "ada,points,hidden_1,2,the case passes with the fix sent by email,TA Wang,2026-12-03"
+    view = override_view.applied(failed, book(regrade))
+    assert (view["score"], view["status"], view["status_kept"]) == (3, "failed", "failed")
+    cases_list = [SimpleNamespace(id=case) for case in CATALOGUE]
+    (row,) = reports.gradebook_frame([view], cases_list).to_dict("records")
+    assert (row["score"], row["status"]) == (3, "failed")
+    assert row["overrides"].endswith(
+        " | status kept failed: full marks from the staff's points, but the status is what the "
+        "grader found in the file; a status row changes it")
+    page = feedback.feedback_markdown(view, [])
+    assert "Your status stays `failed`: it says what the grader found" in page
+    assert "状态仍为 `failed`" in page
+    partial = override_view.applied(failed, book(regrade.replace(",2,", ",1,")))
+    assert partial["status_kept"] == "" and "status kept" not in override_view.summary(partial)
+    decided = override_view.applied(failed, book(regrade, "ada,status,,passed,r,b,2026-12-03"))
+    assert (decided["status"], decided["status_kept"]) == ("passed", "")
+    by_score = override_view.applied(failed, book("ada,score,,3,r,b,2026-12-03"))
+    assert by_score["status_kept"] == "failed"
 
 
 def test_markdown_from_the_staff_stays_text():

@@ -42,10 +42,24 @@ def applied(record, book):
                                   "by": row.by, "date": row.date})
     if pending:
         _rescore(view, book)
+    view["status_kept"] = _status_kept(view)
     return view
 
 
 RESCORING = ("late", "status", "flags", "points")
+
+
+def _status_kept(view):
+    """The status a view keeps although ``points`` or ``score`` rows gave it full marks, else
+    "". A status says what the grader found when it ran the file (``passed``: every case's
+    output matched); points are what the staff award. So points never change it, and where
+    they make a file that did not pass look like one that did, the reports say it was kept."""
+    changes = {entry["change"] for entry in view["overrides"]}
+    if view["status"] == Status.PASSED or "status" in changes \
+            or not changes & {"points", "score"}:
+        return ""
+    cases_full = all(entry["points"] >= entry["max_points"] for entry in view["cases"])
+    return view["status"] if cases_full or view["score"] >= view["max_score"] else ""
 
 
 def for_this_file(row, record):
@@ -177,7 +191,10 @@ def summary(view):
         f"earlier file (sha256 {entry['file'][:12]}) ({entry['reason']}; {entry['by']}, "
         f"{entry['date']})"
         for entry in view.get("overrides_withheld") or []]
-    return " | ".join(applied_rows + withheld)
+    kept = [f"status kept {view['status_kept']}: full marks from the staff's points, but the "
+            "status is what the grader found in the file; a status row changes it"
+            ] if view.get("status_kept") else []
+    return " | ".join(applied_rows + kept + withheld)
 
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&!#])")
@@ -238,6 +255,12 @@ def markdown(view):
                   f"  {zh}原因：{why}（{who}，{entry['date']}）"]
         if entry["change"] == "flags":
             lines += [f"  - {markdown_text(flag)}" for flag in view.get("reviewed_flags") or []]
+    kept = view.get("status_kept")
+    if kept:
+        lines += [f"- Your status stays `{kept}`: it says what the grader found when it ran "
+                  "your file; the staff changed your points, not that finding.  ",
+                  f"  状态仍为 `{kept}`：它说明评分程序运行你的文件时发现的问题；教师调整的是"
+                  "得分，而不是这一结论。"]
     return lines
 
 
