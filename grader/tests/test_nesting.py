@@ -12,6 +12,8 @@ import pytest
 from grader.core import kernel_source, loading, messages, nesting, source_mistakes
 from grader.tests.batch_helpers import ROOT, gradebook, run_grader, run_pytest
 from grader.tests.source_edits import Variant, appended, model_answer, replace_once
+
+# The zip, built once for this module, as test_gradescope builds it for its own.
 from grader.tests.test_gradescope import autograder, check_results, grade_in_tree  # noqa: F401
 
 KERNEL_LINE = "    output = accumulator  # noqa"
@@ -25,40 +27,46 @@ def nested_blocks(pairs, innermost):
     """A helper of ``pairs`` functions each holding an ``if``, one inside another."""
     lines = []
     for level in range(pairs):
-        lines += ["    " * 2 * level + f"def helper_{level}(a):", "    " * (2 * level + 1) + "if a:"]
+        lines += ["    " * 2 * level + f"def helper_{level}(a):",
+                  "    " * (2 * level + 1) + "if a:"]
     return "\n".join(lines + ["    " * 2 * pairs + innermost])
 
 
-INNERMOST = "a" + " + (a" * 15 + ")" * 15
+INNERMOST = "return a" + " + (a" * 15 + ")" * 15
+ARRANGEMENT_LINE = "    return lhs_arranged, rhs_arranged, output_arranged"
 
 
-def in_kernel(line):
-    """An edit: ``line`` in application(), before its output is written."""
-    return (KERNEL_LINE, f"    {line}\n{KERNEL_LINE}")
+def at_module_end(what, line):
+    """(the variant with ``line`` added at the end of the module, ``line``)."""
+    return Variant(what, (appended(line),)), line
+
+
+def before(anchor, line):
+    """An edit: ``line`` in a function, just before ``anchor``, one of its lines."""
+    return (anchor, f"    {line}\n{anchor}")
+
+
+def in_function(what, line, anchor=KERNEL_LINE):
+    """(the variant with ``line`` before ``anchor``: in application() by default, ``line``)."""
+    return Variant(what, (before(anchor, line),)), line
 
 
 # name -> (the variant, the text of the line that goes past the limit)
 DEEP = {
-    # The issue's file: 16 KB, compiling it makes Python itself give up.
-    "chain": (Variant("a constant X = 1 + 1 + ... + 1 of 4000 terms", (
-        appended(f"X = {chain(4000)}"),)), f"X = {chain(4000)}"),
+    # The issue's file: 16 KB, on which Python's own compiler gives up.
+    "chain": at_module_end("a constant X = 1 + 1 + ... + 1 of 4000 terms", f"X = {chain(4000)}"),
     # The old kernel check's recursion gave out at about 600 terms.
-    "kernel_chain": (Variant("600 terms added up in application()", (
-        in_kernel(f"scale = {chain(600)}"),)), f"scale = {chain(600)}"),
-    "brackets": (Variant("lists 150 deep in arrangement()", (
-        ("    return lhs_arranged, rhs_arranged, output_arranged",
-         f"    nested = {'[' * 150}1{']' * 150}\n"
-         "    return lhs_arranged, rhs_arranged, output_arranged"),)),
-        f"nested = {'[' * 150}1{']' * 150}"),
-    "calls": (Variant("abs(abs(...)) 150 deep in application()", (
-        in_kernel(f"scale = {'abs(' * 150}1{')' * 150}"),)), f"scale = {'abs(' * 150}1{')' * 150}"),
-    "blocks": (Variant("45 functions, each with an if, inside one another", (
-        appended(nested_blocks(45, f"return {INNERMOST}")),)), f"return {INNERMOST}"),
+    "kernel_chain": in_function("600 terms added up in application()",
+                                f"scale = {chain(600)}"),
+    "brackets": in_function("lists 150 deep in arrangement()",
+                            f"nested = {'[' * 150}1{']' * 150}", ARRANGEMENT_LINE),
+    "calls": in_function("abs(abs(...)) 150 deep in application()",
+                         f"scale = {'abs(' * 150}1{')' * 150}"),
+    "blocks": (Variant("45 functions, each with an if, inside one another",
+                       (appended(nested_blocks(45, INNERMOST)),)), INNERMOST),
     # Shapes on which Python's parser gives up before any tree: a power chain, lambdas.
-    "power": (Variant("a 3000-term power chain", (appended("Y = " + " ** ".join(["2"] * 3000)),)),
-              "Y = " + " ** ".join(["2"] * 3000)),
-    "lambdas": (Variant("3000 lambdas inside one another", (appended("F = " + "lambda: " * 3000 + "1"),)),
-                "F = " + "lambda: " * 3000 + "1"),
+    "power": at_module_end("a 3000-term power chain", "Y = " + " ** ".join(["2"] * 3000)),
+    "lambdas": at_module_end("3000 lambdas inside one another", "F = " + "lambda: " * 3000 + "1"),
 }
 
 
@@ -80,8 +88,8 @@ def test_a_deep_file_is_refused_at_its_line(name):
     shown = nesting.message(error, "ninetoothed_gemm.py")
     assert shown.startswith(f"ninetoothed_gemm.py, line {error.lineno}: the code there nests "
                             f"more than {nesting.LIMIT} levels deep")
-    assert f"ninetoothed_gemm.py 第 {error.lineno} 行：这里的代码嵌套超过了 {nesting.LIMIT} 层" in \
-        messages.chinese(shown)
+    assert (f"ninetoothed_gemm.py 第 {error.lineno} 行：这里的代码嵌套超过了 {nesting.LIMIT} 层"
+            in messages.chinese(shown))
     # Every reading of the file says so, or nothing, and none of them gives up.
     for read in (kernel_source.extract, kernel_source.defined_names, loading.unfinished_functions):
         with pytest.raises(nesting.TooDeep):
@@ -96,10 +104,10 @@ def test_the_limit_is_what_it_says():
 
 
 def test_no_file_of_the_kit_comes_near_the_limit(monkeypatch):
-    """The reference, the demo class, the skeleton and every other Python file here pass
-    at half the limit."""
-    files = [path for path in ROOT.rglob("*.py")
-             if not any(part.startswith(".") for part in path.relative_to(ROOT).parts)]
+    """The reference, the demo class, the skeleton and every other Python file of the kit
+    pass at half the limit."""
+    files = [path for folder in ("assignment", "solutions", "grader", "benchmarks", "docs")
+             for path in (ROOT / folder).rglob("*.py")]
     assert len(files) > 100
     monkeypatch.setattr(nesting, "LIMIT", nesting.LIMIT // 2)
     assert [path for path in files if nesting.too_deep(loading.read_source(path))] == []
@@ -108,7 +116,8 @@ def test_no_file_of_the_kit_comes_near_the_limit(monkeypatch):
 def test_the_guides_state_the_limit():
     guides = {name: (ROOT / "docs" / name).read_text(encoding="utf-8")
               for name in ("student-guide.en.md", "student-guide.zh.md", "instructor-guide.md")}
-    assert f"read none nested more than {nesting.LIMIT} levels deep" in guides["student-guide.en.md"]
+    assert f"read none nested more than {nesting.LIMIT} levels deep" in \
+        guides["student-guide.en.md"]
     assert f"嵌套超过 {nesting.LIMIT} 层的文件一概不读" in guides["student-guide.zh.md"]
     assert f"nested more than {nesting.LIMIT} syntax-tree levels deep" in \
         guides["instructor-guide.md"].replace("\n   ", " ")
@@ -116,11 +125,13 @@ def test_the_guides_state_the_limit():
 
 def deepest_kernel():
     """The model answer with the longest chain in application() that the check lets through."""
+    def with_chain(terms):
+        return replace_once(model_answer(), *before(KERNEL_LINE, f"scale = {chain(terms)}"))
+
     terms = 2
-    while nesting.too_deep(replace_once(model_answer(), *in_kernel(f"scale = {chain(terms + 1)}"))) \
-            is None:
+    while nesting.too_deep(with_chain(terms + 1)) is None:
         terms += 1
-    return replace_once(model_answer(), *in_kernel(f"scale = {chain(terms)}"))
+    return with_chain(terms)
 
 
 def below(frames, work):
@@ -182,10 +193,10 @@ def test_the_pytest_grader_fails_a_deep_file_with_its_line(tmp_path):
     assert "RecursionError" not in shown and "Traceback" not in shown
 
 
-def test_gradescope_fails_a_deep_file_with_its_line(autograder):
-    """Through the zip's run_autograder, as Gradescope runs it (the zip built once here)."""
-    results = grade_in_tree(autograder, write(autograder / "deep.py", deep_source("chain")),
-                            "deep")
+def test_gradescope_fails_a_deep_file_with_its_line(request):
+    """Through the zip's run_autograder, as Gradescope runs it."""
+    tree = request.getfixturevalue("autograder")
+    results = grade_in_tree(tree, write(tree / "deep.py", deep_source("chain")), "deep")
     check_results(results)
     line = line_of(deep_source("chain"), DEEP["chain"][1])
     assert results["extra_data"]["status"] == "failed"
