@@ -17,7 +17,7 @@ import torch
 
 from grader.core import cases as catalogue
 from grader.core.generated_kernel import KernelRejected
-from grader.core.messages import say
+from grader.core.messages import line_zh, say
 
 # The guide's tolerance, per element: |out - ref| <= ATOL + RTOL * |ref|.
 ATOL = 0.025
@@ -408,6 +408,18 @@ def error_verdict(case, error, limit=12, source=""):
         body.append(why)
     return Verdict(case.id, False, "\n".join([head] + body), mistake,
                    details={"error": (f"{name}: " if name else "") + text[-4000:]})
+
+
+def library_words(message):
+    """(the kit's lines, the lines NineToothed or Triton wrote) of a case message that
+    ``error_verdict`` introduced as theirs, else (message, ''): a page or a summary shows
+    their words once, however many cases raised them."""
+    lines = message.splitlines()
+    if not lines or lines[0] != say("did_not_build"):
+        return message, ""
+    kit = [line for line in lines if line_zh(line)]
+    theirs = [line for line in lines[1:] if not line_zh(line)]
+    return "\n".join(kit), "\n".join(theirs)
 
 
 def _refused_verdict(case, error, source):

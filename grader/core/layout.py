@@ -158,6 +158,16 @@ def launch_mismatch(module, shape):
     return NOT_LAUNCHED + say("outer_shapes_differ", where=_where(shape), **outers)
 
 
+def checked_right(module, findings):
+    """Whether the symbolic check judged the module's arrangement and found it right: no
+    finding (``inspect_arrangement``'s), and a plain grid of tiles at every shape it checks
+    (another layout is not judged). A failing kernel's mistake is then in application()."""
+    if findings:
+        return False
+    levels = arranged_levels_or_none(module)
+    return levels is not None and all(is_standard_layout(at) for at in levels.values())
+
+
 def is_standard_layout(levels_at_shape):
     """Whether the output is arranged as a plain 2-D grid of 2-D tiles.
 

@@ -9,7 +9,7 @@ import pathlib
 
 import pytest
 
-from grader.core import (cases, checks, diagnosis, execution, gpu_compile, layout,
+from grader.core import (cases, checks, diagnosis, execution, gpu_compile, layout, mistakes,
                          source_mistakes)
 from grader.core.checks import Verdict
 from grader.core.mistakes import MISTAKES
@@ -111,19 +111,46 @@ def findings(config):
 
 
 def failure_text(case, verdict, config):
-    """The verdict, then the likely cause: the check's own, the arrangement's, or the case's."""
+    """The verdict, then the likely cause: the check's own, the arrangement's, or the case's
+    (not an arrangement mistake where the arrangement checked right). NineToothed's or
+    Triton's words, the same for many cases, are shown under the first case that raised them."""
     key = diagnosis.case_cause(verdict, findings(config))
     if key:
         likely = MISTAKES[key]
         cause = f"likely cause, {likely.title}: {likely.en}\n{likely.zh}"
-    elif ruled_out(case.targets, verdict):
+    elif ruled_out(case.targets, verdict) or (
+            case.targets in mistakes.found_by(mistakes.LAYOUT) and layout_right(config)):
         cause = ("the summary at the end weighs all failures together.\n"
                  "结尾的汇总会综合所有失败给出可能的原因。")
     else:
         target = MISTAKES[case.targets]
         cause = (f"this case is there to catch: {target.title}; the summary at the end weighs "
                  f"all failures together.\n本用例针对的常见错误：{target.zh}")
-    return f"{case.describe()} ({case.why}) failed:\n{verdict.message}\n{cause}"
+    return f"{case.describe()} ({case.why}) failed:\n{_shown_once(verdict, case, config)}\n{cause}"
+
+
+def _shown_once(verdict, case, config):
+    """The verdict's message, NineToothed's or Triton's words in it only where no earlier
+    case of the session showed the same words."""
+    kit, theirs = checks.library_words(verdict.message)
+    if not theirs:
+        return verdict.message
+    shown = config.__dict__.setdefault("_ntgemm_library_words", {})
+    if theirs not in shown:
+        shown[theirs] = case.id
+        return verdict.message
+    return (f"{kit}\n(NineToothed's or Triton's message: as under {shown[theirs]} above / "
+            f"NineToothed 或 Triton 的原话同上面的 {shown[theirs]})")
+
+
+def layout_right(config):
+    """Whether the loaded submission's arrangement checked right symbolically
+    (grader.core.layout.checked_right), once per session."""
+    if not hasattr(config, "_ntgemm_layout_right"):
+        module = getattr(config, "_ntgemm_module", None)
+        config._ntgemm_layout_right = module is not None and layout.checked_right(
+            module, layout.inspect_arrangement(module))
+    return config._ntgemm_layout_right
 
 
 def secret_label(seed):
@@ -154,6 +181,14 @@ def summary(terminalreporter, config):
         return
     write = terminalreporter.write_line
     terminalreporter.section("ntgemm grade")
+    module = getattr(config, "_ntgemm_module", None)
+    hints = diagnosis.explain(
+        findings(config), [verdict for _, verdict in results.values()],
+        [case for case, _ in results.values()],
+        tiles=layout.tile_sizes(module) if module is not None else None, reveal=True)
+    failing = [case for case, verdict in results.values() if not verdict.passed]
+    for line in opening(hints, failing, config):
+        write(line)
     backend = config._ntgemm_backend
     write(f"submission: {config.getoption('--submission')}")
     write(f"backend: {backend.name}   {secret_label(config._ntgemm_seed)}")
@@ -174,11 +209,6 @@ def summary(terminalreporter, config):
         write(f"not counted here: {skipped} GPU-only case(s), skipped on the "
               f"{backend.name} backend")
 
-    module = getattr(config, "_ntgemm_module", None)
-    hints = diagnosis.explain(
-        findings(config), [verdict for _, verdict in results.values()],
-        [case for case, _ in results.values()],
-        tiles=layout.tile_sizes(module) if module is not None else None, reveal=True)
     build = built(config)
     if build is not None:
         write(f"GPU build: {gpu_compile.summary(build)}")
@@ -193,7 +223,6 @@ def summary(terminalreporter, config):
                 write(f"   - {line}")
     folder = config.getoption("--pictures", default=None)
     if folder:
-        failing = [case for case, verdict in results.values() if not verdict.passed]
         drawn = picture(module, failing, pathlib.Path(folder) / "arrangement.png") \
             if module is not None and failing else None
         write("")
@@ -204,6 +233,25 @@ def summary(terminalreporter, config):
             en, zh = no_picture(module, failing)
             write(f"no picture of the arrangement: {en}")
             write(f"没有画排布示意图：{zh}")
+
+
+def opening(hints, failing, config):
+    """The summary's first lines: the likely mistake, with its first evidence, or that no
+    known mistake matches (and, where the arrangement checked right, to look at
+    application()), in English and Chinese."""
+    if hints:
+        top = hints[0]
+        return [f"likely mistake: {top['title']} [{top['key']}] (all causes below)",
+                f"可能的错误：{top['title_zh']}（全部可能原因见下文）",
+                *(f"  - {line}" for line in top["evidence"][:1])]
+    if not failing:
+        return ["no known mistake: every case passed", "没有已知的错误：所有用例都通过了"]
+    lines = ["no known mistake matches these failures: the failures above say what went wrong",
+             "没有已知的错误与这些失败相符：上面的失败信息说明了哪里出了问题"]
+    if layout_right(config):
+        lines += ["your arrangement looks right (checked symbolically): look at application()",
+                  "你的排布看起来是对的（已做符号检查）：请检查 application()"]
+    return lines
 
 
 def no_picture(module, failing):

@@ -29,6 +29,7 @@ def _over_the_pipe(record, payload=b""):
     protocol.Diagnosis([{"mistake": "expand_axis", "message": "lhs repeats over M"}],
                        [64, 64, 32]),
     protocol.Diagnosis([], None),
+    protocol.Diagnosis([], [64, 64, 64], True),
     protocol.CaseResult(3, seconds=0.25),
     protocol.CaseResult(0, error="nt_gemm asked the process to exit (SystemExit(0))",
                         exited=True),

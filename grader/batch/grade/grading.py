@@ -296,6 +296,7 @@ def grade(submission, settings, folder, device=None, on_start=None, pool=None, s
         f"\n{wrapper_run.ending.stderr}")
     record["findings"] = kernel_run.findings
     record["tiles"] = kernel_run.tiles
+    record["layout_ok"] = kernel_run.layout_ok
     build = kernel_run.build
     record["gpu_build"] = build.to_fields() if build else None
     record["gpu_build_shared"] = kernel_run.shared_build

@@ -24,7 +24,7 @@ Messages, in the order a run sends them:
 | worker | loaded      | Loaded: status (LOADED_STATUSES), message | |
 | worker | compile     | bytes (kernel runs with a kernel: its generated file, for the compile gate) | the file |
 | parent | build       | a grader.core.gpu_compile.Build of those bytes (grader.batch.isolation.compile_gate) | |
-| worker | diagnosis   | Diagnosis: findings, tiles (kernel runs only) | |
+| worker | diagnosis   | Diagnosis: findings, tiles, layout_ok (kernel runs only) | |
 | parent | phase       | cases: [Job], last: bool                 | every job's lhs then rhs |
 | worker | arrangement | Arrangement: shape, program, grids, tiles (phase 0 only, at most once) | |
 | worker | case        | CaseResult: index, error, exited, seconds | the job's outputs, role by role |
@@ -148,19 +148,24 @@ class Loaded:
 
 @dataclasses.dataclass(frozen=True)
 class Diagnosis:
-    """What a kernel run found before any case: the arrangement's findings and its tiles.
-    Its build for the course's GPU is the parent's own (grader.batch.isolation.compile_gate)."""
+    """What a kernel run found before any case: the arrangement's findings, its tiles, and
+    whether the symbolic check found the arrangement right (grader.core.layout.checked_right;
+    feedback only). Its build for the course's GPU is the parent's own
+    (grader.batch.isolation.compile_gate)."""
 
     KIND = "diagnosis"
     findings: list
     tiles: list = None
+    layout_ok: bool = False
 
     def to_fields(self):
-        return {"findings": findings(self.findings), "tiles": tiles(self.tiles)}
+        return {"findings": findings(self.findings), "tiles": tiles(self.tiles),
+                "layout_ok": self.layout_ok}
 
     @classmethod
     def from_fields(cls, fields):
-        return cls(findings(fields.get("findings")), tiles(fields.get("tiles")))
+        return cls(findings(fields.get("findings")), tiles(fields.get("tiles")),
+                   fields.get("layout_ok") is True)
 
 
 def source_bytes(fields):

@@ -246,7 +246,8 @@ def kernel_run(channel, path, active):
     build = _gate(channel, kernel) if kernel is not None else None
     if not active.is_interpreter:
         one_compile.for_cases(kernel, build)
-    channel.report(protocol.Diagnosis(findings, layout.tile_sizes(module)))
+    channel.report(protocol.Diagnosis(findings, layout.tile_sizes(module),
+                                      layout.checked_right(module, arranged)))
     if build is not None and build.checked and not build.ok and active.is_interpreter:
         # the parent fails every case with the build's verdict
         kernels = {blocks: (None, build.message) for blocks in kernels}

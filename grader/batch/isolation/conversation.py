@@ -36,6 +36,7 @@ class RunReport:
     load_message: str = ""
     findings: list = dataclasses.field(default_factory=list)
     tiles: list = None
+    layout_ok: bool = False  # the symbolic check found the arrangement right (feedback only)
     build: object = None  # grader.core.gpu_compile.Build of the kernel it sent (compile_gate)
     shared_build: bool = False  # that Build was made for another run of the batch
     arrangement: dict = None  # one program's tiles at a public shape (protocol.Arrangement)
@@ -265,6 +266,7 @@ def _converse(worker, accept, phases, report, gate, grow, extend, steps):
             return
         claimed = protocol.Diagnosis.from_fields(found.fields)
         report.findings, report.tiles = claimed.findings, claimed.tiles
+        report.layout_ok = claimed.layout_ok
         steps.done("build")
         if gate_s is not None:
             report.seconds["compile gate"] = gate_s  # within the build's seconds

@@ -10,6 +10,9 @@ grader.batch.outputs.reports writes them into each student's folder.
 import re
 
 from grader.batch.outputs import override_view
+from grader.batch.outputs.feedback_opening import (LIBRARY_HEADING, SEE_LIBRARY, library_messages,
+                                                   library_words, opening_markdown,
+                                                   without_library)
 from grader.batch.status import Status, flags
 from grader.core import messages
 
@@ -274,12 +277,19 @@ def feedback_markdown(record, hints, pictures=True):
         "",
         f"**Score / 得分: {record['score']} / {record['max_score']}**  ",
         f"**Status / 状态: `{record['status']}`**",
+        *opening_markdown(record, hints),
         "",
         f"- {en}",
         f"- {zh}",
     ]
+    said = library_messages(record)
     if record.get("message"):
-        lines += ["", *fenced(record["message"].strip()), *chinese_block(record["message"])]
+        message = without_library(record["message"].strip(), said)
+        lines += ["", *fenced(message), *chinese_block(message)]
+    if said:
+        lines += ["", *LIBRARY_HEADING]
+        for words in said:
+            lines += ["", *fenced(words)]
     if record.get("taken"):
         taken = override_view.markdown_text(record["taken"])
         lines += ["", f"- Graded {taken}, your only Python file, in place of "
@@ -311,28 +321,27 @@ def feedback_markdown(record, hints, pictures=True):
                   "These do not change your score; your instructor will look at them. / "
                   "以下标记不影响你的得分，老师会人工复核。", ""]
         lines += [line for flag in flags(record) for line in bilingual_item(flag)]
-    if hints:
-        lines += ["", "## Likely mistakes / 可能的错误", ""]
-        for hint in hints:
-            lines += [f"### {hint['title']} / {hint['title_zh']}", "", hint["en"], "", hint["zh"],
-                      ""]
-            for evidence in hint.get("evidence") or []:
-                lines += bilingual_item(evidence, "evidence / 依据: ", "依据：")
-            lines.append("")
     lines += arrangement_markdown(record, pictures)
     lines += build_markdown(record)
     lines += speed_markdown(record, pictures)
     lines += leaderboard_markdown(record)
     lines += ["", "## Cases / 测试用例"] + zeroed_markdown(record)
     lines += ["", "| case / 用例 | points / 得分 | result / 结果 |", "| --- | --- | --- |"]
-    details = []
+    details, shown = [], {}
     for entry in record["cases"]:
         public = entry["visibility"] == "public"
         name = entry["id"] if public else entry["name"]
         lines.append(f"| {name} | {entry['points']}/{entry['max_points']} | {entry['status']} |")
         if public and entry["status"] not in ("passed", "not_run") and entry.get("message"):
             message = entry["message"].strip()[:3000]
-            details += [f"### {name}", "", *fenced(message), *chinese_block(message), ""]
+            if message in shown:
+                details += [f"### {name}", "", f"The same message as {shown[message]} above. / "
+                            f"与上面 {shown[message]} 的信息相同。", ""]
+                continue
+            shown[message] = name
+            kit, theirs = library_words(message)
+            details += [f"### {name}", "", *fenced(kit), *chinese_block(kit), ""]
+            details += [SEE_LIBRARY, ""] if theirs else []
         elif not public and entry["status"] not in ("passed",):
             shown = _public_message(entry)
             zh = messages.line_zh(shown)
