@@ -521,8 +521,8 @@ def section_persistent_tma(bench):
     measure_builds(bench, "ptma", PERSISTENT_TMA_SHAPES, builds)
 
 
-STREAM_K_SHAPES = [(6144, 1024, 4096), (3000, 3000, 3000), (4096, 4096, 4096),
-                   (8192, 8192, 8192), (2048, 2048, 2048)]
+STREAM_K_SHAPES = [(6144, 1024, 4096), (3000, 3000, 3000), (8192, 8192, 8192),
+                   (4096, 4096, 4096), (2048, 2048, 2048)]
 
 
 def section_stream_k(bench):
@@ -535,28 +535,27 @@ def section_stream_k(bench):
     persistent_tma.use_torch_scratch()
     sms = bench.sms
     builds = [("reference autotuned", None)]
-    # (block_m, block_n, block_k, warps, stages, sk_waves, store_split), group 8, P = SMs.
-    for bm, bn, bk, w, s, sk, split in ((128, 256, 64, 8, 3, 1, 1), (128, 256, 64, 8, 3, 2, 1),
-                                        (128, 256, 64, 8, 3, 1, 2), (128, 256, 64, 8, 4, 1, 2),
-                                        (128, 256, 64, 8, 4, 2, 2), (128, 256, 64, 8, 4, 0, 2),
-                                        (256, 128, 64, 8, 3, 1, 1),
-                                        (128, 128, 64, 4, 4, 1, 1), (128, 256, 128, 8, 2, 1, 2)):
-        builds.append((f"nt-sk{sk} {bm}x{bn}x{bk} g8 {w}w{s}s split{split}",
-                       functools.partial(stream_k.nt_stream_k, bm, bn, bk, w, s, sms, 8, sk,
-                                         split)))
-    for bm, bn, bk, w, s, sk, split in ((128, 256, 64, 8, 3, 1, 1), (128, 256, 64, 8, 3, 2, 1),
-                                        (128, 256, 64, 8, 4, 1, 2)):
-        builds.append((f"triton-sk{sk} {bm}x{bn}x{bk} g8 {w}w{s}s split{split}",
-                       functools.partial(triton_ceiling.stream_k, bm, bn, bk, w, s, sms, sk,
-                                         split)))
+    # (block_m, block_n, block_k, warps, stages, flag), group 8, P = SMs; the flag is
+    # warp specialisation for the persistent kernels, (sk_waves, store_split) for Stream-K.
     for bm, bn, bk, w, s, ws in ((128, 256, 64, 8, 3, False), (128, 256, 64, 8, 3, True),
-                                 (128, 128, 64, 4, 4, False), (128, 128, 64, 4, 4, True)):
+                                 (128, 128, 64, 4, 4, True)):
         builds.append((f"triton-ptma {bm}x{bn}x{bk} g8 {w}w{s}s{' ws' if ws else ''}",
                        functools.partial(triton_ceiling.persistent_tma, bm, bn, bk, w, s, ws,
                                          sms)))
-        builds.append((f"nt-ptma {bm}x{bn}x{bk} g8 {w}w{s}s{' ws' if ws else ''}",
-                       functools.partial(persistent_tma.nt_persistent_tma, bm, bn, bk, w, s,
-                                         sms, 8, True, ws)))
+    for bm, bn, bk, w, s, (sk, split) in ((128, 256, 64, 8, 3, (1, 1)),
+                                          (128, 256, 64, 8, 3, (2, 1)),
+                                          (128, 256, 64, 8, 4, (1, 2))):
+        builds.append((f"triton-sk{sk} {bm}x{bn}x{bk} g8 {w}w{s}s split{split}",
+                       functools.partial(triton_ceiling.stream_k, bm, bn, bk, w, s, sms, sk,
+                                         split)))
+    for bm, bn, bk, w, s, (sk, split) in ((128, 256, 64, 8, 3, (1, 1)),
+                                          (128, 256, 64, 8, 3, (2, 1)),
+                                          (128, 256, 64, 8, 4, (1, 2)),
+                                          (128, 256, 64, 8, 4, (0, 2)),
+                                          (256, 128, 64, 8, 3, (1, 1))):
+        builds.append((f"nt-sk{sk} {bm}x{bn}x{bk} g8 {w}w{s}s split{split}",
+                       functools.partial(stream_k.nt_stream_k, bm, bn, bk, w, s, sms, 8, sk,
+                                         split)))
     measure_builds(bench, "sk", STREAM_K_SHAPES, builds)
 
 

@@ -7,6 +7,7 @@ cost one dictionary lookup more than the model answer's fixed path.
 """
 
 import dataclasses
+import statistics
 import time
 
 import torch
@@ -49,15 +50,21 @@ def candidates(lhs, rhs):
     # Not for a ragged K or N: rows like 3000's are whole 16-byte units, but there the
     # persistent kernels lost to the flat ones on an H100 (round 7). The output, made
     # here with rows of N halves, is then aligned too.
-    if (not ragged and waves.has_tma(lhs.device)
-            and not persistent_tma.tma_rows_problem(lhs, rhs)):
-        chosen += configs.PERSISTENT_CONFIGS
+    tma = waves.has_tma(lhs.device) and not persistent_tma.tma_rows_problem(lhs, rhs)
+    if tma and not ragged:
+        chosen += configs.PERSISTENT_CONFIGS + configs.SPLIT_STORE_CONFIGS
         if smaller_tiles:
             chosen += configs.PERSISTENT_WAVE_TILE_CONFIGS
+    if tma and waves.stream_k_pays(m, n, sms):
+        chosen += configs.STREAM_K_CONFIGS
     return chosen
 
 
-def time_candidate(config, lhs, rhs, out):
+RUNOFF_WITHIN = 0.03  # candidates this close to the best are timed again, side by side
+RUNOFF_ROUNDS = 4
+
+
+def time_candidate(config, lhs, rhs, out, rep=25):
     """Median milliseconds of one candidate on these operands (inf if it cannot run)."""
     import triton.testing
 
@@ -65,10 +72,20 @@ def time_candidate(config, lhs, rhs, out):
         run = kernels.tuned_kernel(config)
         return triton.testing.do_bench(
             lambda: run(lhs, rhs, out),
-            warmup=5, rep=25, return_mode="median",
+            warmup=5, rep=rep, return_mode="median",
         )
     except Exception:  # a config the GPU cannot hold (shared memory, registers)
         return float("inf")
+
+
+def runoff(close, lhs, rhs, out):
+    """{name: median ms} of the close candidates over RUNOFF_ROUNDS rounds, the order
+    turned each round, so that none always meets the GPU as the one before left it."""
+    rounds = {config.name: [] for config in close}
+    for round_ in range(RUNOFF_ROUNDS):
+        for config in close if round_ % 2 == 0 else close[::-1]:
+            rounds[config.name].append(time_candidate(config, lhs, rhs, out))
+    return {name: statistics.median(times) for name, times in rounds.items()}
 
 
 class Planner:
@@ -101,7 +118,8 @@ class Planner:
         num_stages, flat (flat_arrangement kernel or not), pad_n (rhs copied into
         padded rows), transposed (C^T = B^T A^T), tail (the second launch's config of a
         wave split, or None), name, source ("tuned", "stored" or "only candidate"),
-        tuning_s and timings_ms (per candidate, the mean of two passes, when tuned here).
+        tuning_s and timings_ms (per candidate, the mean of two passes, when tuned here; and
+        "runoff NAME", the median of the runoff's rounds, for those timed again).
         """
         return self.chosen.get((m, n, k))
 
@@ -127,7 +145,16 @@ class Planner:
                 timings.setdefault(candidate.name, []).append(
                     time_candidate(candidate, lhs, rhs, out))
             timings = {name: sum(both) / 2 for name, both in timings.items()}
-            config = min(offered, key=lambda candidate: timings[candidate.name])
+            ranked = sorted(offered, key=lambda candidate: timings[candidate.name])
+            # Kernels within a few percent swap places from one timing to the next: the
+            # close ones are timed again, in alternating rounds, and the runoff decides.
+            close = [candidate for candidate in ranked
+                     if timings[candidate.name] <= timings[ranked[0].name] * (1 + RUNOFF_WITHIN)]
+            config = ranked[0]
+            if len(close) > 1:
+                runoff_ms = runoff(close, lhs, rhs, out)
+                config = min(close, key=lambda candidate: runoff_ms[candidate.name])
+                timings |= {f"runoff {name}": ms for name, ms in runoff_ms.items()}
             source = "tuned"
             if timings[config.name] < float("inf"):
                 self.cache.store(shape_key, config.name)
