@@ -13,7 +13,7 @@ import time
 import pytest
 
 from grader.batch.inside import protocol
-from grader.batch.isolation import time_budget
+from grader.batch.isolation import time_policy
 from grader.core import cases, checks, diagnosis, execution, gpu_compile, layout
 from grader.core.loading import load_submission
 from grader.core.suite import ruled_out
@@ -256,12 +256,14 @@ def test_a_wrong_value_rules_out_causes_it_cannot_be():
 def test_the_budget_grows_with_the_tiles_steps():
     jobs = [protocol.Job(0, 256, 256, 256, ("out",)), protocol.Job(1, 96, 80, 144,
                                                                    ("first", "second"))]
-    reference = time_budget.interpreter_extra(jobs, (64, 64, 64))
-    assert reference == time_budget.STEP_S * (64 + 2 * 2 * 2 * 3)
-    assert time_budget.interpreter_extra(jobs, (16, 16, 16)) > 40 * reference
-    assert time_budget.interpreter_extra(jobs, (1, 1, 1)) == \
-        time_budget.interpreter_extra(jobs, (16, 16, 16))  # no more time below the guide's 16
-    assert time_budget.interpreter_extra(jobs, None) == reference
+    def extra(tiles):
+        return time_policy.extra_for("interpreter", jobs, tiles)
+
+    reference = extra((64, 64, 64))
+    assert reference == time_policy.STEP_S * (64 + 2 * 2 * 2 * 3)
+    assert extra((16, 16, 16)) > 40 * reference
+    assert extra((1, 1, 1)) == extra((16, 16, 16))  # no more time below the guide's 16
+    assert extra(None) == reference
 
 
 

@@ -20,7 +20,7 @@ import pytest
 
 from grader.batch import cli, import_graph
 from grader.batch.inside import protocol
-from grader.batch.isolation import launch, pipes, process_table, sandbox, usage
+from grader.batch.isolation import launch, pipes, process_table, sandbox, time_policy, usage
 from grader.tests.batch_helpers import NEEDS_INTERPRETER, sandbox_probe
 from grader.batch.status import ExitCode
 from grader.tests.batch_helpers import DEMO, run_grader
@@ -189,16 +189,16 @@ while True: time.sleep(0.05)
     # death, which on a loaded box took 17 s of a pinned, niced process (CI, 2026-12-05).
     assert "lowered its own priority" in ending.detail, ending.detail
     stopped_at = float(re.search(r"still running after ([\d.]+) s", ending.detail).group(1))
-    assert stopped_at < sandbox.WALL_FACTOR * 2 - 5, ending.detail
+    assert stopped_at < time_policy.WALL_FACTOR * 2 - 5, ending.detail
 
 
 def test_the_charge_is_wall_time_less_starvation_between_cpu_and_wall_time():
-    assert usage.charge(cpu_s=0.0, wall_s=10.0, starved_s=0.0) == 10.0  # a sleep
-    assert usage.charge(cpu_s=1.0, wall_s=10.0, starved_s=8.5) == 1.5  # starved by others
+    assert time_policy.charge(cpu_s=0.0, wall_s=10.0, starved_s=0.0) == 10.0  # a sleep
+    assert time_policy.charge(cpu_s=1.0, wall_s=10.0, starved_s=8.5) == 1.5  # starved by others
     # Three busy cores for 3 s: charged the wall clock's 3 s, never its 9 s of CPU.
-    assert usage.charge(cpu_s=9.0, wall_s=3.0, starved_s=0.0) == 3.0
+    assert time_policy.charge(cpu_s=9.0, wall_s=3.0, starved_s=0.0) == 3.0
     # Its own threads starving each other: charged at least its CPU time.
-    assert usage.charge(cpu_s=2.0, wall_s=3.0, starved_s=5.0) == 2.0
+    assert time_policy.charge(cpu_s=2.0, wall_s=3.0, starved_s=5.0) == 2.0
 
 
 class _Reaped:
@@ -257,7 +257,7 @@ def test_a_child_reaped_while_a_sample_is_read_is_not_counted_as_cores_kept_busy
             clock[0] += gap
             worker.own += gap
     assert tree.cpu_used >= worker.own + compiler.own - 0.01
-    assert peak < sandbox.cores_for("interpreter"), peak
+    assert peak < time_policy.cores_for("interpreter"), peak
 
 
 @pytest.mark.parametrize("churn", [False, True], ids=["quiet", "a child vanishing at each read"])
@@ -286,9 +286,9 @@ def test_cores_kept_busy_after_a_process_left_the_tree_are_seen_within_the_windo
         if left.gone:
             worker.own += 4 * 0.05
         cores = tree.sample()[1]
-        if cores > sandbox.cores_for("interpreter"):
+        if cores > time_policy.cores_for("interpreter"):
             seen.append(step)
-    assert seen and seen[0] <= 20 + 2 * usage.CPU_WINDOW_S / 0.05, seen[:1]
+    assert seen and seen[0] <= 20 + 2 * time_policy.CPU_WINDOW_S / 0.05, seen[:1]
 
 
 def test_a_warm_worker_s_warm_up_is_not_charged_to_its_run():
@@ -307,7 +307,7 @@ def test_a_warm_worker_s_warm_up_is_not_charged_to_its_run():
         worker = types.SimpleNamespace(usage=tree)
         sandbox.Worker.restart_clock(worker)
         assert worker.cpu_base >= 0.9
-        assert usage.charge(tree.cpu_used - worker.cpu_base, 0.5, 10.0) <= 0.5
+        assert time_policy.charge(tree.cpu_used - worker.cpu_base, 0.5, 10.0) <= 0.5
     finally:
         warm.kill()
         warm.wait()

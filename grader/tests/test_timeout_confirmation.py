@@ -11,7 +11,7 @@ import pytest
 
 from grader.batch.grade import grading, intake, session
 from grader.batch.inside import protocol
-from grader.batch.isolation import conversation, sandbox, warm_pool
+from grader.batch.isolation import conversation, sandbox, time_policy, warm_pool
 from grader.batch.isolation.conversation import RunReport
 from grader.batch.isolation.sandbox import Ending
 from grader.batch.outputs import reports
@@ -68,10 +68,10 @@ class StandIns:
 
     def lag(self, stall):
         """A file stalled in a step: cut short as soon as its stall limit is the tail's
-        (grading.TAIL_STALL_S); where that does not come within 1.5 s, it passes."""
+        (time_policy.TAIL_STALL_S); where that does not come within 1.5 s, it passes."""
         deadline = time.monotonic() + 1.5
         while stall is not None and time.monotonic() < deadline:
-            if stall.seconds <= grading.TAIL_STALL_S:
+            if stall.seconds <= time_policy.TAIL_STALL_S:
                 return {"student": "lag", "status": "timeout", "message": "timeout",
                         "score": 0, "max_score": 1, "wall_time_s": stall.seconds,
                         "cut_short_s": stall.seconds}
@@ -122,7 +122,7 @@ def test_a_gpu_timeout_beside_others_is_graded_again_and_the_second_verdict_stan
     assert slow["confirmed"] == {"first_status": "timeout", "first_message": "timeout",
                                  "first_wall_time_s": 1.0, "first_neighbours": 1}
     assert records["quick"]["neighbours"] == 1 and "confirmed" not in records["quick"]
-    assert not session.unconfirmed(slow, "gpu")
+    assert not time_policy.unconfirmed(slow, "gpu")
 
 
 def test_a_timeout_graded_alone_or_on_the_interpreter_is_not_graded_again(stand_ins, tmp_path):
@@ -137,10 +137,10 @@ def test_a_timeout_graded_alone_or_on_the_interpreter_is_not_graded_again(stand_
 
 def test_a_file_the_first_pass_cut_short_is_judged_under_the_full_limit(stand_ins, tmp_path):
     records = graded("gpu", ["stuck", "quick"], [0, 0], tmp_path, timeout_s=90)
-    first = grading.FIRST_PASS_S
+    first = time_policy.FIRST_PASS_S
     # quick, started once stuck was due, may meet the pass's tail (the tests below)
     assert sorted(stand_ins.steps[:2]) in ([("quick", first), ("stuck", first)],
-                                           [("quick", grading.TAIL_STALL_S), ("stuck", first)])
+                                           [("quick", time_policy.TAIL_STALL_S), ("stuck", first)])
     assert stand_ins.steps[2:] == [("stuck", None)]  # graded again: the full limit alone
     assert records["stuck"]["status"] == "passed" and records["stuck"]["score"] == 1
     assert records["stuck"]["confirmed"]["first_status"] == "timeout"
@@ -154,7 +154,7 @@ def test_the_first_pass_s_tail_cuts_a_stall_short_once_a_second_grading_has_a_sl
     Once ``quick`` is done, ``lag`` and ``stuck`` fit the two slots of the second grading,
     and ``lag`` is cut at the tail's limit instead of holding the first pass."""
     records = graded("gpu", ["stuck", "quick", "lag"], [0, 0], tmp_path, timeout_s=90)
-    assert records["lag"]["confirmed"]["first_cut_short_s"] == grading.TAIL_STALL_S
+    assert records["lag"]["confirmed"]["first_cut_short_s"] == time_policy.TAIL_STALL_S
     assert records["lag"]["status"] == "passed" and stand_ins.calls.count("lag") == 2
     assert sorted(stand_ins.steps[-2:]) == [("lag", None), ("stuck", None)]  # the full limit
     assert "confirmed" not in records["quick"]
@@ -275,16 +275,13 @@ def test_a_lowered_stall_limit_reaches_the_runs_under_way_and_no_ended_run():
 
 
 def test_the_first_pass_limit_applies_only_where_a_timeout_is_graded_again():
-    def settings(backend, timeout_s):
-        return grading.Settings(seed="1", backend=backend, timeout_s=timeout_s,
-                                memory_limit_bytes=1 << 30)
-
-    assert grading.FIRST_PASS_S < 90
-    assert grading.first_pass_step(settings("gpu", 90), 100, 8) == grading.FIRST_PASS_S
-    assert grading.first_pass_step(settings("gpu", 20), 100, 8) is None  # never longer
-    assert grading.first_pass_step(settings("gpu", 90), 1, 8) is None  # a file alone
-    assert grading.first_pass_step(settings("gpu", 90), 100, 1) is None  # -j 1: no neighbour
-    assert grading.first_pass_step(settings("interpreter", 90), 100, 8) is None
+    step = time_policy.first_pass_step
+    assert time_policy.FIRST_PASS_S < 90
+    assert step("gpu", 90, 100, 8) == time_policy.FIRST_PASS_S
+    assert step("gpu", 20, 100, 8) is None  # never longer
+    assert step("gpu", 90, 1, 8) is None  # a file alone
+    assert step("gpu", 90, 100, 1) is None  # -j 1: no neighbour
+    assert step("interpreter", 90, 100, 8) is None
 
 
 class Clocked:
@@ -399,11 +396,12 @@ def test_a_run_the_step_limit_stopped_leaves_its_file_to_be_graded_again(
     cut = grading.grade(submission, settings, "gus", stall=conversation.StallLimit(30))
     assert seen == [(90, 30), (90, 30)] and cut["status"] == "timeout"
     assert cut["cut_short_s"] == 30
-    assert session.unconfirmed({**cut, "neighbours": 0}, "gpu")
-    assert not session.unconfirmed({**cut, "confirmed": {"first_status": "timeout"}}, "gpu")
+    assert time_policy.unconfirmed({**cut, "neighbours": 0}, "gpu")
+    assert not time_policy.unconfirmed({**cut, "confirmed": {"first_status": "timeout"}}, "gpu")
     full = grading.grade(submission, settings, "gus")
     assert seen[2:] == [(90, None), (90, None)] and full["status"] == "timeout"
-    assert "cut_short_s" not in full and not session.unconfirmed({**full, "neighbours": 0}, "gpu")
+    assert "cut_short_s" not in full
+    assert not time_policy.unconfirmed({**full, "neighbours": 0}, "gpu")
 
 
 @NEEDS_INTERPRETER
@@ -428,15 +426,15 @@ def test_a_real_hang_is_stopped_a_step_limit_after_its_last_step(tmp_path, monke
 
 def test_an_unconfirmed_gpu_timeout_is_graded_again_on_resume():
     first = {"status": "timeout", "neighbours": 3}
-    assert session.unconfirmed(first, "gpu")
-    assert not session.unconfirmed({**first, "confirmed": {"first_status": "timeout"}}, "gpu")
-    assert not session.unconfirmed({**first, "neighbours": 0}, "gpu")
-    assert not session.unconfirmed({**first, "status": "failed"}, "gpu")
+    assert time_policy.unconfirmed(first, "gpu")
+    assert not time_policy.unconfirmed({**first, "confirmed": {"first_status": "timeout"}}, "gpu")
+    assert not time_policy.unconfirmed({**first, "neighbours": 0}, "gpu")
+    assert not time_policy.unconfirmed({**first, "status": "failed"}, "gpu")
     # a file the first pass cut short, whatever its status, until graded again
     cut = {"status": "failed", "neighbours": 0, "cut_short_s": 30}
-    assert session.unconfirmed(cut, "gpu") and not session.unconfirmed(cut, "interpreter")
+    assert time_policy.unconfirmed(cut, "gpu") and not time_policy.unconfirmed(cut, "interpreter")
     # merge refuses such a record as unfinished, by the same rule
-    assert not session.unconfirmed(first, "interpreter")
+    assert not time_policy.unconfirmed(first, "interpreter")
 
 
 def test_a_confirmed_timeout_says_so_on_the_student_s_page():

@@ -15,7 +15,7 @@ from benchmarks import what_if
 from grader.batch.grade import intake
 from grader.batch.grade.grading import Settings
 from grader.batch.inside import protocol, what_if_probe
-from grader.batch.isolation import conversation
+from grader.batch.isolation import conversation, time_policy
 from grader.batch.outputs import feedback, reports
 from grader.batch.timing import speed, what_if_entry
 from grader.tests.batch_helpers import DEMO, batch_backend, run_grader
@@ -162,8 +162,8 @@ def test_the_what_if_rows_take_the_graded_timing_as_the_students_own(monkeypatch
     best = max(found["rows"], key=lambda row: row["tflops"])
     assert best["config"].startswith("256x128x64") and best["speedup_over_theirs"] == \
         pytest.approx(4.0)
-    assert made[0]["what_if_s"] == what_if_entry.BUDGET_S
-    assert made[0]["limits"].timeout_s == 30 + what_if_entry.ALLOWANCE_S
+    assert made[0]["what_if_s"] == time_policy.WHAT_IF_S
+    assert made[0]["limits"].timeout_s == 30 + time_policy.WHAT_IF_ALLOWANCE_S
 
 
 def test_the_retry_of_a_run_that_ended_early_goes_without_the_what_if(monkeypatch):
@@ -171,7 +171,7 @@ def test_the_retry_of_a_run_that_ended_early_goes_without_the_what_if(monkeypatc
     there (a compiler that aborts on one of them, say) would have died again in its retry,
     and a correct kernel lost its speed to advice."""
     record, tries = graded(monkeypatch, first_ends_early=True)
-    assert [options["what_if_s"] for options in tries] == [what_if_entry.BUDGET_S, 0]
+    assert [options["what_if_s"] for options in tries] == [time_policy.WHAT_IF_S, 0]
     assert tries[1]["limits"].timeout_s == 30
     assert record["speed"]["status"] == "timed"
     found = record["speed"]["what_if"]
@@ -344,12 +344,12 @@ def test_a_sandboxed_timing_run_rebuilds_every_configuration_past_the_build_guar
     inside the sandbox under the build guard, and the report reaches the parent whole."""
     if batch_backend() == "gpu":
         pytest.skip("on a GPU the last test times the what-if for real")
-    from grader.batch.isolation.sandbox import Limits, cores_for
+    from grader.batch.isolation.sandbox import Limits
     from grader.core import kernel_source
 
     source = kernel_source.extract(MODEL_ANSWER.read_text()).text
     run = conversation.TimingRun(source.encode(), [(64, 64, 64)], backend_name="interpreter",
-                                 limits=Limits(300, 4 << 30, cores_for("interpreter")),
+                                 limits=Limits(300, 4 << 30, time_policy.cores_for("interpreter")),
                                  what_if_s=120).prepare()
     assert run.ready, run.note
     run.measure()
@@ -368,7 +368,7 @@ def test_a_rebuild_that_patches_triton_is_stopped_before_the_graded_timing():
     there for that day.)"""
     if batch_backend() == "gpu":
         pytest.skip("the sandboxed interpreter run shows it; the GPU test times for real")
-    from grader.batch.isolation.sandbox import Limits, cores_for
+    from grader.batch.isolation.sandbox import Limits
     from grader.core import kernel_source
 
     source = kernel_source.extract(MODEL_ANSWER.read_text()).text
@@ -378,7 +378,7 @@ def test_a_rebuild_that_patches_triton_is_stopped_before_the_graded_timing():
         "        triton.testing.do_bench = lambda *args, **kwargs: (1e-3, 1e-3, 1e-3)\n"
         "    output_arranged = output.tile(", 1)
     run = conversation.TimingRun(source.encode(), [(64, 64, 64)], backend_name="interpreter",
-                                 limits=Limits(300, 4 << 30, cores_for("interpreter")),
+                                 limits=Limits(300, 4 << 30, time_policy.cores_for("interpreter")),
                                  what_if_s=120).prepare()
     run.measure()
     assert not run.ready and "triton.testing.do_bench" in run.stopped, run.ending
@@ -411,7 +411,7 @@ def test_the_what_if_times_other_tiles_of_the_course_default_on_a_gpu():
     source = kernel_source.extract(MODEL_ANSWER.read_text()).text
     run = conversation.TimingRun(source.encode(), [(4096, 4096, 4096)], backend_name="gpu",
                                  limits=Limits(300, 8 << 30, 4.0), device=0,
-                                 what_if_s=what_if_entry.BUDGET_S).prepare()
+                                 what_if_s=time_policy.WHAT_IF_S).prepare()
     assert run.ready, run.note
     run.measure()
     assert run.what_if_done and run.stopped == "", run.ending

@@ -33,12 +33,12 @@ from grader.batch import import_graph
 from grader.batch.grade import verdict
 from grader.core import build_refusal
 from grader.batch.inside import protocol
-from grader.batch.isolation import conversation
+from grader.batch.isolation import conversation, time_policy
 from grader.batch.timing import speed
 from grader.core import checks, kernel_source, loading, nesting, source_mistakes
 from grader.core.messages import say
 from grader.core import cases as catalogue
-from grader.batch.isolation.sandbox import Limits, cores_for
+from grader.batch.isolation.sandbox import Limits
 from grader.batch.timing.handin import check_handin
 from grader.batch.timing.speed import SpeedSettings
 from grader.batch.status import Status
@@ -246,8 +246,8 @@ def grade(submission, settings, folder, device=None, on_start=None, pool=None, s
     """Grade one intake.Submission; returns its record (never raises for the student's doing).
     ``pool``: warm workers (grader.batch.isolation.warm_pool) expecting RUNS for this file;
     ``stall``: a first pass's limit per step (a conversation.StallLimit of
-    ``first_pass_step``), where a run it stops leaves the record ``cut_short_s`` for the
-    full limit to judge; ``gate``: the batch's compile gate
+    grader.batch.isolation.time_policy.first_pass_step), where a run it stops leaves the
+    record ``cut_short_s`` for the full limit to judge; ``gate``: the batch's compile gate
     (grader.batch.isolation.compile_gate), else one for this file alone."""
     record = base_record(submission, settings, folder)
     cases_list = settings.cases()
@@ -263,7 +263,7 @@ def grade(submission, settings, folder, device=None, on_start=None, pool=None, s
                    limits=limits(settings), on_start=on_start, pool=pool, stall=stall)
     # Side by side on a GPU, where they overlap; one after the other on the interpreter,
     # whose -j already keeps every core busy, and where the wrapper's time limit grows
-    # with the tiles the kernel run showed (grader.batch.isolation.time_budget).
+    # with the tiles the kernel run showed (grader.batch.isolation.time_policy.extra_for).
     if settings.backend == "gpu":
         with concurrent.futures.ThreadPoolExecutor(max_workers=2) as threads:
             kernel_future = threads.submit(conversation.run, "kernel",
@@ -320,35 +320,8 @@ def grade(submission, settings, folder, device=None, on_start=None, pool=None, s
 
 def limits(settings):
     """What each run of a file is given (grader.batch.isolation.sandbox.Limits)."""
-    return Limits(settings.timeout_s, settings.memory_limit_bytes, cores_for(settings.backend))
-
-
-# The longest step of any file in three loaded 100-file H200 batches took 27.6 s (2026-12-04).
-# A step cut short costs its file a second grading, never its verdict.
-FIRST_PASS_S = 30
-# The limit per step once every file of the first pass has started and a second grading is
-# due with a slot for each file left (grader.batch.grade.session): those files then only
-# hold the class from its second grading, which lasts a whole --timeout whenever a file
-# hangs, and which grades any file cut here beside it. A hang started last held the first
-# pass 25 s past its other files on the H200 (2026-12-05).
-TAIL_STALL_S = 10
-
-
-def first_pass_step(settings, count, slots):
-    """A GPU batch's first pass over ``count`` files on ``slots`` worker slots: how long a
-    run may go without finishing a step (start, import, build, public cases, hidden
-    cases), or None.
-
-    A run stalled that long is stopped, and its file graded again once the class is graded,
-    with the full ``--timeout`` and beside no other file but those graded again
-    (grader.batch.grade.session): a hang then holds a worker slot for about FIRST_PASS_S,
-    not ``--timeout``, while the class is graded, and every verdict still comes from a run
-    that had the full limit. A run that keeps finishing steps gets its full limit at once.
-    A file that can have no neighbour (one file, or one slot), or on the interpreter (whose
-    verdicts are not graded again), gets ``--timeout`` alone."""
-    if settings.backend != "gpu" or min(count, slots) < 2 or FIRST_PASS_S >= settings.timeout_s:
-        return None
-    return FIRST_PASS_S
+    return Limits(settings.timeout_s, settings.memory_limit_bytes,
+                  time_policy.cores_for(settings.backend))
 
 
 def prints_in_its_kernel(submission):

@@ -25,7 +25,7 @@ from grader.batch.outputs import secret
 from grader.batch.grade.folder_digest import folder_digest
 from grader.batch.grade.manifest import MANIFEST, Manifest
 from grader.batch.isolation import (compile_gate, compile_store, conversation, sandbox,
-                                     warm_pool)
+                                     time_policy, warm_pool)
 from grader.batch.outputs import class_mistakes, overrides, reports
 from grader.batch.outputs import student_folders as folder_names
 from grader.batch.timing import speed
@@ -158,7 +158,7 @@ class Session:
             stored = reports.read_record(self.out_dir, folders[submission.student])
             key = grading.grading_key(submission, self.settings)
             if stored and stored.get("key") == key and stored.get("student") == submission.student \
-                    and not force and not unconfirmed(stored, self.settings.backend) \
+                    and not force and not time_policy.unconfirmed(stored, self.settings.backend) \
                     and not stored.get("could_not_grade"):
                 records[submission.student] = stored
             else:
@@ -171,7 +171,8 @@ class Session:
         their GPU time slows every file beside them. Its tail leaves their step limit as
         it is (``_grade``'s ``steady``): one cut there would print beside the files graded
         again, whose verdicts stand."""
-        step_s = grading.first_pass_step(self.settings, len(todo), len(self.slots))
+        step_s = time_policy.first_pass_step(self.settings.backend, self.settings.timeout_s,
+                                             len(todo), len(self.slots))
         printing = set()
         if step_s is not None:
             printing = {s.student for s in todo if grading.prints_in_its_kernel(s)}
@@ -180,18 +181,11 @@ class Session:
         self._confirm_timeouts(todo, folders, cases_list, records)
 
     def _confirm_timeouts(self, todo, folders, cases_list, records):
-        """Grade again, once the class is graded, each GPU timeout that had neighbours, and
-        each file a run of which the first pass's limit per step stopped
-        (grader.batch.grade.grading.first_pass_step).
-
-        Runs that share a GPU slow each other down, and the time limit can discount a wait
-        for a CPU core (grader.batch.isolation.usage) but not a wait for the GPU: under a
-        loaded batch a correct file once timed out. So a timeout stands only as graded
-        again, with the full ``--timeout`` and no other submission's runs beside it but
-        the others graded again, and the record keeps what the first grading said
-        (``confirmed``)."""
+        """Grade again, once the class is graded, each file time_policy.unconfirmed names,
+        with the full ``--timeout`` and no other submission's runs beside it but the others
+        graded again; the record keeps what the first grading said (``confirmed``)."""
         again = [s for s in todo if s.student in records
-                 and unconfirmed(records[s.student], self.settings.backend)]
+                 and time_policy.unconfirmed(records[s.student], self.settings.backend)]
         if not again:
             return
         say(f"grading {len(again)} again with the full time limit, beside no other "
@@ -214,7 +208,7 @@ class Session:
                step_s=None, steady=()):
         """Grade ``todo`` on the worker slots, writing each student's folder as it ends
         (after ``amend(record)``, if given); ``step_s``: the first pass's limit per step
-        (grader.batch.grade.grading.first_pass_step), lowered for its tail (``_Tail``)
+        (time_policy.first_pass_step), lowered for its tail (``_Tail``)
         but for the students in ``steady``. Each record counts its ``neighbours``: the
         other submissions graded at some moment while it was."""
         if not todo:
@@ -256,7 +250,7 @@ class Session:
                 return None
             with lock:
                 record["neighbours"] = neighbours.pop(me)
-                tail.ended(unconfirmed(record, self.settings.backend), len(active))
+                tail.ended(time_policy.unconfirmed(record, self.settings.backend), len(active))
             if amend is not None:
                 amend(record)
             reports.write_student(self.out_dir, record, cases_list, self.book)
@@ -449,7 +443,7 @@ def merge(shards, out_dir, overrides_file=None):
             if record is None or record.get("student") != student:
                 raise GraderError(f"cannot merge: {student!r} has no finished result in "
                                    f"{shard}; run that shard's grade command again to finish it")
-            if unconfirmed(record, first.backend):
+            if time_policy.unconfirmed(record, first.backend):
                 raise GraderError(f"cannot merge: {student!r} timed out in {shard} and "
                                    "was not graded again with the full time limit; run that "
                                    "shard's grade command again to finish it")
@@ -489,14 +483,6 @@ def merge(shards, out_dir, overrides_file=None):
         "students": len(ordered), "statuses": count_statuses(ordered)}))
     say(f"merged {len(manifests)} shard(s), {len(ordered)} students: {out_dir / 'gradebook.csv'}")
     return len(ordered)
-
-
-def unconfirmed(record, backend):
-    """A GPU timeout graded beside other submissions, or a file the first pass's limit cut
-    short, not yet graded again (see ``Session._confirm_timeouts``): not a finished grade."""
-    beside = record.get("status") == "timeout" and bool(record.get("neighbours"))
-    return backend == "gpu" and not record.get("confirmed") \
-        and (beside or bool(record.get("cut_short_s")))
 
 
 def say_file_warnings(records, book):
@@ -577,13 +563,10 @@ class _Opening:
 
 
 class _Tail:
-    """The first pass's tail: once every file has started and a second grading is due,
-    each file still under way only holds the class from that second grading, which grades
-    a file cut short beside the others at no cost to its verdict. So once the files under
-    way and those due fit the worker slots, a run stalled for
-    grader.batch.grade.grading.TAIL_STALL_S in one step is stopped (``stall.lower``).
-    Called under the pass's lock; without a stall limit (later passes, the interpreter, a
-    file alone) it does nothing."""
+    """The first pass's tail: counts the files not yet started and those due for a second
+    grading, and lowers the pass's step limit to time_policy.TAIL_STALL_S once
+    time_policy.tail_lowers says so (``stall.lower``). Called under the pass's lock;
+    without a stall limit (later passes, the interpreter, a file alone) it does nothing."""
 
     def __init__(self, files, slots, stall):
         self.unstarted, self.slots, self.stall, self.due = files, slots, stall, 0
@@ -597,9 +580,9 @@ class _Tail:
         self._check(active)
 
     def _check(self, active):
-        if self.stall is not None and not self.unstarted and self.due \
-                and self.due + active <= self.slots:
-            self.stall.lower(grading.TAIL_STALL_S)
+        if self.stall is not None and time_policy.tail_lowers(self.unstarted, self.due, active,
+                                                              self.slots):
+            self.stall.lower(time_policy.TAIL_STALL_S)
 
 
 class _Processes:

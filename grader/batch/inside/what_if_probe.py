@@ -7,7 +7,7 @@ Advice only, and built so that it can never cost a grade: it is made (the studen
 code runs again) before the build guard's last check ahead of any launch, compiled after
 the kernel that is graded, timed after every graded size, and stops starting new work once
 its own budget of wall seconds is spent, well inside the extra time the parent gave
-the run for it (grader.batch.timing.what_if_entry.ALLOWANCE_S).
+the run for it (grader.batch.isolation.time_policy.WHAT_IF_ALLOWANCE_S).
 """
 
 import time

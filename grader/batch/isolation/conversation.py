@@ -11,7 +11,7 @@ import threading
 import time
 
 from grader.batch.inside import protocol
-from grader.batch.isolation import compile_gate, sandbox, time_budget
+from grader.batch.isolation import compile_gate, sandbox, time_policy
 
 KINDS = ("hello", protocol.Loaded.KIND, "compile", protocol.Diagnosis.KIND,
          protocol.Arrangement.KIND, protocol.CaseResult.KIND, "phase_done", protocol.Stopped.KIND)
@@ -95,12 +95,10 @@ class StallLimit:
 
 
 class _StepLimit:
-    """A time limit per step: each step of a run may take ``stall.seconds`` charged seconds
-    (plus the interpreter's share, ``extend``) after the parent saw the step before it end,
-    and the whole run no more than its full limit. A run that goes on making progress is
-    stopped where its full limit would stop it; one that stalls in a step is stopped
-    ``stall.seconds`` after that step began (``cut``), the seconds in force then, which a
-    lowered StallLimit applies at once."""
+    """A run's limit per step (time_policy.step_limit), moved on as the parent sees each
+    step end: a run that goes on making progress is stopped where its full limit would stop
+    it; one that stalls in a step is stopped ``stall.seconds`` after that step began
+    (``cut``), the seconds in force then, which a lowered StallLimit applies at once."""
 
     def __init__(self, worker, stall):
         self.worker, self.stall, self.full = worker, stall, worker.limits.timeout_s
@@ -116,7 +114,7 @@ class _StepLimit:
                 return
             self.applied = self.stall.seconds
             self.worker.set_time_limit(
-                min(self.full, round(self.began + self.applied + self.extra, 1)))
+                time_policy.step_limit(self.full, self.began, self.applied, self.extra))
 
     def step(self):
         with self.lock:
@@ -134,8 +132,8 @@ class _StepLimit:
         none did."""
         with self.lock:
             self.ended = True
-            stopped = ending.kind == "timeout" and self.worker.limits.timeout_s < self.full
-            return self.applied if stopped else 0.0
+            return time_policy.cut_short(ending.kind, self.worker.limits.timeout_s, self.full,
+                                         self.applied)
 
 
 def payload_bytes(sizes, kind, fields):
@@ -167,8 +165,8 @@ def run(mode, source, phases, *, backend_name, limits, device=None, sandboxed=Tr
     """Run a worker through ``phases`` (lists of (Job, lhs, rhs) with CPU float16
     tensors); always returns a RunReport, whatever the submission does.
 
-    On the interpreter the time limit grows by grader.batch.isolation.time_budget for the
-    kernel's tiles: a kernel run's own (from its diagnosis), or ``tiles`` for a wrapper run.
+    The time limit grows by time_policy.extra_for the kernel's tiles: a kernel run's own
+    (from its diagnosis), or ``tiles`` for a wrapper run.
     ``stall``: a StallLimit, how long a step may take within ``limits``; the report's
     ``cut_short`` says when it stopped the run, and at how many seconds. ``gate``: the
     batch's grader.batch.isolation.compile_gate.CompileGate (else one for this run alone).
@@ -185,8 +183,10 @@ def run(mode, source, phases, *, backend_name, limits, device=None, sandboxed=Tr
     steps = _Steps(report, stepped.step if stepped else None)
     jobs = [job for phase in phases for job, _, _ in phase]
     grow = stepped.extend if stepped else worker.extend_limit
-    extend = (lambda found: grow(time_budget.interpreter_extra(jobs, found))) \
-        if backend_name == "interpreter" else (lambda found: None)
+
+    def extend(found):
+        grow(time_policy.extra_for(backend_name, jobs, found))
+
     if mode != "kernel":
         extend(tiles)
         gate = None  # only a kernel run has a diagnosis and a build
@@ -307,9 +307,7 @@ def _converse(worker, accept, phases, report, gate, grow, extend, steps):
 def _compile(worker, report, data, gate, grow):
     """Answer a kernel run's ``compile`` with the gate's Build of ``data``; the seconds it
     waited. A refused kernel ends the run, as the build guard's report does. The worker's
-    limits are watched meanwhile. The run is charged the seconds the compile took, as if it
-    had compiled the kernel itself, not the rest of its wait: whether another run compiled
-    the same kernel first must not change a verdict."""
+    limits are watched meanwhile, and it is charged as time_policy.gate_credit says."""
     started = time.monotonic()
     grow(gate.longest_s)
     future = _in_a_thread(gate.build, data)
@@ -319,7 +317,7 @@ def _compile(worker, report, data, gate, grow):
         grow(waited - gate.longest_s)
         return waited
     answer = future.result()
-    grow(waited - answer.compile_s - gate.longest_s)
+    grow(time_policy.gate_credit(waited, answer.compile_s) - gate.longest_s)
     report.build, report.shared_build = answer.build, answer.shared
     if report.build.refused:
         report.stopped = f"compiling for the course's GPU: {report.build.refused}"

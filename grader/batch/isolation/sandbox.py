@@ -26,10 +26,9 @@ it; any other end before the conversation finished is a crash. A worker's
 exit code is never taken as a verdict. Its process tree, for these limits and for the kill,
 is every process of its sandbox but bubblewrap's and the server.
 
-The time limit is charged on the wall clock, less the time the run waited for a CPU core
-that others held (grader.batch.isolation.usage says why and how); WALL_FACTOR times the limit
-on the wall clock stops even a run starved for ever. The limit counts from
-``assign``: a worker warms up before it has a run (grader.batch.isolation.warm_pool).
+When a time limit stops a run is grader.batch.isolation.time_policy's to say; the worker
+watches what it needs (grader.batch.isolation.usage). The limit counts from ``assign``: a
+worker warms up before it has a run (grader.batch.isolation.warm_pool).
 
 Where bubblewrap cannot start, grading stops unless the instructor passes
 ``--unsafe-no-sandbox``: then the worker runs as a plain child process with the
@@ -57,7 +56,7 @@ import psutil
 
 from grader.batch.inside import protocol
 from grader.batch.isolation import (folders, hosts, launch, pipes, plain_forks,
-                                     process_table, unprivileged, usage)
+                                     process_table, time_policy, unprivileged, usage)
 from grader.batch.removal import remove_tree
 from grader.batch.status import GraderError
 from grader.core.messages import say
@@ -69,19 +68,9 @@ UNSAFE = "none (--unsafe-no-sandbox): submissions ran as plain child processes"
 
 @dataclasses.dataclass(frozen=True)
 class Limits:
-    timeout_s: float  # seconds charged (grader.batch.isolation.usage.charge)
+    timeout_s: float  # seconds charged (grader.batch.isolation.time_policy.charge)
     memory_bytes: int
-    cores: float = float("inf")  # CPU cores its processes may keep busy, over CPU_WINDOW_S
-
-
-WALL_FACTOR = 10.0  # wall seconds a starved run may take per second of its limit
-CORES = {"interpreter": 1.5, "gpu": 4.0}  # an interpreter worker is one thread; see cores_for
-
-
-def cores_for(backend_name):
-    """How many cores a worker may keep busy: a worker that starts processes of its own to
-    take the machine's cores would slow its neighbours past their timeouts."""
-    return CORES[backend_name]
+    cores: float = float("inf")  # CPU cores its processes may keep busy (time_policy.cores_for)
 
 
 @dataclasses.dataclass
@@ -402,19 +391,13 @@ class Worker:
         rss, cores = self.usage.sample(0.0 if self.near_limit else process_table.SHARED_S)
         self.near_limit = rss > self.limits.memory_bytes / 2
         self.next_look = time.monotonic() + (pipes.POLL_S if self.near_limit else WATCH_S)
+        charged, wall = self.charged(), time.monotonic() - self.clock
+        over = time_policy.stop_reason(self.limits.timeout_s, self.limits.cores, charged, wall,
+                                       cores)
         if rss > self.limits.memory_bytes:
             self.stop("memory_limit", say("memory_limit", gib=self.limits.memory_bytes / 2**30))
-        elif self.charged() > self.limits.timeout_s:
-            self.stop("timeout", say("timeout_lowered", seconds=self.charged(),
-                                     limit=self.limits.timeout_s) if self.usage.lowered else
-                      say("timeout", seconds=self.charged(), waited=self._starved(),
-                          limit=self.limits.timeout_s))
-        elif (waited := time.monotonic() - self.clock) > WALL_FACTOR * self.limits.timeout_s:
-            self.stop("timeout", say("timeout_wall", seconds=waited, factor=WALL_FACTOR,
-                                     limit=self.limits.timeout_s, waited=self._starved()))
-        elif cores > self.limits.cores:
-            self.stop("timeout", say("too_many_cores", cores=cores, window=usage.CPU_WINDOW_S,
-                                     limit=self.limits.cores))
+        elif over:
+            self.stop("timeout", self._timeout_message(over, charged, wall, cores))
         elif self.process.poll() is not None:
             self._kill()
             # The messages it wrote before it ended still count: read until the pipe is
@@ -424,10 +407,23 @@ class Worker:
             if self.reader.is_alive():
                 self.stop("crashed", None)
 
+    def _timeout_message(self, over, charged, wall, cores):
+        """What a run stopped by time_policy's rule ``over`` is told."""
+        limit = self.limits.timeout_s
+        if over == "cores":
+            return say("too_many_cores", cores=cores, window=time_policy.CPU_WINDOW_S,
+                       limit=self.limits.cores)
+        if over == "wall":
+            return say("timeout_wall", seconds=wall, factor=time_policy.WALL_FACTOR,
+                       limit=limit, waited=self._starved())
+        if self.usage.lowered:
+            return say("timeout_lowered", seconds=charged, limit=limit)
+        return say("timeout", seconds=charged, waited=self._starved(), limit=limit)
+
     def charged(self):
-        """Seconds its time limit is charged since ``clock`` (grader.batch.isolation.usage)."""
-        return usage.charge(self.usage.cpu_used - self.cpu_base, time.monotonic() - self.clock,
-                            self._starved())
+        """Seconds its time limit is charged since ``clock`` (time_policy.charge)."""
+        return time_policy.charge(self.usage.cpu_used - self.cpu_base,
+                                  time.monotonic() - self.clock, self._starved())
 
     def _starved(self):
         """Seconds of waiting credited since ``clock``: none once the run lowered its priority
@@ -490,8 +486,7 @@ class Worker:
         self.limits = dataclasses.replace(self.limits, timeout_s=seconds)
 
     def extend_limit(self, seconds):
-        """Add ``seconds`` to the time limit (grader.batch.isolation.time_budget: the
-        interpreter's share)."""
+        """Add ``seconds`` to the time limit (time_policy.extra_for, time_policy.gate_credit)."""
         self.limits = dataclasses.replace(self.limits, timeout_s=self.limits.timeout_s + seconds)
 
     def restart_clock(self):
@@ -509,7 +504,7 @@ class Worker:
         self.writer.join(timeout=2)  # what was sent before goes out first
         self.stdin.close()
         if self.ending is None:
-            deadline = min(self.clock + WALL_FACTOR * self.limits.timeout_s,
+            deadline = min(self.clock + time_policy.wall_cap(self.limits.timeout_s),
                            time.monotonic() + 10)
             while self.ending is None and self.process.poll() is None \
                     and time.monotonic() < deadline:

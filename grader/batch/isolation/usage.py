@@ -1,29 +1,19 @@
 """What a worker's process tree uses, polled from outside: host memory, CPU seconds, cores,
 and the seconds its threads spent ready to run but waiting for a CPU core.
 
-The time limit is charged for the wall clock, less the time the run was starved, so that
-load cannot fail a correct kernel: in CI a correct file got 3 s of CPU in 40 s on a 2-core
-box whose cores its neighbours held, and a wall limit killed it. Linux counts, for every
-thread, the time it sat runnable in the scheduler's queue (``/proc/PID/task/TID/schedstat``,
-second field); the sum over the tree is ``starved_s``. A run is charged (``charge``)
-
-* its wall time less ``starved_s``: a run that works or sleeps is charged as on a plain
-  wall clock, so a sleeping hang is stopped at the timeout, as before;
-* never less than its CPU time: threads that starve each other on cores the run holds
-  itself do not buy it time;
-* never more than its wall time: a run that keeps several cores busy is stopped no sooner
-  than under a plain wall limit.
+The time limit discounts that wait (grader.batch.isolation.time_policy.charge says how and
+why). Linux counts, for every thread, the time it sat runnable in the scheduler's queue
+(``/proc/PID/task/TID/schedstat``, second field); the sum over the tree is ``starved_s``.
 
 Only a run that competes at the priority it was started with is starved by others: a thread
 that raises its nice value or asks for ``SCHED_IDLE``, or a process that raises its
 autogroup's nice (``/proc/PID/autogroup``, which it may lower again), waits behind every busy
-core by choice, and so would let a sleeping hang run WALL_FACTOR times its limit. Once the
-tree is seen so, none of its wait is credited (``lowered``) and it is charged the wall clock.
+core by choice. Once the tree is seen so (``lowered``), none of its wait is credited
+(time_policy.credited_wait).
 
 Where the kernel does not report it (not Linux, no schedstats), ``starved_s`` stays 0 and
-the charge is the wall clock. A run that is starved for ever is still stopped: the sandbox
-gives every run at most WALL_FACTOR times its limit on the wall clock
-(grader.batch.isolation.sandbox).
+the charge is the wall clock. The cores a tree keeps busy count only when every average over
+time_policy.CPU_WINDOW_S, for time_policy.SUSTAIN_S, says so (``_sustained``).
 """
 
 import collections
@@ -33,16 +23,9 @@ import time
 import psutil
 
 from grader.batch.isolation import process_table
+from grader.batch.isolation.time_policy import CPU_WINDOW_S, SUSTAIN_S, credited_wait
 
-CPU_WINDOW_S = 3.0  # cores kept busy are averaged over this long
-SUSTAIN_S = 1.0  # and count only when every average over this long says so
 SCHED_IDLE = 5  # the policy number /proc/PID/task/TID/stat gives
-
-
-def charge(cpu_s, wall_s, starved_s):
-    """Seconds a run's time limit is charged for ``wall_s`` of wall time, of which its
-    threads used ``cpu_s`` of CPU and waited ``starved_s`` for a core (summed over threads)."""
-    return min(wall_s, max(cpu_s, wall_s - starved_s))
 
 
 def waits(pid):
@@ -109,7 +92,7 @@ class TreeUsage:
 
     @property
     def starved_s(self):
-        return 0.0 if self.lowered else sum(self.waited.values())
+        return credited_wait(self.waited.values(), self.lowered)
 
     def members(self, max_age=0.0):
         """The root and the processes of its run, found in a process table at most

@@ -188,18 +188,20 @@ class _Once:
 
 
 def _time_on(device, work, settings, on_timed, on_start, stop, env, retried):
+    from grader.batch.isolation import time_policy
     from grader.batch.isolation.conversation import TimingRun
-    from grader.batch.isolation.sandbox import Limits, cores_for
+    from grader.batch.isolation.sandbox import Limits
 
     def start(item):
         submission, record = item
         # A retry goes without the what-if: its compiles come before the graded timing, and
         # a run that died among them must not die again there and lose its speed.
-        what_if_s = what_if_entry.BUDGET_S if settings.speed.what_if \
+        what_if_s = time_policy.WHAT_IF_S if settings.speed.what_if \
             and not retried.given(record["student"]) else 0
-        timeout_s = settings.timeout_s + (what_if_entry.ALLOWANCE_S if what_if_s else 0)
+        timeout_s = time_policy.timing_limit(settings.timeout_s, bool(what_if_s))
         return TimingRun(_kernel_text(submission), settings.speed.sizes, backend_name="gpu",
-                         limits=Limits(timeout_s, settings.memory_limit_bytes, cores_for("gpu")),
+                         limits=Limits(timeout_s, settings.memory_limit_bytes,
+                                       time_policy.cores_for("gpu")),
                          device=device, sandboxed=settings.sandboxed, on_start=on_start,
                          what_if_s=what_if_s).prepare()
 

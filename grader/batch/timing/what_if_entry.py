@@ -12,13 +12,6 @@ from benchmarks import what_if, what_if_output
 from benchmarks.harness import parse_size, size_label
 from benchmarks.timing import Timing
 
-# The worker's own wall seconds for each of its two steps (compiling the other
-# configurations ahead, then checking and timing them); it starts nothing new after.
-BUDGET_S = 60
-# What a timing run's time limit grows by when it carries a what-if: the budget, plus one
-# configuration's compile or timing begun just before the budget ran out.
-ALLOWANCE_S = BUDGET_S + 60
-
 
 def entry(run, record):
     """The record's ``speed.what_if``: the size, why nothing ran or the rows, and how long
