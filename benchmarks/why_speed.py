@@ -6,12 +6,13 @@ rates, the tiles, warps and stages) and, when the grader compiled the kernel, it
 with ledger.formulas only:
 
 - the tile's arithmetic intensity, and the rate it allows at the tile feed rate recorded on
-  the H200 (``Machine.tile_feed_tbs``);
+  the card it ran on (``Machine.tile_feed_tbs``, read on ``Machine.recorded_on``);
 - the traffic: how often A and B are re-read, the bytes asked of L2, and an estimate of the
   bytes from HBM if L2 keeps one wave's panels, with the bandwidth roof for that traffic;
 - the blocks per SM (from the cubin, else estimated from the tiles and stages), the waves and
   the share of the SMs kept busy;
-- the roofline, and the prediction: the lowest roof times the busy share.
+- the roofline, and the prediction: the lowest roof times the busy share; the tensor cores'
+  roof is the best rate torch.mm reached in the same run, on the same card.
 
 Then the first rule of RULES that holds names the limit and how sure it is. Every rule that
 names a roof also checks that the measured rate is within [POSSIBLE_SHARE, ABOVE_MODEL] of
@@ -115,14 +116,19 @@ def _blocks_per_sm(row, build, machine):
             "estimate", result["limiter"])
 
 
-def explain(row, build=None):
+def explain(row, build=None, torch_best=None):
     """The why of one timed size: numbers, the limit and how sure, as plain JSON values;
     None when the row was not timed, its GPU, its tiles or torch.mm's rate (which the
-    sentences quote; a hand-in CSV may leave it out) are unknown."""
+    sentences quote; a hand-in CSV may leave it out) are unknown. The tensor cores' practical
+    roof is ``torch_best``, the best torch.mm rate of the row's run (``explain_rows``), else
+    the best one recorded on the card (``Machine.practical_tflops``)."""
     machine = formulas.machine_for_gpu_name(str(row.get("gpu_name") or ""))
     tflops, median_ms = _number(row.get("tflops")), _number(row.get("median_ms"))
-    if _number(row.get("torch_mm_tflops")) is None:
+    torch_tflops = _number(row.get("torch_mm_tflops"))
+    if torch_tflops is None:
         return None
+    run_best = _number(torch_best)
+    practical = max(run_best, torch_tflops) if run_best else None
     m, n, k = (_int(row.get(axis)) for axis in "mnk")
     bm, bn, bk = (_int(row.get(f"block_{axis}")) for axis in "mnk")
     if machine is None or row.get("verdict") != "PASS" or not (tflops and median_ms) \
@@ -142,7 +148,7 @@ def explain(row, build=None):
     hbm_bytes = formulas.hbm_bytes_estimate(m, n, k, bm, bn, DTYPE_BYTES, per_wave, machine)
     roofs = {"memory": formulas.bandwidth_roof_tflops(flops, hbm_bytes, machine),
              "tile_feed": formulas.tile_feed_roof_tflops(bm, bn, machine, DTYPE_BYTES),
-             "tensor_cores": machine.practical_tflops}
+             "tensor_cores": practical or machine.practical_tflops}
     # A roof the measured rate passes is refuted: the model behind it does not describe this
     # kernel (an HBM estimate for a launch order that L2 serves better, say). So are the waves
     # when the rate passes the lowest standing roof times the busy share (a tail run otherwise).
@@ -159,7 +165,9 @@ def explain(row, build=None):
         "size": str(row.get("size") or f"{m}x{n}x{k}"), "m": m, "n": n, "k": k,
         "tiles": f"{bm}x{bn}x{bk}", "num_warps": _int(row.get("num_warps")),
         "num_stages": _int(row.get("num_stages")), "machine": machine.name,
-        "tflops": tflops, "torch_tflops": _number(row.get("torch_mm_tflops")),
+        "card": machine.card, "feed_recorded_on": machine.recorded_on,
+        "tflops": tflops, "torch_tflops": torch_tflops,
+        "practical_from_run": practical is not None,
         "ratio": _number(row.get("ratio_vs_torch_mm")), "median_us": median_ms * 1e3,
         "tile_intensity": formulas.tile_intensity(bm, bn, DTYPE_BYTES),
         "a_reads": a_reads, "b_reads": b_reads, "l2_request_bytes": l2_bytes,
@@ -187,6 +195,28 @@ def explain(row, build=None):
 
 
 def explain_rows(rows, build=None):
-    """``explain`` for each timed row, leaving out the ones it cannot explain."""
-    return [why for why in (explain(row, build) for row in rows) if why is not None]
+    """``explain`` for each timed row, leaving out the ones it cannot explain; each row's
+    tensor-core roof is the best torch.mm rate of its run (``run_id``) on its GPU."""
+    best = {}
+    for row in rows:
+        rate = _number(row.get("torch_mm_tflops"))
+        if rate is not None:
+            key = _run_of(row)
+            best[key] = max(best.get(key, 0.0), rate)
+    return [why for why in (explain(row, build, best.get(_run_of(row))) for row in rows)
+            if why is not None]
+
+
+def of_entry(entry, build=None):
+    """The whys of a grade's speed entry (grader.batch.timing.speed): those it kept, or
+    worked out again from its rows where it kept none, or kept them before each named its
+    card (then on the H200's readings, whatever card ran it)."""
+    kept = entry.get("why")
+    if kept is not None and all("card" in why for why in kept):
+        return kept
+    return explain_rows(entry.get("rows") or [], build)
+
+
+def _run_of(row):
+    return str(row.get("run_id") or ""), str(row.get("gpu_name") or "")
 

@@ -2,6 +2,8 @@
 benchmark's summary and the staff's ``explain_speed`` command.
 
 Every number comes from the ``why`` dict (one timed size); nothing here computes a verdict.
+A ``why`` kept in a record before it named its card (``card``, ``feed_recorded_on``,
+``practical_from_run``) was worked out from the H200's readings, and is said so.
 """
 
 CERTAINTY_ZH = {"sure": "确定", "likely": "很可能", "possibly": "有可能", "not sure": "不确定"}
@@ -17,8 +19,8 @@ HOW_SURE_BY_LIMIT = {
                   "这么短的运行时间主要反映固定开销，与分块无关"),
     "spills": ("the cubin shows the spills; how much they cost is not measured",
                "cubin 显示了溢出；其代价没有单独测量"),
-    "ragged": ("the same drop was recorded on the H200 for every tile config, docs/perf-notes.md",
-               "在 H200 上对每种分块配置都记录到了同样的下降，见 docs/perf-notes.md"),
+    "ragged": ("the kit's recorded runs show the same drop for every tile config, "
+               "docs/perf-notes.md", "套件记录的运行中每种分块配置都出现了同样的下降，见 docs/perf-notes.md"),
     "unexplained": ("no rule fits these numbers", "没有一条规则与这些数字相符"),
 }
 LIMITERS_ZH = {"blocks": "每个 SM 的块数上限", "warps": "warp 数上限", "registers": "寄存器",
@@ -46,6 +48,11 @@ def _gb(count):
 def _mib(count):
     """Cache sizes and what must fit in them, in binary units as the hardware counts them."""
     return f"{count / 2**20:.0f} MiB"
+
+
+def _card(why):
+    """The card the row ran on: "H100 SXM", "H200"."""
+    return why.get("card") or why["machine"].split(" (")[0]
 
 
 def _roof(why):
@@ -110,11 +117,16 @@ def sentence(why):
               f"measured {w['tflops']:.0f}.")
         zh = f"限制来自{zh_roof}：{w['predicted_tflops']:.0f} TFLOPS{after_zh}，实测 {w['tflops']:.0f}。"
         if limit == "tensor_cores":
-            en += (" That roof is the best torch.mm reached on the H200, "
+            card, recorded_on = _card(w), w.get("feed_recorded_on", "H200")
+            where, where_zh = ((f"in the same run on this {card}", f"同一次运行中在这块 {card} 上")
+                               if w.get("practical_from_run") else
+                               (f"on the {recorded_on} in the kit's recorded runs",
+                                f"在套件记录的 {recorded_on} 运行中"))
+            en += (f" That roof is the best torch.mm reached {where}, "
                    f"{w['roofs']['tensor_cores']:.0f} TFLOPS: closing the rest means what "
                    "cuBLAS does beyond tiling.")
-            zh += (f"这个上限是 torch.mm 在 H200 上达到的最好成绩 {w['roofs']['tensor_cores']:.0f} TFLOPS："
-                   "剩下的差距要靠 cuBLAS 在分块之外的手段。")
+            zh += (f"这个上限是 torch.mm {where_zh}达到的最好成绩 "
+                   f"{w['roofs']['tensor_cores']:.0f} TFLOPS：剩下的差距要靠 cuBLAS 在分块之外的手段。")
         if limit == "tile_feed":
             en += (f" A {w['tiles'].rsplit('x', 1)[0]} tile does {w['tile_intensity']:.1f} FLOP per "
                    "byte it loads; larger tiles (128x128: 64, 128x256: 85) raise this roof.")
@@ -134,14 +146,15 @@ def facts(why):
     """[(English, Chinese), ...]: the formulas applied to this build, one line each."""
     w = why
     tile = w["tiles"].rsplit("x", 1)[0]
+    recorded_on = w.get("feed_recorded_on", "H200")
     lines = [(
         f"Tile: {w['tiles']}, {w['num_warps']} warps, {w['num_stages']} stages: one {tile} tile "
         f"does {w['tile_intensity']:.1f} FLOP per byte loaded, which at the "
-        f"{w['tile_feed_tbs']} TB/s tile feed recorded on the H200 allows "
+        f"{w['tile_feed_tbs']} TB/s tile feed recorded on the {recorded_on} allows "
         f"{w['roofs']['tile_feed']:.0f} TFLOPS.",
         f"分块：{w['tiles']}，{w['num_warps']} 个 warp，{w['num_stages']} 级流水：一个 {tile} 分块每加载"
-        f" 1 字节做 {w['tile_intensity']:.1f} 次浮点运算，按 H200 上记录的 {w['tile_feed_tbs']} TB/s "
-        f"输送速度，最多 {w['roofs']['tile_feed']:.0f} TFLOPS。")]
+        f" 1 字节做 {w['tile_intensity']:.1f} 次浮点运算，按 {recorded_on} 上记录的 "
+        f"{w['tile_feed_tbs']} TB/s 输送速度，最多 {w['roofs']['tile_feed']:.0f} TFLOPS。")]
     hbm_note = (" (the measured speed needs less than that, so L2 keeps more than one wave's panels)"
                 if "memory" in w["refuted"] else "")
     hbm_note_zh = "（实测速度所需更少，说明 L2 保留了不止一波的数据）" if "memory" in w["refuted"] else ""
@@ -199,9 +212,9 @@ def markdown(whys):
         return []
     lines = ["", "## Why this speed / 为什么是这个速度", "",
              "The lessons' formulas (ledger/formulas.py) applied to your kernel's tiles, launch and "
-             "build; the rules were checked against recorded H200 measurements, not re-measured. / "
-             "课程中的公式（ledger/formulas.py）应用于你的 kernel 的分块、启动参数与编译结果；"
-             "这些规则用已记录的 H200 测量结果核对过，并未重新测量。"]
+             "build; the rules were checked against recorded H200 and H100 measurements, not "
+             "re-measured. / 课程中的公式（ledger/formulas.py）应用于你的 kernel 的分块、启动参数与"
+             "编译结果；这些规则用已记录的 H200 和 H100 测量结果核对过，并未重新测量。"]
     for why in whys:
         en, zh = sentence(why)
         lines += ["", f"### {why['size']}", "", f"- {en}", f"- {zh}", ""]

@@ -37,10 +37,16 @@ class Machine:
     mem_latency_ns: float  # an assumed round number, not a measurement
     # Read from recorded kernels, not datasheets (docs/perf-notes.md, "Why 64x64x64 reaches about
     # 0.4x"): the rate at which L2 and shared memory fed tiles into the SMs, the same 7.8-9.0 TB/s
-    # whatever the tile, and the best rate torch.mm reached at 2048-8192.
+    # whatever the tile, and the best rate torch.mm reached at 2048-8192, on ``recorded_on``.
     tile_feed_tbs: float
     practical_tflops: float
     max_threads_per_block: int = 1024
+    recorded_on: str = "H200"  # the card those two readings were taken on
+
+    @property
+    def card(self) -> str:
+        """The card's name without the figures' source: "H100 SXM", "H200"."""
+        return self.name.split(" (")[0]
 
     @property
     def balance(self) -> float:
@@ -66,9 +72,12 @@ H100_SXM = Machine(
     practical_tflops=720.0,
 )
 # The shipping datasheet (989 TFLOPS, 3.35 TB/s): what a real H100 SXM should be compared with,
-# and the bandwidth the latency-hiding lesson uses.
+# and the bandwidth the latency-hiding lesson uses. Its readings are the H100's own
+# (benchmarks/baselines/*-h100.csv): 128x128x64 tiles (64 FLOP per byte) at 495 and 516 TFLOPS
+# at 4096 and 8192, a tile feed of 7.7-8.1 TB/s; torch.mm's best at 2048-8192, 708 TFLOPS.
 H100_SXM_DATASHEET = dataclasses.replace(
-    H100_SXM, name="H100 SXM (datasheet)", peak_tflops=989.0, mem_bw_tbs=3.35
+    H100_SXM, name="H100 SXM (datasheet)", peak_tflops=989.0, mem_bw_tbs=3.35,
+    tile_feed_tbs=7.9, practical_tflops=708.0, recorded_on="H100 SXM"
 )
 # Same SM as the H100; the memory (HBM3e) is faster, and the H200 the kit ran on reported
 # 60 MB of L2 (docs/perf-notes.md).

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from benchmarks import why_speed, why_speed_text
+from ledger import formulas
 from benchmarks.why_speed import ABOVE_MODEL, BUSY_LOW, OVERHEAD_US, POSSIBLE_SHARE
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -184,3 +185,28 @@ def test_the_benchmark_prints_the_section_from_its_frame():
     assert text.startswith("\n## Why this speed") and "### 4095" in text
     assert report.why_text(report.read_csv(ROOT / "docs" / "demo-speed" / "mia-speed.csv")
                            .assign(gpu_name="NVIDIA A100")) == ""
+
+
+CARD_RUNS = [("reference-autotune-targets.csv", "H200", "H100"),
+             ("reference-autotune-targets-round8-2-h100.csv", "H100 SXM", "H200")]
+
+
+@pytest.mark.parametrize("name, card, other", CARD_RUNS, ids=[run[1] for run in CARD_RUNS])
+def test_a_run_is_explained_with_the_figures_of_the_card_it_ran_on(name, card, other):
+    """Each recorded run's sentences cite its own card: the best torch.mm of the same run as
+    the tensor cores' roof, that card's tile feed and datasheet; never another card's."""
+    rows = [row for _, row in _csv_rows(ROOT / "benchmarks" / "baselines" / name)]
+    best = max(row["torch_mm_tflops"] for row in rows)
+    whys = why_speed.explain_rows(rows)
+    assert len(whys) == len(rows) and {why["card"] for why in whys} == {card}
+    assert all(why["roofs"]["tensor_cores"] == best for why in whys)
+    machine = formulas.machine_for_gpu_name(rows[0]["gpu_name"])
+    assert (machine.card, machine.recorded_on) == (card, card)
+    for why in whys:
+        text = "\n".join([*why_speed_text.sentence(why),
+                          *(line for pair in why_speed_text.facts(why) for line in pair)])
+        assert other not in text, text
+        assert f"tile feed recorded on the {card} allows" in text
+    capped = next(why for why in whys if why["limit"] == "tensor_cores")
+    assert (f"the best torch.mm reached in the same run on this {card}, {best:.0f} TFLOPS"
+            in why_speed_text.sentence(capped)[0])

@@ -72,3 +72,33 @@ def test_a_hand_in_csv_with_hostile_cells_is_said_not_explained(tmp_path, capsys
         assert explain_speed.main([str(path)]) == explain_speed.OK, column
         assert "No explanation for hand-in.csv" in capsys.readouterr().out
         frame = pandas.read_csv(MIA_CSV, dtype=str)
+
+
+def test_each_card_is_explained_by_its_own_figures_even_from_an_older_record(tmp_path, capsys):
+    """A record of an H100 run whose kept ``why`` was worked out on the H200's readings (as
+    every record was before a why named its card) is explained again: the H100's tile feed
+    and the best torch.mm of its own run, never the H200's; an H200 run's, the H200's."""
+    from benchmarks import why_speed
+
+    runs = {"h100": ("reference-autotune-targets-round8-2-h100.csv", "H100 SXM", "H200"),
+            "h200": ("reference-autotune-targets.csv", "H200", "H100")}
+    for student, (name, _, _) in runs.items():
+        rows = json.loads(pandas.read_csv(ROOT / "benchmarks" / "baselines" / name,
+                                          dtype={"size": str}).to_json(orient="records"))
+        older = [{key: value for key, value in why.items()
+                  if key not in ("card", "feed_recorded_on", "practical_from_run")}
+                 for why in why_speed.explain_rows(rows)]
+        (tmp_path / student).mkdir()
+        reports.store_record(tmp_path, {"student": student, "folder": student,
+                                        "status": "passed",
+                                        "speed": {"status": "timed", "rows": rows, "why": older}})
+    (tmp_path / "students.csv").write_text("student,folder\nh100,h100\nh200,h200\n",
+                                           encoding="utf-8")
+    for student, (name, card, other) in runs.items():
+        assert explain_speed.main([str(tmp_path), "--student", student]) == explain_speed.OK
+        printed = capsys.readouterr().out
+        best = pandas.read_csv(ROOT / "benchmarks" / "baselines" / name)["torch_mm_tflops"].max()
+        assert f"tile feed recorded on the {card} allows" in printed
+        assert f"the best torch.mm reached in the same run on this {card}, {best:.0f}" in printed
+        said = printed.replace("H200 and H100", "").replace("H200 和 H100", "")  # the rules' check
+        assert other not in said

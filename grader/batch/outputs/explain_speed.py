@@ -6,7 +6,8 @@
 For staff: the section each timed student's feedback.md carries (benchmarks.why_speed_text),
 read from the signed records in OUT_DIR, or worked out from a CSV in the benchmark's
 columns (a student's ``speed.csv``, a hand-in, a baseline). A record timed before the
-records kept ``why`` is explained from its rows and GPU build here. It computes no verdict
+records kept ``why``, or before each ``why`` named the card it ran on, is explained from its
+rows and GPU build here. It computes no verdict
 of its own and times nothing, so it runs the same on any machine.
 """
 
@@ -26,8 +27,7 @@ def record_lines(record):
     entry = record.get("speed") or {}
     if entry.get("status") != "timed":
         return [entry.get("message") or "Speed: not timed."]
-    whys = entry["why"] if "why" in entry else why_speed.explain_rows(entry.get("rows") or [],
-                                                                     record.get("gpu_build"))
+    whys = why_speed.of_entry(entry, record.get("gpu_build"))
     return why_speed_text.markdown(whys) or [
         "No explanation: the GPU is not one the ledger models, or no size passed."]
 

@@ -145,9 +145,10 @@ def speed_markdown(record, pictures=True):
                          f"±{report.spread(row):.1%} |")
     if entry.get("points") is not None:
         lines += ["", f"Speed points / 速度加分: {entry['points']}"]
-    from benchmarks import why_speed_text
+    from benchmarks import why_speed, why_speed_text
 
-    return lines + why_speed_text.markdown(entry.get("why") or []) + what_if_markdown(entry, pictures)
+    whys = why_speed.of_entry(entry, record.get("gpu_build"))
+    return lines + why_speed_text.markdown(whys) + what_if_markdown(entry, pictures)
 
 
 WHAT_IF_PICTURE = "what-if.png"
