@@ -28,6 +28,7 @@ import argparse
 import pathlib
 
 from grader.core import cases as catalogue
+from grader.batch.isolation import time_policy
 from grader.batch.status import ExitCode, GraderError, say
 from grader.core import gpu_compile
 
@@ -161,10 +162,12 @@ def build_parser():
                        metavar="S", help="seconds for each of a submission's two sandboxed "
                                          "runs, import included, on the wall clock less the "
                                          "time a run waits for a CPU core that others hold "
-                                         "(default: 120). On a GPU, with S over 30, two files "
-                                         "or more and -j 2 or more, a class's first pass "
-                                         "stops a run stuck 30 s in one step and grades its "
-                                         "file again at the end with the full S")
+                                         "(default: 120). On a GPU, with S over "
+                                         f"{time_policy.FIRST_PASS_S}, two files or more and "
+                                         "-j 2 or more, a class's first pass stops a run "
+                                         f"stuck {time_policy.FIRST_PASS_S} s in one step and "
+                                         "grades its file again at the end with the full S "
+                                         "(the whole policy: instructor guide, section 4)")
     grade.add_argument("--memory-limit", type=_positive_float("--memory-limit"), default=8.0,
                        metavar="GiB",
                        help="host memory for each run, its whole process tree (default: 8)")
