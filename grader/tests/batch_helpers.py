@@ -68,6 +68,18 @@ def run_pytest(*args, cwd=ROOT, env=None, timeout=600):
     return preloaded.run(args, cwd=cwd, env=env, timeout=timeout, module="pytest")
 
 
+def graded_class(base, catalogue, *options, names=None):
+    """OUT of ``python -m grader grade`` with ``options`` on ``catalogue``'s variants (or
+    only ``names``, grader.tests.source_edits.write_class) written under ``base``."""
+    from grader.tests.source_edits import write_class
+
+    folder = write_class(pathlib.Path(base) / "class", catalogue, names)
+    result = run_grader(base, "grade", str(folder), "--out", str(pathlib.Path(base) / "out"),
+                        *options)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return pathlib.Path(base) / "out"
+
+
 def copy_class(source, target):
     shutil.copytree(source, target, symlinks=True)
     return target

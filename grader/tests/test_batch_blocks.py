@@ -8,8 +8,7 @@ import pytest
 
 from grader.core import cases
 from grader.tests import build_variants
-from grader.tests.batch_helpers import NEEDS_INTERPRETER, gradebook, run_grader
-from grader.tests.source_edits import write_class
+from grader.tests.batch_helpers import NEEDS_INTERPRETER, gradebook, graded_class
 
 BLOCK_CASES = [case.id for case in cases.all_fixed_cases() if case.blocks]
 OPTIONS = ["--cases", ",".join(BLOCK_CASES + ["square-64x64x64"]), "--no-speed",
@@ -21,11 +20,8 @@ EXPECTED = {"other_style": (3, None), "rhs_tile_order": (1, "block_order"),
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    base = tmp_path_factory.mktemp("blocks")
-    folder = write_class(base / "class", build_variants.VARIANTS, list(EXPECTED))
-    result = run_grader(base, "grade", str(folder), "--out", str(base / "out"), *OPTIONS)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return base / "out"
+    return graded_class(tmp_path_factory.mktemp("blocks"), build_variants.VARIANTS, *OPTIONS,
+                        names=list(EXPECTED))
 
 
 @NEEDS_INTERPRETER

@@ -11,8 +11,8 @@ import pytest
 from grader.core import build_refusal, generated_kernel
 from grader.core.kernel_allowlist import Unbuildable, Violation
 from grader.tests import build_variants as kit
-from grader.tests.batch_helpers import NEEDS_INTERPRETER, gradebook, run_grader
-from grader.tests.source_edits import Variant, model_answer, write_class
+from grader.tests.batch_helpers import NEEDS_INTERPRETER, gradebook, graded_class
+from grader.tests.source_edits import Variant, model_answer
 
 STORE = kit.STORE
 # name: (the honest mistake, the rule it comes close to, its status)
@@ -58,12 +58,8 @@ CASES = ["--cases", "square-64x64x64,tail_mnk-65x97x130", "--no-speed", "--no-pr
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    base = tmp_path_factory.mktemp("honest")
-    folder = write_class(base / "class", {name: variant for name, (variant, _, _)
-                                          in HONEST.items()})
-    result = run_grader(base, "grade", str(folder), "--out", str(base / "out"), *CASES)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return base / "out"
+    return graded_class(tmp_path_factory.mktemp("honest"),
+                        {name: variant for name, (variant, _, _) in HONEST.items()}, *CASES)
 
 
 @NEEDS_INTERPRETER

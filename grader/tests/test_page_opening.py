@@ -10,7 +10,7 @@ import pytest
 from grader.batch.outputs import feedback
 from grader.core import messages, suite
 from grader.tests import build_variants as kit
-from grader.tests.batch_helpers import NEEDS_INTERPRETER, run_grader, run_pytest
+from grader.tests.batch_helpers import NEEDS_INTERPRETER, graded_class, run_pytest
 from grader.tests.source_edits import Variant, write_class
 
 RAISED = "AttributeError: 'Symbol' object has no attribute 'upper_bound'"
@@ -115,12 +115,8 @@ def test_the_batch_keeps_whether_the_arrangement_checked_right(batch, name, righ
 
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory):
-    base = tmp_path_factory.mktemp("opening")
-    folder = write_class(base / "class", {"reference": Variant("the model answer", ()),
-                                          "lhs_not_tiled_along_k":
-                                          kit.VARIANTS["lhs_not_tiled_along_k"]})
-    done = run_grader(base, "grade", str(folder), "--out", str(base / "out"), "--cases",
-                      "square-64x64x64,tail_mnk-65x97x130", "--no-speed", "--no-progress",
-                      "-j", "2")
-    assert done.returncode == 0, done.stderr[-3000:]
-    return base / "out"
+    return graded_class(tmp_path_factory.mktemp("opening"),
+                        {"reference": Variant("the model answer", ()),
+                         "lhs_not_tiled_along_k": kit.VARIANTS["lhs_not_tiled_along_k"]},
+                        "--cases", "square-64x64x64,tail_mnk-65x97x130", "--no-speed",
+                        "--no-progress", "-j", "2")
