@@ -82,13 +82,16 @@ def test_kernel_is_what_the_batch_grader_runs(submission, record_property):
                  + "\n".join(f"- {item}" for item in rebuilt.violations)
                  + "\narrangement() and application() may use only ninetoothed, "
                    "ninetoothed.language (or triton.language), math, the file's constants "
-                   "and its own helper functions (see docs/instructor-guide.md, section 8)",
+                   "and its own helper functions (see docs/instructor-reference.md, \"What is "
+                   "graded, and the threat model\")",
                  unbuildable=build_refusal.unbuildable(rebuilt.violations))
     rejection = _rejection(submission.module)
     if rejection is not None:
         _refused(source, f": {rejection}\nwhat NineToothed generates from arrangement() and "
-                         "application() is checked as Triton runs it (docs/instructor-guide.md, "
-                         "section 8)", rejection.unbound, rejection.unbuildable)
+                         "application() is checked as Triton runs it "
+                         "(docs/instructor-reference.md, \"What is graded, "
+                         "and the threat model\")",
+                 rejection.unbound, rejection.unbuildable)
 
 
 def _rejection(module):

@@ -115,12 +115,12 @@ def test_no_file_of_the_kit_comes_near_the_limit(monkeypatch):
 
 def test_the_guides_state_the_limit():
     guides = {name: (ROOT / "docs" / name).read_text(encoding="utf-8")
-              for name in ("student-guide.en.md", "student-guide.zh.md", "instructor-guide.md")}
+              for name in ("student-guide.en.md", "student-guide.zh.md", "instructor-reference.md")}
     assert f"read none nested more than {nesting.LIMIT} levels deep" in \
         guides["student-guide.en.md"]
     assert f"嵌套超过 {nesting.LIMIT} 层的文件一概不读" in guides["student-guide.zh.md"]
     assert f"nested more than {nesting.LIMIT} syntax-tree levels deep" in \
-        guides["instructor-guide.md"].replace("\n   ", " ")
+        guides["instructor-reference.md"].replace("\n   ", " ")
 
 
 def deepest_kernel():

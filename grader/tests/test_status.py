@@ -1,21 +1,23 @@
-"""The statuses are declared once (grader.batch.status); the instructor guide's table follows."""
+"""The statuses are declared once (grader.batch.status); the instructor reference's table
+follows."""
 
 import pathlib
 import re
 
 from grader.batch.status import ExitCode, Status
 
-GUIDE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "instructor-guide.md"
+REFERENCE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "instructor-reference.md"
 
 
-def _guide_rows():
-    section = GUIDE.read_text(encoding="utf-8").split("## 5. Statuses", 1)[1].split("\n## ", 1)[0]
+def _reference_rows():
+    text = REFERENCE.read_text(encoding="utf-8")
+    section = text.split("\n## Statuses\n", 1)[1].split("\n## ", 1)[0]
     return [[cell.strip() for cell in line.strip("|").split("|")]
             for line in section.splitlines() if re.match(r"\| `\w+` \|", line)]
 
 
-def test_the_guide_lists_every_status_in_order_with_its_first_line():
-    rows = _guide_rows()
+def test_the_reference_lists_every_status_in_order_with_its_first_line():
+    rows = _reference_rows()
     assert [row[0].strip("`") for row in rows] == [status.value for status in Status]
     for row, status in zip(rows, Status):
         shown = row[-1].removesuffix("...").rstrip()

@@ -1,14 +1,14 @@
 """A TA's prediction from ``--timeout``, the backend, the cores and ``-j`` holds: what limit
 each run gets, when it is stopped, when the first pass cuts a step, and when a timeout is
 confirmed (grader.batch.isolation.time_policy, pure: no worker runs here). The instructor
-guide's paragraph is the module's, with its numbers."""
+reference's paragraph is the module's, with its numbers."""
 
 import pathlib
 import types
 
 from grader.batch.isolation import time_policy as policy
 
-GUIDE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "instructor-guide.md"
+REFERENCE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "instructor-reference.md"
 
 
 def job(m, n, k, roles=("out",)):
@@ -82,9 +82,9 @@ def test_a_gpu_timeout_beside_others_or_a_cut_short_file_is_confirmed_by_a_secon
     assert policy.unconfirmed(cut, "gpu")
 
 
-def test_the_guide_states_the_module_s_policy_in_one_paragraph_with_its_numbers():
-    guide = GUIDE.read_text(encoding="utf-8")
-    bullet = guide.split("- **When a run stops: `--timeout S`**", 1)[1].split("\n- ", 1)[0]
+def test_the_reference_states_the_module_s_policy_in_one_paragraph_with_its_numbers():
+    reference = REFERENCE.read_text(encoding="utf-8")
+    bullet = reference.split("- **When a run stops: `--timeout S`**", 1)[1].split("\n- ", 1)[0]
     stated = " ".join(bullet.split()).split("time_policy.py`). ", 1)[1]
     assert stated == " ".join(policy.__doc__.split("\n\n")[1].split())
     for number in (f"passes {policy.WALL_FACTOR:g} times its limit",
