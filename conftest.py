@@ -73,9 +73,9 @@ def pytest_configure(config):
 def _one_thread_per_worker():
     """Under pytest-xdist (the kit's own suite, ``-n auto``), one torch thread per worker:
     the workers and the processes their tests start already keep every core busy, and
-    torch's pool then spins for cores it does not get. On 2 cores with 6 busy processes
-    beside it, the seed search of test_no_seed_leak took 9.7 ms a seed with torch's 2
-    threads and 0.69 ms with one (2026-12-06)."""
+    torch's pool then spins for cores it does not get: one thread was 14 times faster than
+    two on a busy 2-core box (docs/stress-runs/timeline.md, "Measurements behind the
+    rules")."""
     import torch
 
     torch.set_num_threads(1)

@@ -288,7 +288,8 @@ def main(argv=None, prog=None, default_submission=DEFAULT_SUBMISSION):
 
 
 # The default sweep starts at 8^3, where a launch costs more than the product: without
-# --sizes the what-if runs at 4096^3, the sweep's largest and DESIGN.md's measured size.
+# --sizes the what-if runs at 4096^3, the sweep's largest and the size the kit's first H200
+# measurements used (CHANGELOG.md, 0.1.0).
 WHAT_IF_DEFAULT_SIZE = (4096, 4096, 4096)
 
 

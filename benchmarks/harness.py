@@ -28,7 +28,7 @@ from benchmarks.timing import Timing, bench, bench_pair, wall_clock
 
 DEFAULT_SIZES = tuple((s, s, s) for s in (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096))
 # Ragged shapes: the cliff of a K or N that is not a multiple of 16 never shows in a
-# power-of-two sweep (see docs and DESIGN.md's measurements).
+# power-of-two sweep (docs/perf-notes.md, "The ragged cliff: where it came from").
 RAGGED_SIZES = (
     (1000, 1000, 1000),
     (3000, 3000, 3000),

@@ -3,7 +3,7 @@
 Each row is one size of one implementation (NineToothed, as the student calls
 it) with torch.mm's numbers from the same run beside it, so every row stands on
 its own: the size, the verdict, the times and rates, the tile configuration,
-the roofline columns and the whole environment (DESIGN.md, contract 4).
+the roofline columns and the whole environment (docs/benchmarking.md, "CSV fields").
 
 Roofline columns come from ``ledger.formulas`` and need a GPU the formulas
 know (``machine_for_gpu_name``); on any other GPU they are left empty.

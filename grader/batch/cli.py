@@ -19,9 +19,8 @@ an incomplete shard, a submissions folder changed under it); 2 for a bad
 command line; 130 when interrupted (run the same command again to resume).
 
 It only parses and dispatches: each command's work is in its room (grade, outputs,
-packaging). It stays one file, a little over 400 lines, because most of it is the parser's
-declarations and help texts, which are read together with the handler when an option is
-added or changed.
+packaging). It stays one file because most of it is the parser's declarations and help
+texts, which are read together with the handler when an option is added or changed.
 """
 
 import argparse
@@ -167,7 +166,8 @@ def build_parser():
                                          "-j 2 or more, a class's first pass stops a run "
                                          f"stuck {time_policy.FIRST_PASS_S} s in one step and "
                                          "grades its file again at the end with the full S "
-                                         "(the whole policy: instructor guide, section 4)")
+                                         "(the whole policy: docs/instructor-reference.md, "
+                                         "\"Time limits\")")
     grade.add_argument("--memory-limit", type=_positive_float("--memory-limit"), default=8.0,
                        metavar="GiB",
                        help="host memory for each run, its whole process tree (default: 8)")
@@ -276,7 +276,7 @@ def build_parser():
                                  "never as root: as ntgemm-student, an unprivileged user that "
                                  "setup.sh creates, which cannot read the secret or write the "
                                  "results but can read what any local user may and reach the "
-                                 "network (docs/instructor-guide.md, section 12)")
+                                 "network (docs/instructor-reference.md, \"Gradescope\")")
     gradescope.add_argument("--cases", default="", help=argparse.SUPPRESS)  # tests only
 
     export = commands.add_parser(
@@ -333,7 +333,8 @@ def _overrides_option(command):
              "student,change,case,value,reason,by,date, where change is score, points (of "
              "one case), status, flags (cleared), late (extension, excused or late), note, "
              "alias (the student's leaderboard name) or leaderboard (opt-out) "
-             "(docs/instructor-guide.md, section 6). Every row is checked before any applies. "
+             "(docs/instructor-reference.md, \"The overrides file\"). Every row is checked "
+             "before any applies. "
              "OUT_DIR keeps a copy, which later runs apply without this option (default: that "
              "copy, else none); an error names it when the file given before has changed")
 

@@ -1,7 +1,7 @@
 """How a submission ended, and how a command ends: declared once, here.
 
-The gradebook, the feedback, the class chart and the instructor guide's table all
-read ``Status``; ``grader/tests/test_docs.py`` checks the guide against it.
+The gradebook, the feedback, the class chart and the instructor reference's table all
+read ``Status``; ``grader/tests/test_status.py`` checks the reference against it.
 """
 
 import enum

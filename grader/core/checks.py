@@ -152,8 +152,8 @@ def judging_material(case, seed, device):
     Only the judge reads them (never student code, which gets fresh inputs from
     grader.core.execution.produce), so sharing them cannot let one submission affect another.
     One thread builds them while the others wait: the batch's workers all reach the same
-    cases at its start, and on the H200 (2026-12-05) each of the 8 built every reference
-    itself, about 12 s of torch's threads apiece beside the first runs.
+    cases at its start, and otherwise each of them builds every reference itself, beside the
+    first runs (docs/stress-runs/timeline.md, the runs with py-spy).
     """
     with _building:
         return _material(case, seed, device)

@@ -3,9 +3,10 @@
 Triton compiles a kernel again for each pattern of values it specializes on: an integer
 argument equal to 1 becomes a constant, and an integer or pointer divisible by 16 gets an
 alignment hint. The catalogue's shapes, strides and views make about ten such patterns, so
-a GPU kernel run compiled one kernel ten times: on the H200 the reference took 9.8 s over
-the GPU catalogue that way, and 2.5 s compiled once (2026-12-04). The patterns change how
-fast the code runs, not what it computes, so a run that checks the numbers needs none.
+a GPU kernel run compiled one kernel ten times, four times as long over the GPU catalogue as
+compiling once (docs/stress-runs/timeline.md, "Measurements behind the rules"). The patterns
+change how fast the code runs, not what it computes, so a run that checks the numbers needs
+none.
 
 Only a kernel that built for the course's GPU (grader.core.gpu_compile, which compiles it
 with every alignment hint, the deepest pipelining) is compiled once. One that did not build

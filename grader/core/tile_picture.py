@@ -30,8 +30,8 @@ def draw(picture, tiles, path):
     sizes = {"M": m, "N": n, "K": k}
     blocks = {"M": tiles[0], "N": tiles[1], "K": tiles[2]}
     grid_n = ceil_div(n, tiles[1])
-    # Fixed margins, not a layout engine: "constrained" took half of each drawing's time
-    # (about 0.15 s of the parent's core per distinct picture on a 2-core box, 2026-12-06).
+    # Fixed margins, not a layout engine: "constrained" took nearly half of each drawing's
+    # time (docs/stress-runs/timeline.md, "Measurements behind the rules").
     figure = Figure(figsize=(13, 10))
     grid = figure.add_gridspec(2, 3, width_ratios=[k, n, n], left=0.05, right=0.98, top=0.86,
                                bottom=0.04, hspace=0.38, wspace=0.16)

@@ -3,7 +3,7 @@ hostile submissions and the variants, in turn, each under a student id of its ow
 
     python -m grader.tests.stress_class OUT_DIR [--students 100]
 
-The grading-cost figures in docs/instructor-guide.md were measured with such a mix:
+The grading-cost figures in docs/stress-runs/ were measured with such a mix:
 correct files, common mistakes, cheats, crashes and hangs (before the compile-gate
 variants of build_variants joined it).
 """

@@ -106,7 +106,7 @@ def test_one_worker_per_gpu_from_faked_devices():
 def test_default_jobs_fit_the_host():
     from grader.batch.grade.machine import default_jobs
 
-    assert default_jobs(16, 1) == 8  # the H200 host measured in the instructor guide
+    assert default_jobs(16, 1) == 8  # the hosts of docs/stress-runs/timeline.md
     assert default_jobs(2, 1) == 1
     assert default_jobs(8, 8) == 8  # never fewer workers than GPUs
     assert default_jobs(64, 4) == 32

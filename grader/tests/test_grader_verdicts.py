@@ -368,7 +368,8 @@ def test_pytest_grader_gives_the_reference_full_marks(tmp_path, backend):
         assert all("GPU-only" in testcase.find("skipped").get("message") for testcase in skipped)
         assert all(_properties(testcase)["points"] == "0" for testcase in skipped)
 
-    # What a JUnit consumer adds up, read with junitparser's xunit2 API (docs/instructor-guide.md)
+    # What a JUnit consumer adds up, read with junitparser's xunit2 API
+    # (docs/instructor-reference.md, "JUnit XML")
     xunit2 = pytest.importorskip("junitparser.xunit2",
                                  reason="the test extra: pip install -e '.[test]'")
     JUnitXml = xunit2.JUnitXml

@@ -1,9 +1,8 @@
 """The persistent TMA kernel: one program per SM, operand tiles loaded by the hardware.
 
-On an H100 (2026-12-06) this schedule was what NineToothed lacked at large aligned
-shapes: 8192^3 at up to 686 TFLOPS where the one-program-per-tile grid ran 636-649, and
-in 128x128 tiles 6144x1024x4096 at 0.88-0.90x of torch.mm against 0.81x
-(docs/perf-notes.md, round 7). Neither half alone gained (round 5): TMA loads in a grid
+This schedule was what NineToothed lacked at large aligned shapes on an H100: faster than
+the one-program-per-tile grid at 8192^3, and in 128x128 tiles at 6144x1024x4096
+(docs/perf-notes.md, round 7, has the numbers). Neither half alone gained (round 5): TMA loads in a grid
 of one program per tile, or a persistent schedule with pointer loads.
 
 P programs (the SM count) walk tiles p, p + P, p + 2P, ... in grouped (GROUP_M) order,

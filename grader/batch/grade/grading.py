@@ -326,8 +326,8 @@ def limits(settings):
 
 def prints_in_its_kernel(submission):
     """Whether the file's application() prints (the mistake ``debug_print``). Every program
-    of its kernel then prints: on the H100 (2026-12-05) such a file's first-pass run held the
-    GPU at 100% for its whole 30 s, and the CPUs idled while the runs beside it waited. The
+    of its kernel then prints, which holds the GPU at 100% for the first pass's whole step
+    limit while the CPUs idle and the runs beside it wait (docs/stress-runs/timeline.md). The
     first pass grades such files last (grader.batch.grade.session), beside its last files
     only, and its tail leaves their limit as it is; the order decides no verdict."""
     if submission.problem:

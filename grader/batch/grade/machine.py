@@ -43,9 +43,9 @@ def decide_backend():
 
 def default_jobs(cores, gpus):
     """Submissions graded at once when -j is not given. On a GPU host a submission spends
-    most of its time in Triton's compiler, on the CPU, two runs at a time: on one H200 with
-    16 cores, 100 submissions took 428 s at -j 8 and 442 s at -j 16 (instructor guide,
-    section 3). On the interpreter every run is CPU work: one per core."""
+    most of its time in Triton's compiler, on the CPU, two runs at a time, and more workers
+    than half the cores made a 100-file batch slower (docs/stress-runs/timeline.md, -j 12 and
+    -j 16 against -j 8). On the interpreter every run is CPU work: one per core."""
     if gpus == 0:
         return cores
     return max(gpus, cores // 2)

@@ -514,9 +514,9 @@ def count_statuses(records):
 def _judge_on_one_thread():
     """The parent's torch (inputs, references, judging) on one thread where the workers run
     on the interpreter: -j fills every core with them, and a pool of torch threads then
-    spins for cores it does not get. On 2 cores with 6 busy processes beside it, building
-    a small case's inputs and reference took 9.7 ms with torch's 2 threads and 0.69 ms with
-    one (2026-12-06). On a GPU the judged outputs are up to 4096 x 4096: torch keeps its
+    spins for cores it does not get: one thread built a small case's inputs and reference 14
+    times faster than two on a busy 2-core box (docs/stress-runs/timeline.md, "Measurements
+    behind the rules"). On a GPU the judged outputs are up to 4096 x 4096: torch keeps its
     threads there."""
     import torch
 

@@ -1,6 +1,6 @@
 """What crosses between the batch grader and a sandboxed worker: typed records, encoded
-right beside their decoding. One file of about 500 lines on purpose: a reviewer
-reads every record that crosses the boundary, with its bounds, in one place.
+right beside their decoding. One file on purpose: a reviewer reads every record that crosses
+the boundary, with its bounds, in one place.
 
 The channel is a pair of pipes: the parent writes to the worker's stdin, the
 worker writes to a private copy of its stdout (its fd 1 then points at stderr,

@@ -391,7 +391,8 @@ def _answer_where():
 
     The signal stays blocked in every thread, this one waits for it: a handler would be
     replaced by whatever installs its own later, as LLVM does in the first GPU compile
-    (the GPU hangs of nt_gemm said nowhere, 2026-12-05). Nothing here raises an audit
+    (with a handler, the GPU hangs of nt_gemm said nowhere: docs/stress-runs/timeline.md).
+    Nothing here raises an audit
     event (grader.core.build_guard): ``sys._current_frames`` would."""
     main_thread = threading.main_thread().ident
     while True:

@@ -3,8 +3,9 @@ kernel, made by the grader where no student code ran.
 
 Every kernel run must learn whether its generated kernel builds for the course's GPU
 (grader.core.gpu_compile) before any case. Most files of a class generate the very same
-kernel file: in a 100-file class on the H100, 80 builds held 23 distinct results, and a
-compile took 1.6 to 1.9 s of a run (2026-12-06). So the kernel run does not compile:
+kernel file (in the 100-file stress class, 80 builds held 23 distinct results), and a
+compile is a large share of a passing file's time (docs/stress-runs/timeline.md, the runs of
+the compile gate). So the kernel run does not compile:
 it sends the bytes of its generated file to the parent (grader.batch.inside.protocol,
 ``compile``), and the parent answers with the Build of exactly those bytes:
 

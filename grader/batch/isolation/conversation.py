@@ -350,9 +350,10 @@ PAYLOADS_KEPT = 8  # a batch sends three: the public and hidden phases, the wrap
 def _inputs_payload(inputs):
     """protocol.matrices of a phase's inputs, made once per batch rather than once per run.
     Every file gets the very same input tensors (grader.core.checks.judging_material builds
-    them once), and turning them into bytes again for each run was 14% of the parent's
-    Python time in a 100-file batch on the H200 (2026-12-05), a process whose one core paces
-    the batch. Keyed by the tensors' ids, which cannot be reused while the entry holds them."""
+    them once), and turning them into bytes again for each run was a seventh of the parent's
+    Python time in a 100-file batch (docs/stress-runs/timeline.md), a process whose one core
+    paces the batch. Keyed by the tensors' ids, which cannot be reused while the entry holds
+    them."""
     key = tuple(id(tensor) for tensor in inputs)
     with _payloads_lock:
         if key in _payloads:

@@ -322,9 +322,10 @@ def take(backend_name, device, warming=False):
     run that started its own meanwhile would leave one idle for nothing), else a new one.
 
     ``warming``: for a worker warmed up ahead of need (grader.batch.isolation.warm_pool),
-    which waits while any run waits here: a run comes first. On the H100 (2026-12-05) a
-    batch's warm-ups took sandboxes started ahead for its first runs, and those runs then
-    waited about 7 s for new sandboxes, whose imports ran beside 16 others."""
+    which waits while any run waits here: a run comes first. Otherwise a batch's warm-ups
+    take the sandboxes started ahead for its first runs, and those runs wait for new
+    sandboxes whose imports run beside all the others (docs/stress-runs/timeline.md, the H100
+    runs with the tail limit)."""
     key = _key(backend_name, device)
     with _changed:
         if not warming:
@@ -364,9 +365,10 @@ def start_ahead(backend_name, devices):
     """Start a sandbox for each of ``devices`` (one per item) now, each idle once its
     imports are done, and return at once; until each is, ``take`` waits for them rather
     than start more. A batch calls it before its sandbox check, which takes the first one
-    ready: on the H200 (2026-12-05) its first runs otherwise waited for 32 sandboxes'
-    imports started side by side after the check, and the first pass ran 1 or 2 files for
-    20 s. Without a bwrap it starts none: the check says why."""
+    ready: otherwise its first runs wait for every sandbox's imports started side by side
+    after the check, and the first pass runs one or two files meanwhile
+    (docs/stress-runs/timeline.md, "What is left in that run"). Without a bwrap it starts
+    none: the check says why."""
     if launch.bwrap_path() is None:
         return
     for device in devices:

@@ -2,10 +2,10 @@
 
 Finding a run's processes means reading the parent of every process on the host (Linux
 keeps no list of a process's descendants that stays true while they fork). Each worker's
-watch did that by itself at every look: on the H200 (2026-12-05, 100-file stress class,
-``-j 8``) that was 36% of py-spy's samples of the grader's threads, about 160
-thread-seconds of a 390 s batch, mostly Python holding the interpreter's lock that every
-other thread of the grader waits for.
+watch did that by itself at every look, which in the 100-file stress class at ``-j 8`` was
+over a third of py-spy's samples of the grader's threads (docs/stress-runs/timeline.md, the
+runs with py-spy), mostly Python holding the interpreter's lock that every other thread of
+the grader waits for.
 One reading now serves every look that can use a table ``max_age`` seconds old.
 
 A table that old misses a process started since: such a process is seen at most

@@ -91,9 +91,9 @@ class Ending:
 WHERE_WAIT_S = 3.0  # at most, for a timed-out worker's answer to "where are you?"
 # Between two looks at a run's limits. A look lists the run's processes (from the host's
 # process table, a reading shared by every run: grader.batch.isolation.process_table) and
-# reads every thread of the run. Grading 4 demo files on 2 cores cost the parent 7.2 CPU
-# seconds at one look per pipes.POLL_S, 4.7 at one per WATCH_S (2026-12-05, before the
-# reading was shared). A run past half its memory limit is looked at every pipes.POLL_S
+# reads every thread of the run, so looks at every pipes.POLL_S were a third of the parent's
+# CPU on 4 demo files (docs/stress-runs/timeline.md, "Measurements behind the rules"). A run
+# past half its memory limit is looked at every pipes.POLL_S
 # again: at the default 8 GiB, memory filled at 20 GB/s goes about 1 GB past the limit
 # before a look sees it, as at every pipes.POLL_S.
 WATCH_S = 0.25

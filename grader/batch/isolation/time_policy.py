@@ -1,7 +1,7 @@
 """When a run of a student's file stops, and when the file is graded again: every time rule
 of the batch grader, as pure functions of what the grader knows. The sandbox, the
-conversation with a worker, the timing phase and the session ask these; docs/instructor-guide.md
-(section 4, "When a run stops") states the same policy in one paragraph:
+conversation with a worker, the timing phase and the session ask these;
+docs/instructor-reference.md ("Time limits") states the same policy in one paragraph:
 
 Each file is graded by two runs, the kernel run and the `nt_gemm` run (side by side on a
 GPU, one after the other on the interpreter), and, when it passes on a GPU with speed sizes,
@@ -57,7 +57,7 @@ SUSTAIN_S = 1.0
 # (program x K tile) step at every tile size, and 16 x 16 x 16 tiles take 46 times the
 # steps of 64 x 64 x 64 over the catalogue: one flat limit would either time out correct
 # small-tile kernels or let hangs run for an hour. STEP_S is several times the cost of a
-# step (docs/instructor-guide.md, section 4), room for -j workers sharing cores.
+# step (docs/instructor-reference.md, "Time limits"), room for -j workers sharing cores.
 STEP_S = 0.25
 SMALLEST = 16  # the guide's smallest block size: a claim of smaller tiles earns no more time
 DEFAULT_TILES = (64, 64, 64)  # when the layout is not the plain grid, and tiles are unknown
@@ -72,13 +72,13 @@ WHAT_IF_ALLOWANCE_S = WHAT_IF_S + 60
 # The first pass's limit per step on a GPU (``first_pass_step``). Every GPU timeout beside
 # other files is graded again anyway (``unconfirmed``), so the first pass need not wait a
 # whole --timeout for a hang. It is just over the longest step of any file in three loaded
-# 100-file H200 batches (instructor guide, section 4); a step cut short costs its file a
+# 100-file H200 batches (docs/stress-runs/timeline.md); a step cut short costs its file a
 # second grading, never its verdict.
 FIRST_PASS_S = 30
 # The same once the files still under way only hold the class from its second grading
 # (``tail_lowers``), which lasts a whole --timeout whenever a file hangs and grades any
 # file cut here beside it: a hang started last held the first pass 25 s past its other
-# files on the H200 (instructor guide, section 3).
+# files on the H200 (docs/stress-runs/timeline.md).
 TAIL_STALL_S = 10
 
 

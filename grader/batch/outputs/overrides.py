@@ -26,7 +26,8 @@ written from (feedback.md, results.json, the gradebook and its ``overrides`` col
 leaderboard, hence the exports), and adds what changed to the record under ``overrides``. ``grade`` and ``merge`` keep the file they applied as
 ``OUT_DIR/overrides.csv`` and its digest in ``batch.json``, so a resume, a ``--force``
 regrade, a merge or an export applies the same decisions, or refuses when the file the
-staff edit has changed since (grader.batch.cli, docs/instructor-guide.md section 6).
+staff edit has changed since (grader.batch.cli; docs/instructor-reference.md, "The overrides
+file").
 """
 
 import csv
