@@ -349,6 +349,7 @@ def test_grade_prints_its_results_on_stdout_and_its_notes_on_stderr(tmp_path, pr
                                  "  ben: not_implemented 0/1 (0.0 s)"]
     assert "\x1b" not in done.stdout + done.stderr
     assert lines[2:] == ["statuses: missing_file 1, not_implemented 1",
+                         "likely mistakes: 1 student: not_implemented",
                          f"gradebook: {out / 'gradebook.csv'}"]
     assert "ntgemm grader: 2 submission(s)" in done.stderr
     assert ": not_implemented" not in done.stderr and "statuses:" not in done.stderr
