@@ -82,7 +82,8 @@ def test_forged_reports_never_reach_the_output(batch):
     book = gradebook(base / "out")
     assert book["forge_reports"]["score"] == book["forge_reports"]["max_score"] != "999"
     expected = {"gradebook.csv", "summary.csv", "summary.png", "students.csv",
-                "environment.json", "batch.json", ".grader-key", ".grader-secret"} | set(EXPECTED)
+                "environment.json", "batch.json", "skipped.csv", ".grader-key",
+                ".grader-secret"} | set(EXPECTED)
     assert {path.name for path in (base / "out").iterdir()} == expected
     results = json.loads((base / "out" / "forge_reports" / "results.json").read_text())
     assert results["score"] != 999

@@ -373,7 +373,8 @@ def test_the_output_folder_holds_only_what_the_grader_wrote(batch):
     out = batch["base"] / "out"
     folders = {_folder(out, student).name for student in _everyone(batch)}
     expected = {"gradebook.csv", "summary.csv", "summary.png", "students.csv",
-                "environment.json", "batch.json", ".grader-key", ".grader-secret"} | folders
+                "environment.json", "batch.json", "skipped.csv", ".grader-key",
+                ".grader-secret"} | folders
     assert {path.name for path in out.iterdir()} == expected
     for student in _everyone(batch):
         folder = _folder(out, student)

@@ -116,10 +116,10 @@ def test_the_first_wave_counts_only_files_that_may_run():
     assert session._first_files(runnable + refused + [flagged], 2) == 2  # at most the slots
     assert session._first_files(refused, 4) == 0
     assert session._first_files(refused * 3 + runnable, 2) == 0  # only 4 x slots are read
-    # A file Python's compiler gives up on is counted, not raised: that failure is its own
-    # grading's to report (the batch goes on), never the whole batch's.
+    # A file Python's compiler gives up on is refused for its text (grader.core.nesting),
+    # not raised: that failure is its own row, never the whole batch's.
     deep = intake.Submission("deep", "deep", data=b"x = " + b"1+" * 200000 + b"1\n")
-    assert grading.may_run(deep) and session._first_files([deep] + refused, 2) == 1
+    assert not grading.may_run(deep) and session._first_files([deep] + runnable[:1], 2) == 1
 
 
 @pytest.mark.parametrize("backend", ["interpreter", "gpu"])
