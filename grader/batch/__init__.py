@@ -11,6 +11,6 @@
 * ``packaging``: the student handout and the Gradescope autograder.
 
 A room imports only itself and the rooms below it. Beneath them all lie this package's
-own ``status``, ``names`` (how ids are read and shown) and ``import_graph``, and above them all ``cli``, which parses the command
+own ``status``, ``record`` (the grading record every room passes on), ``names`` (how ids are read and shown) and ``import_graph``, and above them all ``cli``, which parses the command
 line and hands each command to its room. The layers are declared in import_graph.LAYERS.
 """

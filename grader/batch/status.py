@@ -89,7 +89,7 @@ def report(message, bar=None):
 def flags(record):
     """Every flag of a record: the grading's own, then the hand-in check's
     (grader.batch.timing.handin)."""
-    return list(record.get("flags") or []) + list((record.get("handin") or {}).get("flags") or [])
+    return list(record.flags) + list((record.handin or {}).get("flags") or [])
 
 
 REASON_LIMIT = 300  # characters of the gradebook's message cell
@@ -105,25 +105,24 @@ def reason(record):
     printable (a student's exception text may hold escapes), at most REASON_LIMIT
     characters."""
     listed = flags(record)
-    if record.get("status") in LIMITS:
+    if record.status in LIMITS:
         # How a run met its limit (its seconds, which clock, where the code was) differs
         # from one run of the same file to the next; the column is the verdict's.
-        who = _first_line(record.get("message")).split(":", 1)[0]
-        text = f"{who}: {LIMITS[record['status']]}" if who else LIMITS[record["status"]]
-    elif record.get("status") == Status.FLAGGED and listed:
+        who = _first_line(record.message).split(":", 1)[0]
+        text = f"{who}: {LIMITS[record.status]}" if who else LIMITS[record.status]
+    elif record.status == Status.FLAGGED and listed:
         # A flag may span lines (a refusal lists its violations): one line here, as the cell
         # is, never its line breaks escaped into the text.
         text = " ".join(listed[0].split()) + (
             f" (and {len(listed) - 1} more flag(s))" if len(listed) > 1 else "")
     else:
-        text = _first_line(record.get("message"))
-        failed = [entry for entry in record.get("cases") or []
-                  if entry.get("status") in ("failed", "error")]
-        if record.get("status") == Status.FAILED and failed:
+        text = _first_line(record.message)
+        failed = [entry for entry in record.cases if entry.status in ("failed", "error")]
+        if record.status == Status.FAILED and failed:
             first = failed[0]
-            public = first.get("visibility") == "public"
-            said = _first_line(first.get("message")) if public else ""
-            text = "; ".join(part for part in (text, f"first: {first['id' if public else 'name']}"
+            said = _first_line(first.message) if first.public else ""
+            shown = first.id if first.public else first.name
+            text = "; ".join(part for part in (text, f"first: {shown}"
                                                 + (f": {said}" if said else "")) if part)
     # Seconds measured by this run ("still running after 63.2 s") differ from one run of the
     # same file to the next; the column is the verdict's, so a regrade reads the same.

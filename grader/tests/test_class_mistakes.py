@@ -1,6 +1,7 @@
 """What the class got wrong (grader.batch.outputs.class_mistakes): the gradebook's
 likely_mistake, the tally under summary.csv's cases and the console's line, from records."""
 
+from grader.batch.record import Record
 from grader.batch.outputs import class_chart, class_mistakes, reports
 from grader.core import cases
 
@@ -8,11 +9,11 @@ CASES = cases.catalogue()[:2]
 
 
 def _record(student, status, keys):
-    return {"student": student, "status": status, "score": 0, "max_score": 2, "message": "",
+    return Record.from_json({"student": student, "status": status, "score": 0, "max_score": 2, "message": "",
             "flags": [], "folder": student, "hints": [{"key": key} for key in keys],
             "cases": [{"id": case.id, "name": case.id, "visibility": "public", "message": "",
                        "status": "passed" if status == "passed" else "failed", "points": 0,
-                       "max_points": 1} for case in CASES]}
+                       "max_points": 1} for case in CASES]})
 
 
 CLASS = [_record("ana", "failed", ["expand_axis", "k_tail"]),

@@ -5,6 +5,7 @@ import pathlib
 
 import pandas
 
+from grader.batch.record import Record
 from grader.batch.outputs import explain_speed, reports
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -23,7 +24,7 @@ def _batch(tmp_path):
     ]
     for record in records:
         (tmp_path / record["folder"]).mkdir()
-        reports.store_record(tmp_path, record)
+        reports.store_record(tmp_path, Record.from_json(record))
     (tmp_path / "students.csv").write_text("student,folder\nmia,mia\nben,ben\n", encoding="utf-8")
     return tmp_path
 
@@ -89,9 +90,9 @@ def test_each_card_is_explained_by_its_own_figures_even_from_an_older_record(tmp
                   if key not in ("card", "feed_recorded_on", "practical_from_run")}
                  for why in why_speed.explain_rows(rows)]
         (tmp_path / student).mkdir()
-        reports.store_record(tmp_path, {"student": student, "folder": student,
-                                        "status": "passed",
-                                        "speed": {"status": "timed", "rows": rows, "why": older}})
+        reports.store_record(tmp_path, Record(student=student, folder=student, status="passed",
+                                              speed={"status": "timed", "rows": rows,
+                                                     "why": older}))
     (tmp_path / "students.csv").write_text("student,folder\nh100,h100\nh200,h200\n",
                                            encoding="utf-8")
     for student, (name, card, other) in runs.items():

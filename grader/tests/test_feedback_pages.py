@@ -5,6 +5,7 @@ import re
 
 import pytest
 
+from grader.batch.record import Record
 from grader.batch.outputs import feedback, share
 from grader.batch.packaging import gradescope
 
@@ -14,14 +15,15 @@ FILE_NAME = re.compile(r"[\w.-]+\.(?:png|log|csv|json|md)\b")
 def record_of(status, passed_points):
     """A record of two public cases, the first passed with ``passed_points``, the second
     not run; one program's tiles were off, so an arrangement picture was drawn."""
-    return {"student": "ada", "status": status, "score": passed_points, "max_score": 2,
+    return Record.from_json({
+            "student": "ada", "status": status, "score": passed_points, "max_score": 2,
             "message": "", "flags": [], "backend": "interpreter",
             "arrangement": {"shape": [128, 256, 192], "program": "(0, 1)"},
             "cases": [
                 {"id": "tail_m-65x128x128", "name": "tail_m", "visibility": "public",
                  "status": "passed", "points": passed_points, "max_points": 1, "message": ""},
                 {"id": "tail_n-128x97x128", "name": "tail_n", "visibility": "public",
-                 "status": "not_run", "points": 0, "max_points": 1, "message": "not run"}]}
+                 "status": "not_run", "points": 0, "max_points": 1, "message": "not run"}]})
 
 
 @pytest.mark.parametrize("status", ["timeout", "crashed", "flagged"])
@@ -63,7 +65,7 @@ def test_files_whose_arrangement_gives_the_same_tiles_share_one_drawing(tmp_path
     pictures = {}
     for name, tiles in (("ana", [64, 64, 64]), ("bo", [64, 64, 64]), ("cy", [32, 64, 64])):
         (tmp_path / name).mkdir()
-        reports.write_arrangement(tmp_path / name, {"arrangement": PICTURE, "tiles": tiles})
+        reports.write_arrangement(tmp_path / name, Record(arrangement=PICTURE, tiles=tiles))
         pictures[name] = (tmp_path / name / feedback.ARRANGEMENT_PICTURE).read_bytes()
         assert sorted(path.name for path in (tmp_path / name).iterdir()) == [
             feedback.ARRANGEMENT_PICTURE]  # no scratch folder left

@@ -2,6 +2,7 @@
 with each format's rules, in a spreadsheet-compatible reader)."""
 
 import csv
+import dataclasses
 import datetime
 import io
 import json
@@ -9,6 +10,7 @@ import re
 
 import pytest
 
+from grader.batch.record import Record
 from grader.batch import names
 from grader.batch.grade import intake
 from grader.batch.outputs import export
@@ -428,12 +430,13 @@ def test_a_late_penalty_applies_only_to_late_submissions_and_says_so():
     from grader.batch.outputs.overrides import Overrides
     from grader.batch.outputs.override_view import applied
 
-    late = {"student": "eli", "score": 12, "max_score": 32, "status": "failed", "late": True,
-            "message": "", "flags": [],
-            "cases": [{"id": "a", "name": "a", "visibility": "public", "points": 12,
-                       "max_points": 12, "status": "passed", "message": "", "mistake": "",
-                       "flags": []}]}
-    on_time = {**late, "student": "ada", "late": False}
+    late = Record.from_json({
+        "student": "eli", "score": 12, "max_score": 32, "status": "failed", "late": True,
+        "message": "", "flags": [],
+        "cases": [{"id": "a", "name": "a", "visibility": "public", "points": 12,
+                   "max_points": 12, "status": "passed", "message": "", "mistake": "",
+                   "flags": []}]})
+    on_time = dataclasses.replace(late, student="ada", late=False)
     book = Overrides(late_penalty=0.1)
     shown_late, shown_on_time = applied(late, book), applied(on_time, book)
     assert (shown_late["score"], shown_late["late_deduction"]) == (10.8, 1.2)

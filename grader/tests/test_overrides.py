@@ -7,12 +7,14 @@ pass, eli (a Canvas download marked late) passes one case, fay is flagged, ben n
 """
 
 import csv
+import dataclasses
 import io
 import json
 import shutil
 
 import pytest
 
+from grader.batch.record import Record
 from grader.batch.outputs import leaderboard, override_view, overrides, reports
 from grader.tests.batch_helpers import DEMO, gradebook, run_grader
 
@@ -298,9 +300,10 @@ def record(student="ada", status="passed", late=False, points=(1, 2), speed_poin
                 "points": got, "max_points": top, "status": "passed" if got else "failed",
                 "passed": bool(got)} for (case, top), got in zip(CATALOGUE.items(), points)]
     score = sum(points) + (speed_points or 0)
-    return {"student": student, "status": status, "message": "", "late": late,
-            "score": score, "max_score": 3, "flags": [], "handin": None, "cases": entries,
-            "speed": {"points": speed_points} if speed_points is not None else None}
+    return Record.from_json({
+        "student": student, "status": status, "message": "", "late": late, "score": score,
+        "max_score": 3, "flags": [], "handin": None, "cases": entries,
+        "speed": {"points": speed_points} if speed_points is not None else None})
 
 
 def book(*rows, penalty=0.0):
@@ -308,7 +311,7 @@ def book(*rows, penalty=0.0):
 
 
 def test_lateness_recomputes_the_penalty_and_a_hand_set_score_has_the_last_word():
-    late = {**record(late=True), "score": 1.5, "late_deduction": 1.5}
+    late = dataclasses.replace(record(late=True), score=1.5, late_deduction=1.5)
     assert override_view.applied(late, book("ada,late,,extension,r,b,2026-12-01", penalty=0.5))[
         "score"] == 3
     view = override_view.applied(late, book("ada,late,,excused,r,b,2026-12-01", penalty=0.5))
@@ -380,7 +383,7 @@ def file_book(*rows, header=HEADER.strip() + ",file"):
 def test_a_score_written_for_an_earlier_file_is_withheld_and_said():
     rows = file_book(f"ada,score,,2,the email copy,Prof. Li,2026-12-01,{OLD_FILE[:12]}",
                      "ada,note,,see you,r,b,2026-12-01,")
-    resubmitted = {**record(points=(1, 2)), "sha256": NEW_FILE}
+    resubmitted = dataclasses.replace(record(points=(1, 2)), sha256=NEW_FILE)
     view = override_view.applied(resubmitted, rows)
     assert view["score"] == 3 and [e["change"] for e in view["overrides"]] == ["note"]
     assert override_view.summary(view) == (
@@ -390,12 +393,12 @@ def test_a_score_written_for_an_earlier_file_is_withheld_and_said():
     (warning,) = override_view.file_warnings(resubmitted, rows)
     assert warning.startswith("ada: row 2 (score 2) was written for an earlier file (sha256 "
                               f"{OLD_FILE[:12]}), not the one graded now ({NEW_FILE[:12]})")
-    same = override_view.applied({**resubmitted, "sha256": OLD_FILE}, rows)
+    same = override_view.applied(dataclasses.replace(resubmitted, sha256=OLD_FILE), rows)
     assert same["score"] == 2 and not same["overrides_withheld"]
 
 
 def test_a_row_for_any_file_applies_quietly_and_an_old_file_applies_with_a_warning():
-    graded = {**record(), "sha256": NEW_FILE}
+    graded = dataclasses.replace(record(), sha256=NEW_FILE)
     anyfile = file_book("ada,points,hidden_1,0,r,b,2026-12-01,ANY")
     assert override_view.applied(graded, anyfile)["score"] == 1
     assert override_view.file_warnings(graded, anyfile) == []

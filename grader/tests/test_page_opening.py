@@ -7,6 +7,7 @@ import types
 
 import pytest
 
+from grader.batch.record import Record
 from grader.batch.outputs import feedback
 from grader.core import messages, suite
 from grader.tests import build_variants as kit
@@ -25,12 +26,12 @@ HINT = {"key": "k_untiled", "title": "lhs or rhs is not tiled along K",
 def _record(message="", case_message="", status="failed", layout_ok=False):
     entry = {"visibility": "public", "status": "error" if case_message else "failed",
              "points": 0, "max_points": 1, "message": case_message}
-    return {"student": "ada", "status": status, "score": 0, "max_score": 3, "message": message,
+    return Record.from_json({"student": "ada", "status": status, "score": 0, "max_score": 3, "message": message,
             "flags": [], "layout_ok": layout_ok, "cases": [
                 {**entry, "id": "tail_n-128x97x128", "name": "tail_n"},
                 {**entry, "id": "tail_m-65x128x128", "name": "tail_m"},
                 {**entry, "id": "hidden_1", "name": "hidden_1 (hidden)",
-                 "visibility": "hidden"}]}
+                 "visibility": "hidden"}]})
 
 
 def _first_section(page):

@@ -9,6 +9,7 @@ the hand-in check against made-up and genuine numbers. One file, a little over 4
 lines: the tests share the made-up timing runs and records defined at its top.
 """
 
+import dataclasses
 import io
 import threading
 import time
@@ -18,6 +19,7 @@ import pandas
 import pytest
 
 from benchmarks import report
+from grader.batch.record import Record
 from grader.batch.grade import intake
 from grader.batch.inside import protocol
 from grader.batch.isolation import conversation
@@ -80,9 +82,8 @@ class FakeRun:
 
 
 def passed_record(student="ada", tiles=(64, 64, 64), sha="a" * 64):
-    return {"student": student, "sha256": sha, "status": "passed", "score": 29,
-            "max_score": 29, "flags": [], "tiles": list(tiles), "speed": None, "handin": None,
-            "cases": []}
+    return Record(student=student, sha256=sha, status="passed", score=29, max_score=29,
+                  tiles=list(tiles))
 
 
 def timed_record(student="ada", kernel_ms=0.5, torch_ms=0.2, **fields):
@@ -275,8 +276,8 @@ def test_gradebook_results_and_feedback_carry_the_speed(tmp_path):
     from grader.core import cases
 
     fast, slow = timed_record("ada", 0.2, 0.2), timed_record("李华", 1.0, 0.2)
-    failing = {**passed_record("ben"), "status": "failed",
-               "speed": {"status": "not_timed", "message": speed.NOT_TIMED[0]}}
+    failing = dataclasses.replace(passed_record("ben"), status="failed",
+                                  speed={"status": "not_timed", "message": speed.NOT_TIMED[0]})
     book = reports.gradebook_frame([fast, slow, failing], cases.catalogue(0, "gpu")[:1])
     assert list(book.columns[-3:]) == ["wall_time_s", "isolation", "overrides"]
     by_id = book.set_index("student")
@@ -286,10 +287,11 @@ def test_gradebook_results_and_feedback_carry_the_speed(tmp_path):
     board = leaderboard.frame([slow, failing, fast])
     assert list(board["student"]) == ["ada", "李华"] and list(board["rank"]) == [1, 2]
     assert leaderboard.render(board)[:8] == b"\x89PNG\r\n\x1a\n"
-    results = feedback.results_json({**fast, "score": 29, "max_score": 29, "message": ""})
+    results = feedback.results_json(dataclasses.replace(fast, score=29, max_score=29,
+                                                                 message=""))
     assert results["leaderboard"][0] == {"name": "vs torch.mm at 4096", "value": 1.0,
                                          "order": "desc"}
-    assert "leaderboard" not in feedback.results_json({**failing, "message": ""})
+    assert "leaderboard" not in feedback.results_json(dataclasses.replace(failing, message=""))
     reports.write_speed(tmp_path, fast)
     assert (tmp_path / "card.png").read_bytes()[:4] == b"\x89PNG"
     back = pandas.read_csv(tmp_path / "speed.csv")

@@ -4,7 +4,14 @@ follows."""
 import pathlib
 import re
 
+from grader.batch import status
+from grader.batch.record import Record
 from grader.batch.status import ExitCode, Status
+
+
+def reason(fields):
+    """The gradebook's message of the record with ``fields`` (its JSON shape)."""
+    return status.reason(Record.from_json(fields))
 
 REFERENCE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "instructor-reference.md"
 
@@ -44,11 +51,10 @@ def test_exit_codes_are_the_shell_conventions():
 
 def _case(case_id, status, message, visibility="public"):
     return {"id": case_id, "name": case_id.split("-")[0], "status": status, "message": message,
-            "visibility": visibility}
+            "visibility": visibility, "points": 0, "max_points": 1}
 
 
 def test_the_gradebooks_message_says_why_in_one_line():
-    from grader.batch.status import reason
 
     assert reason({"status": "passed", "message": "", "cases": [_case("a", "passed", "")]}) == ""
     assert reason({"status": "import_error", "message": "\nimporting ninetoothed_gemm.py failed "
@@ -70,7 +76,6 @@ def test_the_gradebooks_message_says_why_in_one_line():
 
 def test_the_message_reads_the_same_when_the_same_file_is_graded_again():
     """A timeout's seconds are this run's; the gradebook's column is the verdict's."""
-    from grader.batch.status import reason
 
     said = [reason({"status": "timeout", "message": message}) for message in (
         "running your nt_gemm: still running after 63.2 s, not counting 39.5 s spent waiting "
@@ -84,7 +89,7 @@ def test_the_message_reads_the_same_when_the_same_file_is_graded_again():
 
 
 def test_the_message_is_printable_and_short():
-    from grader.batch.status import REASON_LIMIT, reason
+    from grader.batch.status import REASON_LIMIT
 
     said = reason({"status": "crashed", "message": "\x1b[31mboom\u202e " + "x" * 1000})
     assert said.startswith("\\x1b[31mboom\\u202e ") and "\x1b" not in said

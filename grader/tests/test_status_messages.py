@@ -7,6 +7,7 @@ import types
 
 import pytest
 
+from grader.batch.record import Record
 from grader.batch.grade import grading, intake, verdict
 from grader.batch.isolation.conversation import RunReport
 from grader.batch.isolation.sandbox import Ending
@@ -67,8 +68,8 @@ ENDINGS = {
 @pytest.mark.parametrize("kind", sorted(ENDINGS))
 def test_a_run_that_ended_early_says_how_in_both_languages(kind):
     cases_list = SETTINGS.cases()
-    record = {"student": "ada", "score": 0, "max_score": 1, "flags": [],
-              "cases": grading.case_entries_for(cases_list, messages.say("case_not_run"))}
+    record = Record(student="ada", max_score=1,
+                    cases=grading.case_entries_for(cases_list, messages.say("case_not_run")))
     kernel_run = RunReport(FINISHED, "done", 1, load_status="ok")
     wrapper_run = RunReport(ENDINGS[kind], "running", 0, load_status="ok")
     source = "def nt_gemm(lhs, rhs):\n    while True: pass\n"
@@ -84,8 +85,8 @@ def test_a_run_that_ended_early_says_how_in_both_languages(kind):
 
 def test_an_nt_gemm_that_is_not_its_kernels_shows_its_flag_in_both_languages():
     flag = messages.say("not_its_kernel_flag", case="square-64x64x64", differing=10, total=4096)
-    record = {"student": "ada", "status": "flagged", "score": 0, "max_score": 1, "flags": [flag],
-              "message": messages.say("not_its_kernel"), "cases": []}
+    record = Record(student="ada", status="flagged", max_score=1, flags=[flag],
+                    message=messages.say("not_its_kernel"))
     page = page_of(record)
     assert f"- {flag}  \n  {messages.line_zh(flag)}\n" in page
     assert messages.chinese(record["message"]) in page

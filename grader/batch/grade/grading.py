@@ -14,7 +14,7 @@ rebuild of the kernel), then starts two sandboxed workers side by side
   can only cost points: the file as handed in must import and work, and
   ``nt_gemm`` must return exactly what its kernel writes.
 
-The result is one plain dict per student, the *record*, from which
+The result is one grader.batch.record.Record per student, from which
 grader.batch.outputs.reports writes everything.
 
 What the runs sent back is judged, and the status decided, by grader.batch.grade.verdict.
@@ -41,6 +41,7 @@ from grader.core import cases as catalogue
 from grader.batch.isolation.sandbox import Limits
 from grader.batch.timing.handin import check_handin
 from grader.batch.timing.speed import SpeedSettings
+from grader.batch.record import CaseEntry, Record
 from grader.batch.status import Status
 
 
@@ -131,52 +132,32 @@ def syntax_problem(source):
 
 def case_entries_for(cases_list, reason):
     names = verdict.display_names(cases_list)
-    return [{"id": case.id, "name": names[case.id], "visibility": case.visibility,
-             "points": 0, "max_points": case.points, "status": "not_run", "message": reason,
-             "mistake": "", "flags": []} for case in cases_list]
+    return [CaseEntry(case.id, names[case.id], case.visibility, 0, case.points, "not_run",
+                      reason) for case in cases_list]
 
 
 def base_record(submission, settings, folder):
     cases_list = settings.cases()
-    return {
-        "student": submission.student,
-        "folder": folder,
-        "origin": submission.origin,
-        "taken": submission.taken,
-        "seen": [{"path": path, "why": why} for path, why in submission.seen],
-        "lms_id": submission.lms_id,
-        "late": submission.late,
-        "sha256": submission.sha256,
-        "key": grading_key(submission, settings),
-        "grader_version": grader_version(),
-        "secret_fingerprint": settings.fingerprint,
-        "backend": settings.backend,
-        "isolation": settings.isolation,
-        "status": "",
-        "message": "",
-        "score": 0,
-        "max_score": sum(case.points for case in cases_list)
+    return Record(
+        student=submission.student, folder=folder, origin=submission.origin,
+        taken=submission.taken, seen=[{"path": path, "why": why} for path, why in submission.seen],
+        lms_id=submission.lms_id, late=submission.late, sha256=submission.sha256,
+        key=grading_key(submission, settings), grader_version=grader_version(),
+        secret_fingerprint=settings.fingerprint, backend=settings.backend,
+        isolation=settings.isolation,
+        max_score=sum(case.points for case in cases_list)
         + (settings.speed.max_points if settings.timed else 0),
-        "flags": [],
-        "cases": case_entries_for(cases_list, say("case_not_run")),
-        "findings": [],
-        "tiles": None,
-        "arrangement": None,
-        "speed": _speed_placeholder(settings),
-        "handin": None,
-        "wall_time_s": 0.0,
-        "stdout": "",
-        "stderr": "",
-    }
+        cases=case_entries_for(cases_list, say("case_not_run")),
+        speed=_speed_placeholder(settings))
 
 
 def could_not_grade(submission, settings, folder, error):
     """The row of a file whose grading raised in the grader itself: 0 points, the error, and
     what the TA should do. ``could_not_grade`` makes the next run grade it again."""
-    record = base_record(submission, settings, folder)
-    record.update(status=Status.CRASHED.value, could_not_grade=True,
-                  message=say("could_not_grade", why=f"{type(error).__name__}: {error}"))
-    return record
+    return dataclasses.replace(base_record(submission, settings, folder),
+                               status=Status.CRASHED.value, could_not_grade=True,
+                               message=say("could_not_grade",
+                                           why=f"{type(error).__name__}: {error}"))
 
 
 def _speed_placeholder(settings):
@@ -282,38 +263,38 @@ def grade(submission, settings, folder, device=None, on_start=None, pool=None, s
             raise WorkerFailure(f"the grading worker failed before loading {submission.student}'s "
                                 f"file ({run.ending.detail}):\n{run.ending.stderr[-3000:]}")
 
-    record["wall_time_s"] = round(max(kernel_run.ending.wall_time_s,
+    record.wall_time_s = round(max(kernel_run.ending.wall_time_s,
                                       wrapper_run.ending.wall_time_s), 2)
-    record["peak_cores"] = max(kernel_run.ending.peak_cores, wrapper_run.ending.peak_cores)
-    record["cpu_time_s"] = max(kernel_run.ending.cpu_time_s, wrapper_run.ending.cpu_time_s)
-    record["cpu_wait_s"] = max(kernel_run.ending.cpu_wait_s, wrapper_run.ending.cpu_wait_s)
-    record["seconds"] = {"kernel run": kernel_run.seconds, "nt_gemm run": wrapper_run.seconds}
-    record["stdout"] = ""
-    record["stderr"] = verdict.tidy(
+    record.peak_cores = max(kernel_run.ending.peak_cores, wrapper_run.ending.peak_cores)
+    record.cpu_time_s = max(kernel_run.ending.cpu_time_s, wrapper_run.ending.cpu_time_s)
+    record.cpu_wait_s = max(kernel_run.ending.cpu_wait_s, wrapper_run.ending.cpu_wait_s)
+    record.seconds = {"kernel run": kernel_run.seconds, "nt_gemm run": wrapper_run.seconds}
+    record.stdout = ""
+    record.stderr = verdict.tidy(
         f"[kernel run: {kernel_run.ending.kind} {kernel_run.ending.detail}]\n"
         f"{kernel_run.ending.stderr}\n"
         f"[nt_gemm run: {wrapper_run.ending.kind} {wrapper_run.ending.detail}]"
         f"\n{wrapper_run.ending.stderr}")
-    record["findings"] = kernel_run.findings
-    record["tiles"] = kernel_run.tiles
-    record["layout_ok"] = kernel_run.layout_ok
+    record.findings = kernel_run.findings
+    record.tiles = kernel_run.tiles
+    record.layout_ok = kernel_run.layout_ok
     build = kernel_run.build
-    record["gpu_build"] = build.to_fields() if build else None
-    record["gpu_build_shared"] = kernel_run.shared_build
+    record.gpu_build = build.to_fields() if build else None
+    record.gpu_build_shared = kernel_run.shared_build
     unbuilt = build if (build is not None and build.checked and not build.ok) else None
     judging = time.perf_counter()
-    record["cases"] = verdict.judge_cases(cases_list, kernel_run, settings.seed, unbuilt,
+    record.cases = verdict.judge_cases(cases_list, kernel_run, settings.seed, unbuilt,
                                           source, every=settings.backend == "interpreter")
     # The grader's own CPU work per student, beside the workers (grader.core.checks).
-    record["seconds"]["grader"] = {"judge": round(time.perf_counter() - judging, 2)}
-    record["arrangement"] = _failing_arrangement(kernel_run.arrangement, record["cases"],
+    record.seconds["grader"] = {"judge": round(time.perf_counter() - judging, 2)}
+    record.arrangement = _failing_arrangement(kernel_run.arrangement, record.cases,
                                                  cases_list)
     verdict.decide(record, kernel_run, wrapper_run, wrapper_phases[0][0][0], cases_list, source)
-    record["score"] = sum(entry["points"] for entry in record["cases"])
-    if record["status"] == "passed" and settings.timed:
-        record["speed"] = None  # to be timed (grader.batch.timing.speed.needs_timing)
+    record.score = sum(entry.points for entry in record.cases)
+    if record.status == "passed" and settings.timed:
+        record.speed = None  # to be timed (grader.batch.timing.speed.needs_timing)
     if kernel_run.cut_short or wrapper_run.cut_short:
-        record["cut_short_s"] = max(kernel_run.cut_short, wrapper_run.cut_short)
+        record.cut_short_s = max(kernel_run.cut_short, wrapper_run.cut_short)
     check_handin(submission, record)
     return record
 
@@ -340,13 +321,13 @@ def _refused(record, submission, source, cases_list):
     """The kernel to run (grader.core.kernel_source), or None where the file is not run at
     all: ``record`` then holds its verdict."""
     if submission.problem:
-        record.update(status=Status.MISSING_FILE, message=submission.problem)
-        record["cases"] = case_entries_for(cases_list, say("no_submission_file"))
+        record.status, record.message = Status.MISSING_FILE, submission.problem
+        record.cases = case_entries_for(cases_list, say("no_submission_file"))
         return None
     refused = _static_verdict(source)
     if refused:
-        record.update(status=refused[0], message=refused[1])
-        record["cases"] = case_entries_for(cases_list, say("not_run", error=refused[0]))
+        record.status, record.message = refused[0], refused[1]
+        record.cases = case_entries_for(cases_list, say("not_run", error=refused[0]))
         return None
     kernel = kernel_source.extract(source)
     if kernel.violations:
@@ -354,8 +335,8 @@ def _refused(record, submission, source, cases_list):
                                           [f"kernel: {item}" for item in kernel.violations],
                                           unbuildable=build_refusal.unbuildable(
                                               kernel.violations))
-        record.update(status=status, message=message)
-        record["cases"] = case_entries_for(cases_list, say("not_run", error=status))
+        record.status, record.message = status, message
+        record.cases = case_entries_for(cases_list, say("not_run", error=status))
         return None
     return kernel
 
@@ -366,5 +347,5 @@ def _failing_arrangement(picture, entries, cases_list):
     if picture is None:
         return None
     failed = {case.shape for case, entry in zip(cases_list, entries)
-              if case.visibility == "public" and entry["status"] != "passed"}
+              if case.visibility == "public" and entry.status != "passed"}
     return picture if tuple(picture["shape"]) in failed else None

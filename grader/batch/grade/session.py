@@ -157,9 +157,9 @@ class Session:
         for submission in chosen:
             stored = reports.read_record(self.out_dir, folders[submission.student])
             key = grading.grading_key(submission, self.settings)
-            if stored and stored.get("key") == key and stored.get("student") == submission.student \
+            if stored and stored.key == key and stored.student == submission.student \
                     and not force and not time_policy.unconfirmed(stored, self.settings.backend) \
-                    and not stored.get("could_not_grade"):
+                    and not stored.could_not_grade:
                 records[submission.student] = stored
             else:
                 todo.append(submission)
@@ -194,13 +194,13 @@ class Session:
         first = {s.student: records[s.student] for s in again}
 
         def keep_first(record):
-            earlier = first[record["student"]]
-            record["confirmed"] = {"first_status": earlier["status"],
-                                   "first_message": earlier["message"],
-                                   "first_wall_time_s": earlier["wall_time_s"],
-                                   "first_neighbours": earlier["neighbours"]}
-            if earlier.get("cut_short_s"):
-                record["confirmed"]["first_cut_short_s"] = earlier["cut_short_s"]
+            earlier = first[record.student]
+            record.confirmed = {"first_status": earlier.status,
+                                "first_message": earlier.message,
+                                "first_wall_time_s": earlier.wall_time_s,
+                                "first_neighbours": earlier.neighbours}
+            if earlier.cut_short_s:
+                record.confirmed["first_cut_short_s"] = earlier.cut_short_s
 
         self._grade(again, folders, cases_list, records, "confirming", keep_first)
 
@@ -249,7 +249,7 @@ class Session:
             if processes.stop.is_set():
                 return None
             with lock:
-                record["neighbours"] = neighbours.pop(me)
+                record.neighbours = neighbours.pop(me)
                 tail.ended(time_policy.unconfirmed(record, self.settings.backend), len(active))
             if amend is not None:
                 amend(record)
@@ -284,11 +284,11 @@ class Session:
                 record = future.result()
                 if record is None:
                     continue
-                records[record["student"]] = record
+                records[record.student] = record
                 bar.update(1)
-                report(f"  {record['student']}: {record['status']} "
-                       f"{record['score']}/{record['max_score']} "
-                       f"({record['wall_time_s']:.1f} s)", bar)
+                report(f"  {record.student}: {record.status} "
+                       f"{record.score}/{record.max_score} "
+                       f"({record.wall_time_s:.1f} s)", bar)
         except BaseException as error:
             processes.stop_all()
             # The grader's own error (no sandbox, say) waits for the files under way, which
@@ -362,7 +362,7 @@ class Session:
         def write(record):
             reports.write_student(self.out_dir, record, cases_list, self.book)
             bar.update(1)
-            report(f"  {record['student']}: {record['speed']['message']}", bar)
+            report(f"  {record.student}: {record.speed['message']}", bar)
 
         try:
             speed.time_class(items, self.settings, self.slots,
@@ -440,17 +440,17 @@ def merge(shards, out_dir, overrides_file=None):
     for shard, manifest in manifests:
         for student, folder in manifest.students.items():
             record = reports.read_record(shard, folder)
-            if record is None or record.get("student") != student:
+            if record is None or record.student != student:
                 raise GraderError(f"cannot merge: {student!r} has no finished result in "
                                    f"{shard}; run that shard's grade command again to finish it")
             if time_policy.unconfirmed(record, first.backend):
                 raise GraderError(f"cannot merge: {student!r} timed out in {shard} and "
                                    "was not graded again with the full time limit; run that "
                                    "shard's grade command again to finish it")
-            if record.get("status") == "passed" and first.speed and speed.needs_timing(record):
+            if record.status == "passed" and first.speed and speed.needs_timing(record):
                 raise GraderError(f"cannot merge: {student!r} passed but was never timed in "
                                    f"{shard}; run that shard's grade command again to time it")
-            if student in records and records[student]["key"] != record["key"]:
+            if student in records and records[student].key != record.key:
                 raise GraderError(f"cannot merge: {student!r} was graded differently in "
                                    f"{sources[student]} and {shard}")
             records[student] = record
@@ -465,13 +465,13 @@ def merge(shards, out_dir, overrides_file=None):
     secret.keep(out_dir, seed)
     overrides.keep(out_dir, book)
     for student, record in sorted(records.items()):
-        reports.copy_student_folder(sources[student] / record["folder"], out_dir / record["folder"])
+        reports.copy_student_folder(sources[student] / record.folder, out_dir / record.folder)
         reports.write_feedback(out_dir, record, cases_list, book)
     ordered = [records[student] for student in sorted(records)]
     reports.write_class(out_dir, ordered, cases_list, book)
     say_file_warnings(ordered, book)
     dataclasses.replace(first, shard=None, overrides=book.describe(), students={
-        student: records[student]["folder"] for student in sorted(records)}).write(out_dir)
+        student: records[student].folder for student in sorted(records)}).write(out_dir)
     environments = []
     for shard, _ in manifests:
         try:
@@ -507,7 +507,7 @@ def grader_cpu_s():
 def count_statuses(records):
     statuses = {}
     for record in records:
-        statuses[record["status"]] = statuses.get(record["status"], 0) + 1
+        statuses[record.status] = statuses.get(record.status, 0) + 1
     return statuses
 
 

@@ -14,10 +14,10 @@ def summary(records):
     """{run: {step: {"median_s", "max_s", "runs"}}} over the records that reached each step."""
     seen = {}
     for record in records:
-        for run, seconds in (record.get("seconds") or {}).items():
+        for run, seconds in (record.seconds or {}).items():
             for step, value in seconds.items():
                 seen.setdefault(run, {}).setdefault(step, []).append(value)
-        timed = record.get("speed") or {}
+        timed = record.speed or {}
         for step in ("prepare", "measure"):
             value = timed.get(f"{step}_s")
             if isinstance(value, (int, float)):

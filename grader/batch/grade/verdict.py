@@ -17,6 +17,7 @@ each scores 0); then ``passed`` when every case passed, else ``failed``.
 import re
 
 from grader.batch.isolation import conversation
+from grader.batch.record import CaseEntry
 from grader.batch.status import Status
 from grader.core import cases as catalogue
 from grader.core import build_refusal, checks, generated_kernel
@@ -51,20 +52,20 @@ def judge_cases(cases_list, run, seed, unbuilt=None, source="", every=True):
     sent; on a GPU it explains the cases whose launch raised."""
     names, entries = display_names(cases_list), []
     for index, case in enumerate(cases_list):
-        base = {"id": case.id, "name": names[case.id], "visibility": case.visibility,
-                "points": 0, "max_points": case.points, "mistake": "", "flags": []}
+        base = dict(id=case.id, name=names[case.id], visibility=case.visibility, points=0,
+                    max_points=case.points)
         got = run.cases.get(index)
         if unbuilt is not None and (every or (got is not None and got.error)):
             verdict = checks.build_verdict(case, unbuilt, source)
-            entries.append({**base, "status": "error", "passed": False,
-                            "message": verdict.message, "mistake": verdict.mistake,
-                            "details": verdict.details})
+            entries.append(CaseEntry(**base, status="error", passed=False,
+                                     message=verdict.message, mistake=verdict.mistake,
+                                     details=verdict.details))
             continue
         if got is None:
             ended = run.ending.kind if run.ending.kind != "finished" else "crashed"
             # A run the build guard or the generated kernel's check stopped: refused.
             why = say("kernel_was_refused") if run.stopped else say("run_ended", ended=ended)
-            entries.append({**base, "status": "not_run", "message": say("not_run", error=why)})
+            entries.append(CaseEntry(**base, status="not_run", message=say("not_run", error=why)))
             continue
         if got.error:
             verdict = checks.error_verdict(case, tidy(got.error))
@@ -76,10 +77,9 @@ def judge_cases(cases_list, run, seed, unbuilt=None, source="", every=True):
         message, details = verdict.message, verdict.details
         if case.visibility != "public":
             message, details = HIDDEN_MESSAGE, {}
-        entries.append({**base, "status": status, "passed": verdict.passed,
-                        "points": case.points if verdict.passed else 0,
-                        "message": message, "mistake": verdict.mistake or "",
-                        "details": details})
+        entries.append(CaseEntry(**{**base, "points": case.points if verdict.passed else 0},
+                                 status=status, passed=verdict.passed, message=message,
+                                 mistake=verdict.mistake or "", details=details))
     return entries
 
 
@@ -108,7 +108,7 @@ def _ending_message(run, who, source=""):
 
 def decide(record, kernel_run, wrapper_run, wrapper_job, cases_list, source=""):
     """Status, message and flags from both runs; wrapper problems zero the score."""
-    entries = record["cases"]
+    entries = record.cases
     case = cases_list[wrapper_job.index]
     zero = True
     if kernel_run.load_status == "import_error":
@@ -135,12 +135,12 @@ def decide(record, kernel_run, wrapper_run, wrapper_job, cases_list, source=""):
         zero = bool(status)
     if zero:
         for entry in entries:
-            entry["points"] = 0
+            entry.points = 0
     if not status:
-        failing = sum(entry["status"] != "passed" for entry in entries)
+        failing = sum(entry.status != "passed" for entry in entries)
         status = Status.FAILED if failing else Status.PASSED
         message = say("cases_failed", failing=failing, total=len(entries)) if failing else ""
-    record.update(status=status, message=message)
+    record.status, record.message = status, message
 
 
 def refusal(record, source, flagged_message, refused, unbound=(), unbuildable=False):
@@ -157,10 +157,10 @@ def refusal(record, source, flagged_message, refused, unbound=(), unbuildable=Fa
     """
     decision = build_refusal.decide(source, unbound, unbuildable)
     named = {finding["message"] for finding in decision.findings}
-    record["findings"] = decision.findings + [finding for finding in record.get("findings") or []
-                                              if finding["message"] not in named]
+    record.findings = decision.findings + [finding for finding in record.findings
+                                           if finding["message"] not in named]
     if decision.evidence:
-        record["flags"] += refused
+        record.flags += refused
     if not decision.line:
         return Status.FLAGGED, flagged_message
     return Status.FAILED, say("refused_mistake", line=decision.line)
@@ -179,10 +179,10 @@ def _wrapper_verdict(record, kernel_run, wrapper_run, job, case):
         return Status.FAILED, f"{say('wrapper_failed', case=case.id)}\n{tidy(got.error)}"
     mine = (kernel_run.cases.get(job.index) or conversation.CaseReport()).outputs.get("out")
     theirs = got.outputs.get("out")
-    passed = next(entry for entry in record["cases"] if entry["id"] == case.id).get("passed")
+    passed = record.case(case.id).passed
     if not passed or mine is None or torch.equal(mine, theirs):
         return "", ""
     differing = int((mine.view(torch.int16) != theirs.view(torch.int16)).sum())
-    record["flags"].append(say("not_its_kernel_flag", case=case.id, differing=differing,
+    record.flags.append(say("not_its_kernel_flag", case=case.id, differing=differing,
                                total=mine.numel()))
     return Status.FLAGGED, say("not_its_kernel")

@@ -186,6 +186,6 @@ def unconfirmed(record, backend_name):
     wait is charged (per-process GPU samples undercount who holds a GPU), so such a
     verdict stands only as graded again with the full limit and no neighbour but the
     others graded again; on the interpreter every wait is for a core, already credited."""
-    beside = record.get("status") == "timeout" and bool(record.get("neighbours"))
-    return backend_name == "gpu" and not record.get("confirmed") \
-        and (beside or bool(record.get("cut_short_s")))
+    beside = record.status == "timeout" and bool(record.neighbours)
+    return backend_name == "gpu" and not record.confirmed \
+        and (beside or bool(record.cut_short_s))

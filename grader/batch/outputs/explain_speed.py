@@ -24,10 +24,10 @@ OK, UNUSABLE = 0, 2
 
 def record_lines(record):
     """The why-section of one record, or the one line that says why there is none."""
-    entry = record.get("speed") or {}
+    entry = record.speed or {}
     if entry.get("status") != "timed":
         return [entry.get("message") or "Speed: not timed."]
-    whys = why_speed.of_entry(entry, record.get("gpu_build"))
+    whys = why_speed.of_entry(entry, record.gpu_build)
     return why_speed_text.markdown(whys) or [
         "No explanation: the GPU is not one the ledger models, or no size passed."]
 

@@ -7,6 +7,7 @@ student sees, with a pass/fail line and no shape, sizes or element positions.
 grader.batch.outputs.reports writes them into each student's folder.
 """
 
+import dataclasses
 import re
 
 from grader.batch.outputs import override_view
@@ -18,15 +19,15 @@ from grader.core import messages
 
 
 def _public_message(entry):
-    status = entry["status"]
-    if entry["visibility"] == "public":
-        if status == "flagged" and not entry.get("message"):
+    status = entry.status
+    if entry.public:
+        if status == "flagged" and not entry.message:
             return messages.say("flagged_see_flags")
-        return entry.get("message", "")
+        return entry.message
     if status == "passed":
         return "passed"
     if status == "not_run":
-        return entry.get("message", "not run")
+        return entry.message
     if status == "flagged":
         return messages.say("flagged")
     if status == "error":
@@ -42,14 +43,15 @@ def public_view(record):
     cases only, their points, and a status and message that say nothing of the hidden
     ones (for Gradescope's always-visible output while hidden tests are not). Where no
     case ran, the message is the file's own (grader.core.nesting's, say), and stays."""
-    public = [entry for entry in record["cases"] if entry["visibility"] == "public"]
-    view = {**record, "cases": public, "score": sum(entry["points"] for entry in public),
-            "max_score": sum(entry["max_points"] for entry in public)}
-    ran = any(entry["status"] != "not_run" for entry in record["cases"])
-    if record["status"] in ("passed", "failed") and ran:
-        failing = sum(entry["status"] != "passed" for entry in public)
-        view["status"] = "failed" if failing else "passed"
-        view["message"] = messages.say("public_cases_failed", failing=failing,
+    public = [entry for entry in record.cases if entry.public]
+    view = dataclasses.replace(record, cases=public,
+                               score=sum(entry.points for entry in public),
+                               max_score=sum(entry.max_points for entry in public))
+    ran = any(entry.status != "not_run" for entry in record.cases)
+    if record.status in ("passed", "failed") and ran:
+        failing = sum(entry.status != "passed" for entry in public)
+        view.status = "failed" if failing else "passed"
+        view.message = messages.say("public_cases_failed", failing=failing,
                                        total=len(public)) if failing else ""
     return view
 
@@ -61,47 +63,46 @@ def results_json(record, hidden_visibility=HIDDEN_VISIBILITY, output=None, total
     feedback) for the whole submission; the maximum in ``extra_data``, since the
     spec has no top-level ``max_score``."""
     tests = []
-    for number, entry in enumerate(record["cases"], start=1):
-        public = entry["visibility"] == "public"
+    for number, entry in enumerate(record.cases, start=1):
         tests.append({
-            "name": entry["id"] if public else entry["name"],
+            "name": entry.id if entry.public else entry.name,
             "number": str(number),
-            "score": entry["points"],
-            "max_score": entry["max_points"],
-            "status": "passed" if entry["status"] == "passed" else "failed",
+            "score": entry.points,
+            "max_score": entry.max_points,
+            "status": "passed" if entry.status == "passed" else "failed",
             "output": _public_message(entry),
-            "tags": [entry["visibility"]],
-            "visibility": "visible" if public else hidden_visibility,
+            "tags": [entry.visibility],
+            "visibility": "visible" if entry.public else hidden_visibility,
         })
-    case_points = sum(entry["max_points"] for entry in record["cases"])
-    points = (record.get("speed") or {}).get("points")
-    if record["max_score"] > case_points:
+    case_points = sum(entry.max_points for entry in record.cases)
+    points = (record.speed or {}).get("points")
+    if record.max_score > case_points:
         tests.append({"name": "speed points", "number": str(len(tests) + 1),
-                      "score": points or 0, "max_score": record["max_score"] - case_points,
+                      "score": points or 0, "max_score": record.max_score - case_points,
                       "status": "passed" if points else "failed",
-                      "output": (record.get("speed") or {}).get("message", ""),
+                      "output": (record.speed or {}).get("message", ""),
                       "tags": ["speed"], "visibility": "visible"})
-    if record.get("late_deduction"):
+    if record.late_deduction:
         tests.append({"name": "late penalty", "number": str(len(tests) + 1),
-                      "score": -record["late_deduction"], "max_score": 0, "status": "failed",
+                      "score": -record.late_deduction, "max_score": 0, "status": "failed",
                       "output": "points deducted by the course's late policy",
                       "tags": ["late"], "visibility": "visible"})
     for test in override_view.gradescope_tests(record):
         tests.append({**test, "number": str(len(tests) + 1)})
-    summary = f"status: {record['status']}"
-    if record.get("message"):
-        summary += f"\n{record['message']}"
-    results = {"execution_time": int(round(record.get("wall_time_s") or 0)),
+    summary = f"status: {record.status}"
+    if record.message:
+        summary += f"\n{record.message}"
+    results = {"execution_time": int(round(record.wall_time_s or 0)),
                "output": output or summary, "output_format": "md" if output else "text",
                "visibility": "visible", "stdout_visibility": "hidden",
-               "extra_data": {"status": record["status"], "max_score": record["max_score"]},
+               "extra_data": {"status": record.status, "max_score": record.max_score},
                "tests": tests}
     show_total = hidden_visibility == "visible" if total is None else total
     if show_total:
         # A top-level score shows the total, hidden cases included, at once; without it
         # Gradescope adds up the tests, each shown when its visibility allows. The batch's
         # own results.json keeps it: its feedback.md shows every case anyway.
-        results = {"score": record["score"], **results}
+        results = {"score": record.score, **results}
     from grader.batch.timing import speed
 
     row = speed.headline(record)
@@ -117,7 +118,7 @@ def results_json(record, hidden_visibility=HIDDEN_VISIBILITY, output=None, total
 def speed_markdown(record, pictures=True):
     """The feedback's speed section: one line when nothing was timed, else a table and, per
     timed size, why this speed (benchmarks.why_speed_text)."""
-    entry = record.get("speed")
+    entry = record.speed
     if not entry:
         return []
     lines = ["", "## Speed / 速度", "", f"- {entry['message']}", f"- {entry.get('message_zh', '')}"]
@@ -147,7 +148,7 @@ def speed_markdown(record, pictures=True):
         lines += ["", f"Speed points / 速度加分: {entry['points']}"]
     from benchmarks import why_speed, why_speed_text
 
-    whys = why_speed.of_entry(entry, record.get("gpu_build"))
+    whys = why_speed.of_entry(entry, record.gpu_build)
     return lines + why_speed_text.markdown(whys) + what_if_markdown(entry, pictures)
 
 
@@ -180,15 +181,15 @@ def hints_for(record, cases_list):
         from grader.core import diagnosis
     except ImportError:
         return []
-    verdicts = [{"case_id": entry["id"], "passed": bool(entry.get("passed")),
-                 "mistake": entry.get("mistake", ""), "message": entry.get("message", "")}
-                for entry in record["cases"] if entry["status"] not in ("not_run",)]
-    if record["status"] == "not_implemented":
+    verdicts = [{"case_id": entry.id, "passed": bool(entry.passed), "mistake": entry.mistake,
+                 "message": entry.message}
+                for entry in record.cases if entry.status != "not_run"]
+    if record.status == "not_implemented":
         verdicts = [{"case_id": case.id, "passed": False, "mistake": "not_implemented",
-                     "message": record["message"]} for case in cases_list]
-    tiles = tuple(record["tiles"]) if record.get("tiles") else None
+                     "message": record.message} for case in cases_list]
+    tiles = tuple(record.tiles) if record.tiles else None
     try:
-        return diagnosis.explain(record.get("findings") or [], verdicts, cases_list, tiles=tiles)
+        return diagnosis.explain(record.findings or [], verdicts, cases_list, tiles=tiles)
     except Exception:  # noqa: BLE001 - hints are a bonus, never a reason to fail a batch
         return []
 
@@ -197,7 +198,7 @@ def build_markdown(record):
     """What the kernel uses on the course's GPU (grader.core.gpu_compile), checked without one."""
     from grader.core import gpu_compile
 
-    build = gpu_compile.Build.from_fields(record.get("gpu_build"))
+    build = gpu_compile.Build.from_fields(record.gpu_build)
     if build is None:
         return []
     return ["", "## GPU build / GPU 编译", "", f"- {gpu_compile.summary(build)}",
@@ -214,7 +215,7 @@ def arrangement_markdown(record, pictures=True):
     """feedback.md's pointer to the picture of one program's tiles (grader.core.tile_picture),
     which grader.batch.outputs.reports draws beside it from the record; where the reader gets
     no picture (Gradescope), the command that draws it on their own machine."""
-    picture = record.get("arrangement")
+    picture = record.arrangement
     if not picture:
         return []
     m, n, k = picture["shape"]
@@ -260,10 +261,10 @@ def fenced(text):
 def zeroed_markdown(record):
     """Why a case marked passed scores 0: the status zeroed the whole score (a timeout, a
     crash, a flag, nt_gemm failing), which the case table alone does not say."""
-    if not any(entry["status"] == "passed" and entry["points"] < entry["max_points"]
-               for entry in record["cases"]):
+    if not any(entry.status == "passed" and entry.points < entry.max_points
+               for entry in record.cases):
         return []
-    status = record["status"]
+    status = record.status
     return ["", f"The cases marked passed score 0 because the status `{status}` sets the whole "
             f"score to 0. / 标记为 passed 的用例得 0 分，是因为状态 `{status}` 使整份成绩记为 0 分。"]
 
@@ -271,32 +272,32 @@ def zeroed_markdown(record):
 def feedback_markdown(record, hints, pictures=True):
     """The page a student reads; ``pictures``: whether the pictures drawn beside feedback.md
     reach its reader (they do through ``share``, not on Gradescope)."""
-    status = Status(record["status"])
+    status = Status(record.status)
     en, zh = status.en, status.zh
     lines = [
-        f"# ntgemm feedback: {record['student']}",
+        f"# ntgemm feedback: {record.student}",
         "",
-        f"**Score / 得分: {record['score']} / {record['max_score']}**  ",
-        f"**Status / 状态: `{record['status']}`**",
+        f"**Score / 得分: {record.score} / {record.max_score}**  ",
+        f"**Status / 状态: `{record.status}`**",
         *opening_markdown(record, hints),
         "",
         f"- {en}",
         f"- {zh}",
     ]
     said = library_messages(record)
-    if record.get("message"):
-        message = without_library(record["message"].strip(), said)
+    if record.message:
+        message = without_library(record.message.strip(), said)
         lines += ["", *fenced(message), *chinese_block(message)]
     if said:
         lines += ["", *LIBRARY_HEADING]
         for words in said:
             lines += ["", *fenced(words)]
-    if record.get("taken"):
-        taken = override_view.markdown_text(record["taken"])
+    if record.taken:
+        taken = override_view.markdown_text(record.taken)
         lines += ["", f"- Graded {taken}, your only Python file, in place of "
                   f"ninetoothed_gemm.py. / 你只交了一个 Python 文件 {taken}，按 "
                   "ninetoothed_gemm.py 评分。"]
-    confirmed = record.get("confirmed") or {}
+    confirmed = record.confirmed or {}
     if confirmed.get("first_cut_short_s") and status is Status.TIMEOUT:
         seconds = f"{confirmed['first_cut_short_s']:g}"
         lines += ["", f"- In the first pass a run of it finished no step for {seconds} s; it was "
@@ -309,12 +310,12 @@ def feedback_markdown(record, hints, pictures=True):
                   "other files graded again. / 两次超时：全班评完后，只与其他重评的提交一起"
                   "又评了一次，仍然超时。"]
     lines += uploaded_markdown(record) + seen_markdown(record)
-    if record.get("late_deduction"):
-        lines += ["", f"- Late: {record['late_deduction']} points deducted by the course's late "
+    if record.late_deduction:
+        lines += ["", f"- Late: {record.late_deduction} points deducted by the course's late "
                   "policy. / 迟交：按课程的迟交规定扣除 "
-                  f"{record['late_deduction']} 分。"]
+                  f"{record.late_deduction} 分。"]
     lines += override_view.markdown(record)
-    if flags(record) and record["status"] == "flagged":
+    if flags(record) and record.status == "flagged":
         lines += ["", "## Anti-cheat evidence / 违规证据", ""]
         lines += [line for flag in flags(record) for line in bilingual_item(flag)]
     elif flags(record):
@@ -329,12 +330,12 @@ def feedback_markdown(record, hints, pictures=True):
     lines += ["", "## Cases / 测试用例"] + zeroed_markdown(record)
     lines += ["", "| case / 用例 | points / 得分 | result / 结果 |", "| --- | --- | --- |"]
     details, shown = [], {}
-    for entry in record["cases"]:
-        public = entry["visibility"] == "public"
-        name = entry["id"] if public else entry["name"]
-        lines.append(f"| {name} | {entry['points']}/{entry['max_points']} | {entry['status']} |")
-        if public and entry["status"] not in ("passed", "not_run") and entry.get("message"):
-            message = entry["message"].strip()[:3000]
+    for entry in record.cases:
+        public = entry.public
+        name = entry.id if public else entry.name
+        lines.append(f"| {name} | {entry.points}/{entry.max_points} | {entry.status} |")
+        if public and entry.status not in ("passed", "not_run") and entry.message:
+            message = entry.message.strip()[:3000]
             if message in shown:
                 details += [f"### {name}", "", f"The same message as {shown[message]} above. / "
                             f"与上面 {shown[message]} 的信息相同。", ""]
@@ -343,7 +344,7 @@ def feedback_markdown(record, hints, pictures=True):
             kit, theirs = library_words(message)
             details += [f"### {name}", "", *fenced(kit), *chinese_block(kit), ""]
             details += [SEE_LIBRARY, ""] if theirs else []
-        elif not public and entry["status"] not in ("passed",):
+        elif not public and entry.status != "passed":
             shown = _public_message(entry)
             zh = messages.line_zh(shown)
             details += [f"### {name}", "", shown + (f"  \n{zh}" if zh else ""), ""]
@@ -359,12 +360,12 @@ def uploaded_markdown(record):
     """What a student whose upload has no ninetoothed_gemm.py handed in instead
     (``uploaded``: the names, which grader.batch.packaging.gradescope adds, since there the
     folder is the upload as the student named it), and the name the grader looks for."""
-    if "uploaded" not in record:
+    if record.uploaded is None:
         return []
-    names = [override_view.markdown_text(name) for name in record["uploaded"][:UPLOADED_SHOWN]]
-    more = len(record["uploaded"]) - len(names)
+    names = [override_view.markdown_text(name) for name in record.uploaded[:UPLOADED_SHOWN]]
+    more = len(record.uploaded) - len(names)
     en = ", ".join(names) + (f" and {more} more" if more > 0 else "") if names else "no file"
-    zh = "、".join(names) + (f" 等共 {len(record['uploaded'])} 个文件" if more > 0 else "") \
+    zh = "、".join(names) + (f" 等共 {len(record.uploaded)} 个文件" if more > 0 else "") \
         if names else "没有文件"
     return ["", f"- You uploaded: {en}. The grader grades only a file named "
                 "ninetoothed_gemm.py: rename yours to that name and upload it again.",
@@ -375,10 +376,10 @@ def uploaded_markdown(record):
 def seen_markdown(record):
     """The student's other entries and files that intake saw and did not grade, with why
     (grader.batch.grade.intake's rules), so a student who handed in twice knows which counted."""
-    seen = record.get("seen") or []
+    seen = record.seen or []
     if not seen:
         return []
-    graded = override_view.markdown_text(record.get("origin", ""))
+    graded = override_view.markdown_text(record.origin)
     lines = ["", f"- Graded {graded}. Also seen, not graded: / 评分用的是 {graded}。"
                  "另外看到、但没有评分的："]
     for entry in seen:
@@ -396,9 +397,9 @@ def leaderboard_markdown(view):
     batch writes a class board (grader.batch.outputs.reports.write_feedback names the student)."""
     from grader.batch.timing import speed
 
-    chosen = {entry["change"] for entry in view.get("overrides") or []} & {"alias", "leaderboard"}
-    if speed.headline(view) is None or chosen or not view.get("leaderboard_name"):
+    chosen = {entry["change"] for entry in view.overrides or []} & {"alias", "leaderboard"}
+    if speed.headline(view) is None or chosen or not view.leaderboard_name:
         return []  # not on a class board (Gradescope's), or the staff's section says it
-    shown = override_view.markdown_text(view["leaderboard_name"])
+    shown = override_view.markdown_text(view.leaderboard_name)
     return ["", f"- On the class leaderboard you are **{shown}**.",
             f"- 在全班可见的排行榜上，你的名字是 **{shown}**。"]

@@ -23,11 +23,11 @@ def opening_markdown(record, hints):
                 lines += _item(evidence, "evidence / 依据: ", "依据：")
             lines.append("")
         return lines[:-1]
-    if record["status"] == "passed":
+    if record.status == "passed":
         return lines + ["No known mistake: every case passed. / 没有已知的错误：所有用例都通过了。"]
     lines.append("No known mistake matches what your file did; the status and the cases below say "
                  "what went wrong. / 没有已知的错误与之相符；下面的状态和用例说明了哪里出了问题。")
-    if record.get("layout_ok"):
+    if record.layout_ok:
         lines += ["", "Your arrangement looks right (every program gets the tiles it should, "
                       "checked symbolically): look at application(). / 你的排布看起来是对的"
                       "（符号检查表明每个程序拿到的块都正确）：请检查 application()。"]
@@ -50,9 +50,9 @@ def library_messages(record):
     """Each distinct text NineToothed or Triton raised in the record's public cases, in
     order."""
     found = []
-    for entry in record["cases"]:
-        if entry["visibility"] == "public" and entry["status"] == "error":
-            theirs = library_words(entry.get("message") or "")[1]
+    for entry in record.cases:
+        if entry.public and entry.status == "error":
+            theirs = library_words(entry.message or "")[1]
             if theirs and theirs not in found:
                 found.append(theirs)
     return found

@@ -34,17 +34,17 @@ def frame(records, key=b""):
     rows = []
     for record in records:
         row = speed.headline(record)
-        if row is None or record["status"] == "flagged":  # flagged by the staff after timing
+        if row is None or record.status == "flagged":  # flagged by the staff after timing
             continue
-        tiles = (record.get("speed") or {}).get("tiles")
-        rows.append({"student": record["student"], "name": pseudonyms.name(record, key),
-                     "public": not record.get("leaderboard_opt_out"), "size": row["size"],
+        tiles = (record.speed or {}).get("tiles")
+        rows.append({"student": record.student, "name": pseudonyms.name(record, key),
+                     "public": not record.leaderboard_opt_out, "size": row["size"],
                      "ratio_vs_torch_mm": row["ratio_vs_torch_mm"], "tflops": row["tflops"],
                      "torch_mm_tflops": row["torch_mm_tflops"],
                      "roofline_fraction": row["roofline_fraction"],
                      "spread": round(report.spread(row), 4),
                      "tiles": "x".join(str(size) for size in tiles) if tiles else "",
-                     "gpu": record["speed"].get("gpu", "")})
+                     "gpu": record.speed.get("gpu", "")})
     rows.sort(key=lambda row: (-row["ratio_vs_torch_mm"], row["student"]))
     for rank, row in enumerate(rows, start=1):
         row["rank"] = rank

@@ -48,7 +48,7 @@ def pseudonym(secret_key, student):
 
 def name(view, secret_key):
     """The name ``view`` (a record with the overrides applied) has on the public board."""
-    return view.get("leaderboard_name") or pseudonym(secret_key, view["student"])
+    return view.leaderboard_name or pseudonym(secret_key, view.student)
 
 
 # Scripts that may share one name (TS #39's "highly restrictive" level); Common and

@@ -24,6 +24,7 @@ Beside the gradebook, a batch that timed anyone writes ``leaderboard.csv`` and
 ``leaderboard.png`` (grader.batch.outputs.leaderboard).
 """
 
+import dataclasses
 import functools
 import hashlib
 import hmac
@@ -36,6 +37,7 @@ from grader.batch.outputs import class_mistakes, feedback, override_view, spread
 from grader.batch.outputs.atomic_file import atomic_write
 from grader.batch.outputs.private_file import KEY_FILE, signing_key
 from grader.batch.names import lms_of
+from grader.batch.record import Record
 from grader.batch.status import reason
 
 LOG_LIMIT = 64 * 1024
@@ -56,19 +58,19 @@ def _truncate(text):
 
 def write_student(out_dir, record, cases_list, book=None):
     """All of one student's files; record.json last, so it marks a finished grade."""
-    folder = pathlib.Path(out_dir) / record["folder"]
+    folder = pathlib.Path(out_dir) / record.folder
     folder.mkdir(parents=True, exist_ok=True)
-    atomic_write(folder / "stdout.log", _truncate(record.get("stdout", "")))
-    atomic_write(folder / "stderr.log", _truncate(record.get("stderr", "")))
-    if (record.get("speed") or {}).get("rows"):
+    atomic_write(folder / "stdout.log", _truncate(record.stdout))
+    atomic_write(folder / "stderr.log", _truncate(record.stderr))
+    if (record.speed or {}).get("rows"):
         write_speed(folder, record)
     # A picture this grade does not draw goes: one left from an earlier grade of this folder
     # would be shared beside a feedback.md that does not link it.
-    if ((record.get("speed") or {}).get("what_if") or {}).get("rows"):
+    if ((record.speed or {}).get("what_if") or {}).get("rows"):
         write_what_if(folder, record)
     else:
         (folder / feedback.WHAT_IF_PICTURE).unlink(missing_ok=True)
-    if record.get("arrangement"):
+    if record.arrangement:
         write_arrangement(folder, record)
     else:
         (folder / feedback.ARRANGEMENT_PICTURE).unlink(missing_ok=True)
@@ -77,21 +79,20 @@ def write_student(out_dir, record, cases_list, book=None):
 
 def write_feedback(out_dir, record, cases_list, book=None):
     """results.json and feedback.md with the staff's overrides (grader.batch.outputs.overrides)
-    applied, then record.json, the grade as graded plus what the overrides changed."""
-    folder = pathlib.Path(out_dir) / record["folder"]
-    hints = feedback.hints_for(record, cases_list)
-    record["hints"] = hints
+    applied, then record.json, the grade as graded plus its hints and what the overrides
+    changed. ``record`` is not changed: what is stored is a copy."""
     from grader.batch.outputs import pseudonyms
 
+    folder = pathlib.Path(out_dir) / record.folder
+    hints = feedback.hints_for(record, cases_list)
     shown = override_view.applied(record, book)
-    shown["leaderboard_name"] = pseudonyms.name(shown, pseudonyms.key(out_dir))
+    shown.leaderboard_name = pseudonyms.name(shown, pseudonyms.key(out_dir))
     text = feedback.feedback_markdown(shown, hints)
     atomic_write(folder / "results.json",
                  _json(feedback.results_json(shown, output=text, total=True)))
     atomic_write(folder / "feedback.md", text)
-    record["overrides"] = shown["overrides"]
-    record["overrides_withheld"] = shown["overrides_withheld"]
-    store_record(out_dir, record)
+    store_record(out_dir, dataclasses.replace(record, hints=hints, overrides=shown.overrides,
+                                              overrides_withheld=shown.overrides_withheld))
 
 
 def write_speed(folder, record):
@@ -111,7 +112,7 @@ def write_what_if(folder, record):
     from benchmarks import what_if_output
     from benchmarks.harness import parse_size
 
-    found = record["speed"]["what_if"]
+    found = record.speed["what_if"]
     _write_picture(folder, feedback.WHAT_IF_PICTURE, lambda path: what_if_output.render_of(
         found["rows"], parse_size(found["size"]), path))
 
@@ -121,9 +122,9 @@ def write_arrangement(folder, record):
     parent, beside the expected ones for the tiles it claimed (grader.core.tile_picture)."""
     from grader.core import program_tiles
 
-    tiles = list(record.get("tiles") or program_tiles.REFERENCE_TILES)
+    tiles = list(record.tiles or program_tiles.REFERENCE_TILES)
     atomic_write(folder / feedback.ARRANGEMENT_PICTURE,
-                 _arrangement_png(json.dumps([record["arrangement"], tiles], sort_keys=True)))
+                 _arrangement_png(json.dumps([record.arrangement, tiles], sort_keys=True)))
 
 
 @functools.lru_cache(maxsize=64)
@@ -148,30 +149,37 @@ def _write_picture(folder, name, draw):
 
 def store_record(out_dir, record):
     """Sign the record with the output folder's key and write it: resume trusts only that."""
-    record["signature"] = _signature(record, signing_key(out_dir))
-    atomic_write(pathlib.Path(out_dir) / record["folder"] / "record.json", _json(record))
+    fields = record.to_json()
+    fields["signature"] = _signature(fields, signing_key(out_dir))
+    atomic_write(pathlib.Path(out_dir) / record.folder / "record.json", _json(fields))
 
 
-def _signature(record, key):
-    body = json.dumps({k: v for k, v in record.items() if k != "signature"}, sort_keys=True,
+def _signature(fields, key):
+    """The HMAC of a record.json's fields as stored, whatever their version: a record
+    written before the version existed verifies as it was signed."""
+    body = json.dumps({k: v for k, v in fields.items() if k != "signature"}, sort_keys=True,
                       ensure_ascii=True).encode("ascii")
     return hmac.new(key, body, hashlib.sha256).hexdigest()
 
 
 def read_record(out_dir, folder):
-    """A stored record whose signature holds, else None (it is graded again)."""
+    """A stored record (grader.batch.record.Record) whose signature holds, else None (it is
+    graded again): a record of a newer grader's version too."""
     path = pathlib.Path(out_dir) / folder / "record.json"
     try:
         if path.is_symlink() or path.stat().st_size > 16 << 20:
             return None
-        record = json.loads(path.read_text(encoding="utf-8"))
+        fields = json.loads(path.read_text(encoding="utf-8"))
         key = (pathlib.Path(out_dir) / KEY_FILE).read_bytes()
     except (OSError, ValueError):
         return None
-    if not isinstance(record, dict) or not hmac.compare_digest(
-            str(record.get("signature", "")), _signature(record, key)):
+    if not isinstance(fields, dict) or not hmac.compare_digest(
+            str(fields.get("signature", "")), _signature(fields, key)):
         return None
-    return record
+    try:
+        return Record.from_json(fields)
+    except (TypeError, ValueError):
+        return None
 
 
 def gradebook_frame(records, cases_list):
@@ -179,22 +187,22 @@ def gradebook_frame(records, cases_list):
 
     speed_sizes = timed_sizes(records)
     rows = []
-    for record in sorted(records, key=lambda r: r["student"]):
-        points = {entry["id"]: entry["points"] for entry in record["cases"]}
-        row = {"student": record["student"], "score": record["score"],
-               "max_score": record["max_score"], "status": record["status"],
+    for record in sorted(records, key=lambda r: r.student):
+        points = {entry.id: entry.points for entry in record.cases}
+        row = {"student": record.student, "score": record.score,
+               "max_score": record.max_score, "status": record.status,
                "flags": " | ".join(feedback.flags(record)), "message": reason(record),
                "likely_mistake": class_mistakes.likely_mistake(record, cases_list),
-               "lms_id": record.get("lms_id", ""),
-               "lms": lms_of(record.get("origin", "")) if record.get("lms_id") else "",
-               "late": bool(record.get("late")), "graded_file": record.get("origin", ""),
+               "lms_id": record.lms_id,
+               "lms": lms_of(record.origin) if record.lms_id else "",
+               "late": bool(record.late), "graded_file": record.origin,
                "seen": seen_text(record)}
         for case in cases_list:
             row[case.id] = points.get(case.id, 0)
         speed_columns = _speed_columns(record, speed_sizes)
         row.update(speed_columns)
-        row["wall_time_s"] = record.get("wall_time_s", 0.0)
-        row["isolation"] = record.get("isolation", "")
+        row["wall_time_s"] = record.wall_time_s
+        row["isolation"] = record.isolation
         row["overrides"] = override_view.summary(record)
         rows.append(row)
     columns = ["student", "score", "max_score", "status", "flags", "message", "likely_mistake",
@@ -206,14 +214,14 @@ def gradebook_frame(records, cases_list):
 
 def seen_text(record):
     """The entries intake saw of the student and did not grade, one cell: ``path (why)``."""
-    return " | ".join(f"{entry['path']} ({entry['why']})" for entry in record.get("seen") or [])
+    return " | ".join(f"{entry['path']} ({entry['why']})" for entry in record.seen or [])
 
 
 def timed_sizes(records):
     """The size labels any record was timed at, in order; empty when nobody was timed."""
     sizes = []
     for record in records:
-        for row in (record.get("speed") or {}).get("rows") or []:
+        for row in (record.speed or {}).get("rows") or []:
             if row["size"] not in sizes:
                 sizes.append(row["size"])
     return sizes
@@ -226,7 +234,7 @@ def _speed_columns(record, sizes):
         return {}
     from benchmarks import report
 
-    entry = (record or {}).get("speed") or {}
+    entry = (record.speed if record else None) or {}
     rows = {row["size"]: row for row in entry.get("rows") or [] if row["verdict"] == "PASS"}
     tiles = entry.get("tiles")
     columns = {"speed": entry.get("status", ""),
@@ -252,10 +260,10 @@ def summary_frame(records, cases_list):
     for case in cases_list:
         ran = passed = 0
         for record in records:
-            entry = next((e for e in record["cases"] if e["id"] == case.id), None)
-            if entry and entry["status"] != "not_run":
+            entry = next((e for e in record.cases if e.id == case.id), None)
+            if entry and entry.status != "not_run":
                 ran += 1
-            if entry and entry["status"] == "passed":
+            if entry and entry.status == "passed":
                 passed += 1
         rows.append({"case": case.id, "visibility": case.visibility, "points": case.points,
                      "targets": case.targets, "students": len(records), "ran": ran,
@@ -292,9 +300,9 @@ def write_class(out_dir, records, cases_list, book=None):
 
     leaderboard.write(out_dir, records)
     mapping = pandas.DataFrame(
-        [{"student": r["student"], "folder": r["folder"], "origin": r.get("origin", ""),
-          "status": r["status"], "sha256": r.get("sha256", "")}
-         for r in sorted(records, key=lambda r: r["student"])],
+        [{"student": r.student, "folder": r.folder, "origin": r.origin,
+          "status": r.status, "sha256": r.sha256}
+         for r in sorted(records, key=lambda r: r.student)],
         columns=["student", "folder", "origin", "status", "sha256"])
     atomic_write(out_dir / "students.csv", spreadsheet.csv_text(mapping))
 

@@ -48,6 +48,7 @@ Gradescope's container per submission keeps students apart.
 """
 
 import argparse
+import dataclasses
 import io
 import json
 import pathlib
@@ -191,8 +192,8 @@ def _student_output(record, config):
 
     if config["hidden_visibility"] != "visible":
         record = feedback.public_view(record)
-    shown = {entry["id"] for entry in record["cases"]}
-    cases_list = [case for case in cases.catalogue(config["seed"], record["backend"])
+    shown = {entry.id for entry in record.cases}
+    cases_list = [case for case in cases.catalogue(config["seed"], record.backend)
                   if case.id in shown]
     return feedback.feedback_markdown(record, feedback.hints_for(record, cases_list),
                                       pictures=False)
@@ -286,11 +287,12 @@ def run(root):
             results = _failure("The autograder could not grade this submission; please tell "
                                "the course staff.")
         else:
-            if record["status"] == "missing_file":  # tell what was uploaded instead
-                record["uploaded"] = intake.files_in(root / "submission")
+            if record.status == "missing_file":  # tell what was uploaded instead
+                record = dataclasses.replace(record,
+                                             uploaded=intake.files_in(root / "submission"))
             results = feedback.results_json(record, config["hidden_visibility"],
                                             output=_student_output(record, config))
-            results["extra_data"]["isolation"] = record["isolation"] + (
+            results["extra_data"]["isolation"] = record.isolation + (
                 f"; student code ran as {who.name}" if who is not None else "")
     results["execution_time"] = int(round(time.monotonic() - started))
     reports.atomic_write(results_dir / "results.json",

@@ -103,10 +103,10 @@ def check(data, origin, record):
     unverifiable = [] if hashes else [
         "the CSV records no submission_sha256, so the file it measured cannot be verified "
         "(the benchmark writes one; an older one, or an edited CSV, does not)"]
-    if hashes and hashes != {record["sha256"]}:
+    if hashes and hashes != {record.sha256}:
         flags.append(f"the CSV was measured on another file (sha256 {sorted(hashes)[0][:12]}, "
-                     f"the file handed in is {record['sha256'][:12]})")
-    tiles = record.get("tiles")
+                     f"the file handed in is {record.sha256[:12]})")
+    tiles = record.tiles
     claimed_tiles = {tiles for tiles in (
         tuple(_int(row.get(name)) for name in ("block_m", "block_n", "block_k"))
         for _, row in table.iterrows()) if None not in tiles}
@@ -126,15 +126,15 @@ def check(data, origin, record):
 def check_handin(submission, record):
     """Check the hand-in CSV against what is known now: grading checks it once it has the
     verdict, and the speed phase again with its timings, replacing that. Its flags stay in
-    record["handin"] (grader.batch.status.flags shows them with the rest)."""
+    record.handin (grader.batch.status.flags shows them with the rest)."""
     if not submission.handin:
         return
     try:
-        record["handin"] = check(submission.handin, submission.handin_origin, record)
+        record.handin = check(submission.handin, submission.handin_origin, record)
     except Exception as error:  # noqa: BLE001 - a hostile CSV must never stop the batch
-        record["handin"] = {"file": submission.handin_origin, "verdict": "not compared",
-                            "flags": [], "notes": [f"the CSV could not be checked "
-                                                   f"({type(error).__name__})"]}
+        record.handin = {"file": submission.handin_origin, "verdict": "not compared",
+                         "flags": [], "notes": [f"the CSV could not be checked "
+                                                f"({type(error).__name__})"]}
 
 
 def _int(value):
@@ -144,12 +144,12 @@ def _int(value):
 
 def _check_numbers(table, record, flags, notes):
     """Compare the claimed numbers with the grader's timings; how many rows were compared."""
-    measured = [row for row in ((record.get("speed") or {}).get("rows") or [])
+    measured = [row for row in ((record.speed or {}).get("rows") or [])
                 if row["verdict"] == "PASS"]
     if not measured:
         notes.append("the numbers were not compared: the grader timed nothing for this file")
         return 0
-    gpu = record["speed"].get("gpu", "")
+    gpu = record.speed.get("gpu", "")
     claimed_gpus = {value for value in table.get("gpu_name", []) if value}
     if claimed_gpus and claimed_gpus != {gpu}:
         notes.append(f"the numbers were not compared: the CSV was measured on another GPU "

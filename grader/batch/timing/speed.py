@@ -124,7 +124,7 @@ def points_for(ratio, tiers):
 
 
 def needs_timing(record):
-    return record["status"] == "passed" and record.get("speed") is None
+    return record.status == "passed" and record.speed is None
 
 
 def not_measured(reason):
@@ -197,7 +197,7 @@ def _time_on(device, work, settings, on_timed, on_start, stop, env, retried):
         # A retry goes without the what-if: its compiles come before the graded timing, and
         # a run that died among them must not die again there and lose its speed.
         what_if_s = time_policy.WHAT_IF_S if settings.speed.what_if \
-            and not retried.given(record["student"]) else 0
+            and not retried.given(record.student) else 0
         timeout_s = time_policy.timing_limit(settings.timeout_s, bool(what_if_s))
         return TimingRun(_kernel_text(submission), settings.speed.sizes, backend_name="gpu",
                          limits=Limits(timeout_s, settings.memory_limit_bytes,
@@ -230,15 +230,15 @@ def _time_on(device, work, settings, on_timed, on_start, stop, env, retried):
             if stop.is_set():
                 return  # killed by the interrupt: not a verdict; resume times it again
             if len(run.results) < len(run.sizes) and run.note == "" and not run.stopped \
-                    and retried.first(record["student"]):
+                    and retried.first(record.student):
                 # A run that ended without a word from the kernel (a stuck start, a killed
                 # process) gets one more try, at the back of the line.
                 work.put((submission, record))
                 refill()
                 continue
-            record["speed"] = entry(run, record, env)
-            if settings.speed.what_if and record["speed"]["status"] == "timed":
-                record["speed"]["what_if"] = what_if_entry.entry(run, record)
+            record.speed = entry(run, record, env)
+            if settings.speed.what_if and record.speed["status"] == "timed":
+                record.speed["what_if"] = what_if_entry.entry(run, record)
             apply_points(record, settings.speed.points)
             check_handin(submission, record)
             on_timed(record)
@@ -274,7 +274,7 @@ def frame(record):
 
     from benchmarks import report
 
-    return pandas.DataFrame(record["speed"]["rows"], columns=list(report.COLUMNS))
+    return pandas.DataFrame(record.speed["rows"], columns=list(report.COLUMNS))
 
 
 def entry(run, record, env):
@@ -284,13 +284,13 @@ def entry(run, record, env):
 
     from benchmarks import report, why_speed
 
-    tiles = record.get("tiles")
+    tiles = record.tiles
     base = {"gpu": env.get("gpu_name", ""), "tiles": tiles,
             "prepare_s": round(run.prepare_s, 2), "measure_s": round(run.measure_s, 2),
             "num_warps": run.launch.get("num_warps", UNKNOWN),
             "num_stages": run.launch.get("num_stages", UNKNOWN), "points": None, "rows": []}
     if run.stopped:
-        record["flags"].append(f"speed: the build guard stopped the timing run at {run.stopped}")
+        record.flags.append(f"speed: the build guard stopped the timing run at {run.stopped}")
     if len(run.results) != len(run.sizes):
         why = run.note or (run.ending.detail if run.ending else "") or "it ended early"
         why = why if len(why) <= 1000 else why[:1000] + " [...]"  # a worker's report, quoted
@@ -298,19 +298,19 @@ def entry(run, record, env):
         return {**base, "status": "not_timed",
                 "message": f"Speed: not timed: the timing run ended ({kind}): {why}".strip(),
                 "message_zh": f"速度：未计时：计时进程提前结束（{kind}）。"}
-    table = report.build_frame(size_results(run, tiles), env, submission=record["student"],
+    table = report.build_frame(size_results(run, tiles), env, submission=record.student,
                                autotune=False, backend_name="gpu",
-                               submission_sha256=record["sha256"])
+                               submission_sha256=record.sha256)
     table["timing_method"] = METHOD
     rows = json.loads(table.to_json(orient="records"))
     wrong = [row for row in rows if row["verdict"] != PASS]
     if wrong:
-        record["flags"].append("speed: " + "; ".join(
+        record.flags.append("speed: " + "; ".join(
             f"at {row['size']} the grader's launch of your kernel failed ({row['note']})"
             for row in wrong) + ", although every case passed: for the instructor to review")
     suspect = [why for why in map(beyond_its_kernel, rows) if why]
     if suspect:
-        record["flags"].append("speed: " + "; ".join(suspect)
+        record.flags.append("speed: " + "; ".join(suspect)
                                + ": not ranked and worth no speed points, for the instructor "
                                  "to review")
     first = rows[0]
@@ -323,7 +323,7 @@ def entry(run, record, env):
         message = f"Speed: the kernel failed at {first['size']}, so it has no speed there"
         message_zh = f"速度：kernel 在 {first['size']} 规模下结果错误，因此没有速度"
     return {**base, "status": "timed", "message": message, "message_zh": message_zh,
-            "rows": rows, "why": why_speed.explain_rows(rows, record.get("gpu_build")),
+            "rows": rows, "why": why_speed.explain_rows(rows, record.gpu_build),
             "suspect": bool(suspect)}
 
 
@@ -360,7 +360,7 @@ def beyond_its_kernel(row):
 
 def headline(record):
     """The first size's row of a timed record whose rates are believable, or None."""
-    speed = record.get("speed") or {}
+    speed = record.speed or {}
     rows = speed.get("rows") or []
     if speed.get("suspect"):
         return None
@@ -373,5 +373,5 @@ def apply_points(record, tiers):
         return
     row = headline(record)
     points = points_for(row["ratio_vs_torch_mm"] if row else None, tiers)
-    record["speed"]["points"] = points
-    record["score"] += points
+    record.speed["points"] = points
+    record.score += points

@@ -32,7 +32,7 @@ def entry(run, record):
         en, zh = what_if.reason_text(run.what_if)
         return {**base, "status": "not_run", "rows": [], "message": f"No what-if: {en}",
                 "message_zh": f"未运行 what-if：{zh}"}
-    theirs = [_theirs(run, record)] if record.get("tiles") else []  # tiles unread: no row
+    theirs = [_theirs(run, record)] if record.tiles else []  # tiles unread: no row
     table = what_if_output.rows(theirs + [_other(found) for found in run.what_ifs], size)
     status, message, message_zh = "run", "", ""
     if not run.what_if_done:
@@ -52,7 +52,7 @@ def _ending(run, otherwise, limit=300):
 
 
 def _theirs(run, record):
-    config = what_if.Config.launched(record["tiles"], run.launch.get("num_warps"),
+    config = what_if.Config.launched(record.tiles, run.launch.get("num_warps"),
                                      run.launch.get("num_stages"))
     graded = run.results[0]
     if graded.verdict != "PASS":
