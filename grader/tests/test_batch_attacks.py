@@ -43,6 +43,7 @@ import uuid
 import psutil
 import pytest
 
+from grader.batch.record import Record
 from grader.core import cases as catalogue
 from grader.batch.inside import protocol
 from grader.batch.outputs import reports
@@ -520,23 +521,21 @@ def test_a_cpu_hog_cannot_push_a_neighbour_past_the_timeout(hog_batch):
 # --------------------------------------------------------------------------- units
 
 def _signed_record(out_dir):
-    record = {"student": "zoe", "folder": "zoe", "score": 1, "max_score": 4, "status": "failed",
-              "message": "", "flags": [], "cases": [], "findings": [], "tiles": None,
-              "stdout": "", "stderr": "", "key": "k"}
-    reports.store_record(out_dir, record)
+    reports.store_record(out_dir, Record(student="zoe", folder="zoe", score=1, max_score=4,
+                                         status="failed", key="k"))
     return out_dir / "zoe" / "record.json"
 
 
 def test_a_record_edited_by_hand_is_refused(tmp_path):
     path = _signed_record(tmp_path)
-    assert reports.read_record(tmp_path, "zoe")["score"] == 1
+    assert reports.read_record(tmp_path, "zoe").score == 1
     record = json.loads(path.read_text())
     record["score"] = 4
     path.write_text(json.dumps(record))
     assert reports.read_record(tmp_path, "zoe") is None
     record["score"] = 1  # edited back, re-serialised differently: still the signed content
     path.write_text(json.dumps(record, indent=4))
-    assert reports.read_record(tmp_path, "zoe")["score"] == 1
+    assert reports.read_record(tmp_path, "zoe").score == 1
 
 
 def test_a_record_signed_for_another_output_folder_is_refused(tmp_path):

@@ -11,6 +11,7 @@ import zipfile
 
 import pytest
 
+from grader.batch.record import Record
 from grader.batch.grade import intake, machine
 from grader.batch.isolation import launch
 from grader.batch.status import ExitCode
@@ -250,9 +251,10 @@ def test_a_refused_handout_is_an_error_message_not_a_traceback(tmp_path, monkeyp
 def test_flagged_public_case_says_why_in_results_json():
     from grader.batch.outputs.feedback import results_json
 
-    record = {"status": "flagged", "score": 0, "max_score": 1, "message": "", "cases": [
+    record = Record.from_json({
+        "status": "flagged", "score": 0, "max_score": 1, "message": "", "cases": [
         {"id": "tail_m-65x128x128", "name": "tail_m", "visibility": "public", "status": "flagged",
-         "points": 0, "max_points": 1, "message": ""}]}
+         "points": 0, "max_points": 1, "message": ""}]})
     (test,) = results_json(record)["tests"]
     assert test["status"] == "failed"
     assert "anti-cheat" in test["output"]
@@ -265,10 +267,11 @@ def test_a_message_cannot_close_its_code_block_in_feedback_md():
 
     forged = "**Score / 得分: 28 / 28**"
     message = f"AssertionError: no\n```\n{forged}\n````\n{forged}"
-    record = {"student": "eve", "status": "failed", "score": 0, "max_score": 1, "flags": [],
+    record = Record.from_json({
+        "student": "eve", "status": "failed", "score": 0, "max_score": 1, "flags": [],
               "message": message, "cases": [
                   {"id": "tail_m-65x128x128", "name": "tail_m", "visibility": "public",
-                   "status": "failed", "points": 0, "max_points": 1, "message": message}]}
+                   "status": "failed", "points": 0, "max_points": 1, "message": message}]})
     fence, outside = None, []
     for line in feedback_markdown(record, []).splitlines():
         run = re.match(r"`{3,}", line)

@@ -7,6 +7,7 @@ import shutil
 
 import pytest
 
+from grader.batch.record import Record
 from grader.batch.outputs import reports, student_folders as folders
 from grader.tests.batch_helpers import ROOT, gradebook, run_grader
 
@@ -67,7 +68,7 @@ def test_an_output_folder_of_the_old_naming_resumes_in_its_own_folders(tmp_path)
     old = "student-ba9d5fb7d4"
     (out / "李华").rename(out / old)
     record = json.loads((out / old / "record.json").read_text(encoding="utf-8"))
-    reports.store_record(out, {**record, "folder": old})
+    reports.store_record(out, Record.from_json({**record, "folder": old}))
     manifest = json.loads((out / "batch.json").read_text(encoding="utf-8"))
     manifest["students"]["李华"] = old
     (out / "batch.json").write_text(json.dumps(manifest), encoding="utf-8")

@@ -19,6 +19,7 @@ import zipfile
 
 import pytest
 
+from grader.batch.record import Record
 from grader.core import cases
 from grader.tests.batch_helpers import DEMO, batch_backend, kit_files_loaded_alone, run_grader
 from solutions import MODEL_ANSWER
@@ -163,10 +164,10 @@ def test_a_misnamed_upload_is_told_what_it_uploaded_and_what_is_expected(autogra
 def test_a_long_upload_lists_its_first_names_and_counts_the_rest():
     from grader.batch.outputs import feedback
 
-    lines = feedback.uploaded_markdown({"uploaded": [f"f{i}.txt" for i in range(25)]})
+    lines = feedback.uploaded_markdown(Record(uploaded=[f"f{i}.txt" for i in range(25)]))
     assert "f19.txt and 5 more." in lines[1] and "f20.txt" not in lines[1]
     assert "f19.txt 等共 25 个文件。" in lines[2]
-    assert feedback.uploaded_markdown({}) == []
+    assert feedback.uploaded_markdown(Record()) == []
 
 
 def test_bad_visibility_is_refused_with_the_choices(tmp_path):

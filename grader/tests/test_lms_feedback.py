@@ -2,6 +2,7 @@
 pictures inside, zipped under the name the LMS's bulk upload matches (grader.batch.outputs.
 feedback_zip and feedback_html). test_lms_class builds the zips of graded classes."""
 
+import dataclasses
 import base64
 import csv
 import html.parser
@@ -59,7 +60,7 @@ def with_feedback(out, origins, picture=PNG + b"picture"):
             folder = f"s{number}"
             writer.writerow([student, folder, origin, "failed", ""])
             (out / folder).mkdir()
-            record = {**record_of("failed", 1), "student": student}
+            record = dataclasses.replace(record_of("failed", 1), student=student)
             (out / folder / "feedback.md").write_text(feedback.feedback_markdown(record, []),
                                                       encoding="utf-8")
             if student == "eli":
@@ -115,8 +116,9 @@ def test_the_ids_another_lms_gave_are_refused(tmp_path, source, kind):
 
 def test_the_page_is_the_feedback_with_its_picture_inside_and_no_markup_from_the_student(
         tmp_path):
-    record = {**record_of("failed", 1), "student": "<img src=x>",
-              "message": "```\n<script>alert(1)</script>\n**not bold** | not a cell"}
+    record = dataclasses.replace(
+        record_of("failed", 1), student="<img src=x>",
+        message="```\n<script>alert(1)</script>\n**not bold** | not a cell")
     (tmp_path / "feedback.md").write_text(feedback.feedback_markdown(record, []),
                                           encoding="utf-8")
     (tmp_path / feedback.ARRANGEMENT_PICTURE).write_bytes(PNG + b"tiles")

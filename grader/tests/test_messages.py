@@ -9,6 +9,7 @@ import string
 import pytest
 import torch
 
+from grader.batch.record import CaseEntry, Record
 from grader.batch.outputs import feedback
 from grader.batch.status import reason
 from grader.core import cases, checks, diagnosis, layout, messages, source_mistakes
@@ -104,8 +105,8 @@ def test_the_page_shows_a_finding_in_both_languages(name, findings_of_variants):
     verdicts = [{"case_id": case.id, "passed": False, "mistake": "", "message": ""}
                 for case in catalogue]
     hints = diagnosis.explain(findings_of_variants[name], verdicts, catalogue)
-    record = {"student": "ada", "status": "failed", "score": 0, "max_score": 1, "message": "",
-              "flags": [], "cases": []}
+    record = Record(student="ada", status="failed", score=0, max_score=1, message="",
+                    flags=[], cases=[])
     page = feedback.feedback_markdown(record, hints)
     evidence = [line for hint in hints for line in hint["evidence"]]
     assert evidence and all(f"- evidence / 依据: {line}  \n  依据：{messages.line_zh(line)}\n"
@@ -141,9 +142,9 @@ def test_a_mismatch_shows_its_chinese_under_the_english_and_the_gradebook_stays_
     verdict.message += "\nValueError: raw words of the stack"
     entry = {"id": case.id, "name": case.id, "visibility": "public", "status": "failed",
              "points": 0, "max_points": case.points, "message": verdict.message}
-    record = {"student": "ada", "status": "failed", "score": 0, "max_score": case.points,
-              "message": messages.say("cases_failed", failing=1, total=1), "flags": [],
-              "cases": [entry]}
+    record = Record(student="ada", status="failed", score=0, max_score=case.points,
+                    message=messages.say("cases_failed", failing=1, total=1), flags=[],
+                    cases=[CaseEntry.from_json(entry)])
     hints = [{"title": "t", "title_zh": "标题", "en": "e", "zh": "z",
               "evidence": [messages.say("same_target", failed=case.id), "a raw line"]}]
     page = feedback.feedback_markdown(record, hints)
@@ -161,8 +162,8 @@ def test_a_mismatch_shows_its_chinese_under_the_english_and_the_gradebook_stays_
 def test_a_hidden_case_says_it_failed_in_both_languages():
     entry = {"id": "hidden_1", "name": "hidden_1 (hidden)", "visibility": "hidden",
              "status": "failed", "points": 0, "max_points": 2, "message": ""}
-    record = {"student": "ada", "status": "failed", "score": 0, "max_score": 2, "message": "",
-              "flags": [], "cases": [entry]}
+    record = Record(student="ada", status="failed", score=0, max_score=2, message="",
+                    flags=[], cases=[CaseEntry.from_json(entry)])
     page = feedback.feedback_markdown(record, [])
     assert "failed: the output does not match the reference on this hidden case  \n" \
            "未通过：在这个隐藏用例上输出与参考结果不符" in page

@@ -7,6 +7,7 @@ Records are graded from the unfinished skeleton, so no kernel runs.
 """
 
 import csv
+import dataclasses
 import io
 import re
 
@@ -35,7 +36,7 @@ def graded(student, lms_id):
     record = grading.grade(submission, settings, folders.name_for(student))
     record["student"] = student
     if student in TIMED:
-        record.update(status="passed", speed=timed_record(student)["speed"])
+        record.status, record.speed = "passed", timed_record(student).speed
     record["flags"] = [f"{student} is flagged for review"]
     record["message"] = MESSAGE
     return record, settings.cases()
@@ -56,8 +57,8 @@ def written(tmp_path_factory):
     for kind in export.FORMATS:  # each LMS takes the ids it gave alone: a class of each
         book = out if kind == "csv" else base / kind
         if kind != "csv":
-            reports.write_class(book, [{**record, "origin": ORIGINS[kind].format(
-                record["lms_id"])} for record in records], cases_list)
+            reports.write_class(book, [dataclasses.replace(record, origin=ORIGINS[kind].format(
+                record.lms_id)) for record in records], cases_list)
         export.export(book, kind, base / "exports" / f"{kind}.csv", "GEMM (1234)")
     files = sorted(base.rglob("*.csv"))
     return out, base, {path.relative_to(base).as_posix(): read(path) for path in files}

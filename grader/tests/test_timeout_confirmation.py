@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from grader.batch.record import Record
 from grader.batch.grade import grading, intake, session
 from grader.batch.inside import protocol
 from grader.batch.isolation import conversation, sandbox, time_policy, warm_pool
@@ -41,11 +42,11 @@ class StandIns:
             if submission.student.startswith("stuck"):
                 self.slow_started.set()
                 if step_s is not None and step_s < 60:
-                    return {"student": submission.student, "status": "timeout",
-                            "message": "timeout", "score": 0, "max_score": 1,
-                            "wall_time_s": step_s, "cut_short_s": step_s}
-                return {"student": submission.student, "status": "passed", "message": "",
-                        "score": 1, "max_score": 1, "wall_time_s": 60.0}
+                    return Record(student=submission.student, status="timeout",
+                                  message="timeout", score=0, max_score=1,
+                                  wall_time_s=step_s, cut_short_s=step_s)
+                return Record(student=submission.student, status="passed", message="",
+                              score=1, max_score=1, wall_time_s=60.0)
             if submission.student == "slow":
                 self.slow_started.set()
                 crowded = False
@@ -60,8 +61,8 @@ class StandIns:
                 self.slow_started.wait(5)
                 time.sleep(0.2)
                 status = "passed"
-            return {"student": submission.student, "status": status, "message": status,
-                    "score": 0, "max_score": 1, "wall_time_s": 1.0}
+            return Record(student=submission.student, status=status, message=status,
+                          score=0, max_score=1, wall_time_s=1.0)
         finally:
             with self.lock:
                 self.active.discard(submission.student)
@@ -72,12 +73,12 @@ class StandIns:
         deadline = time.monotonic() + 1.5
         while stall is not None and time.monotonic() < deadline:
             if stall.seconds <= time_policy.TAIL_STALL_S:
-                return {"student": "lag", "status": "timeout", "message": "timeout",
-                        "score": 0, "max_score": 1, "wall_time_s": stall.seconds,
-                        "cut_short_s": stall.seconds}
+                return Record(student="lag", status="timeout", message="timeout",
+                              score=0, max_score=1, wall_time_s=stall.seconds,
+                              cut_short_s=stall.seconds)
             time.sleep(0.01)
-        return {"student": "lag", "status": "passed", "message": "", "score": 1,
-                "max_score": 1, "wall_time_s": 1.5}
+        return Record(student="lag", status="passed", message="", score=1,
+                      max_score=1, wall_time_s=1.5)
 
 
 class NoPool:
@@ -196,8 +197,8 @@ def test_the_first_pass_grades_the_files_whose_kernel_prints_last(monkeypatch, t
     def grade(submission, settings, folder, device=None, on_start=None, pool=None,
               stall=None, gate=None):
         order.append(submission.student)
-        return {"student": submission.student, "status": "passed", "message": "",
-                "score": 1, "max_score": 1, "wall_time_s": 0.1}
+        return Record(student=submission.student, status="passed", message="",
+                      score=1, max_score=1, wall_time_s=0.1)
 
     monkeypatch.setattr(grading, "grade", grade)
     monkeypatch.setattr(warm_pool, "WarmPool", NoPool)
@@ -396,12 +397,13 @@ def test_a_run_the_step_limit_stopped_leaves_its_file_to_be_graded_again(
     cut = grading.grade(submission, settings, "gus", stall=conversation.StallLimit(30))
     assert seen == [(90, 30), (90, 30)] and cut["status"] == "timeout"
     assert cut["cut_short_s"] == 30
-    assert time_policy.unconfirmed({**cut, "neighbours": 0}, "gpu")
-    assert not time_policy.unconfirmed({**cut, "confirmed": {"first_status": "timeout"}}, "gpu")
+    assert time_policy.unconfirmed(dataclasses.replace(cut, neighbours=0), "gpu")
+    assert not time_policy.unconfirmed(
+        dataclasses.replace(cut, confirmed={"first_status": "timeout"}), "gpu")
     full = grading.grade(submission, settings, "gus")
     assert seen[2:] == [(90, None), (90, None)] and full["status"] == "timeout"
     assert "cut_short_s" not in full
-    assert not time_policy.unconfirmed({**full, "neighbours": 0}, "gpu")
+    assert not time_policy.unconfirmed(dataclasses.replace(full, neighbours=0), "gpu")
 
 
 @NEEDS_INTERPRETER
@@ -425,13 +427,14 @@ def test_a_real_hang_is_stopped_a_step_limit_after_its_last_step(tmp_path, monke
 
 
 def test_an_unconfirmed_gpu_timeout_is_graded_again_on_resume():
-    first = {"status": "timeout", "neighbours": 3}
+    first = Record(status="timeout", neighbours=3)
     assert time_policy.unconfirmed(first, "gpu")
-    assert not time_policy.unconfirmed({**first, "confirmed": {"first_status": "timeout"}}, "gpu")
-    assert not time_policy.unconfirmed({**first, "neighbours": 0}, "gpu")
-    assert not time_policy.unconfirmed({**first, "status": "failed"}, "gpu")
+    assert not time_policy.unconfirmed(
+        dataclasses.replace(first, confirmed={"first_status": "timeout"}), "gpu")
+    assert not time_policy.unconfirmed(dataclasses.replace(first, neighbours=0), "gpu")
+    assert not time_policy.unconfirmed(dataclasses.replace(first, status="failed"), "gpu")
     # a file the first pass cut short, whatever its status, until graded again
-    cut = {"status": "failed", "neighbours": 0, "cut_short_s": 30}
+    cut = Record(status="failed", neighbours=0, cut_short_s=30)
     assert time_policy.unconfirmed(cut, "gpu") and not time_policy.unconfirmed(cut, "interpreter")
     # merge refuses such a record as unfinished, by the same rule
     assert not time_policy.unconfirmed(first, "interpreter")
@@ -440,16 +443,15 @@ def test_an_unconfirmed_gpu_timeout_is_graded_again_on_resume():
 def test_a_confirmed_timeout_says_so_on_the_student_s_page():
     from grader.batch.outputs import feedback
 
-    record = {"student": "gus", "status": "timeout", "score": 0, "max_score": 35,
-              "message": "still running", "cases": [], "flags": [],
-              "confirmed": {"first_status": "timeout"}}
+    record = Record(student="gus", status="timeout", max_score=35, message="still running",
+                    confirmed={"first_status": "timeout"})
     page = feedback.feedback_markdown(record, [])
     assert "timed out twice" in page and "两次超时" in page
     record["confirmed"]["first_cut_short_s"] = 30
     page = feedback.feedback_markdown(record, [])
     assert "finished no step for 30 s" in page and "30 秒内没有完成任何一步" in page
     assert "twice" not in page
-    del record["confirmed"]
+    record.confirmed = None
     assert "twice" not in feedback.feedback_markdown(record, [])
 
 

@@ -242,7 +242,7 @@ def test_feedback_shows_the_what_if_and_its_picture(monkeypatch, tmp_path):
             protocol.WhatIfTiming.of(CANDIDATES[2], what_if.BUILD_FAILED, note=worker_note)]
     found = [protocol.WhatIfTiming.from_fields(item.to_fields()) for item in sent]
     record, _ = graded(monkeypatch, found=found)
-    record.update(folder="ada", message="", cases=[])
+    record.folder, record.message, record.cases = "ada", "", []
     reports.write_student(tmp_path, record, cases.catalogue(0, "gpu")[:1])
     text = (tmp_path / "ada" / "feedback.md").read_text(encoding="utf-8")
     assert "## What-if" in text and "Best: 64x128x64 4w4s" in text and "换用其他分块" in text
@@ -260,7 +260,7 @@ def test_the_share_folder_carries_the_what_if_picture_its_feedback_links(monkeyp
     from grader.core import cases
 
     record, _ = graded(monkeypatch)
-    record.update(folder="ada", message="", cases=[])
+    record.folder, record.message, record.cases = "ada", "", []
     out = tmp_path / "out"
     reports.write_student(out, record, cases.catalogue(0, "gpu")[:1])
     (out / "students.csv").write_text("student,folder\nada,ada\n", encoding="utf-8")
@@ -277,12 +277,12 @@ def test_a_regrade_without_a_what_if_leaves_no_old_picture_behind(monkeypatch, t
     from grader.core import cases
 
     record, _ = graded(monkeypatch)
-    record.update(folder="ada", message="", cases=[])
+    record.folder, record.message, record.cases = "ada", "", []
     chosen = cases.catalogue(0, "gpu")[:1]
     reports.write_student(tmp_path, record, chosen)
     (tmp_path / "ada" / feedback.ARRANGEMENT_PICTURE).write_bytes(b"an older grade's")
     again, _ = graded(monkeypatch, what_if_on=False)
-    again.update(folder="ada", message="", cases=[])
+    again.folder, again.message, again.cases = "ada", "", []
     reports.write_student(tmp_path, again, chosen)
     assert not (tmp_path / "ada" / feedback.WHAT_IF_PICTURE).exists()
     assert not (tmp_path / "ada" / feedback.ARRANGEMENT_PICTURE).exists()
@@ -415,7 +415,7 @@ def test_the_what_if_times_other_tiles_of_the_course_default_on_a_gpu():
     assert run.ready, run.note
     run.measure()
     assert run.what_if_done and run.stopped == "", run.ending
-    record = {**passed_record("ref", tiles=(64, 64, 64))}
+    record = passed_record("ref", tiles=(64, 64, 64))
     found = what_if_entry.entry(run, record)
     timed = [row for row in found["rows"] if row["tflops"]]
     assert len(timed) >= len(what_if.CANDIDATES) - 2, found
