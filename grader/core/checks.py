@@ -12,6 +12,7 @@ import functools
 import hashlib
 import re
 import threading
+import traceback
 
 import torch
 
@@ -248,10 +249,14 @@ def _name_float16_sum(verdict, out, lhs, rhs, _ref):
     product into a float16 running sum gives, at some K tile size.
 
     Such a sum drops the small terms of a long K, so it misses the float32 product by
-    a little; a mix-up of tiles or a partial sum misses it by far more.
+    a little; a mix-up of tiles or a partial sum misses it by far more. An output of zeros
+    is no evidence: the cancellation case's float16 sum ends near zero, as does a kernel
+    that adds nothing.
     """
     (m, k), n = lhs.shape, rhs.shape[1]
     lhs, rhs = lhs.float(), rhs.float()
+    if isinstance(out, torch.Tensor) and not out.float().abs().gt(ATOL).any():
+        return
     for block_k in _K_BLOCKS:
         if k <= block_k:
             return  # one tile: the sum is the rounded product itself, no evidence
@@ -387,6 +392,12 @@ def error_verdict(case, error, limit=12, source=""):
                        "fixed_tiles")
     if isinstance(error, KernelRejected):
         return _refused_verdict(case, error, source)
+    raised_at = _wrapper_frame(error)
+    if raised_at is not None:  # the file's own Python around the kernel, not the kernel
+        return Verdict(case.id, False, say("wrapper_raised", raised=f"{type(error).__name__}: "
+                                           f"{_first(error)}", line=raised_at.lineno,
+                                           function=raised_at.name), "wrapper_broken",
+                       details={"error": f"{type(error).__name__}: {error}"[-4000:]})
     if isinstance(error, BaseException):
         mistake = "not_implemented" if isinstance(error, NotImplementedError) else "build_error"
         name, text = type(error).__name__, str(error).strip()
@@ -440,6 +451,26 @@ def _refused_verdict(case, error, source):
         consequence = say("cannot_build") if error.unbuildable else say("flags_such_a_file")
     return Verdict(case.id, False, text + "\n" + consequence,
                    details={"error": str(error)[-4000:]})
+
+
+def _wrapper_frame(error):
+    """The frame of the submission that raised ``error`` where that is nt_gemm() or a helper
+    of it (the innermost frame is in nt_gemm()'s own file, outside arrangement() and
+    application()); else None: NineToothed, Triton or the kernel raised it."""
+    if not isinstance(error, BaseException):
+        return None
+    frames = traceback.extract_tb(error.__traceback__)
+    wrapper = next((frame for frame in frames if frame.name == "nt_gemm"), None)
+    innermost = frames[-1] if frames else None
+    if wrapper is None or innermost.filename != wrapper.filename \
+            or innermost.name in ("arrangement", "application"):
+        return None
+    return innermost
+
+
+def _first(error):
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[-1] if lines else ""
 
 
 def _named_build_error(text):

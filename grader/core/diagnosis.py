@@ -10,6 +10,8 @@ A hint is only worth giving when it is right, so it stays quiet when the evidenc
 a pattern of failures that fits no known mistake yields no hint.
 """
 
+import re
+
 from grader.core import mistakes
 from grader.core.layout import ceil_div
 from grader.core.messages import say
@@ -75,23 +77,20 @@ def explain(findings, verdicts, cases, tiles=None, reveal=False):
                                 failed=_examples([case for case, _, _ in failed], reveal))])
         return _finish(hints)
 
-    # 3. What the symbolic inspection saw, when the kernel indeed computes
-    #    wrong values or does not build (a wrong dtype, say, it cannot explain).
+    # 3. What the file's lines and its arrangement show: sure of its cause, a finding is
+    #    said alone, with nothing read from the outputs beside it.
     unexplained = any(not mistake or mistake in ("build_error", "grid_mismatch")
                       for _, mistake, _ in failed)
-    for finding in (findings or ()) if unexplained else ():
-        key = finding.get("mistake") if isinstance(finding, dict) else None
-        if key == "build_error" and "build_error" not in named:
-            continue  # the arrangement only fails symbolically; let the cases speak
-        add(key, [finding.get("message", "")])
+    for finding in sure_findings(findings, "build_error" in named, unexplained):
+        add(finding["mistake"], [finding["message"]])
+    if hints:
+        return _finish(_gpu_only(findings, hints))
 
-    # 4. Mistakes the checks named themselves, and kernels that would not build.
-    for key in mistakes.found_by(mistakes.OUTPUT):
-        if key == "grid_mismatch" and _explained_by_findings(hints):
-            continue  # the arrangement's findings already say which level is off
-        if key == "build_error" and any(found in hints
-                                        for found in mistakes.found_by(mistakes.SOURCE)):
-            continue  # a line of the file says why; the stack's words add nothing to it
+    # 4. Mistakes the checks named themselves, and kernels that would not build: only where
+    #    the checks name every failure, since a wrong output can match a mistake's by chance
+    #    (an output of zeros is a float16 running sum of the cancellation case's products).
+    for key in mistakes.found_by(mistakes.OUTPUT) if all(mistake for _, mistake, _ in failed) \
+            else ():
         if key in named:
             cases_named = [case for case, _ in named[key]]
             # Only a case the student may see is quoted: a hidden case's message holds its shape.
@@ -108,7 +107,7 @@ def explain(findings, verdicts, cases, tiles=None, reveal=False):
     # 5. The shape of the failures, for mismatches the checks could not name.
     plain = [(case, passed) for case, passed, mistake, _ in results
              if passed or not mistake]
-    if any(not passed for _, passed in plain) and not _explained_by_findings(hints):
+    if any(not passed for _, passed in plain):
         for key, evidence in _patterns(plain, tiles, reveal):
             add(key, evidence)
             break  # the first pattern that fits is the one worth saying
@@ -117,14 +116,38 @@ def explain(findings, verdicts, cases, tiles=None, reveal=False):
 
 def case_cause(verdict, findings):
     """The key of the likely cause shown under one failing case (grader.core.suite), or "":
-    the check's own, else, where the check names none or only a kernel that did not build or
-    line up, the first finding that names more than a build error."""
+    the first of ``sure_findings``, else the check's own, but for a kernel that did not
+    build, which the case's message says already and which names no cause."""
     key = _verdict_fields(verdict)[2]
-    if not key or key in ("build_error", "grid_mismatch"):  # the arrangement may say why
-        for finding in findings or ():
-            if finding["mistake"] != "build_error":
-                return finding["mistake"]
-    return key
+    sure = sure_findings(findings, key == "build_error",
+                         not key or key in ("build_error", "grid_mismatch"))
+    if sure:
+        return sure[0]["mistake"]
+    return "" if key == "build_error" else key
+
+
+# A finding that names its line: read from the file's own text (grader.core.source_mistakes,
+# grader.core.size_slips), or where the arrangement raised.
+_ON_A_LINE = re.compile(r"^line \d+\b")
+# Layout findings that a right file can show too: said only where the checks name nothing.
+_SOFT = ("missing_squeeze",)
+# A failure of the arrangement itself: said only where the kernel did not build either.
+_UNBUILT = ("build_error", "arrangement_error")
+
+
+def sure_findings(findings, unbuilt, unexplained):
+    """The findings a failing file is told, sure of their cause: those on a line of the file
+    if any, else those of its arranged shapes. ``unbuilt``: some case's kernel did not
+    build, the only case where an arrangement that fails on symbolic tensors is said;
+    ``unexplained``: some failure is named by no check, the only case where a soft finding
+    is said. A mistake that costs only on a GPU is left to ``_gpu_only``."""
+    kept = [finding for finding in findings or ()
+            if isinstance(finding, dict) and finding.get("mistake") in mistakes.MISTAKES
+            and finding["mistake"] not in _GPU_ONLY
+            and (unbuilt or finding["mistake"] not in _UNBUILT)
+            and (unexplained or finding["mistake"] not in _SOFT)]
+    lined = [finding for finding in kept if _ON_A_LINE.match(finding.get("message", ""))]
+    return lined or kept
 
 
 # Mistakes that cost only on a GPU: named whatever the interpreter's cases say, even when
@@ -133,16 +156,14 @@ _GPU_ONLY = ("debug_print",)
 
 
 def _gpu_only(findings, hints):
+    """``hints`` after the mistakes that cost only on a GPU, which come first: whatever the
+    cases say, the file must lose them before it is handed in."""
+    first = {}
     for finding in findings or ():
         key = finding.get("mistake") if isinstance(finding, dict) else None
         if key in _GPU_ONLY:
-            hints.setdefault(key, []).append(finding.get("message", ""))
-    return hints
-
-
-def _explained_by_findings(hints):
-    return any(key in hints for key in
-               mistakes.found_by(mistakes.SOURCE) + mistakes.found_by(mistakes.LAYOUT))
+            first.setdefault(key, []).append(finding.get("message", ""))
+    return {**first, **{key: evidence for key, evidence in hints.items() if key not in first}}
 
 
 def _verdict_fields(verdict):

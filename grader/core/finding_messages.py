@@ -104,6 +104,12 @@ FINDINGS = {
                      "第 {line} 行，`{code}`：tile() 形状的第 {position} 项是 {letter} 本身"
                      "（{where} 时为 {value}），不是分块大小：这一项应是 BLOCK_SIZE_{letter}"
                      "（或用 -1 保留该轴上的全部 tile）"),
+    "group_size": ("line {line}, `{code}`: groups the tiles {shape} at a time, so a program "
+                   "does not get the whole row of lhs's K tiles (or column of rhs's): group "
+                   "lhs's tiles by `.tile((1, -1))` and rhs's by `.tile((-1, 1))`",
+                   "第 {line} 行，`{code}`：每次按 {shape} 把 tile 分组，于是一个程序拿不到 lhs 的"
+                   "一整行 K tile（或 rhs 的一整列）：lhs 的 tile 应按 `.tile((1, -1))` 分组，rhs 的"
+                   "按 `.tile((-1, 1))`"),
     # grader.core.source_mistakes: one line of the file, "line N: " before what it says
     # grader.core.source_mistakes: names application() (or a helper it calls) reads from
     # outside itself, which the generated kernel does not have
@@ -192,6 +198,119 @@ FINDINGS = {
                        "the loop's k, `ntl.dot(lhs[k], rhs[k])`",
                        "{code} 在循环的每一步取的都是 {tile}：两个操作数都应该用循环的 k 索引，"
                        "`ntl.dot(lhs[k], rhs[k])`"),
+    # grader.core.source_slips: a slip on one line, "line N: " before what it says
+    "elementwise_product": ("{code} multiplies the two tiles element by element, which is no "
+                            "matrix product (and builds only where their shapes agree): "
+                            "multiply them with `ntl.dot({left}, {right})`",
+                            "{code} 是把两个 tile 逐元素相乘，不是矩阵乘积（而且只有形状相同时才"
+                            "能构建）：应写 `ntl.dot({left}, {right})`"),
+    "transposed_tile": ("{code} transposes a tile of `{operand}`; the tiles already come as "
+                        "ntl.dot takes them, lhs's (BLOCK_SIZE_M, BLOCK_SIZE_K) and rhs's "
+                        "(BLOCK_SIZE_K, BLOCK_SIZE_N): pass the tile as it is",
+                        "{code} 把 `{operand}` 的 tile 转置了；tile 本来就是 ntl.dot 要的形状："
+                        "lhs 的是 (BLOCK_SIZE_M, BLOCK_SIZE_K)，rhs 的是 (BLOCK_SIZE_K, "
+                        "BLOCK_SIZE_N)：直接传入 tile 即可"),
+    "len_of_tiles": ("{code} asks for the length of the tile sequence with len(), which the "
+                     "kernel NineToothed generates cannot take: the number of K tiles is "
+                     "`{operand}.shape[0]`",
+                     "{code} 用 len() 取 tile 序列的长度，而 NineToothed 生成的 kernel 里不能这样"
+                     "取：K tile 的个数是 `{operand}.shape[0]`"),
+    "slice_store": ("{code} stores into a slice of `{output}`; NineToothed writes the output "
+                    "tile from a plain assignment only: `{output} = {value}`",
+                    "{code} 写入的是 `{output}` 的切片；NineToothed 只会把普通赋值变成写回："
+                    "`{output} = {value}`"),
+    "output_augmented": ("{code} adds into `{output}` as if it held a running sum; it holds "
+                         "whatever the output tensor held before the kernel: keep the sum in "
+                         "a float32 accumulator and assign `{output} = accumulator` once, "
+                         "after the loop",
+                         "{code} 把 `{output}` 当成累加和来加；但它里面是输出张量在 kernel 之前"
+                         "的内容：请在 float32 累加器里求和，循环结束后只赋值一次，"
+                         "`{output} = accumulator`"),
+    "output_read": ("application() reads `{output}` as a value; it holds whatever the output "
+                    "tensor held before the kernel: keep the sum in a float32 accumulator and "
+                    "assign `{output} = accumulator` once, after the loop",
+                    "application() 把 `{output}` 当作值来读；但它里面是输出张量在 kernel 之前的"
+                    "内容：请在 float32 累加器里求和，循环结束后只赋值一次，"
+                    "`{output} = accumulator`"),
+    "loop_starts_late": ("{code} starts at {start}, so the first K tiles are never added: loop "
+                         "over every K tile from the first, `for k in range(lhs.shape[0])`",
+                         "{code} 从 {start} 开始，前面的 K tile 从未被加上：应从第一个 K tile "
+                         "开始遍历全部，`for k in range(lhs.shape[0])`"),
+    "counter_unset": ("the loop's test reads `{counter}` before anything assigns it: start "
+                      "the count before the loop, `{counter} = 0`",
+                      "循环条件在 `{counter}` 被赋值之前就读了它：在循环之前开始计数，"
+                      "`{counter} = 0`"),
+    "accumulates_with": ("{code} combines each step's product with `{op}`: add it, "
+                         "`{accumulator} += ntl.dot(lhs[k], rhs[k])`",
+                         "{code} 用 `{op}` 合并每一步的乘积：应当相加，"
+                         "`{accumulator} += ntl.dot(lhs[k], rhs[k])`"),
+    "assigned_in_loop": ("{code} assigns `{accumulator}` at every step of the loop, so only the "
+                         "last K tile's product is kept: add to it, "
+                         "`{accumulator} += ntl.dot(lhs[k], rhs[k])`",
+                         "{code} 在循环的每一步都给 `{accumulator}` 重新赋值，只留下了最后一个 K tile "
+                         "的乘积：应累加，`{accumulator} += ntl.dot(lhs[k], rhs[k])`"),
+    "zeros_in_loop": ("{code} creates the accumulator inside the loop, so every step starts "
+                      "again from zero: create it once, before the loop",
+                      "{code} 在循环内部创建累加器，每一步都从零重新开始：应在循环之前只创建一次"),
+    "no_product": ("application() multiplies no tiles (no ntl.dot, here or in a helper it "
+                   "calls), so the output is the accumulator as created: add "
+                   "`ntl.dot(lhs[k], rhs[k])` to it in a loop over k",
+                   "application() 没有做任何 tile 乘法（它和它调用的辅助函数里都没有 ntl.dot），"
+                   "输出就是累加器创建时的样子：应在遍历 k 的循环里把 `ntl.dot(lhs[k], rhs[k])` "
+                   "加到累加器上"),
+    "dot_same_operand": ("{code} multiplies tiles of `{operand}` with each other: ntl.dot "
+                         "takes the k-th tile of each operand, `ntl.dot(lhs[k], rhs[k])`",
+                         "{code} 把 `{operand}` 的 tile 和它自己相乘：ntl.dot 应取两个操作数各自的"
+                         "第 k 个 tile，`ntl.dot(lhs[k], rhs[k])`"),
+    "dot_shifted_tile": ("{code} takes {tile}, not the k-th tile: index both operands with the "
+                         "loop's k itself, `ntl.dot(lhs[k], rhs[k])`",
+                         "{code} 取的是 {tile}，不是第 k 个 tile：两个操作数都应直接用循环的 k "
+                         "索引，`ntl.dot(lhs[k], rhs[k])`"),
+    "returns_nothing": ("arrangement() returns nothing: end it with "
+                        "`return lhs_arranged, rhs_arranged, output_arranged`",
+                        "arrangement() 没有返回任何东西：最后应写 "
+                        "`return lhs_arranged, rhs_arranged, output_arranged`"),
+    "loop_never_runs": ("{code} is false as `{counter}` starts, so the loop adds no K tile: "
+                        "loop while `{counter}` is below the count, `{counter} < lhs.shape[0]`",
+                        "{code} 在 `{counter}` 的初值下就不成立，循环一个 K tile 也没有加：应在 "
+                        "`{counter}` 小于块数时循环，`{counter} < lhs.shape[0]`"),
+    "loop_starts_early": ("{code} starts at {start}, before the first K tile, where there is "
+                          "none: loop over the K tiles there are, `for k in range(lhs.shape[0])`",
+                          "{code} 从 {start} 开始，在第一个 K tile 之前，那里并没有 tile：只遍历实际"
+                          "存在的 K tile，`for k in range(lhs.shape[0])`"),
+    "loop_ends_early": ("{code} stops before the last K tile, which is never added: loop over "
+                        "every K tile, `for k in range(lhs.shape[0])`",
+                        "{code} 在最后一个 K tile 之前就停了，它从未被加上：应遍历全部 K tile，"
+                        "`for k in range(lhs.shape[0])`"),
+    "loop_runs_past": ("{code} runs past the last K tile: loop over the K tiles there are, "
+                       "`for k in range(lhs.shape[0])`",
+                       "{code} 越过了最后一个 K tile：只遍历实际存在的 K tile，"
+                       "`for k in range(lhs.shape[0])`"),
+    "loop_steps_over": ("{code} steps by {step}, so it skips K tiles: step by one, "
+                        "`for k in range(lhs.shape[0])`",
+                        "{code} 每次前进 {step}，跳过了一些 K tile：应逐个遍历，"
+                        "`for k in range(lhs.shape[0])`"),
+    "cast_each_step": ("{code} rounds to {dtype} at every step of the loop, so the sum loses "
+                       "what a float32 sum keeps: add ntl.dot's float32 products as they are, "
+                       "and convert once, where the tile is written",
+                       "{code} 在循环的每一步都舍入到 {dtype}，求和因此丢掉了 float32 会保留的部分："
+                       "直接累加 ntl.dot 的 float32 结果，只在写回时转换一次"),
+    "tile_strides": ("{code} gives tile() strides={strides}: a tile then starts every "
+                     "{strides} elements, so the tiles overlap and their grid is not the "
+                     "block grid; leave strides out, so that each tile starts where the last "
+                     "one ends",
+                     "{code} 给 tile() 传了 strides={strides}：每隔 {strides} 个元素就开始一个 "
+                     "tile，tile 互相重叠，网格也不再是块网格；请去掉 strides，让每个 tile 从上"
+                     "一个结束的地方开始"),
+    "floor_mode": ("{code} sets floor_mode=True: the partial tiles at the edges are dropped, "
+                   "and the elements in them are never computed; leave floor_mode out",
+                   "{code} 设置了 floor_mode=True：边缘不完整的 tile 被丢掉，其中的元素从未被计算；"
+                   "请去掉 floor_mode"),
+    "floor_count": ("{code} counts blocks by floor division, which drops the partial last "
+                    "block when the size is not a multiple of the block size: take the count "
+                    "of the tiled output, `output_arranged.shape[{position}]`",
+                    "{code} 用向下取整的除法算块数，尺寸不是分块大小的整数倍时会丢掉最后那个"
+                    "不完整的块：请用分块后输出的块数，`output_arranged.shape[{position}]`"),
     "k_loop_bound": ("the loop runs over {code}, but `{operand}` is the 1-D sequence of K tiles "
                      "(indexed `{operand}[k]`): its length is `{operand}.shape[0]`",
                      "循环遍历的是 {code}，但 `{operand}` 是一维的 K tile 序列（按 "

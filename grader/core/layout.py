@@ -125,15 +125,28 @@ def inspect_arrangement(module, shapes=DEFAULT_SHAPES):
     except NotImplementedError:
         return [{"mistake": "not_implemented", "message": say("arrangement_unfinished")}]
     except Exception as error:  # the student's arrangement can fail in any way
-        return [{"mistake": "build_error",
-                 "message": say("symbolic_failure",
-                                error=f"{type(error).__name__}: {_one_line(error)}")}]
+        message = say("symbolic_failure", error=f"{type(error).__name__}: {_one_line(error)}")
+        line = _raising_line(error, getattr(module, "__file__", None))
+        return [{"mistake": "arrangement_error" if line else "build_error",
+                 "message": say("at_line", line=line, evidence=message) if line else message}]
     try:
         return _dedupe(size_slips(module, levels) + _judge_levels(levels))
     except Exception as error:  # a bug here must never cost the student a grade
         return [{"mistake": "grid_mismatch",
                  "message": say("not_compared", error=f"{type(error).__name__}: "
                                 f"{_one_line(error)}", levels=_compact(levels))}]
+
+
+def _raising_line(error, filename):
+    """The line of the file ``filename`` that the error was raised from (its innermost frame
+    there), or None: an error raised in the submission's own arrangement()."""
+    import traceback
+
+    if not filename:
+        return None
+    frames = [frame for frame in traceback.extract_tb(error.__traceback__)
+              if frame.filename == filename and frame.name == "arrangement"]
+    return frames[-1].lineno if frames else None
 
 
 NOT_LAUNCHED = "not launched: "

@@ -67,6 +67,10 @@ CASES = {
     "not_launched": ("the kernel was not launched: {why}", "kernel 没有启动：{why}"),
     "not_retiled": ("the kernel was not built at other block sizes: {why}",
                     "kernel 没有按其他分块大小构建：{why}"),
+    "wrapper_raised": ("your nt_gemm() raised {raised}, at line {line} in {function}(), "
+                       "before any kernel ran",
+                       "你的 nt_gemm() 在任何 kernel 运行之前就抛出了 {raised}（第 {line} 行，"
+                       "{function}() 中）"),
     "not_run": ("not run: {error}", "未运行：{error}"),
     "flags_such_a_file": ("the batch grader flags such a file (score 0)",
                           "批量评测会标记这样的文件（得 0 分）"),

@@ -19,6 +19,13 @@ OUTPUT = "output"  # one case's verdict names it (grader.core.checks: output, er
 PATTERN = "pattern"  # which cases fail (diagnosis._patterns), or the cases that target it
 SOURCES = (FILE, SOURCE, LAYOUT, OUTPUT, PATTERN)
 
+# What a hint explains (``Mistake.explains``), in the words of the mutation corpus that
+# measures the hints (grader/tests/diagnosis_mutants.py, docs/mutation-table.md): each entry
+# is a subject, the part of the GEMM a changed statement builds, as a glob (``*.expand``:
+# lhs's or rhs's expand(); ``step``: the body of the loop over k), with the kinds of change
+# it covers after a slash where not all (``step/argument_order``). A hint shown for a change
+# that none of its entries covers, or whose evidence names another line, misleads.
+
 
 @dataclasses.dataclass(frozen=True)
 class Mistake:
@@ -29,6 +36,7 @@ class Mistake:
     zh: str
     found_by: tuple = ()  # SOURCES that can name it
     evidence_on_last_line: bool = False  # a check states its evidence on the message's last line
+    explains: tuple = ()  # the changes of a correct file it names (see EXPLAINS below)
 
 
 MISTAKES = {
@@ -53,6 +61,7 @@ MISTAKES = {
             "Python 无法导入你的文件，所以没有任何用例能运行。先修复显示的错误（语法错误、"
             "名字拼写、缺少 import 等），再重新运行测试。",
             found_by=(FILE,),
+            explains=("*",),
         ),
         Mistake(
             "expand_axis",
@@ -64,6 +73,7 @@ MISTAKES = {
             "lhs 应沿输出的 N 方向块数（output_arranged.shape[1]）expand，rhs 应沿 M 方向块数"
             "（output_arranged.shape[0]）expand。方阵会掩盖两者写反，非方阵会暴露。",
             found_by=(LAYOUT, PATTERN),
+            explains=("*.expand", "grid"),
         ),
         Mistake(
             "size_for_count",
@@ -81,6 +91,7 @@ MISTAKES = {
             "tile() 接收的是分块大小（BLOCK_SIZE_M、BLOCK_SIZE_N、BLOCK_SIZE_K），或者用 -1 "
             "表示保留该维上的全部块。",
             found_by=(LAYOUT,),
+            explains=("*.expand", "*.tile", "*.group", "grid"),
         ),
         Mistake(
             "missing_squeeze",
@@ -93,6 +104,7 @@ MISTAKES = {
             "(BLOCK_SIZE_K, BLOCK_SIZE_N) 块的序列。分组之后要对 `.dtype` 去掉长度为 1 的维："
             "lhs 用 squeeze(0)，rhs 用 squeeze(1)。",
             found_by=(LAYOUT,),
+            explains=("*.squeeze",),
         ),
         Mistake(
             "tile_shape",
@@ -103,6 +115,7 @@ MISTAKES = {
             "块的形状对不上：lhs 块应为 (BLOCK_SIZE_M, BLOCK_SIZE_K)，rhs 块应为 "
             "(BLOCK_SIZE_K, BLOCK_SIZE_N)，output 块应为 (BLOCK_SIZE_M, BLOCK_SIZE_N)。",
             found_by=(LAYOUT,),
+            explains=("*.tile",),
         ),
         Mistake(
             "block_order",
@@ -119,6 +132,7 @@ MISTAKES = {
             "lhs 是 M x K，分块为 (BLOCK_SIZE_M, BLOCK_SIZE_K)；输出为 "
             "(BLOCK_SIZE_M, BLOCK_SIZE_N)。",
             found_by=(PATTERN,),
+            explains=("*.tile/argument_order,name",),
         ),
         Mistake(
             "fixed_tiles",
@@ -131,6 +145,7 @@ MISTAKES = {
             "分块大小构建它。请在 tile(...) 中使用分块大小（block_size_m/n/k 或 "
             "BLOCK_SIZE_M/N/K），不要直接写数字。",
             found_by=(OUTPUT,),
+            explains=("*.tile", "*.group"),
         ),
         Mistake(
             "tail_mask",
@@ -140,7 +155,8 @@ MISTAKES = {
             "partial edge tiles (no floor_mode, no manual offsets) so loads and stores stay masked.",
             "形状不是分块大小整数倍时失败。让 tile() 自动产生边缘的不完整块（不要用 floor_mode，"
             "也不要手工计算偏移），读取和写回才会带掩码。",
-            found_by=(LAYOUT, PATTERN),
+            found_by=(SOURCE, LAYOUT, PATTERN),
+            explains=("*.tile/ninetoothed_call", "*.expand/floor_division"),
         ),
         Mistake(
             "hard_coded",
@@ -151,6 +167,7 @@ MISTAKES = {
             "排布只适配部分尺寸：块数应取自排布后的张量（output_arranged.shape[0] 与 [1]），"
             "不要写死 2、4 这样的数字。",
             found_by=(LAYOUT,),
+            explains=("*.expand/constant", "grid/constant"),
         ),
         Mistake(
             "accumulator",
@@ -160,8 +177,9 @@ MISTAKES = {
             "accumulator once, before the loop over k, and add to it with `+=`.",
             "K 只有一段时正确、多段时出错：float32 累加器要在 k 循环之前只创建一次，"
             "循环内用 `+=` 累加，而不是 `=`。",
-            found_by=(OUTPUT, PATTERN),
+            found_by=(SOURCE, OUTPUT, PATTERN),
             evidence_on_last_line=True,
+            explains=("step/operator,store_form", "accumulator/deleted_statement"),
         ),
         Mistake(
             "accumulator_dtype",
@@ -176,6 +194,7 @@ MISTAKES = {
             "float16 中求和，长 K 上的小项会被舍掉。只在写回时再转成 float16。",
             found_by=(SOURCE, OUTPUT),
             evidence_on_last_line=True,
+            explains=("accumulator/dtype,call_argument", "step/dtype"),
         ),
         Mistake(
             "dot_order",
@@ -187,6 +206,7 @@ MISTAKES = {
             "每个程序的输出块是对 k 求和的 lhs[k] @ rhs[k]：应写 `ntl.dot(lhs[k], rhs[k])`，"
             "lhs 在前。顺序反了只有在三个分块大小都相等时才能编译，而且乘的是错误的块。",
             found_by=(OUTPUT,),
+            explains=("step/argument_order",),
         ),
         Mistake(
             "output_tile",
@@ -200,6 +220,7 @@ MISTAKES = {
             "行块与 rhs 第 j 列块的乘积原样写入输出块 (i, j)：lhs 沿 N 方向 expand，rhs 沿 M 方向"
             " expand，直接 `output = accumulator`，不要转置。",
             found_by=(OUTPUT,),
+            explains=("store", "grid", "*.expand"),
         ),
         Mistake(
             "k_tail",
@@ -215,6 +236,20 @@ MISTAKES = {
             "如果只要 K 超过一个块就失败，说明循环提前结束了：循环必须遍历完整的 range(lhs.shape[0])。",
             found_by=(LAYOUT, OUTPUT, PATTERN),
             evidence_on_last_line=True,
+            explains=("loop", "*.tile/ninetoothed_call", "*.group"),
+        ),
+        Mistake(
+            "wrapper_broken",
+            "nt_gemm() raises before its kernel runs",
+            "nt_gemm() 在 kernel 运行之前就出错了",
+            "Your nt_gemm() raised an error of its own Python before its kernel ran: the "
+            "mistake is in nt_gemm() or the helpers it calls, not in arrangement() or "
+            "application(). They come with the handout: restore them as they were.",
+            "你的 nt_gemm() 在 kernel 运行之前，就在它自己的 Python 代码里抛出了异常：错误在 "
+            "nt_gemm() 或它调用的辅助函数里，不在 arrangement() 或 application() 里。这些是讲义"
+            "原有的代码：请恢复原样。",
+            found_by=(OUTPUT,),
+            explains=("wrapper",),
         ),
         Mistake(
             "wrong_dtype",
@@ -224,6 +259,7 @@ MISTAKES = {
             "inside the kernel only.",
             "nt_gemm 必须返回一个新的 float16 张量，形状为 (M, N)；float32 只用于 kernel 内部累加。",
             found_by=(OUTPUT,),
+            explains=("wrapper",),
         ),
         Mistake(
             "unwritten_output",
@@ -237,6 +273,7 @@ MISTAKES = {
             "application() 最后要写 `output = accumulator`（`return accumulator` 会被忽略），"
             "并且每个输出块 (i, j) 都要恰好由一个程序负责。",
             found_by=(SOURCE, OUTPUT),
+            explains=("store",),
         ),
         Mistake(
             "nondeterministic",
@@ -270,6 +307,7 @@ MISTAKES = {
             "ceil(N / BLOCK_SIZE_N))；其内层，lhs 是一行 K 块，rhs 是一列 K 块。"
             "逐层打印它们的 `.shape`，找出哪里不一致。",
             found_by=(LAYOUT, OUTPUT),
+            explains=("*.*", "grid", "return"),
         ),
         Mistake(
             "arrangement_return",
@@ -284,6 +322,21 @@ MISTAKES = {
             "application(lhs, rhs, output)：返回列表、字典、两个张量或别的顺序，要么无法构建，"
             "要么配错张量。",
             found_by=(SOURCE,),
+            explains=("return",),
+        ),
+        Mistake(
+            "arrangement_error",
+            "arrangement() raises an error",
+            "arrangement() 抛出了异常",
+            "NineToothed runs arrangement() on symbolic tensors before it builds any kernel, "
+            "and there your arrangement() raises: the line and Python's own message are "
+            "below. Read it as any Python error: a name used before it is assigned, a call "
+            "given arguments it does not take, a division by zero.",
+            "NineToothed 在构建 kernel 之前，会先在符号张量上运行 arrangement()，你的 "
+            "arrangement() 在这里抛出了异常：出错的行和 Python 自己的报错在下面。按普通的 "
+            "Python 错误来读：名字在赋值之前就用了，调用传了它不接受的参数，除以零，等等。",
+            found_by=(LAYOUT,),
+            explains=("*.*", "grid", "return"),
         ),
         Mistake(
             "k_untiled",
@@ -298,6 +351,7 @@ MISTAKES = {
             "rhs 用 `.tile((-1, 1))`。第一次 tile() 里写 -1 会把整个 K 放进一个块，它的大小不是"
             "分块大小，NineToothed 无法构建。",
             found_by=(LAYOUT,),
+            explains=("lhs.tile", "rhs.tile", "*.group"),
         ),
         Mistake(
             "group_axis",
@@ -311,6 +365,21 @@ MISTAKES = {
             "rhs 要把每一列分成一组，`.tile((-1, 1))`。分组方向反了，程序拿到的是 lhs 的一列块"
             "（或 rhs 的一行块），网格也与输出对不上。",
             found_by=(LAYOUT,),
+            explains=("*.group",),
+        ),
+        Mistake(
+            "group_size",
+            "the K tiles are not grouped whole",
+            "K 块没有整行（整列）分组",
+            "After the first tile(), a second one groups the K tiles, so that each program "
+            "gets every K tile of its block: a whole row of lhs's tiles, `.tile((1, -1))`, and "
+            "a whole column of rhs's, `.tile((-1, 1))`. Other group sizes hand a program some "
+            "K tiles only, or several rows of them.",
+            "第一次 tile() 之后，第二次 tile() 把 K 块分组，让每个程序拿到它那个块的全部 K 块："
+            "lhs 按整行分组，`.tile((1, -1))`，rhs 按整列分组，`.tile((-1, 1))`。别的分组大小会"
+            "让一个程序只拿到部分 K 块，或者拿到好几行。",
+            found_by=(LAYOUT,),
+            explains=("*.group",),
         ),
         Mistake(
             "squeeze_axis",
@@ -324,6 +393,7 @@ MISTAKES = {
             "那一维，lhs 用 squeeze(0)，rhs 用 squeeze(1)。去掉另一维只会剩下一个 K 块，于是只有 "
             "K 不超过一个块时结果才对。",
             found_by=(LAYOUT,),
+            explains=("*.squeeze",),
         ),
         Mistake(
             "k_loop_bound",
@@ -335,6 +405,111 @@ MISTAKES = {
             "在 application() 里，lhs 和 rhs 是一维的 K 块序列（squeeze 之后）：循环写 "
             "`for k in range(lhs.shape[0])`。它们没有 shape[1]，kernel 因此无法构建。",
             found_by=(SOURCE,),
+            explains=("loop",),
+        ),
+        Mistake(
+            "k_loop_range",
+            "the loop over k skips K tiles",
+            "k 循环漏掉了 K 块",
+            "The loop must visit every K tile once, from the first: `for k in range(lhs.shape[0])`. "
+            "A later start or an earlier stop leaves K tiles out of the sum, a stop past the "
+            "end adds tiles that do not exist, and a step over tiles skips some.",
+            "循环必须从第一个 K 块开始，把每个 K 块恰好访问一次：`for k in range(lhs.shape[0])`。"
+            "开始得晚或结束得早，会有 K 块没加进和里；结束得太晚会加上不存在的块；步长大于 1 "
+            "会跳过一些块。",
+            found_by=(SOURCE,),
+            explains=("loop",),
+        ),
+        Mistake(
+            "len_of_tiles",
+            "len() of a tile sequence",
+            "对块序列用了 len()",
+            "application() becomes a Triton kernel, where a sequence of tiles has no Python "
+            "length: the number of K tiles is `lhs.shape[0]`.",
+            "application() 会变成 Triton kernel，块序列在那里没有 Python 的长度：K 块的个数是 "
+            "`lhs.shape[0]`。",
+            found_by=(SOURCE,),
+            explains=("loop", "step"),
+        ),
+        Mistake(
+            "elementwise_product",
+            "`*` between tiles multiplies element by element",
+            "块之间的 `*` 是逐元素相乘",
+            "In application(), `*` between two tiles multiplies them element by element, and "
+            "builds only where their shapes agree; the product of two tiles is ntl.dot: "
+            "`accumulator += ntl.dot(lhs[k], rhs[k])`.",
+            "在 application() 里，两个块之间的 `*` 是逐元素相乘，而且只有形状相同时才能构建；"
+            "两个块的矩阵乘积要用 ntl.dot：`accumulator += ntl.dot(lhs[k], rhs[k])`。",
+            found_by=(SOURCE,),
+            explains=("step",),
+        ),
+        Mistake(
+            "transposed_tile",
+            "an input tile is transposed",
+            "输入的块被转置了",
+            "The arrangement hands application() lhs tiles of (BLOCK_SIZE_M, BLOCK_SIZE_K) and "
+            "rhs tiles of (BLOCK_SIZE_K, BLOCK_SIZE_N), as ntl.dot takes them: "
+            "`ntl.dot(lhs[k], rhs[k])`, with no ntl.trans.",
+            "排布交给 application() 的 lhs 块是 (BLOCK_SIZE_M, BLOCK_SIZE_K)，rhs 块是 "
+            "(BLOCK_SIZE_K, BLOCK_SIZE_N)，正是 ntl.dot 需要的形状：`ntl.dot(lhs[k], rhs[k])`，"
+            "不需要 ntl.trans。",
+            found_by=(SOURCE,),
+            explains=("step",),
+        ),
+        Mistake(
+            "reads_output",
+            "the output is read as a running sum",
+            "把 output 当成了累加和来读",
+            "application()'s `output` is where the result goes, not a running sum: before the "
+            "kernel writes it, it holds whatever the output tensor held. Sum in a float32 "
+            "accumulator, `accumulator = ntl.zeros(output.shape, dtype=ntl.float32)`, and "
+            "assign `output = accumulator` once, after the loop.",
+            "application() 里的 `output` 是结果写回的地方，不是累加和：在 kernel 写它之前，"
+            "它里面是输出张量原来的内容。请在 float32 累加器里求和，"
+            "`accumulator = ntl.zeros(output.shape, dtype=ntl.float32)`，循环结束后只赋值一次，"
+            "`output = accumulator`。",
+            found_by=(SOURCE,),
+            explains=("store", "step/store_form"),
+        ),
+        Mistake(
+            "slice_store",
+            "a store into a slice of the output",
+            "写入了 output 的切片",
+            "NineToothed turns a plain assignment to application()'s `output` into the store of "
+            "the output tile: write `output = accumulator`. A slice (`output[:, :] = ...`) is "
+            "numpy's way, which the kernel NineToothed generates cannot take.",
+            "NineToothed 会把对 application() 的 `output` 的普通赋值变成输出块的写回：请写 "
+            "`output = accumulator`。切片赋值（`output[:, :] = ...`）是 numpy 的写法，"
+            "NineToothed 生成的 kernel 不支持。",
+            found_by=(SOURCE,),
+            explains=("store",),
+        ),
+        Mistake(
+            "tile_strides",
+            "strides= given to tile()",
+            "tile() 传了 strides=",
+            "tile() lays tiles side by side when it gets no strides: each tile starts where the "
+            "last one ends. With strides, the tiles overlap (strides smaller than the tile) and "
+            "their grid is no longer the block grid. Call tile() with the block sizes only.",
+            "不传 strides 时，tile() 把块一个挨一个地排开：每个块从上一个块结束的地方开始。"
+            "传了 strides，块会互相重叠（步长小于块大小时），网格也不再是块网格。调用 tile() "
+            "时只传分块大小。",
+            found_by=(SOURCE,),
+            explains=("*.tile", "*.group"),
+        ),
+        Mistake(
+            "floor_count",
+            "a block count rounded down",
+            "块数被向下取整",
+            "A block count worked out by floor division, `N // BLOCK_SIZE_N`, leaves out the "
+            "partial last block whenever the size is not a multiple of the block size. Take "
+            "the counts from the tiled output instead: `output_arranged.shape[0]` and "
+            "`output_arranged.shape[1]`.",
+            "用向下取整的除法算块数（`N // BLOCK_SIZE_N`），在尺寸不是分块大小的整数倍时会漏掉"
+            "最后那个不完整的块。块数请取自分块后的输出：`output_arranged.shape[0]` 和 "
+            "`output_arranged.shape[1]`。",
+            found_by=(SOURCE,),
+            explains=("*.expand/floor_division",),
         ),
         Mistake(
             "k_steps",
@@ -348,6 +523,7 @@ MISTAKES = {
             "块相乘：`ntl.dot(lhs[k], rhs[k])`。固定下标（lhs[0]）、没有循环，或者把整个序列传给 "
             "ntl.dot（`ntl.dot(lhs, rhs)`），乘的都是错误的块。",
             found_by=(SOURCE,),
+            explains=("step", "loop/deleted_statement"),
         ),
         Mistake(
             "matmul_operator",
@@ -358,6 +534,7 @@ MISTAKES = {
             "application() 会变成 Triton kernel，Triton 不支持块之间的 `@` 运算：请用 "
             "`ntl.dot(lhs[k], rhs[k])` 相乘。",
             found_by=(SOURCE,),
+            explains=("step",),
         ),
         Mistake(
             "torch_in_kernel",
@@ -382,6 +559,7 @@ MISTAKES = {
             "lhs.shape 和 rhs.shape 是 K 序列的长度；含 BLOCK_SIZE_K 的形状是 lhs 或 rhs 的块，"
             "不是输出块。",
             found_by=(SOURCE,),
+            explains=("accumulator",),
         ),
         Mistake(
             "global_in_application",
@@ -397,6 +575,7 @@ MISTAKES = {
             "并不存在，所以 kernel 无法构建。尺寸请从块上取（`output.shape`、`lhs.shape[0]`），"
             "其他常量直接写在 application() 里。",
             found_by=(SOURCE,),
+            explains=("accumulator", "loop", "step", "store"),
         ),
         Mistake(
             "debug_print",
@@ -424,6 +603,7 @@ MISTAKES = {
             "维度是否一致，以及 application() 里是否用了 Triton 不支持的 Python 写法。",
             found_by=(OUTPUT,),
             evidence_on_last_line=True,
+            explains=("accumulator", "loop", "step", "store"),
         ),
     ]
 }

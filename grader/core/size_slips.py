@@ -24,7 +24,8 @@ _RECORDED = ("tile", "expand")
 
 @contextlib.contextmanager
 def _recording_calls(filename):
-    """Record (method, line, first argument) for tile/expand calls made from ``filename``."""
+    """Record (method, line, first argument, the tensor called) for tile/expand calls made
+    from ``filename``."""
     from ninetoothed import Tensor
 
     calls = []
@@ -35,7 +36,7 @@ def _recording_calls(filename):
             caller = sys._getframe(1)
             if caller.f_code.co_filename == filename:
                 first = args[0] if args else kwargs.get("tile_shape", kwargs.get("shape"))
-                calls.append((name, caller.f_lineno, first))
+                calls.append((name, caller.f_lineno, first, self))
             return original(self, *args, **kwargs)
         return recorded
 
@@ -59,8 +60,19 @@ def quoted(line):
     return code if len(code) <= QUOTE_LIMIT else code[:QUOTE_LIMIT - 3] + "..."
 
 
+def _grouped_wrong(argument, tensor, tensor_type):
+    """Whether a tile() of tiles (the grouping of lhs's or rhs's K tiles) groups them other
+    than a whole row or column at a time: one entry 1, the other -1 or the whole length."""
+    if not isinstance(getattr(tensor, "dtype", None), tensor_type) or len(argument) != 2:
+        return False
+    sizes = [str(size) for size in argument]
+    whole = [size in ("-1", str(tensor.shape[position])) for position, size in enumerate(sizes)]
+    return not ((sizes[0] == "1" and whole[1]) or (sizes[1] == "1" and whole[0]))
+
+
 def size_slips(module, levels):
-    """Findings ``{"mistake": "size_for_count", "message": ...}``, one per slipped argument.
+    """Findings ``{"mistake": "size_for_count", "message": ...}``, one per slipped argument,
+    and ``group_size`` for a grouping of K tiles other than a whole row or column.
 
     ``levels`` is grader.core.layout.arranged_levels's answer; its first size is the one
     quoted, and its output grid the block counts that belong in an expand.
@@ -87,10 +99,15 @@ def _size_slips(module, levels):
     grid = at["output"][0] if len(at["output"]) > 1 else ()
     where = f"M={m}, N={n}, K={k}"
     findings = []
-    for method, line, argument in calls:
+    for method, line, argument, tensor in calls:
         if not isinstance(argument, (tuple, list)):
             continue
         code = quoted(linecache.getline(filename, line))
+        if method == "tile" and _grouped_wrong(argument, tensor, Tensor):
+            findings.append({"mistake": "group_size",
+                             "message": say("group_size", line=line, code=code,
+                                            shape="(" + ", ".join(map(str, argument)) + ")")})
+            continue
         for position, size in enumerate(argument):
             letter = sizes.get(str(size))
             if letter is None:

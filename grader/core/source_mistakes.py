@@ -18,8 +18,12 @@ import builtins
 from grader.core import nesting
 from grader.core.kernel_allowlist import dotted_name, module_bindings
 from grader.core.loading import read_source
-from grader.core.messages import say
 from grader.core.size_slips import quoted
+from grader.core.source_slips import called as _called
+from grader.core.source_slips import code as _code
+from grader.core.source_slips import finding as _finding
+from grader.core.source_slips import parameters as _parameters
+from grader.core.source_slips import slips
 
 # The mistakes the kit's rules refuse by their nature, so that a refusal they explain is a
 # kernel that cannot build, not a capability asked for: arrangement() returning other than
@@ -69,6 +73,7 @@ def _read(source):
         findings, outside = [], {}
         if "arrangement" in functions:
             findings += _arrangement_return(functions["arrangement"])
+        findings += slips(functions)
         if "application" in functions:
             torch_names = _torch_names(tree)
             findings += _application(functions["application"], torch_names)
@@ -80,23 +85,9 @@ def _read(source):
     return [finding for _, finding in sorted(findings, key=lambda pair: pair[0])], outside
 
 
-def _finding(key, node, template, **fields):
-    """(its line, the finding), so that the findings can be put in line order; its message
-    is grader.core.messages's ``template`` with ``fields``, after its line."""
-    return node.lineno, {"mistake": key, "message": say("at_line", line=node.lineno,
-                                                        evidence=say(template, **fields))}
-
-
-def _code(node):
-    return f"`{quoted(ast.unparse(node))}`"
-
-
 def _names(names):
     return ", ".join(f"`{name}`" for name in names)
 
-
-def _parameters(function):
-    return [argument.arg for argument in function.args.args]
 
 
 def _torch_names(tree):
@@ -117,6 +108,9 @@ def _arrangement_return(function):
     order: NineToothed pairs them with application()'s parameters by position."""
     parameters = _parameters(function)[:3]
     findings = []
+    if not any(isinstance(node, ast.Return) and node.value is not None
+               for node in ast.walk(function)):
+        return [_finding("arrangement_return", function, "returns_nothing")]
     for node in ast.walk(function):
         if not isinstance(node, ast.Return) or node.value is None:
             continue
@@ -253,10 +247,6 @@ def _left_to_default(call, helper):
             if parameter.arg not in given and parameter.arg in read]
 
 
-def _called(call):
-    name = dotted_name(call.func) or ""
-    return name.rpartition(".")[2]
-
 
 def _output_written(function, output):
     returns = [node for node in ast.walk(function)
@@ -265,11 +255,20 @@ def _output_written(function, output):
         value = quoted(ast.unparse(returns[0].value))
         return [_finding("unwritten_output", returns[0], "returns_result", output=output,
                          value=value)]
-    assigned = any(isinstance(node, ast.Name) and node.id == output
-                   and isinstance(node.ctx, ast.Store) for node in ast.walk(function))
+    assigned = any(isinstance(node, (ast.Name, ast.Subscript)) and _stored_name(node) == output
+                   for node in ast.walk(function))  # a slice store is named on its own line
     if assigned or any(isinstance(node, ast.Raise) for node in ast.walk(function)):
         return []  # a placeholder's raise says itself what is missing
     return [_finding("unwritten_output", function, "never_assigns", output=output)]
+
+
+def _stored_name(node):
+    """The name a store target writes to: ``output`` for ``output`` and ``output[:, :]``."""
+    if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+        while isinstance(node, ast.Subscript):
+            node = node.value
+        return node.id if isinstance(node, ast.Name) else None
+    return node.id if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) else None
 
 
 def _accumulator(call, lhs, rhs):
@@ -324,6 +323,11 @@ def _loops(function, operands):
 
 
 def _dot_operands(call, operands, loop_names):
+    roots = [argument.value.id if isinstance(argument, ast.Subscript)
+             and isinstance(argument.value, ast.Name) else None for argument in call.args[:2]]
+    if len(roots) == 2 and roots[0] == roots[1] and roots[0] in operands:
+        return [_finding("k_steps", call, "dot_same_operand", code=_code(call),
+                         operand=roots[0])]
     for argument in call.args[:2]:
         if isinstance(argument, ast.Name) and argument.id in operands:
             return [_finding("k_steps", call, "dot_whole_sequence", code=_code(call),
@@ -335,6 +339,12 @@ def _dot_operands(call, operands, loop_names):
                 return [_finding("k_steps", call, "dot_outside_loop", code=_code(call))]
             if not used & loop_names:
                 return [_finding("k_steps", call, "dot_fixed_tile", code=_code(call),
+                                 tile=_code(argument))]
+            indices = argument.slice.elts if isinstance(argument.slice, ast.Tuple) \
+                else [argument.slice]
+            if not any(isinstance(index, ast.Name) and index.id in loop_names
+                       for index in indices):
+                return [_finding("k_steps", call, "dot_shifted_tile", code=_code(call),
                                  tile=_code(argument))]
     return []
 

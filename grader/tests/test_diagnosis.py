@@ -248,12 +248,46 @@ def test_explain_trusts_mistakes_the_checks_named():
         assert hints[0]["evidence"]
 
 
-def test_explain_puts_symbolic_findings_first_and_accepts_dict_verdicts():
+def test_explain_says_a_symbolic_finding_alone_and_accepts_dict_verdicts():
+    """A finding is sure of its cause: the stack's words beside it would only send the
+    student elsewhere."""
     verdicts, catalogue = _verdicts({case.id for case in cases.catalogue()}, mistake="build_error")
     findings = [{"mistake": "tile_shape", "message": "rhs tiles are (64, 32)"}]
     as_dicts = [vars(verdict) for verdict in verdicts]
     keys = [hint["key"] for hint in diagnosis.explain(findings, as_dicts, catalogue)]
-    assert keys == ["tile_shape", "build_error"]
+    assert keys == ["tile_shape"]
+
+
+def test_a_finding_on_a_line_is_said_before_and_instead_of_the_arranged_shapes():
+    verdicts, catalogue = _verdicts({case.id for case in cases.catalogue()})
+    findings = [{"mistake": "expand_axis", "message": "lhs outer shape is (2, 1) where ..."},
+                {"mistake": "floor_count", "message": "line 49: `N // BLOCK_SIZE_N` counts ..."}]
+    hints = diagnosis.explain(findings, verdicts, catalogue)
+    assert [hint["key"] for hint in hints] == ["floor_count"]
+    assert diagnosis.case_cause(verdicts[0], findings) == "floor_count"
+
+
+def test_a_value_the_checks_recognise_is_said_only_where_they_name_every_failure():
+    """An output of zeros is also a float16 running sum of the cancellation case: named on
+    that case alone while the others fail unnamed, it is no evidence."""
+    catalogue = cases.catalogue()
+    cancellation = next(case.id for case in catalogue if case.inputs == cases.CANCELLATION)
+    verdicts, _ = _verdicts({case.id for case in catalogue})
+    for verdict in verdicts:
+        if verdict.case_id == cancellation:
+            verdict.mistake = "accumulator_dtype"
+    assert "accumulator_dtype" not in [hint["key"] for hint in
+                                       diagnosis.explain([], verdicts, catalogue)]
+    named, _ = _verdicts({cancellation}, mistake="accumulator_dtype")
+    assert [hint["key"] for hint in diagnosis.explain([], named, catalogue)] == [
+        "accumulator_dtype"]
+
+
+def test_a_case_that_did_not_build_names_no_cause_of_its_own():
+    verdict = Verdict("square-64x64x64", False, "did not build", "build_error")
+    assert diagnosis.case_cause(verdict, []) == ""
+    assert diagnosis.case_cause(verdict, [{"mistake": "k_untiled", "message": "x"}]) == \
+        "k_untiled"
 
 
 def test_explain_says_nothing_when_no_pattern_fits():

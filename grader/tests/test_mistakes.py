@@ -17,7 +17,7 @@ DOCS = CORE.parents[1] / "docs"
 def _reported(module):
     """The mistake keys a module of grader.core writes: ``"mistake": KEY`` in a dict,
     ``mistake = KEY`` or ``.mistake = KEY``, ``mistake=KEY``, the fourth argument of
-    ``Verdict(...)``, the first of ``_finding(...)`` and the first of what
+    ``Verdict(...)``, the first of ``_finding(...)`` or ``finding(...)`` and the first of what
     ``_named_build_error`` returns."""
     tree = ast.parse((CORE / f"{module}.py").read_text(encoding="utf-8"))
     values = []
@@ -32,7 +32,8 @@ def _reported(module):
             values.append(node.value)
         elif isinstance(node, ast.Call) and getattr(node.func, "id", "") == "Verdict":
             values += node.args[3:4]
-        elif isinstance(node, ast.Call) and getattr(node.func, "id", "") == "_finding":
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", "") in ("_finding",
+                                                                              "finding"):
             values += node.args[:1]
         elif isinstance(node, ast.FunctionDef) and node.name == "_named_build_error":
             values += [ret.value.elts[0] for ret in ast.walk(node)
@@ -53,7 +54,7 @@ def _patterns():
 
 FOUND_IN = {
     mistakes.FILE: _reported("suite") | _reported("checks"),
-    mistakes.SOURCE: _reported("source_mistakes"),
+    mistakes.SOURCE: _reported("source_mistakes") | _reported("source_slips"),
     mistakes.LAYOUT: _reported("layout") | _reported("size_slips"),
     mistakes.OUTPUT: _reported("checks"),
     mistakes.PATTERN: _patterns() | {case.targets for case in cases.all_fixed_cases()},
