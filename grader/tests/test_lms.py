@@ -331,9 +331,9 @@ def test_a_moodle_comment_is_html_with_its_line_breaks_as_moodle_shows_them(tmp_
     from grader.batch.outputs import reports, spreadsheet
 
     flag = "kernel run: the generated kernel breaks the kit's rules:\n- generated line 3: <b>"
-    record = {"student": "Li Hua", "score": 0, "max_score": 32, "status": "flagged",
-              "flags": [flag, "second & last"], "message": "see the flags", "cases": [],
-              "lms_id": "2231", "origin": "Li Hua_2231_assignsubmission_file_/x.py"}
+    record = Record(student="Li Hua", score=0, max_score=32, status="flagged",
+                    flags=[flag, "second & last"], message="see the flags", cases=[],
+                    lms_id="2231", origin="Li Hua_2231_assignsubmission_file_/x.py")
     out = tmp_path / "out"
     out.mkdir()
     frame = reports.gradebook_frame([record], [])
