@@ -431,3 +431,25 @@ def test_a_whole_class_download_given_as_an_archive_is_refused_saying_to_unzip_i
         archive.writestr("ada_1_2_ninetoothed_gemm.py", "x = 1\n")
     with pytest.raises(intake.IntakeError, match=r"it is an archive.*unzip -d FOLDER ARCHIVE"):
         intake.discover(download)
+
+
+def test_an_entry_whose_reading_raises_is_its_own_row_and_the_others_are_read(tmp_path,
+                                                                                monkeypatch):
+    (tmp_path / "ada.py").write_text("a = 1\n")
+    (tmp_path / "bob.py").write_text("b = 1\n")
+    (tmp_path / "cy_77_1_ninetoothed_gemm.py").write_text("c = 1\n")
+    real = intake._from_file
+
+    def broken(root, path, student):
+        if student in ("bob", "cy"):
+            raise UnicodeError(f"a reader's bug on {student}")
+        return real(root, path, student)
+
+    monkeypatch.setattr(intake, "_from_file", broken)
+    found = {s.student: s for s in intake.discover(tmp_path)}
+    assert found["ada"].data == b"a = 1\n"
+    for student in ("bob", "cy"):
+        assert not found[student].data
+        assert found[student].problem.startswith(
+            f"could not read this entry (UnicodeError: a reader's bug on {student}); the "
+            "grader gave it no points: open it, and grade it by hand or fix it")

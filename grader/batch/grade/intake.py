@@ -166,20 +166,19 @@ def discover(root, skipped=None):
             skipped.append((name, "not a folder, .py or .zip, nor a file of an LMS download"))
             continue
         reader = _from_folder if folder else _from_zip if suffix == ".zip" else _from_file
-        submission = _guarded(root, entry.path, who, lambda: reader(root, entry.path,
-                                                                    who.student))
+        submission = _guarded(root, entry.path, who, reader, root, entry.path, who.student)
         submission.lms_id, submission.late = who.lms_id, who.late
         found.append(submission)
     for files in uploads.values():
-        found.append(_guarded(root, files[0].path, files[0].who,
-                              lambda: _from_uploads(root, files)))
+        found.append(_guarded(root, files[0].path, files[0].who, _from_uploads, root, files))
     return _by_student(found)
 
 
-def _guarded(root, path, who, read):
-    """``read()``, or, when reading the entry raises, a row saying so (rule 2)."""
+def _guarded(root, path, who, read, *args):
+    """``read(*args)``, or, when reading the entry at ``path`` raises, a row saying so
+    (rule 2)."""
     try:
-        return read()
+        return read(*args)
     except Exception as error:  # one entry's trouble is that entry's row, never the class's
         why = f"{type(error).__name__}: {error}"
         return Submission(who.student, _relative(root, path), problem=say("could_not_read",
