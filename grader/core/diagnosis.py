@@ -116,9 +116,12 @@ def explain(findings, verdicts, cases, tiles=None, reveal=False):
 
 def case_cause(verdict, findings):
     """The key of the likely cause shown under one failing case (grader.core.suite), or "":
-    the first of ``sure_findings``, else the check's own, but for a kernel that did not
-    build, which the case's message says already and which names no cause."""
+    a file that cannot run says so; else the first of ``sure_findings``, else the check's
+    own, but for a kernel that did not build, which the case's message says already and
+    which names no cause."""
     key = _verdict_fields(verdict)[2]
+    if key in mistakes.found_by(mistakes.FILE):
+        return key  # the file cannot run at all: that is the whole story
     sure = sure_findings(findings, key == "build_error",
                          not key or key in ("build_error", "grid_mismatch"))
     if sure:

@@ -2,12 +2,14 @@
 
 A tile product written `lhs[k] * rhs[k]`, an input tile transposed, a loop over the K tiles
 that starts late or ends early, ``len()`` of a tile sequence, a store into a slice of the
-output or a sum kept in it, a cast to float16 at every step, ``strides=`` or
+output or a sum kept in it, a cast to float16 at every step, an accumulator made in the loop
+or combined by another operator than +, no product at all, ``strides=`` or
 ``floor_mode=True`` given to tile(), a block count worked out by floor division. What the
 kernel computes with them is wrong in ways that match other mistakes (the cases alone took
-a loop that ends early for a dropped K tail), so ``slips(tree)`` reads them from the file's
-own lines, as grader.core.source_mistakes reads the first hour's mistakes, and says which
-line. Each slip is reported only where its line leaves no doubt; nothing of the file runs.
+a loop that ends early for a dropped K tail), so ``slips(functions)`` reads them from the
+file's own lines, as grader.core.source_mistakes reads the first hour's mistakes, and says
+which line. Each slip is reported only where its line leaves no doubt; nothing of the file
+runs.
 """
 
 import ast
@@ -48,7 +50,8 @@ def slips(functions):
     application = functions.get("application")
     if application is not None and len(parameters(application)) == 3:
         found += _application(application)
-        if not _multiplies(application, functions, set()):
+        if not _multiplies(application, functions, set()) \
+                and not any(isinstance(node, ast.Raise) for node in ast.walk(application)):
             found.append(finding("k_steps", application, "no_product"))
     return found
 

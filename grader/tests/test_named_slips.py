@@ -2,6 +2,8 @@
 .source_slips, with the group size from grader.core.size_slips): each is named by its cause,
 with its line, in English and in Chinese; none is read into a correct style."""
 
+import pathlib
+
 import pytest
 
 from grader.core import cases, diagnosis, layout, messages, source_mistakes
@@ -10,6 +12,8 @@ from grader.core.loading import load_submission
 from grader.tests import build_variants
 from grader.tests.build_variants import DOT, LHS_EXPAND, LHS_TILE, LOOP, STORE, ZEROS
 from grader.tests.source_edits import Variant, writer
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 SLIPS = {
     "elementwise": (Variant("`*` between the tiles", ((DOT, "accumulator += lhs[k] * rhs[k]"),)),
@@ -78,3 +82,13 @@ def test_no_correct_style_reads_as_a_slip(name):
     source = build_variants.CORRECT[name].edited()
     keys = {key for _, key, _, _ in SLIPS.values()}
     assert not {finding["mistake"] for finding in source_mistakes.inspect_source(source)} & keys
+
+
+def test_the_skeleton_reads_as_placeholders_not_slips():
+    """The handout's raise NotImplementedError is no missing return, no missing product: the
+    placeholder is the whole story, under every case as in the summary."""
+    skeleton = (ROOT / "assignment" / "ninetoothed_gemm.py").read_text(encoding="utf-8")
+    assert source_mistakes.inspect_source(skeleton) == []
+    verdict = Verdict("square-64x64x64", False, "placeholder", "not_implemented")
+    assert diagnosis.case_cause(verdict, [{"mistake": "k_steps", "message": "line 3: x"}]) == \
+        "not_implemented"
