@@ -527,9 +527,10 @@ STREAM_K_SHAPES = [(6144, 1024, 4096), (3000, 3000, 3000), (8192, 8192, 8192),
 
 def section_stream_k(bench):
     """Round 9: Stream-K (the last wave's tiles shared by K) and split stores, in NineToothed
-    (solutions/tuned/stream_k.py) and in plain Triton, beside the persistent kernels."""
+    (benchmarks/lab/stream_k.py) and in plain Triton, beside the persistent kernels."""
     from benchmarks.lab import triton_ceiling
-    from solutions.tuned import persistent_tma, stream_k
+    from benchmarks.lab import stream_k
+    from solutions.tuned import persistent_tma
 
     log("== stream_k: whole waves tile by tile, the rest by ranges of K steps")
     persistent_tma.use_torch_scratch()

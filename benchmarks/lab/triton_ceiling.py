@@ -1,4 +1,4 @@
-"""The ceiling for round 5: a plain Triton GEMM with TMA loads and a persistent schedule.
+"""The ceiling for rounds 5 and 9: plain Triton GEMMs with TMA loads, persistent and Stream-K.
 
 Not NineToothed. One program per SM loops over the C tiles in grouped order,
 optionally warp-specialised (``tl.range(..., warp_specialize=True)``): the best
@@ -11,6 +11,7 @@ import torch
 import triton
 import triton.language as tl
 
+from benchmarks.lab.stream_k import scratch
 from solutions.tuned.persistent_tma import require_tma_rows
 
 
@@ -90,7 +91,7 @@ def _stream_k_kernel(a_ptr, b_ptr, c_ptr, partials_ptr, flags_ptr, m_size, n_siz
                      a_stride, b_stride, c_stride, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                      BLOCK_K: tl.constexpr, GROUP: tl.constexpr, PROGRAMS: tl.constexpr,
                      SK_WAVES: tl.constexpr, STORE_SPLIT: tl.constexpr):
-    """solutions/tuned/stream_k.py's schedule in plain Triton (its docstring says how)."""
+    """benchmarks/lab/stream_k.py's schedule in plain Triton (its docstring says how)."""
     a_tiles = tl.make_tensor_descriptor(a_ptr, [m_size, k_size], [a_stride, 1], [BLOCK_M, BLOCK_K])
     b_tiles = tl.make_tensor_descriptor(b_ptr, [k_size, n_size], [b_stride, 1], [BLOCK_K, BLOCK_N])
     c_tiles = tl.make_tensor_descriptor(c_ptr, [m_size, n_size], [c_stride, 1],
@@ -136,9 +137,7 @@ def _stream_k_kernel(a_ptr, b_ptr, c_ptr, partials_ptr, flags_ptr, m_size, n_siz
 def stream_k(block_m, block_n, block_k, num_warps, num_stages, sms, sk_waves=1, store_split=1,
              group=8):
     """A launcher ``run(lhs, rhs, output)`` for the plain Triton Stream-K kernel; it shares
-    solutions.tuned.stream_k's scratch (partials and flags)."""
-    from solutions.tuned.stream_k import scratch
-
+    benchmarks.lab.stream_k's scratch (partials and flags)."""
     def run(lhs, rhs, output):
         require_tma_rows(lhs, rhs, output)
         partials, flags = scratch(lhs.device, torch.cuda.current_stream(lhs.device).stream_id,

@@ -11,7 +11,7 @@ import dataclasses
 import pytest
 import torch
 
-from solutions.tuned import configs, kernels, persistent_tma, plan, stream_k, waves
+from solutions.tuned import configs, kernels, persistent_tma, plan, waves
 
 
 @pytest.fixture(scope="module")
@@ -105,11 +105,6 @@ def test_whole_wave_rows(m, n, block_m, block_n, sms, rows):
     (6144, 1024, 4096, "persistent-tma 128x128x64", "waves"),
     (3000, 3000, 3000, "flat-t", "persistent-tma"),  # ragged: rows TMA reads, but flat wins
     (4096, 4096, 3000, "flat ", "persistent-tma"),
-    (6144, 1024, 4096, "stream-k1 128x256x64", ""),  # the last wave 45% full
-    (8192, 8192, 8192, "stream-k2 128x256x64", ""),  # 2048 tiles: the 16th wave 52% full
-    (3000, 3000, 3000, "stream-k1", "persistent-tma"),  # 6000-byte rows: TMA reads them
-    (2048, 2048, 2048, "persistent-tma", "stream-k"),  # 128 tiles: less than a wave
-    (4096, 4096, 4095, "", "stream-k"),  # rows of 4095 halves: TMA cannot read them
 ])
 def test_candidates_per_shape(monkeypatch, m, n, k, offered, withheld):
     """Which kinds of kernel the tuner times, on an H200's 132 SMs."""
@@ -119,7 +114,7 @@ def test_candidates_per_shape(monkeypatch, m, n, k, offered, withheld):
     rhs = torch.empty((k, n), dtype=torch.float16, device="meta")
     names = [config.name for config in plan.candidates(lhs, rhs)]
     assert not offered or any(name.startswith(offered) for name in names), names
-    assert not withheld or not any(name.startswith(withheld) for name in names), names
+    assert not any(name.startswith(withheld) for name in names), names
 
 
 @pytest.mark.parametrize(("tiles", "share"), [(288, 24 / 132), (264, 1.0), (100, 1.0), (200, 68 / 132)])
@@ -183,10 +178,9 @@ def test_persistent_configurations_run_their_tma_kernel(tma_ready, device, monke
     """Aligned operands take the persistent kernel itself, not the grouped fallback."""
     monkeypatch.setattr(waves, "sm_count", lambda device: 3)
     launched = []
-    for module in (persistent_tma, stream_k):
-        monkeypatch.setattr(module, "unchecked_launcher",
-                            lambda *args, original=module.unchecked_launcher, **options:
-                            launched.append(args) or original(*args, **options))
+    original = persistent_tma.unchecked_launcher
+    monkeypatch.setattr(persistent_tma, "unchecked_launcher",
+                        lambda *args, **options: launched.append(args) or original(*args, **options))
     lhs, rhs = operands(*ALIGNED, device)
     persistent = [config for config in shipped_configs(device) if config.persistent]
     assert persistent, "the reference ships no persistent configuration"
@@ -199,7 +193,6 @@ def test_a_view_tma_would_misread_runs_the_grouped_kernel(device, monkeypatch):
     """A plan is kept per shape and strides: a view starting off a 16-byte boundary, with
     the strides of an aligned one, must still get the right product."""
     monkeypatch.setattr(persistent_tma, "unchecked_launcher", None)  # calling it fails
-    monkeypatch.setattr(stream_k, "unchecked_launcher", None)
     m, n, k = ALIGNED
     wide, rhs = operands(m, n, k + 8, device)
     lhs = wide[:, 1:k + 1]  # 2 bytes past a boundary, rows of k + 8 halves
@@ -215,13 +208,6 @@ def test_a_view_tma_would_misread_runs_the_grouped_kernel(device, monkeypatch):
                                      dict(persistent=True, tail=configs.TileConfig(64, 128, 64, 1, 4, 4))])
 def test_a_persistent_config_takes_its_operands_as_they_are(options):
     with pytest.raises(ValueError, match="persistent TileConfig"):
-        configs.TileConfig(128, 256, 64, 8, 8, 3, **options)
-
-
-@pytest.mark.parametrize("options", [dict(stream_k=1), dict(split_store=True),
-                                     dict(stream_k=1, persistent=True, warp_specialize=True)])
-def test_stream_k_and_split_stores_are_persistent_kernels_without_warp_specialisation(options):
-    with pytest.raises(ValueError, match="persistent=True|no warp-specialised"):
         configs.TileConfig(128, 256, 64, 8, 8, 3, **options)
 
 

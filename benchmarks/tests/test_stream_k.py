@@ -1,4 +1,4 @@
-"""The Stream-K kernel (solutions/tuned/stream_k.py) computes every C tile once, whole.
+"""The Stream-K kernel (benchmarks/lab/stream_k.py) computes every C tile once, whole.
 
 The cases give shared tiles that one program finishes alone, tiles that two or
 more programs' ranges cover (so partials are handed over), ranges shorter than one
@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from benchmarks.tests.test_reference_configs import assert_product, operands
-from solutions.tuned import stream_k
+from benchmarks.lab import stream_k
 
 # (m, n, k), (block_m, block_n, block_k, group, programs, sk_waves); rows of whole
 # 16-byte units. Small: the interpreter runs the programs one after another.

@@ -27,7 +27,7 @@ def choose(monkeypatch, passes, runoff):
     (ms per name; a runoff list is taken in order), and the names the runoff timed."""
     timed_again = []
 
-    def timing(config, lhs, rhs, out, rep=25):
+    def timing(config, lhs, rhs, out):
         if config.name in passes and len(seen.setdefault(config.name, [])) < 2:
             seen[config.name].append(1)
             return passes[config.name]

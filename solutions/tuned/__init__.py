@@ -11,9 +11,9 @@ measured in docs/perf-notes.md:
    a band of group_size_m tile rows down one column of B, so the tiles they share
    are still in L2 (``arrangements.grouped_arrangement``).
 3. A short explicit list of configurations per size class (``configs``), timed on
-   the first call of each shape and remembered, also across runs (``plan``,
-   ``cache``), instead of a wide block_size() search behind Triton's per-call
-   autotuner.
+   the first call of each shape (those within 3% of the best a second time, side by
+   side) and remembered, also across runs (``plan``, ``cache``), instead of a wide
+   block_size() search behind Triton's per-call autotuner.
 4. The ragged cliff: when K or N is not a multiple of 16, Triton cannot prove that a
    tile row's mask and start address come in runs of 8 elements, and the kernel
    drops to 0.15-0.35x. ``arrangements.flat_arrangement`` passes the operands flat

@@ -28,10 +28,6 @@ class TileConfig:
     # operands TMA cannot read go to the grouped kernel of the same tiles.
     persistent: bool = False
     warp_specialize: bool = False  # a persistent kernel's tile loop, warp-specialised
-    # A persistent kernel whose programs share the tiles of a part-full last wave (and
-    # this many waves in all) by their K steps: Stream-K (stream_k). 0: none shared.
-    stream_k: int = 0
-    split_store: bool = False  # a persistent kernel that stores each C tile in two halves
 
     def __post_init__(self):
         if self.transposed and not self.flat:
@@ -42,23 +38,14 @@ class TileConfig:
         if self.warp_specialize and not self.persistent:
             raise ValueError("warp_specialize needs persistent=True: only the persistent "
                              "kernel has a tile loop to specialise")
-        if (self.stream_k or self.split_store) and not self.persistent:
-            raise ValueError("stream_k and split_store need persistent=True: they are "
-                             "schedules of the persistent kernel")
-        if self.warp_specialize and (self.stream_k or self.split_store):
-            raise ValueError("the Stream-K kernel (stream_k, split_store) has no "
-                             "warp-specialised loop")
 
     @property
     def name(self):
         kind = (("flat-t " if self.transposed else "flat " if self.flat else "")
-                + ("pad-n " if self.pad_n else "")
-                + (f"stream-k{self.stream_k} " if self.stream_k
-                   else "persistent-tma " if self.persistent else ""))
+                + ("pad-n " if self.pad_n else "") + ("persistent-tma " if self.persistent else ""))
         name = (f"{kind}{self.block_m}x{self.block_n}x{self.block_k} "
                 f"g{self.group_size_m} {self.num_warps}w{self.num_stages}s"
-                + (" ws" if self.warp_specialize else "")
-                + (" split-store" if self.split_store else ""))
+                + (" ws" if self.warp_specialize else ""))
         return f"waves {name} + tail {self.tail.name}" if self.tail else name
 
 
@@ -133,18 +120,7 @@ PERSISTENT_CONFIGS = (
 PERSISTENT_WAVE_TILE_CONFIGS = (
     TileConfig(128, 128, 64, 8, 4, 4, persistent=True),
 )
-# Where the 128x256 grid's last wave is part-full, on operands TMA reads (3000-long rows
-# included): Stream-K, the programs sharing the last wave's tiles (and one wave more
-# with stream_k=2) by their K steps; and 4 stages, which fit beside a store in halves.
-STREAM_K_CONFIGS = (
-    TileConfig(128, 256, 64, 8, 8, 3, persistent=True, stream_k=1),
-    TileConfig(128, 256, 64, 8, 8, 3, persistent=True, stream_k=2),
-    TileConfig(128, 256, 64, 8, 8, 4, persistent=True, stream_k=1, split_store=True),
-)
-STREAM_K_BELOW = 0.9  # offered when the 128x256 grid's last wave is less full than this
-SPLIT_STORE_CONFIGS = (TileConfig(128, 256, 64, 8, 8, 4, persistent=True, split_store=True),)
 EVERY_CONFIG = (LARGE_CONFIGS + MEDIUM_CONFIGS + SMALL_CONFIGS
                 + LARGE_FLAT_CONFIGS + MEDIUM_FLAT_CONFIGS + RAGGED_N_FLAT_CONFIGS
                 + PADDED_N_CONFIGS + WAVE_SPLIT_CONFIGS + WAVE_TILE_CONFIGS
-                + PERSISTENT_CONFIGS + PERSISTENT_WAVE_TILE_CONFIGS + STREAM_K_CONFIGS
-                + SPLIT_STORE_CONFIGS)
+                + PERSISTENT_CONFIGS + PERSISTENT_WAVE_TILE_CONFIGS)

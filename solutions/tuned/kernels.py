@@ -14,7 +14,7 @@ import torch
 from ninetoothed import Tensor
 
 from solutions import ninetoothed_gemm
-from solutions.tuned import arrangements, persistent_tma, stream_k, waves
+from solutions.tuned import arrangements, persistent_tma, waves
 
 
 @functools.cache
@@ -100,8 +100,7 @@ def wave_split(main, tail, block_m, block_n):
 
 
 def persistent(config):
-    """The persistent TMA kernel (or its Stream-K form) on the device's SMs, for operands
-    TMA reads right.
+    """The persistent TMA kernel on the device's SMs, for operands TMA reads right.
 
     A plan is kept per shape and strides, not per address: a later call may bring a
     view that starts off a 16-byte boundary, which TMA would read wrong. That call
@@ -109,17 +108,12 @@ def persistent(config):
     """
     def run(lhs, rhs, output):
         if persistent_tma.tma_rows_problem(lhs, rhs, output):
-            return tuned_kernel(dataclasses.replace(
-                config, persistent=False, warp_specialize=False, stream_k=0,
-                split_store=False))(lhs, rhs, output)
-        tiles = (config.block_m, config.block_n, config.block_k, config.num_warps,
-                 config.num_stages, waves.sm_count(lhs.device), config.group_size_m)
-        if config.stream_k or config.split_store:
-            launch = stream_k.unchecked_launcher(*tiles, sk_waves=config.stream_k,
-                                                 store_split=2 if config.split_store else 1)
-        else:
-            launch = persistent_tma.unchecked_launcher(*tiles,
-                                                       warp_specialize=config.warp_specialize)
+            return tuned_kernel(dataclasses.replace(config, persistent=False,
+                                                    warp_specialize=False))(lhs, rhs, output)
+        launch = persistent_tma.unchecked_launcher(
+            config.block_m, config.block_n, config.block_k, config.num_warps,
+            config.num_stages, waves.sm_count(lhs.device), config.group_size_m,
+            warp_specialize=config.warp_specialize)
         return launch(lhs, rhs, output)
 
     return run

@@ -50,13 +50,11 @@ def candidates(lhs, rhs):
     # Not for a ragged K or N: rows like 3000's are whole 16-byte units, but there the
     # persistent kernels lost to the flat ones on an H100 (round 7). The output, made
     # here with rows of N halves, is then aligned too.
-    tma = waves.has_tma(lhs.device) and not persistent_tma.tma_rows_problem(lhs, rhs)
-    if tma and not ragged:
-        chosen += configs.PERSISTENT_CONFIGS + configs.SPLIT_STORE_CONFIGS
+    if (not ragged and waves.has_tma(lhs.device)
+            and not persistent_tma.tma_rows_problem(lhs, rhs)):
+        chosen += configs.PERSISTENT_CONFIGS
         if smaller_tiles:
             chosen += configs.PERSISTENT_WAVE_TILE_CONFIGS
-    if tma and waves.stream_k_pays(m, n, sms):
-        chosen += configs.STREAM_K_CONFIGS
     return chosen
 
 
@@ -64,7 +62,7 @@ RUNOFF_WITHIN = 0.03  # candidates this close to the best are timed again, side 
 RUNOFF_ROUNDS = 4
 
 
-def time_candidate(config, lhs, rhs, out, rep=25):
+def time_candidate(config, lhs, rhs, out):
     """Median milliseconds of one candidate on these operands (inf if it cannot run)."""
     import triton.testing
 
@@ -72,7 +70,7 @@ def time_candidate(config, lhs, rhs, out, rep=25):
         run = kernels.tuned_kernel(config)
         return triton.testing.do_bench(
             lambda: run(lhs, rhs, out),
-            warmup=5, rep=rep, return_mode="median",
+            warmup=5, rep=25, return_mode="median",
         )
     except Exception:  # a config the GPU cannot hold (shared memory, registers)
         return float("inf")

@@ -71,12 +71,5 @@ def smaller_tiles_pay(m, n, sms):
             and last_wave_share(m, n, smaller.block_m, smaller.block_n, sms) > share)
 
 
-def stream_k_pays(m, n, sms):
-    """Whether the 128x256 grid's last wave is part-full enough for Stream-K to be timed:
-    a grid of less than one wave counts as full (last_wave_share), nothing to share."""
-    large = configs.STREAM_K_CONFIGS[0]
-    return last_wave_share(m, n, large.block_m, large.block_n, sms) < configs.STREAM_K_BELOW
-
-
 def cdiv(a, b):
     return -(-a // b)

@@ -12,14 +12,19 @@ kernel, with this module's stores).
 A tile whose K steps two or more ranges cover is summed in float32: each program whose
 range ends inside a tile writes its partial sum to its own slot of ``partials`` and
 raises its flag; the program whose range holds the tile's last K step adds those
-partials and stores the tile. That program waits only on programs of lower number,
-which the GPU starts first (and which the interpreter has already run), and walks its
-range from the end, so the partials it waits for were the first thing their programs
-computed. It lowers each flag it read, so ``flags`` is all zeros again after a launch.
+partials and stores the tile. That program waits only on programs of lower number
+(with P the SM count and one program per SM they all run at once; the interpreter has
+already run them), and walks its range from the end, so the partials it waits for were
+the first thing their programs computed. It lowers each flag it read, so ``flags`` is all zeros again after a launch.
 
 One launch at a time may use a (partials, flags) pair: ``scratch`` keeps one per
 device, stream and tile. STORE_SPLIT = 2 stores each C tile in two halves of BLOCK_N / 2
 columns, which halves the shared memory the store takes.
+
+Not part of the reference yet: it has run on the interpreter only (its tests), and the
+tuner offers a kernel only once a GPU has timed it against the kernels it would replace
+(``python benchmarks/lab/explore_variants.py --sections stream_k``; docs/perf-notes.md,
+round 9).
 
 Constants ride in the arrangement as in ``persistent_tma``: PROGRAMS and GROUP_M in
 output's per-program shape, SK_WAVES and STORE_SPLIT in partials'. This module must
