@@ -41,8 +41,8 @@ from ninetoothed import Symbol, Tensor
 
 from grader.core import generated_cache
 from solutions.tuned.persistent_tma import (BLOCK_K, BLOCK_M, BLOCK_N, GROUP_M, PROGRAMS,
-                                            every_program, require_tma_rows, under_constants,
-                                            use_torch_scratch)
+                                            every_program, refusing_misread_rows,
+                                            under_constants, use_torch_scratch)
 
 SK_WAVES = Symbol("SK_WAVES", constexpr=True)
 STORE_SPLIT = Symbol("STORE_SPLIT", constexpr=True)
@@ -194,10 +194,4 @@ def unchecked_launcher(block_m, block_n, block_k, num_warps, num_stages, program
 @functools.cache
 def nt_stream_k(*args, **kwargs):
     """``unchecked_launcher(*args, **kwargs)``, refusing operands TMA would read wrong."""
-    launch = unchecked_launcher(*args, **kwargs)
-
-    def run(lhs, rhs, output):
-        require_tma_rows(lhs, rhs, output)
-        launch(lhs, rhs, output)
-
-    return run
+    return refusing_misread_rows(unchecked_launcher(*args, **kwargs))

@@ -176,13 +176,16 @@ def unchecked_launcher(block_m, block_n, block_k, num_warps, num_stages, program
     return run
 
 
-@functools.cache
-def nt_persistent_tma(*args, **kwargs):
-    """``unchecked_launcher(*args, **kwargs)``, refusing operands TMA would read wrong."""
-    launch = unchecked_launcher(*args, **kwargs)
-
+def refusing_misread_rows(launch):
+    """``launch(lhs, rhs, output)``, after refusing operands TMA would read wrong."""
     def run(lhs, rhs, output):
         require_tma_rows(lhs, rhs, output)
         launch(lhs, rhs, output)
 
     return run
+
+
+@functools.cache
+def nt_persistent_tma(*args, **kwargs):
+    """``unchecked_launcher(*args, **kwargs)``, refusing operands TMA would read wrong."""
+    return refusing_misread_rows(unchecked_launcher(*args, **kwargs))
