@@ -118,7 +118,7 @@ class Record(_ByKey):
     cut_short_s: float | None = None
     could_not_grade: bool | None = None
     confirmed: dict | None = None  # what the first of two gradings said
-    neighbours: list | None = None
+    neighbours: int | None = None  # how many files ran beside it, at most
     uploaded: list | None = None  # Gradescope: the names handed in without the file
     hints: list | None = None
     # the staff's overrides (grader.batch.outputs.override_view): stored as applied

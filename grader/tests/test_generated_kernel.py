@@ -19,6 +19,7 @@ import sys
 
 import pytest
 
+from grader.batch.record import Record
 from grader.core import gpu_compile, kernel_source
 from grader.core.generated_kernel import KernelRejected, Unbound, check, interpreter_globals
 from grader.tests import build_variants
@@ -476,7 +477,7 @@ def test_an_attack_beside_a_global_in_application_stays_flagged(name, tmp_path):
     with pytest.raises(KernelRejected) as rejection:
         _make(_module(combined, tmp_path, name))
     assert rejection.value.unbound == ()
-    record = {"findings": [], "flags": []}
+    record = Record()
     assert verdict.refusal(record, combined, "flagged message", ["refused"],
                            rejection.value.unbound, rejection.value.unbuildable)[0] == "flagged"
     assert "global_in_application" in [finding["mistake"] for finding in record["findings"]]
@@ -492,7 +493,7 @@ def test_a_global_in_application_is_failed_on_its_line(name, tmp_path):
     with pytest.raises(KernelRejected) as rejection:
         _make(_module(source, tmp_path, name))
     assert rejection.value.unbound and rejection.value.unbuildable
-    record = {"findings": [], "flags": []}
+    record = Record()
     status, message = verdict.refusal(record, source, "flagged message", ["refused"],
                                       rejection.value.unbound, rejection.value.unbuildable)
     assert status == "failed", message
@@ -511,7 +512,7 @@ def test_an_attack_beside_an_unrelated_mistake_stays_flagged(name):
     source = ATTACKS[name][0].source(name)
     sloppy = source.replace("ntl.zeros(output.shape, dtype=ntl.float32)", "ntl.zeros(output.shape)")
     assert sloppy != source, "the attack no longer creates the reference's accumulator"
-    record = {"findings": [], "flags": []}
+    record = Record()
     status, _ = verdict.refusal(record, sloppy, "flagged message", ["refused"])
     assert status == "flagged" and record["flags"] == ["refused"]
     assert [finding["mistake"] for finding in record["findings"]] == ["accumulator_dtype"]

@@ -5,8 +5,10 @@ reference's paragraph is the module's, with its numbers."""
 
 import pathlib
 import types
+from dataclasses import replace
 
 from grader.batch.isolation import time_policy as policy
+from grader.batch.record import Record
 
 REFERENCE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "instructor-reference.md"
 
@@ -73,12 +75,12 @@ def test_the_first_pass_cuts_a_stalled_step_on_a_gpu_with_neighbours():
 
 
 def test_a_gpu_timeout_beside_others_or_a_cut_short_file_is_confirmed_by_a_second_grading():
-    beside = {"status": "timeout", "neighbours": 3}
+    beside = Record(status="timeout", neighbours=3)
     assert policy.unconfirmed(beside, "gpu")
     assert not policy.unconfirmed(beside, "interpreter")
-    assert not policy.unconfirmed({**beside, "neighbours": 0}, "gpu")  # graded alone
-    assert not policy.unconfirmed({**beside, "confirmed": {"first_status": "timeout"}}, "gpu")
-    cut = {"status": "failed", "neighbours": 0, "cut_short_s": 10}
+    assert not policy.unconfirmed(replace(beside, neighbours=0), "gpu")  # graded alone
+    assert not policy.unconfirmed(replace(beside, confirmed={"first_status": "timeout"}), "gpu")
+    cut = Record(status="failed", neighbours=0, cut_short_s=10)
     assert policy.unconfirmed(cut, "gpu")
 
 
