@@ -38,7 +38,7 @@ def pytest_addoption(parser):
         type=cases.canonical_secret,
         default=cases.DEFAULT_SEED,
         help="the secret of the hidden cases, a whole number or hex digits (default: the "
-             f"public {cases.DEFAULT_SEED})",
+        f"public {cases.DEFAULT_SEED})",
     )
     group.addoption(
         "--seed-file",
@@ -52,8 +52,8 @@ def pytest_addoption(parser):
         default=None,
         metavar="sm_XY",
         help="the GPU every kernel is compiled for before its cases run, on any backend "
-             f"(default: ${gpu_compile.ENV_VAR} or {gpu_compile.DEFAULT_TARGET}; one of "
-             f"{', '.join(gpu_compile.TARGETS)})",
+        f"(default: ${gpu_compile.ENV_VAR} or {gpu_compile.DEFAULT_TARGET}; one of "
+        f"{', '.join(gpu_compile.TARGETS)})",
     )
 
 

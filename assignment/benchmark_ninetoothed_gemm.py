@@ -30,7 +30,9 @@ if str(ROOT) not in sys.path:
 from benchmarks.cli import main  # noqa: E402
 
 if __name__ == "__main__":
-    sys.exit(main(
-        prog="python assignment/benchmark_ninetoothed_gemm.py",
-        default_submission=pathlib.Path(__file__).resolve().parent / "ninetoothed_gemm.py",
-    ))
+    sys.exit(
+        main(
+            prog="python assignment/benchmark_ninetoothed_gemm.py",
+            default_submission=pathlib.Path(__file__).resolve().parent / "ninetoothed_gemm.py",
+        )
+    )

@@ -13,10 +13,10 @@ import textwrap
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.gridspec import GridSpec  # noqa: E402
-from matplotlib.ticker import FixedLocator, NullLocator  # noqa: E402
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.gridspec import GridSpec
+from matplotlib.ticker import FixedLocator, NullLocator
 
 NT_COLOR = "#D1495B"
 KERNEL_COLOR = "#EDAE49"
@@ -41,9 +41,10 @@ def drawable(text, family):
     text = str(text)
     if family[0] != "DejaVu Sans":
         return text
-    return "".join(character if ord(character) < 0x2E80
-                   else character.encode("unicode_escape").decode("ascii")
-                   for character in text)
+    return "".join(
+        character if ord(character) < 0x2E80 else character.encode("unicode_escape").decode("ascii")
+        for character in text
+    )
 
 
 def _num(value):
@@ -68,8 +69,10 @@ def _x_positions(frame):
 
     Sizes like 3000 and 3072 would sit on top of each other on a log axis.
     """
-    doubling = all(int(r.m) == int(r.n) == int(r.k) and int(r.m) & (int(r.m) - 1) == 0
-                   for r in frame.itertuples())
+    doubling = all(
+        int(r.m) == int(r.n) == int(r.k) and int(r.m) & (int(r.m) - 1) == 0
+        for r in frame.itertuples()
+    )
     labels = [str(s) for s in frame["size"]]
     if doubling:
         return [float(m) for m in frame["m"]], labels, True
@@ -132,11 +135,21 @@ def _metadata_lines(frame, ours):
     verdicts = [str(v) for v in frame["verdict"]]
     passed = sum(v == "PASS" for v in verdicts)
     failed = sum(v == "FAIL" for v in verdicts)
-    clock, temp, power = (_num(_first(frame, c, None)) for c in
-                          ("sm_clock_mhz", "temperature_c", "power_w"))
-    at_start = ", ".join(part for part in (
-        f"SM {clock:.0f} MHz" if clock else "", f"{temp:.0f} °C" if temp else "",
-        f"{power:.0f} W" if power else "") if part) or "not available"
+    clock, temp, power = (
+        _num(_first(frame, c, None)) for c in ("sm_clock_mhz", "temperature_c", "power_w")
+    )
+    at_start = (
+        ", ".join(
+            part
+            for part in (
+                f"SM {clock:.0f} MHz" if clock else "",
+                f"{temp:.0f} °C" if temp else "",
+                f"{power:.0f} W" if power else "",
+            )
+            if part
+        )
+        or "not available"
+    )
     search = [v for v in _series(frame, "autotune_search_s") if v]
     peak = _num(_first(frame, "peak_tflops", None))
     machine = _first(frame, "machine", "")
@@ -154,11 +167,22 @@ def _metadata_lines(frame, ours):
         lines.append(("Autotune search", f"{sum(search):.1f} s in all (not in the timings)"))
     lines += [
         ("Correctness", f"{passed} PASS, {failed} FAIL of {len(verdicts)} sizes"),
-        ("Timing", "\n".join(textwrap.wrap(
-            f"median of do_bench, CUDA events, L2 flushed; {ours}, rounds alternating with "
-            "torch.mm", 36))),
-        ("Roofline", f"{machine}: {peak:.0f} TFLOPS peak" if machine and peak else
-         "GPU not in ledger.formulas"),
+        (
+            "Timing",
+            "\n".join(
+                textwrap.wrap(
+                    f"median of do_bench, CUDA events, L2 flushed; {ours}, rounds alternating with "
+                    "torch.mm",
+                    36,
+                )
+            ),
+        ),
+        (
+            "Roofline",
+            f"{machine}: {peak:.0f} TFLOPS peak"
+            if machine and peak
+            else "GPU not in ledger.formulas",
+        ),
         ("At start", at_start),
         ("Date", str(_first(frame, "timestamp", "?")).replace("T", " ")),
         ("Host / rev", f"{_first(frame, 'host', '?')} / {_first(frame, 'git_revision', '?')}"),
@@ -183,9 +207,18 @@ def render(frame, path, title="NineToothed GEMM report card", ours="nt_gemm as c
 
 def _draw(frame, path, title, ours, xs, labels, log2):
     fig = plt.figure(figsize=(13, 7.6), dpi=150)
-    grid = GridSpec(2, 2, width_ratios=[3.1, 1.35], height_ratios=[3, 1.15],
-                    hspace=0.08, wspace=0.04, left=0.065, right=0.985, top=0.89,
-                    bottom=0.1 if log2 else 0.17)
+    grid = GridSpec(
+        2,
+        2,
+        width_ratios=[3.1, 1.35],
+        height_ratios=[3, 1.15],
+        hspace=0.08,
+        wspace=0.04,
+        left=0.065,
+        right=0.985,
+        top=0.89,
+        bottom=0.1 if log2 else 0.17,
+    )
     ax = fig.add_subplot(grid[0, 0])
     ax_ratio = fig.add_subplot(grid[1, 0], sharex=ax)
     ax_meta = fig.add_subplot(grid[:, 1])
@@ -197,20 +230,50 @@ def _draw(frame, path, title, ours, xs, labels, log2):
     peak = _num(_first(frame, "peak_tflops", None))
 
     if any(roof):
-        _plot(ax, xs, roof, color=ROOF_COLOR, linestyle=":", linewidth=1.6,
-              label="roofline: min(peak, intensity x bandwidth)")
+        _plot(
+            ax,
+            xs,
+            roof,
+            color=ROOF_COLOR,
+            linestyle=":",
+            linewidth=1.6,
+            label="roofline: min(peak, intensity x bandwidth)",
+        )
         points = [(x, y) for x, y in zip(xs, roof) if y]
         ax.fill_between(*zip(*points), 1e-9, color=ROOF_COLOR, alpha=0.06, linewidth=0)
     if peak:
-        ax.axhline(peak, color=PEAK_COLOR, linestyle="--", linewidth=1.1,
-                   label=f"fp16 dense peak ({peak:.0f} TFLOPS)")
-    _plot(ax, xs, torch_mm, color=TORCH_COLOR, marker="s", markersize=5, linewidth=2,
-          label="torch.mm")
+        ax.axhline(
+            peak,
+            color=PEAK_COLOR,
+            linestyle="--",
+            linewidth=1.1,
+            label=f"fp16 dense peak ({peak:.0f} TFLOPS)",
+        )
+    _plot(
+        ax, xs, torch_mm, color=TORCH_COLOR, marker="s", markersize=5, linewidth=2, label="torch.mm"
+    )
     if any(kernel):
-        _plot(ax, xs, kernel, color=KERNEL_COLOR, marker="^", markersize=4, linewidth=1.2,
-              linestyle="--", label="NineToothed, kernel only")
-    nt_points = _plot(ax, xs, nt, color=NT_COLOR, marker="o", markersize=5, linewidth=2.2,
-                      label=f"NineToothed ({ours})")
+        _plot(
+            ax,
+            xs,
+            kernel,
+            color=KERNEL_COLOR,
+            marker="^",
+            markersize=4,
+            linewidth=1.2,
+            linestyle="--",
+            label="NineToothed, kernel only",
+        )
+    nt_points = _plot(
+        ax,
+        xs,
+        nt,
+        color=NT_COLOR,
+        marker="o",
+        markersize=5,
+        linewidth=2.2,
+        label=f"NineToothed ({ours})",
+    )
 
     values = [v for v in nt + torch_mm + kernel + roof if v and v > 0]
     low = min(values) / 4 if values else 1e-3
@@ -223,22 +286,50 @@ def _draw(frame, path, title, ours, xs, labels, log2):
         for x, y, row in zip(xs, nt, frame.itertuples()):
             blocks = [str(getattr(row, c, "")) for c in ("block_m", "block_n", "block_k")]
             if y and not any(b in ("", "nan", "unknown") for b in blocks):
-                ax.annotate("x".join(str(int(float(b))) for b in blocks), (x, y),
-                            textcoords="offset points", xytext=(0, -13), ha="center",
-                            fontsize=6.5, color=NT_COLOR)
+                ax.annotate(
+                    "x".join(str(int(float(b))) for b in blocks),
+                    (x, y),
+                    textcoords="offset points",
+                    xytext=(0, -13),
+                    ha="center",
+                    fontsize=6.5,
+                    color=NT_COLOR,
+                )
 
     for x, verdict in zip(xs, frame["verdict"]):
         if str(verdict) == "FAIL":
             ax.plot([x], [low * 2], marker="X", color=FAIL_COLOR, markersize=9)
-            ax.annotate("FAIL", (x, low * 2), textcoords="offset points", xytext=(0, 7),
-                        ha="center", fontsize=7, color=FAIL_COLOR, weight="bold")
-            ax_ratio.annotate("FAIL", (x, 0.05), ha="center", va="bottom", fontsize=8,
-                              color=FAIL_COLOR, weight="bold")
+            ax.annotate(
+                "FAIL",
+                (x, low * 2),
+                textcoords="offset points",
+                xytext=(0, 7),
+                ha="center",
+                fontsize=7,
+                color=FAIL_COLOR,
+                weight="bold",
+            )
+            ax_ratio.annotate(
+                "FAIL",
+                (x, 0.05),
+                ha="center",
+                va="bottom",
+                fontsize=8,
+                color=FAIL_COLOR,
+                weight="bold",
+            )
 
     if nt_points:
         index = max((i for i, v in enumerate(nt) if v), key=lambda i: float(frame.iloc[i]["flops"]))
-        fig.text(0.985 - 0.3 * 1.35 / 4.45, 0.915, f"{labels[index]}: {_highlight(frame.iloc[index])}",
-                 ha="right", fontsize=10, color=NT_COLOR, weight="bold")
+        fig.text(
+            0.985 - 0.3 * 1.35 / 4.45,
+            0.915,
+            f"{labels[index]}: {_highlight(frame.iloc[index])}",
+            ha="right",
+            fontsize=10,
+            color=NT_COLOR,
+            weight="bold",
+        )
 
     ax.set_ylabel("TFLOPS (log scale)")
     ax.grid(True, which="major", alpha=0.3)
@@ -255,13 +346,33 @@ def _draw(frame, path, title, ours, xs, labels, log2):
     ax_ratio.axhline(1.0, color=PEAK_COLOR, linewidth=1, linestyle="--")
     for x, r in zip(xs, ratios):
         if r and r >= 0.3:  # inside the bar, halfway up: never on the dashed 1.0 line
-            ax_ratio.annotate(f"{r:.2f}", (x, r / 2), ha="center", va="center", fontsize=7,
-                              color="white", weight="bold")
+            ax_ratio.annotate(
+                f"{r:.2f}",
+                (x, r / 2),
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="white",
+                weight="bold",
+            )
         elif r:
-            ax_ratio.annotate(f"{r:.2f}", (x, r), textcoords="offset points", xytext=(0, 2),
-                              ha="center", fontsize=7)
-    ax_ratio.text(0.005, 0.97, "bars: red, slower than torch.mm; teal, faster; dashed: equal",
-                  transform=ax_ratio.transAxes, fontsize=7, va="top", color=ROOF_COLOR)
+            ax_ratio.annotate(
+                f"{r:.2f}",
+                (x, r),
+                textcoords="offset points",
+                xytext=(0, 2),
+                ha="center",
+                fontsize=7,
+            )
+    ax_ratio.text(
+        0.005,
+        0.97,
+        "bars: red, slower than torch.mm; teal, faster; dashed: equal",
+        transform=ax_ratio.transAxes,
+        fontsize=7,
+        va="top",
+        color=ROOF_COLOR,
+    )
     top = max([r for r in ratios if r] + [1.0])
     ax_ratio.set_ylim(0, top * 1.3)
     ax_ratio.set_ylabel("speed vs\ntorch.mm")
@@ -269,45 +380,76 @@ def _draw(frame, path, title, ours, xs, labels, log2):
 
     if log2:
         ax.set_xscale("log", base=2)
-        pad = 2 ** 0.4
+        pad = 2**0.4
         ax.set_xlim(min(xs) / pad, max(xs) * pad)
     else:
         ax.set_xlim(-0.6, len(xs) - 0.4)
     ax_ratio.xaxis.set_major_locator(FixedLocator(xs))
     ax_ratio.xaxis.set_minor_locator(NullLocator())
-    ax_ratio.set_xticklabels(labels, rotation=0 if log2 else 30, ha="center" if log2 else "right",
-                             fontsize=8)
+    ax_ratio.set_xticklabels(
+        labels, rotation=0 if log2 else 30, ha="center" if log2 else "right", fontsize=8
+    )
     ax_ratio.set_xlabel("matrix size (M = N = K)" if log2 else "shape (M x N x K)")
 
     ax_meta.axis("off")
     y = 0.99
     for key, value in _metadata_lines(frame, ours):
-        ax_meta.text(0.04, y, key, transform=ax_meta.transAxes, fontsize=8.3, weight="bold",
-                     va="top", color=PEAK_COLOR)
-        ax_meta.text(0.36, y, str(value), transform=ax_meta.transAxes, fontsize=8.3, va="top",
-                     wrap=True)
+        ax_meta.text(
+            0.04,
+            y,
+            key,
+            transform=ax_meta.transAxes,
+            fontsize=8.3,
+            weight="bold",
+            va="top",
+            color=PEAK_COLOR,
+        )
+        ax_meta.text(
+            0.36, y, str(value), transform=ax_meta.transAxes, fontsize=8.3, va="top", wrap=True
+        )
         y -= 0.047 + 0.03 * str(value).count("\n")
     timed = [i for i, v in enumerate(nt) if v]
     if timed:
         largest = sorted(timed, key=lambda i: float(frame.iloc[i]["flops"]))[::-1][:3]
         y -= 0.01
-        ax_meta.text(0.04, y, "Largest sizes", transform=ax_meta.transAxes, fontsize=8.3,
-                     weight="bold", va="top", color=PEAK_COLOR)
+        ax_meta.text(
+            0.04,
+            y,
+            "Largest sizes",
+            transform=ax_meta.transAxes,
+            fontsize=8.3,
+            weight="bold",
+            va="top",
+            color=PEAK_COLOR,
+        )
         y -= 0.04
         for i in largest:  # the largest first: if the panel fills up, the smallest goes
             lines = textwrap.wrap(_highlight(frame.iloc[i]) + _limit(frame.iloc[i]), 44)
             if y - 0.03 * (1 + len(lines)) < 0.01:
                 break
             ax_meta.text(0.04, y, labels[i], transform=ax_meta.transAxes, fontsize=8, va="top")
-            ax_meta.text(0.09, y - 0.028, "\n".join(lines), transform=ax_meta.transAxes,
-                         fontsize=8, va="top", color=NT_COLOR)
+            ax_meta.text(
+                0.09,
+                y - 0.028,
+                "\n".join(lines),
+                transform=ax_meta.transAxes,
+                fontsize=8,
+                va="top",
+                color=NT_COLOR,
+            )
             y -= 0.04 + 0.028 * len(lines)
-    ax_meta.add_patch(plt.Rectangle((0, 0), 1, 1, transform=ax_meta.transAxes, fill=False,
-                                    ec="#CED4DA", lw=0.8))
+    ax_meta.add_patch(
+        plt.Rectangle((0, 0), 1, 1, transform=ax_meta.transAxes, fill=False, ec="#CED4DA", lw=0.8)
+    )
 
     fig.suptitle(title, x=0.065, ha="left", fontsize=15, weight="bold")
-    fig.text(0.065, 0.915, "fp16 GEMM, float32 accumulation; every size checked against "
-             "torch.mm before it is timed", fontsize=9, color=ROOF_COLOR)
+    fig.text(
+        0.065,
+        0.915,
+        "fp16 GEMM, float32 accumulation; every size checked against torch.mm before it is timed",
+        fontsize=9,
+        color=ROOF_COLOR,
+    )
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
@@ -317,7 +459,8 @@ def _draw(frame, path, title, ours, xs, labels, log2):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.card", description="Redraw a report card from a benchmark CSV.")
+        prog="python -m benchmarks.card", description="Redraw a report card from a benchmark CSV."
+    )
     parser.add_argument("csv", help="a CSV written by the benchmark")
     parser.add_argument("--out", help="the PNG to write (default: next to the CSV)")
     args = parser.parse_args(argv)

@@ -63,32 +63,51 @@ def _parser(prog, default_submission):
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "--submission", default=str(default_submission), metavar="PATH",
+        "--submission",
+        default=str(default_submission),
+        metavar="PATH",
         help="the ninetoothed_gemm.py to benchmark "
-             f"(default: {_submission_name(default_submission)})")
+        f"(default: {_submission_name(default_submission)})",
+    )
     parser.add_argument(
-        "--sizes", nargs="+", metavar="SIZE",
-        help=f"sizes to run: N for an N x N x N square, or MxNxK (default: {squares})")
+        "--sizes",
+        nargs="+",
+        metavar="SIZE",
+        help=f"sizes to run: N for an N x N x N square, or MxNxK (default: {squares})",
+    )
     parser.add_argument(
-        "--out", default=str(DEFAULT_OUT), metavar="DIR",
+        "--out",
+        default=str(DEFAULT_OUT),
+        metavar="DIR",
         help="folder for the CSV and the PNG; each run gets new file names "
-             "(default: benchmark-results/ at the top of the kit)")
+        "(default: benchmark-results/ at the top of the kit)",
+    )
     parser.add_argument(
-        "--check-only", action="store_true",
-        help="only check correctness against torch.mm, time nothing (works on a CPU too)")
+        "--check-only",
+        action="store_true",
+        help="only check correctness against torch.mm, time nothing (works on a CPU too)",
+    )
     parser.add_argument(
-        "--compare", metavar="BASELINE_CSV",
+        "--compare",
+        metavar="BASELINE_CSV",
         help="compare with a stored benchmark CSV: speedup per matching size, regressions "
-             "beyond the measured noise flagged")
+        "beyond the measured noise flagged",
+    )
     parser.add_argument(
-        "--noise-floor", type=float, default=None, metavar="FRACTION",
-        help="smallest relative change --compare calls a regression (default: 0.02)")
+        "--noise-floor",
+        type=float,
+        default=None,
+        metavar="FRACTION",
+        help="smallest relative change --compare calls a regression (default: 0.02)",
+    )
     parser.add_argument(
-        "--what-if", action="store_true",
+        "--what-if",
+        action="store_true",
         help="after the sweep, rebuild your arrangement() and application() with "
-             f"{len(CANDIDATES)} other tile/warp/stage configurations and time each (checked "
-             "first) beside torch.mm at the first size: the best one, a CSV and a picture "
-             "(GPU only; about a minute; never part of a grade)")
+        f"{len(CANDIDATES)} other tile/warp/stage configurations and time each (checked "
+        "first) beside torch.mm at the first size: the best one, a CSV and a picture "
+        "(GPU only; about a minute; never part of a grade)",
+    )
     parser.add_argument("--label", default="", help="a word added to the output file names")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     parser.add_argument("--no-card", action="store_true", help="skip the PNG")
@@ -146,8 +165,11 @@ def main(argv=None, prog=None, default_submission=DEFAULT_SUBMISSION):
     from benchmarks import harness
 
     try:
-        sizes = [harness.parse_size(s) for s in args.sizes] if args.sizes else list(
-            harness.DEFAULT_SIZES)
+        sizes = (
+            [harness.parse_size(s) for s in args.sizes]
+            if args.sizes
+            else list(harness.DEFAULT_SIZES)
+        )
     except ValueError as error:
         parser.error(str(error))
     if args.check_only and args.compare:
@@ -202,7 +224,9 @@ def main(argv=None, prog=None, default_submission=DEFAULT_SUBMISSION):
     autotune = kernel_config.is_autotuned(module)
     print(f"backend: {backend.detail}")
     print(f"submission: {args.submission}")
-    print(f"autotune: {'on (the search runs on the first call of each size)' if autotune else 'off'}")
+    print(
+        f"autotune: {'on (the search runs on the first call of each size)' if autotune else 'off'}"
+    )
 
     timed = not args.check_only
     # Clock, temperature and power are recorded before the sweep heats the GPU.
@@ -210,14 +234,21 @@ def main(argv=None, prog=None, default_submission=DEFAULT_SUBMISSION):
 
     started = time.perf_counter()
     results = harness.run_sizes(
-        module, sizes, backend, time_it=not args.check_only, seed=args.seed,
+        module,
+        sizes,
+        backend,
+        time_it=not args.check_only,
+        seed=args.seed,
         iterate=_progress(not args.no_progress),
     )
     elapsed = time.perf_counter() - started
 
     print()
-    print(report.format_table(report.table_headers(timed=timed),
-                              report.table_rows(results, timed=timed)))
+    print(
+        report.format_table(
+            report.table_headers(timed=timed), report.table_rows(results, timed=timed)
+        )
+    )
     extra = report.notes(results)
     if extra:
         print("\n" + extra)
@@ -226,38 +257,58 @@ def main(argv=None, prog=None, default_submission=DEFAULT_SUBMISSION):
     if not timed:
         checked = [r for r in results if r.verdict != harness.SKIP]
         if not checked:  # every size too large for the interpreter: not a pass
-            print(f"\nerror: none of the {len(results)} size(s) could be checked here (see the "
-                  "skip reasons above); pick smaller sizes", file=sys.stderr)
+            print(
+                f"\nerror: none of the {len(results)} size(s) could be checked here (see the "
+                "skip reasons above); pick smaller sizes",
+                file=sys.stderr,
+            )
             return UNUSABLE
         build = _gpu_build(module) if backend.is_interpreter else None
         if build is not None:
             from grader.core import gpu_compile
 
             print(f"\nGPU build: {gpu_compile.summary(build)}")
-        print(f"\n{sum(r.verdict == harness.PASS for r in checked)} of {len(checked)} checked "
-              f"sizes PASS ({elapsed:.1f} s); nothing timed (--check-only)")
+        print(
+            f"\n{sum(r.verdict == harness.PASS for r in checked)} of {len(checked)} checked "
+            f"sizes PASS ({elapsed:.1f} s); nothing timed (--check-only)"
+        )
         if build is not None and build.checked and not build.ok:
-            where = gpu_compile.where(build, pathlib.Path(args.submission).read_text(
-                encoding="utf-8", errors="replace"))
-            print(f"error: the kernel does not build for {build.target} (the course's GPU), so "
-                  "every size would fail there: the interpreter accepts what a GPU refuses"
-                  + (f"\n{where}" if where else ""), file=sys.stderr)
+            where = gpu_compile.where(
+                build, pathlib.Path(args.submission).read_text(encoding="utf-8", errors="replace")
+            )
+            print(
+                f"error: the kernel does not build for {build.target} (the course's GPU), so "
+                "every size would fail there: the interpreter accepts what a GPU refuses"
+                + (f"\n{where}" if where else ""),
+                file=sys.stderr,
+            )
             return SOME_FAILED
         return SOME_FAILED if failed else OK
 
     first_calls = [r.first_call_s for r in results if r.first_call_s]
     searches = [r.autotune_search_s for r in results if r.autotune_search_s]
     if autotune:
-        print(f"\nautotune search (first call of each size, not in the timings): "
-              f"{sum(searches):.1f} s in all" if searches else
-              "\nautotune search cost: not observable with this ninetoothed/triton")
-    print(f"first calls (compilation{' and search' if autotune else ''}): "
-          f"{sum(first_calls):.1f} s; whole sweep: {elapsed:.1f} s")
+        print(
+            f"\nautotune search (first call of each size, not in the timings): "
+            f"{sum(searches):.1f} s in all"
+            if searches
+            else "\nautotune search cost: not observable with this ninetoothed/triton"
+        )
+    print(
+        f"first calls (compilation{' and search' if autotune else ''}): "
+        f"{sum(first_calls):.1f} s; whole sweep: {elapsed:.1f} s"
+    )
 
     run_id = report.new_run_id()
-    frame = report.build_frame(results, env, submission=_submission_name(args.submission),
-                               autotune=autotune, backend_name=backend.name, run_id=run_id,
-                               submission_sha256=_sha256(args.submission))
+    frame = report.build_frame(
+        results,
+        env,
+        submission=_submission_name(args.submission),
+        autotune=autotune,
+        backend_name=backend.name,
+        run_id=run_id,
+        submission_sha256=_sha256(args.submission),
+    )
     if baseline is not None:
         from benchmarks import compare
 
@@ -267,8 +318,11 @@ def main(argv=None, prog=None, default_submission=DEFAULT_SUBMISSION):
         print(compare.summary(frame))
 
     # The compile gate builds the file's own configuration; an autotuned row ran another one.
-    build = None if autotune or not any(r.verdict == harness.PASS for r in results) \
+    build = (
+        None
+        if autotune or not any(r.verdict == harness.PASS for r in results)
         else _gpu_build(module)
+    )
     why = report.why_text(frame, build.to_fields() if build is not None else None)
     if why:
         print(why)
@@ -282,8 +336,13 @@ def main(argv=None, prog=None, default_submission=DEFAULT_SUBMISSION):
         png_path = card.render(frame, csv_path.with_suffix(".png"))
         print(f"card: {png_path}")
     if args.what_if:
-        _what_if(module, sizes[0] if args.sizes else WHAT_IF_DEFAULT_SIZE, backend, args,
-                 csv_path.parent / f"{csv_path.stem}-what-if")
+        _what_if(
+            module,
+            sizes[0] if args.sizes else WHAT_IF_DEFAULT_SIZE,
+            backend,
+            args,
+            csv_path.parent / f"{csv_path.stem}-what-if",
+        )
     return SOME_FAILED if failed else OK
 
 
@@ -306,8 +365,14 @@ def _what_if(module, size, backend, args, stem):
         print(f"no what-if: {plan.reason_en}\n未运行 what-if：{plan.reason_zh}")
         return
     started = time.perf_counter()
-    outcomes = what_if.run(module, plan, size, backend, args.seed, on_outcome=lambda o: print(
-        f"  tried {o.config.label}: {o.status}", file=sys.stderr))
+    outcomes = what_if.run(
+        module,
+        plan,
+        size,
+        backend,
+        args.seed,
+        on_outcome=lambda o: print(f"  tried {o.config.label}: {o.status}", file=sys.stderr),
+    )
     print(what_if_output.summary(outcomes, size))
     print(f"what-if cost: {time.perf_counter() - started:.1f} s")
     csv_path = what_if_output.write_csv(outcomes, size, f"{stem}.csv")

@@ -19,12 +19,23 @@ KEY = ("m", "n", "k")
 REQUIRED = ("m", "n", "k", "median_ms", "p20_ms", "p80_ms")
 
 REGRESSION, IMPROVEMENT, SAME, NO_BASELINE, NOT_TIMED = (
-    "regression", "improvement", "within noise", "no baseline", "not timed")
+    "regression",
+    "improvement",
+    "within noise",
+    "no baseline",
+    "not timed",
+)
 
 COLUMNS = (
-    "baseline_median_ms", "speedup_vs_baseline", "compare_noise", "compare_status",
-    "baseline_torch_mm_median_ms", "torch_mm_speedup_vs_baseline", "torch_mm_compare_status",
-    "baseline_gpu_name", "baseline_run_id",
+    "baseline_median_ms",
+    "speedup_vs_baseline",
+    "compare_noise",
+    "compare_status",
+    "baseline_torch_mm_median_ms",
+    "torch_mm_speedup_vs_baseline",
+    "torch_mm_compare_status",
+    "baseline_gpu_name",
+    "baseline_run_id",
 )
 
 
@@ -62,8 +73,10 @@ def judge(current, baseline, current_spread, baseline_spread, noise_floor=DEFAUL
 def check_baseline(frame):
     missing = [column for column in REQUIRED if column not in frame.columns]
     if missing:
-        raise ValueError(f"the baseline CSV lacks the column(s) {', '.join(missing)}: "
-                         "is it a benchmark CSV from this kit?")
+        raise ValueError(
+            f"the baseline CSV lacks the column(s) {', '.join(missing)}: "
+            "is it a benchmark CSV from this kit?"
+        )
 
 
 def compare(current, baseline, noise_floor=DEFAULT_NOISE_FLOOR):
@@ -81,26 +94,36 @@ def compare(current, baseline, noise_floor=DEFAULT_NOISE_FLOOR):
             values["compare_status"] = NO_BASELINE if timed_now else NOT_TIMED
             continue
         speedup, noise, status = judge(
-            row.get("median_ms"), base["median_ms"],
+            row.get("median_ms"),
+            base["median_ms"],
             relative_half_spread(row.get("median_ms"), row.get("p20_ms"), row.get("p80_ms")),
             relative_half_spread(base["median_ms"], base["p20_ms"], base["p80_ms"]),
             noise_floor,
         )
-        values.update({
-            "baseline_median_ms": base["median_ms"],
-            "speedup_vs_baseline": "" if speedup is None else speedup,
-            "compare_noise": "" if noise is None else noise,
-            "compare_status": status,
-            "baseline_gpu_name": base.get("gpu_name", ""),
-            "baseline_run_id": base.get("run_id", ""),
-        })
+        values.update(
+            {
+                "baseline_median_ms": base["median_ms"],
+                "speedup_vs_baseline": "" if speedup is None else speedup,
+                "compare_noise": "" if noise is None else noise,
+                "compare_status": status,
+                "baseline_gpu_name": base.get("gpu_name", ""),
+                "baseline_run_id": base.get("run_id", ""),
+            }
+        )
         if "torch_mm_median_ms" in base.index:
             t_speedup, _, t_status = judge(
-                row.get("torch_mm_median_ms"), base["torch_mm_median_ms"],
-                relative_half_spread(row.get("torch_mm_median_ms"), row.get("torch_mm_p20_ms"),
-                                     row.get("torch_mm_p80_ms")),
-                relative_half_spread(base["torch_mm_median_ms"], base.get("torch_mm_p20_ms"),
-                                     base.get("torch_mm_p80_ms")),
+                row.get("torch_mm_median_ms"),
+                base["torch_mm_median_ms"],
+                relative_half_spread(
+                    row.get("torch_mm_median_ms"),
+                    row.get("torch_mm_p20_ms"),
+                    row.get("torch_mm_p80_ms"),
+                ),
+                relative_half_spread(
+                    base["torch_mm_median_ms"],
+                    base.get("torch_mm_p20_ms"),
+                    base.get("torch_mm_p80_ms"),
+                ),
                 noise_floor,
             )
             values["baseline_torch_mm_median_ms"] = base["torch_mm_median_ms"]
@@ -116,11 +139,15 @@ def summary(compared):
     gpus = {str(g) for g in compared.get("baseline_gpu_name", []) if str(g) not in ("", "nan")}
     here = {str(g) for g in compared.get("gpu_name", []) if str(g) not in ("", "nan")}
     if gpus and here and gpus != here:
-        lines.append(f"note: the baseline ran on {', '.join(sorted(gpus))}, this run on "
-                     f"{', '.join(sorted(here))}; speedups compare machines, not kernels")
+        lines.append(
+            f"note: the baseline ran on {', '.join(sorted(gpus))}, this run on "
+            f"{', '.join(sorted(here))}; speedups compare machines, not kernels"
+        )
     width = max([len(str(s)) for s in compared["size"]] + [4])
-    lines.append(f"{'Size'.rjust(width)}  {'baseline(ms)':>12}  {'now(ms)':>10}  "
-                 f"{'speedup':>8}  {'noise':>6}  status")
+    lines.append(
+        f"{'Size'.rjust(width)}  {'baseline(ms)':>12}  {'now(ms)':>10}  "
+        f"{'speedup':>8}  {'noise':>6}  status"
+    )
     for _, row in compared.iterrows():
         speedup = _number(row.get("speedup_vs_baseline"))
         noise = _number(row.get("compare_noise"))
@@ -157,19 +184,30 @@ def across(frames):
         check_baseline(frame)
         for _, row in frame.iterrows():
             size = "x".join(str(int(row[c])) for c in KEY)
-            rows.append((size, str(row.get("gpu_name", "?")), _number(row.get("tflops")),
-                         _number(row.get("torch_mm_tflops")),
-                         _number(row.get("ratio_vs_torch_mm")),
-                         _text(row.get("config_name")), name))
+            rows.append(
+                (
+                    size,
+                    str(row.get("gpu_name", "?")),
+                    _number(row.get("tflops")),
+                    _number(row.get("torch_mm_tflops")),
+                    _number(row.get("ratio_vs_torch_mm")),
+                    _text(row.get("config_name")),
+                    name,
+                )
+            )
     order = list(dict.fromkeys(row[0] for row in rows))
     rows.sort(key=lambda row: order.index(row[0]))
     width = max([len(row[0]) for row in rows] + [4])
     card = max([len(row[1]) for row in rows] + [4])
-    lines = [f"{'size'.ljust(width)}  {'card'.ljust(card)}  {'TFLOPS':>7}  {'torch.mm':>8}  "
-             f"{'ratio':>6}  configuration  (file)"]
+    lines = [
+        f"{'size'.ljust(width)}  {'card'.ljust(card)}  {'TFLOPS':>7}  {'torch.mm':>8}  "
+        f"{'ratio':>6}  configuration  (file)"
+    ]
     for size, gpu, tflops, torch_tflops, ratio, config, name in rows:
-        lines.append(f"{size.ljust(width)}  {gpu.ljust(card)}  {_fmt(tflops, 0):>7}  "
-                     f"{_fmt(torch_tflops, 0):>8}  {_fmt(ratio, 3):>6}  {config or '-'}  ({name})")
+        lines.append(
+            f"{size.ljust(width)}  {gpu.ljust(card)}  {_fmt(tflops, 0):>7}  "
+            f"{_fmt(torch_tflops, 0):>8}  {_fmt(ratio, 3):>6}  {config or '-'}  ({name})"
+        )
     return lines
 
 
@@ -185,8 +223,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.compare",
         description="One table over benchmark CSVs (say, the same sizes on an H100 and an "
-                    "H200): per size, each file's card, TFLOPS, torch.mm's, the ratio and "
-                    "the configuration that ran.")
+        "H200): per size, each file's card, TFLOPS, torch.mm's, the ratio and "
+        "the configuration that ran.",
+    )
     parser.add_argument("csv", nargs="+", help="benchmark CSVs written by this kit")
     args = parser.parse_args(argv)
     frames = {}

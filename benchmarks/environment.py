@@ -73,14 +73,20 @@ def git_revision(root=ROOT):
         return ""
     try:
         rev = subprocess.run(
-            [git, "rev-parse", "--short=12", "HEAD"], cwd=root, capture_output=True,
-            text=True, timeout=10,
+            [git, "rev-parse", "--short=12", "HEAD"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=10,
         )
         if rev.returncode != 0:
             return ""
         dirty = subprocess.run(
-            [git, "status", "--porcelain", "--untracked-files=no"], cwd=root,
-            capture_output=True, text=True, timeout=10,
+            [git, "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=10,
         )
         suffix = "+dirty" if dirty.returncode == 0 and dirty.stdout.strip() else ""
         return rev.stdout.strip() + suffix
@@ -128,11 +134,11 @@ def query_nvml(index=0):
     """The same telemetry through NVML (pynvml), or {} when it is unavailable."""
     try:
         import pynvml
-    except Exception:  # not installed, or a broken install: both mean "no NVML here"
+    except Exception:  # noqa: BLE001 - not installed, or a broken install: both mean "no NVML here"
         return {}
     try:
         pynvml.nvmlInit()
-    except Exception:
+    except Exception:  # noqa: BLE001 - NVML present but unusable: no telemetry, an empty field
         return {}
     try:
         handle = pynvml.nvmlDeviceGetHandleByIndex(index)
@@ -140,7 +146,7 @@ def query_nvml(index=0):
         def attempt(call, scale=1.0):
             try:
                 return float(call()) * scale
-            except Exception:
+            except Exception:  # noqa: BLE001 - one reading NVML refuses leaves its field empty
                 return ""
 
         def text(value):
@@ -150,21 +156,23 @@ def query_nvml(index=0):
             "smi_gpu_name": text(pynvml.nvmlDeviceGetName(handle)),
             "driver": text(pynvml.nvmlSystemGetDriverVersion()),
             "sm_clock_mhz": attempt(
-                lambda: pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM)),
+                lambda: pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM)
+            ),
             "max_sm_clock_mhz": attempt(
-                lambda: pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM)),
+                lambda: pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM)
+            ),
             "temperature_c": attempt(
-                lambda: pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU)),
+                lambda: pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU)
+            ),
             "power_w": attempt(lambda: pynvml.nvmlDeviceGetPowerUsage(handle), 1e-3),
-            "power_limit_w": attempt(
-                lambda: pynvml.nvmlDeviceGetEnforcedPowerLimit(handle), 1e-3),
+            "power_limit_w": attempt(lambda: pynvml.nvmlDeviceGetEnforcedPowerLimit(handle), 1e-3),
         }
-    except Exception:
+    except Exception:  # noqa: BLE001 - NVML failing midway: no telemetry, empty fields
         return {}
     finally:
         try:
             pynvml.nvmlShutdown()
-        except Exception:
+        except Exception:  # noqa: BLE001 - shutting NVML down is best effort
             pass
 
 
@@ -201,8 +209,7 @@ def _gpu_identity():
 def capture(with_gpu=True):
     """The run's environment as one flat dict with every key of COLUMNS."""
     record = dict.fromkeys(COLUMNS, "")
-    record["timestamp"] = datetime.datetime.now(datetime.timezone.utc).isoformat(
-        timespec="seconds")
+    record["timestamp"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     record["host"] = socket.gethostname()
     record["git_revision"] = git_revision()
     record["python_version"] = platform.python_version()

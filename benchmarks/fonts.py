@@ -11,13 +11,24 @@ import functools
 
 BASE = "DejaVu Sans"
 # Tried first, in this order, among those installed (then any other installed font).
-CJK_FONTS = ("Noto Sans CJK SC", "Noto Sans CJK JP", "Noto Sans CJK TC", "Source Han Sans SC",
-             "WenQuanYi Zen Hei", "WenQuanYi Micro Hei", "Droid Sans Fallback", "SimHei",
-             "Microsoft YaHei", "PingFang SC", "AR PL UMing CN")
+CJK_FONTS = (
+    "Noto Sans CJK SC",
+    "Noto Sans CJK JP",
+    "Noto Sans CJK TC",
+    "Source Han Sans SC",
+    "WenQuanYi Zen Hei",
+    "WenQuanYi Micro Hei",
+    "Droid Sans Fallback",
+    "SimHei",
+    "Microsoft YaHei",
+    "PingFang SC",
+    "AR PL UMing CN",
+)
 # matplotlib's Last Resort font has a placeholder glyph for every character: it draws none.
 PLACEHOLDERS = ("Last Resort",)
-INSTALL_HINT = ("a CJK font such as Noto Sans CJK (Debian and Ubuntu: apt-get install "
-                "fonts-noto-cjk)")
+INSTALL_HINT = (
+    "a CJK font such as Noto Sans CJK (Debian and Ubuntu: apt-get install fonts-noto-cjk)"
+)
 
 
 def family_for(texts):
@@ -36,18 +47,27 @@ def family_for(texts):
 
 def escaped(text, missing):
     """``text`` with each character of ``missing`` as a Python escape (\\u674e)."""
-    return "".join(character.encode("unicode_escape").decode("ascii") if character in missing
-                   else character for character in str(text))
+    return "".join(
+        character.encode("unicode_escape").decode("ascii") if character in missing else character
+        for character in str(text)
+    )
 
 
 @functools.lru_cache(maxsize=None)
 def _candidates():
     from matplotlib import font_manager
 
-    names = sorted({font.name for font in font_manager.fontManager.ttflist
-                    if not font.name.startswith(PLACEHOLDERS) and font.name != BASE})
-    return tuple([name for name in CJK_FONTS if name in names]
-                 + [name for name in names if name not in CJK_FONTS])
+    names = sorted(
+        {
+            font.name
+            for font in font_manager.fontManager.ttflist
+            if not font.name.startswith(PLACEHOLDERS) and font.name != BASE
+        }
+    )
+    return tuple(
+        [name for name in CJK_FONTS if name in names]
+        + [name for name in names if name not in CJK_FONTS]
+    )
 
 
 @functools.lru_cache(maxsize=None)

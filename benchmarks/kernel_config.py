@@ -68,7 +68,7 @@ def kernel_handle(module):
         return None
     try:
         handle = factory()
-    except Exception:
+    except Exception:  # noqa: BLE001 - the file's own kernel factory: whatever it raises, no config to report
         return None
     return handle if callable(handle) else None
 
@@ -172,7 +172,7 @@ def own_choice(module, m, n, k):
     """(KernelConfig, search seconds or None) from the file's ``chosen_config(m, n, k)``."""
     try:
         info = module.chosen_config(m, n, k)
-    except Exception:
+    except Exception:  # noqa: BLE001 - the file's own chosen_config(): whatever it raises, none reported
         info = None
     if not isinstance(info, dict):
         return KernelConfig(source="autotuned"), None
@@ -182,8 +182,13 @@ def own_choice(module, m, n, k):
         return value if isinstance(value, int) and not isinstance(value, bool) else UNKNOWN
 
     config = KernelConfig(
-        whole("block_m"), whole("block_n"), whole("block_k"), whole("num_warps"),
-        whole("num_stages"), "autotuned", str(info.get("name", "") or ""),
+        whole("block_m"),
+        whole("block_n"),
+        whole("block_k"),
+        whole("num_warps"),
+        whole("num_stages"),
+        "autotuned",
+        str(info.get("name", "") or ""),
     )
     searched = info.get("source", "tuned") == "tuned"
     seconds = info.get("tuning_s")

@@ -24,34 +24,84 @@ from ledger import formulas
 
 # The fields contract 4 requires on every row (tests check them).
 CONTRACT_COLUMNS = (
-    "m", "n", "k", "implementation", "median_ms", "tflops", "torch_mm_median_ms",
-    "torch_mm_tflops", "ratio_vs_torch_mm", "verdict", "autotune", "block_m", "block_n",
-    "block_k", "gpu_name", "driver", "cuda", "torch_version", "triton_version",
+    "m",
+    "n",
+    "k",
+    "implementation",
+    "median_ms",
+    "tflops",
+    "torch_mm_median_ms",
+    "torch_mm_tflops",
+    "ratio_vs_torch_mm",
+    "verdict",
+    "autotune",
+    "block_m",
+    "block_n",
+    "block_k",
+    "gpu_name",
+    "driver",
+    "cuda",
+    "torch_version",
+    "triton_version",
     "ninetoothed_version",
 )
 
 COLUMNS = (
-    "run_id", "size", "m", "n", "k", "implementation", "submission", "submission_sha256",
+    "run_id",
+    "size",
+    "m",
+    "n",
+    "k",
+    "implementation",
+    "submission",
+    "submission_sha256",
     "verdict",
     # NineToothed as called (nt_gemm, output allocation included)
-    "median_ms", "p20_ms", "p80_ms", "tflops",
+    "median_ms",
+    "p20_ms",
+    "p80_ms",
+    "tflops",
     # torch.mm in the same run, on the same operands
-    "torch_mm_median_ms", "torch_mm_p20_ms", "torch_mm_p80_ms", "torch_mm_tflops",
+    "torch_mm_median_ms",
+    "torch_mm_p20_ms",
+    "torch_mm_p80_ms",
+    "torch_mm_tflops",
     "ratio_vs_torch_mm",
     # the kernel alone on a preallocated output (empty when it cannot be called cleanly)
-    "kernel_median_ms", "kernel_p20_ms", "kernel_p80_ms", "kernel_tflops",
+    "kernel_median_ms",
+    "kernel_p20_ms",
+    "kernel_p80_ms",
+    "kernel_tflops",
     # first call per size: JIT compilation and, when autotuning, the search
-    "first_call_s", "autotune_search_s",
+    "first_call_s",
+    "autotune_search_s",
     # tile configuration
-    "autotune", "block_m", "block_n", "block_k", "num_warps", "num_stages", "config_source",
+    "autotune",
+    "block_m",
+    "block_n",
+    "block_k",
+    "num_warps",
+    "num_stages",
+    "config_source",
     "config_name",
     # roofline, tiles and waves (ledger.formulas)
-    "flops", "min_bytes", "arithmetic_intensity", "machine", "peak_tflops",
-    "roofline_time_ms", "roofline_tflops", "roofline_fraction", "tile_count",
-    "blocks_per_sm_estimate", "waves", "last_wave_utilization",
+    "flops",
+    "min_bytes",
+    "arithmetic_intensity",
+    "machine",
+    "peak_tflops",
+    "roofline_time_ms",
+    "roofline_tflops",
+    "roofline_fraction",
+    "tile_count",
+    "blocks_per_sm_estimate",
+    "waves",
+    "last_wave_utilization",
     # environment
     *environment.COLUMNS,
-    "backend", "timing_method", "note",
+    "backend",
+    "timing_method",
+    "note",
 )
 
 
@@ -63,9 +113,18 @@ def blocks_per_sm_estimate(config, machine):
     """Resident blocks per SM from the launch's tiles, warps and stages (ledger.formulas)."""
     if machine is None or not (config.blocks_known and config.launch_known):
         return None
-    return formulas.occupancy_estimate(config.block_m, config.block_n, config.block_k,
-                                       config.num_warps, config.num_stages, DTYPE_BYTES,
-                                       machine)["blocks_per_sm"] or None
+    return (
+        formulas.occupancy_estimate(
+            config.block_m,
+            config.block_n,
+            config.block_k,
+            config.num_warps,
+            config.num_stages,
+            DTYPE_BYTES,
+            machine,
+        )["blocks_per_sm"]
+        or None
+    )
 
 
 def roofline_columns(m, n, k, median_ms, config, machine):
@@ -75,8 +134,13 @@ def roofline_columns(m, n, k, median_ms, config, machine):
         "arithmetic_intensity": formulas.arithmetic_intensity(m, n, k, DTYPE_BYTES),
         "machine": machine.name if machine else "",
         "peak_tflops": machine.peak_tflops if machine else "",
-        "roofline_time_ms": "", "roofline_tflops": "", "roofline_fraction": "",
-        "tile_count": "", "blocks_per_sm_estimate": "", "waves": "", "last_wave_utilization": "",
+        "roofline_time_ms": "",
+        "roofline_tflops": "",
+        "roofline_fraction": "",
+        "tile_count": "",
+        "blocks_per_sm_estimate": "",
+        "waves": "",
+        "last_wave_utilization": "",
     }
     if machine is not None:
         bound_ms = formulas.roofline_time_s(m, n, k, DTYPE_BYTES, machine) * 1e3
@@ -90,13 +154,13 @@ def roofline_columns(m, n, k, median_ms, config, machine):
         per_sm = blocks_per_sm_estimate(config, machine)
         if per_sm:
             num_waves, last, _overall = formulas.waves(tiles, per_sm, machine.n_sm)
-            row.update(blocks_per_sm_estimate=per_sm, waves=num_waves,
-                       last_wave_utilization=last)
+            row.update(blocks_per_sm_estimate=per_sm, waves=num_waves, last_wave_utilization=last)
     return row
 
 
-def build_frame(results, env, *, submission, autotune, backend_name, run_id=None,
-                submission_sha256=""):
+def build_frame(
+    results, env, *, submission, autotune, backend_name, run_id=None, submission_sha256=""
+):
     """The run as a DataFrame with COLUMNS, one row per size.
 
     ``submission_sha256`` is the file's hash: the batch grader matches a handed-in
@@ -110,11 +174,17 @@ def build_frame(results, env, *, submission, autotune, backend_name, run_id=None
         nt, kernel, ref = result.ninetoothed, result.kernel, result.torch_mm
         config = result.config
         row = {
-            "run_id": run_id, "size": size_label(m, n, k), "m": m, "n": n, "k": k,
-            "implementation": IMPLEMENTATION, "submission": submission,
+            "run_id": run_id,
+            "size": size_label(m, n, k),
+            "m": m,
+            "n": n,
+            "k": k,
+            "implementation": IMPLEMENTATION,
+            "submission": submission,
             "submission_sha256": submission_sha256,
             "verdict": result.verdict,
-            "median_ms": nt.median_ms if nt else "", "p20_ms": nt.p20_ms if nt else "",
+            "median_ms": nt.median_ms if nt else "",
+            "p20_ms": nt.p20_ms if nt else "",
             "p80_ms": nt.p80_ms if nt else "",
             "tflops": _or_blank(tflops(flops, nt.median_ms)) if nt else "",
             "torch_mm_median_ms": ref.median_ms if ref else "",
@@ -129,8 +199,11 @@ def build_frame(results, env, *, submission, autotune, backend_name, run_id=None
             "first_call_s": _or_blank(result.first_call_s),
             "autotune_search_s": _or_blank(result.autotune_search_s),
             "autotune": bool(autotune),
-            "block_m": config.block_m, "block_n": config.block_n, "block_k": config.block_k,
-            "num_warps": config.num_warps, "num_stages": config.num_stages,
+            "block_m": config.block_m,
+            "block_n": config.block_n,
+            "block_k": config.block_k,
+            "num_warps": config.num_warps,
+            "num_stages": config.num_stages,
             "config_source": config.source,
             "config_name": config.label(),
             **roofline_columns(m, n, k, nt.median_ms if nt else None, config, machine),
@@ -185,8 +258,7 @@ def read_csv(path):
 def spread(row, prefix=""):
     """Half the p20..p80 width as a share of the median (benchmarks.timing) of a timed row:
     the kernel's, or torch.mm's with ``prefix="torch_mm_"``."""
-    return Timing(*(row[f"{prefix}{name}_ms"] for name in ("median", "p20", "p80"))) \
-        .relative_spread
+    return Timing(*(row[f"{prefix}{name}_ms"] for name in ("median", "p20", "p80"))).relative_spread
 
 
 # --- the printed table ----------------------------------------------------------------------
@@ -227,8 +299,17 @@ def table_rows(results, *, timed):
 def table_headers(*, timed):
     if not timed:
         return ["Size", "Result"]
-    return ["Size", "NineToothed(ms)", "kernel only(ms)", "PyTorch(ms)", "NineToothed TFLOPS",
-            "PyTorch TFLOPS", "vs torch.mm", "Blocks", "Result"]
+    return [
+        "Size",
+        "NineToothed(ms)",
+        "kernel only(ms)",
+        "PyTorch(ms)",
+        "NineToothed TFLOPS",
+        "PyTorch TFLOPS",
+        "vs torch.mm",
+        "Blocks",
+        "Result",
+    ]
 
 
 def format_table(headers, rows):

@@ -72,9 +72,11 @@ def bench_pair(ours, theirs, timer=bench, rounds=ROUNDS):
 
 def _pooled(timings):
     """The rounds' median of each statistic: one slow round moves none of them much."""
-    return Timing(statistics.median(t.median_ms for t in timings),
-                  statistics.median(t.p20_ms for t in timings),
-                  statistics.median(t.p80_ms for t in timings))
+    return Timing(
+        statistics.median(t.median_ms for t in timings),
+        statistics.median(t.p20_ms for t in timings),
+        statistics.median(t.p80_ms for t in timings),
+    )
 
 
 def wall_clock(fn, synchronize=None):

@@ -112,31 +112,37 @@ class Plan:
 def reason_text(the_plan):
     """(English, Chinese) of why ``the_plan`` runs nothing; ("", "") when it runs."""
     if the_plan.reason == AUTOTUNED:
-        return ("BLOCK_SIZE_M/N/K are ninetoothed.block_size() symbols here "
-                "(NINETOOTHED_AUTOTUNE=1): the autotuner already picks the tiles per size, "
-                "so there is no one configuration of yours to compare with. Run without "
-                "NINETOOTHED_AUTOTUNE for the what-if.",
-                "这里的 BLOCK_SIZE_M/N/K 是 ninetoothed.block_size() 符号"
-                "（NINETOOTHED_AUTOTUNE=1）：自动调优已按尺寸挑选分块，没有一个"
-                "“你的配置”可比。去掉 NINETOOTHED_AUTOTUNE 再运行 what-if。")
+        return (
+            "BLOCK_SIZE_M/N/K are ninetoothed.block_size() symbols here "
+            "(NINETOOTHED_AUTOTUNE=1): the autotuner already picks the tiles per size, "
+            "so there is no one configuration of yours to compare with. Run without "
+            "NINETOOTHED_AUTOTUNE for the what-if.",
+            "这里的 BLOCK_SIZE_M/N/K 是 ninetoothed.block_size() 符号"
+            "（NINETOOTHED_AUTOTUNE=1）：自动调优已按尺寸挑选分块，没有一个"
+            "“你的配置”可比。去掉 NINETOOTHED_AUTOTUNE 再运行 what-if。",
+        )
     if the_plan.reason == UNREADABLE:
-        return ("the tiles your arrangement lays out could not be read on symbolic "
-                "tensors (a layout other than the guide's one row of lhs tiles and one "
-                "column of rhs tiles per output tile), so a rebuild could not be shown "
-                "to use the tiles it was given.",
-                "无法在符号张量上读出你的 arrangement 实际使用的分块（排布不是指南中"
-                "“每个输出分块对应一行 lhs 分块和一列 rhs 分块”的形式），因此无法确认"
-                "换用其他分块重建后真的用了这些分块。")
+        return (
+            "the tiles your arrangement lays out could not be read on symbolic "
+            "tensors (a layout other than the guide's one row of lhs tiles and one "
+            "column of rhs tiles per output tile), so a rebuild could not be shown "
+            "to use the tiles it was given.",
+            "无法在符号张量上读出你的 arrangement 实际使用的分块（排布不是指南中"
+            "“每个输出分块对应一行 lhs 分块和一列 rhs 分块”的形式），因此无法确认"
+            "换用其他分块重建后真的用了这些分块。",
+        )
     if the_plan.reason == IGNORED:
         given, used = ("x".join(map(str, tiles)) for tiles in (the_plan.given, the_plan.used))
         route = ROUTES[the_plan.route]
-        return (f"your arrangement does not take its tiles from its {route}: given "
-                f"{given} it still lays out {used} tiles (a size written into "
-                "tile(...)), so every rebuild would run the same kernel. Use the "
-                "block sizes in tile(...) to get a what-if.",
-                f"你的 arrangement 没有从 {route} 取分块大小：给它 {given}，它仍然"
-                f"按 {used} 分块（tile(...) 里写死了数字），所以每次重建都是同一个 "
-                "kernel。在 tile(...) 里使用分块大小常量，才能做 what-if。")
+        return (
+            f"your arrangement does not take its tiles from its {route}: given "
+            f"{given} it still lays out {used} tiles (a size written into "
+            "tile(...)), so every rebuild would run the same kernel. Use the "
+            "block sizes in tile(...) to get a what-if.",
+            f"你的 arrangement 没有从 {route} 取分块大小：给它 {given}，它仍然"
+            f"按 {used} 分块（tile(...) 里写死了数字），所以每次重建都是同一个 "
+            "kernel。在 tile(...) 里使用分块大小常量，才能做 what-if。",
+        )
     return ("", "")
 
 
@@ -167,15 +173,20 @@ def plan(module, handle=None):
         return Plan(reason=UNREADABLE)
     ignored = sorted(blocks for blocks, used in seen.items() if used != blocks)
     if ignored:
-        return Plan(reason=IGNORED, given=ignored[0], used=seen[ignored[0]],
-                    route="keywords" if takes_keywords(module) else "constants")
+        return Plan(
+            reason=IGNORED,
+            given=ignored[0],
+            used=seen[ignored[0]],
+            route="keywords" if takes_keywords(module) else "constants",
+        )
     return Plan(theirs, others)
 
 
 def build(module, config):
     """``ninetoothed.make`` of the file's arrangement and application with ``config``."""
-    return retile.make(module, config.blocks, num_warps=config.num_warps,
-                       num_stages=config.num_stages)
+    return retile.make(
+        module, config.blocks, num_warps=config.num_warps, num_stages=config.num_stages
+    )
 
 
 def check(handle, lhs, rhs):
@@ -200,18 +211,19 @@ def try_one(module, config, lhs, rhs, *, theirs=False):
 
     try:
         handle = build(module, config)
-    except Exception as error:  # the student's code, or a config the GPU refuses
+    except Exception as error:  # noqa: BLE001 - the student's code, or a config the GPU refuses
         return Outcome(config, theirs, BUILD_FAILED, one_line(error))
     try:
         passed, note, out = check(handle, lhs, rhs)
-    except Exception as error:
+    except Exception as error:  # noqa: BLE001 - the rebuilt kernel's run: whatever it raises is this config's verdict
         return Outcome(config, theirs, WRONG, one_line(error))
     if not passed:
         return Outcome(config, theirs, WRONG, note)
     try:
-        kernel, torch_mm = timing.bench_pair(lambda: handle(lhs, rhs, out),
-                                             lambda: torch.mm(lhs, rhs))
-    except Exception as error:
+        kernel, torch_mm = timing.bench_pair(
+            lambda: handle(lhs, rhs, out), lambda: torch.mm(lhs, rhs)
+        )
+    except Exception as error:  # noqa: BLE001 - a timing that fails is this config's verdict
         return Outcome(config, theirs, TIMING_FAILED, one_line(error))
     return Outcome(config, theirs, TIMED, kernel=kernel, torch_mm=torch_mm)
 

@@ -60,19 +60,34 @@ class Rule(typing.NamedTuple):
 # measurement, a run too short to be about the kernel) to the roofs, the lowest first.
 RULES = (
     Rule("impossible", lambda why: why["roofline_fraction"] > 1, lambda why: SURE),
-    Rule("short_run", lambda why: why["median_us"] < SHORT_RUN_US or (
-        why["median_us"] < OVERHEAD_US and why["share"] < POSSIBLE_SHARE), lambda why: LIKELY),
-    Rule("spills", lambda why: bool(why["spilled_bytes"]) and why["share"] < LIKELY_SHARE,
-         lambda why: POSSIBLY),
-    Rule("ragged", lambda why: why["ragged"] and why["share"] < RAGGED_SHARE,
-         lambda why: LIKELY),
-    Rule("waves", lambda why: why["busy"] < BUSY_LOW and why["waves_hold"] and _fits(why),
-         _by_share),
+    Rule(
+        "short_run",
+        lambda why: (
+            why["median_us"] < SHORT_RUN_US
+            or (why["median_us"] < OVERHEAD_US and why["share"] < POSSIBLE_SHARE)
+        ),
+        lambda why: LIKELY,
+    ),
+    Rule(
+        "spills",
+        lambda why: bool(why["spilled_bytes"]) and why["share"] < LIKELY_SHARE,
+        lambda why: POSSIBLY,
+    ),
+    Rule("ragged", lambda why: why["ragged"] and why["share"] < RAGGED_SHARE, lambda why: LIKELY),
+    Rule(
+        "waves", lambda why: why["busy"] < BUSY_LOW and why["waves_hold"] and _fits(why), _by_share
+    ),
     # The HBM estimate is an upper bound (L2 may keep more than a wave's panels), so HBM is
     # likely the limit only when even the minimum traffic runs the memory near its bandwidth.
-    Rule("memory", lambda why: why["binding"] == "memory" and _fits(why),
-         lambda why: LIKELY if why["min_bytes"] / why["median_us"] / 1e6
-         >= LIKELY_SHARE * why["bandwidth_tbs"] else POSSIBLY),
+    Rule(
+        "memory",
+        lambda why: why["binding"] == "memory" and _fits(why),
+        lambda why: (
+            LIKELY
+            if why["min_bytes"] / why["median_us"] / 1e6 >= LIKELY_SHARE * why["bandwidth_tbs"]
+            else POSSIBLY
+        ),
+    ),
     Rule("tile_feed", lambda why: why["binding"] == "tile_feed" and _fits(why), _by_share),
     Rule("tensor_cores", lambda why: why["binding"] == "tensor_cores" and _fits(why), _by_share),
     Rule("unexplained", lambda why: True, lambda why: NOT_SURE),
@@ -101,19 +116,36 @@ def _blocks_per_sm(row, build, machine):
     """(blocks per SM, registers or None, shared bytes, source): the cubin's when the build
     has them, else ledger.formulas.occupancy_estimate's."""
     warps = _int(row.get("num_warps"))
-    if build and build.get("ok") and build.get("registers") is not None and warps \
-            and build.get("target") == CUBIN_TARGET and build.get("num_warps") in (None, warps):
-        result = formulas.occupancy(warps * formulas.WARP_SIZE, build["registers"],
-                                    build.get("shared_bytes") or 0, machine)
-        return (result["blocks_per_sm"], build["registers"], build.get("shared_bytes") or 0,
-                "cubin", result["limiter"])
+    if (
+        build
+        and build.get("ok")
+        and build.get("registers") is not None
+        and warps
+        and build.get("target") == CUBIN_TARGET
+        and build.get("num_warps") in (None, warps)
+    ):
+        result = formulas.occupancy(
+            warps * formulas.WARP_SIZE, build["registers"], build.get("shared_bytes") or 0, machine
+        )
+        return (
+            result["blocks_per_sm"],
+            build["registers"],
+            build.get("shared_bytes") or 0,
+            "cubin",
+            result["limiter"],
+        )
     stages = _int(row.get("num_stages"))
     if not (warps and stages):
         return None
     bm, bn, bk = (_int(row[f"block_{axis}"]) for axis in "mnk")
     result = formulas.occupancy_estimate(bm, bn, bk, warps, stages, DTYPE_BYTES, machine)
-    return (result["blocks_per_sm"], None, formulas.smem_bytes(bm, bn, bk, DTYPE_BYTES, stages),
-            "estimate", result["limiter"])
+    return (
+        result["blocks_per_sm"],
+        None,
+        formulas.smem_bytes(bm, bn, bk, DTYPE_BYTES, stages),
+        "estimate",
+        result["limiter"],
+    )
 
 
 def explain(row, build=None, torch_best=None):
@@ -131,8 +163,12 @@ def explain(row, build=None, torch_best=None):
     practical = max(run_best, torch_tflops) if run_best else None
     m, n, k = (_int(row.get(axis)) for axis in "mnk")
     bm, bn, bk = (_int(row.get(f"block_{axis}")) for axis in "mnk")
-    if machine is None or row.get("verdict") != "PASS" or not (tflops and median_ms) \
-            or None in (m, n, k, bm, bn, bk):
+    if (
+        machine is None
+        or row.get("verdict") != "PASS"
+        or not (tflops and median_ms)
+        or None in (m, n, k, bm, bn, bk)
+    ):
         return None
     occupancy = _blocks_per_sm(row, build, machine)
     if occupancy is None or not occupancy[0]:
@@ -146,49 +182,80 @@ def explain(row, build=None, torch_best=None):
     a_reads, b_reads = formulas.re_reads(m, n, bm, bn)
     l2_bytes = formulas.l2_request_bytes(m, n, k, bm, bn, DTYPE_BYTES)
     hbm_bytes = formulas.hbm_bytes_estimate(m, n, k, bm, bn, DTYPE_BYTES, per_wave, machine)
-    roofs = {"memory": formulas.bandwidth_roof_tflops(flops, hbm_bytes, machine),
-             "tile_feed": formulas.tile_feed_roof_tflops(bm, bn, machine, DTYPE_BYTES),
-             "tensor_cores": practical or machine.practical_tflops}
+    roofs = {
+        "memory": formulas.bandwidth_roof_tflops(flops, hbm_bytes, machine),
+        "tile_feed": formulas.tile_feed_roof_tflops(bm, bn, machine, DTYPE_BYTES),
+        "tensor_cores": practical or machine.practical_tflops,
+    }
     # A roof the measured rate passes is refuted: the model behind it does not describe this
     # kernel (an HBM estimate for a launch order that L2 serves better, say). So are the waves
     # when the rate passes the lowest standing roof times the busy share (a tail run otherwise).
     # A roof above the datasheet peak never binds: the tensor cores stop the kernel first.
     refuted = sorted(name for name, roof in roofs.items() if tflops > roof * ABOVE_MODEL)
-    standing = {name: roof for name, roof in roofs.items()
-                if name not in refuted and roof < machine.peak_tflops}
+    standing = {
+        name: roof
+        for name, roof in roofs.items()
+        if name not in refuted and roof < machine.peak_tflops
+    }
     binding = min(standing, key=standing.get) if standing else None
     roof = roofs[binding] if binding else max(roofs.values())
     waves_hold = binding is not None and tflops <= roof * busy * ABOVE_MODEL
     predicted = roof * busy if waves_hold else roof
     roofline = formulas.roofline_tflops(m, n, k, DTYPE_BYTES, machine)
     why = {
-        "size": str(row.get("size") or f"{m}x{n}x{k}"), "m": m, "n": n, "k": k,
-        "tiles": f"{bm}x{bn}x{bk}", "num_warps": _int(row.get("num_warps")),
-        "num_stages": _int(row.get("num_stages")), "machine": machine.name,
-        "card": machine.card, "feed_recorded_on": machine.recorded_on,
-        "tflops": tflops, "torch_tflops": torch_tflops,
+        "size": str(row.get("size") or f"{m}x{n}x{k}"),
+        "m": m,
+        "n": n,
+        "k": k,
+        "tiles": f"{bm}x{bn}x{bk}",
+        "num_warps": _int(row.get("num_warps")),
+        "num_stages": _int(row.get("num_stages")),
+        "machine": machine.name,
+        "card": machine.card,
+        "feed_recorded_on": machine.recorded_on,
+        "tflops": tflops,
+        "torch_tflops": torch_tflops,
         "practical_from_run": practical is not None,
-        "ratio": _number(row.get("ratio_vs_torch_mm")), "median_us": median_ms * 1e3,
+        "ratio": _number(row.get("ratio_vs_torch_mm")),
+        "median_us": median_ms * 1e3,
         "tile_intensity": formulas.tile_intensity(bm, bn, DTYPE_BYTES),
-        "a_reads": a_reads, "b_reads": b_reads, "l2_request_bytes": l2_bytes,
+        "a_reads": a_reads,
+        "b_reads": b_reads,
+        "l2_request_bytes": l2_bytes,
         "l2_rate_tbs": l2_bytes / seconds / 1e12,
         "min_bytes": formulas.min_bytes(m, n, k, DTYPE_BYTES),
-        "wave_footprint_bytes": formulas.wave_footprint_bytes(m, n, k, bm, bn, DTYPE_BYTES,
-                                                              per_wave),
-        "l2_bytes": machine.l2_bytes, "hbm_bytes": hbm_bytes,
-        "hbm_rate_tbs": hbm_bytes / seconds / 1e12, "bandwidth_tbs": machine.mem_bw_tbs,
+        "wave_footprint_bytes": formulas.wave_footprint_bytes(
+            m, n, k, bm, bn, DTYPE_BYTES, per_wave
+        ),
+        "l2_bytes": machine.l2_bytes,
+        "hbm_bytes": hbm_bytes,
+        "hbm_rate_tbs": hbm_bytes / seconds / 1e12,
+        "bandwidth_tbs": machine.mem_bw_tbs,
         "tile_feed_tbs": machine.tile_feed_tbs,
-        "blocks_per_sm": blocks_per_sm, "occupancy_source": source, "limiter": limiter,
-        "registers": registers, "shared_bytes": shared_bytes,
+        "blocks_per_sm": blocks_per_sm,
+        "occupancy_source": source,
+        "limiter": limiter,
+        "registers": registers,
+        "shared_bytes": shared_bytes,
         "spilled_bytes": (build or {}).get("spilled_bytes") or 0,
         "active_warps": blocks_per_sm * (_int(row.get("num_warps")) or 0),
-        "max_warps": machine.max_warps_per_sm, "n_sm": machine.n_sm, "per_wave": per_wave,
-        "tile_count": tiles, "waves": num_waves, "last_wave": last_wave, "busy": busy,
-        "roofline_tflops": roofline, "roofline_fraction": tflops / roofline,
+        "max_warps": machine.max_warps_per_sm,
+        "n_sm": machine.n_sm,
+        "per_wave": per_wave,
+        "tile_count": tiles,
+        "waves": num_waves,
+        "last_wave": last_wave,
+        "busy": busy,
+        "roofline_tflops": roofline,
+        "roofline_fraction": tflops / roofline,
         "bound": formulas.bound(m, n, k, DTYPE_BYTES, machine),
-        "roofs": roofs, "refuted": refuted, "binding": binding,
-        "waves_hold": waves_hold, "predicted_tflops": predicted,
-        "share": tflops / predicted, "ragged": formulas.ragged(n, k),
+        "roofs": roofs,
+        "refuted": refuted,
+        "binding": binding,
+        "waves_hold": waves_hold,
+        "predicted_tflops": predicted,
+        "share": tflops / predicted,
+        "ragged": formulas.ragged(n, k),
     }
     rule = next(rule for rule in RULES if rule.applies(why))
     return {**why, "limit": rule.limit, "certainty": rule.certainty(why)}
@@ -203,8 +270,11 @@ def explain_rows(rows, build=None):
         if rate is not None:
             key = _run_of(row)
             best[key] = max(best.get(key, 0.0), rate)
-    return [why for why in (explain(row, build, best.get(_run_of(row))) for row in rows)
-            if why is not None]
+    return [
+        why
+        for why in (explain(row, build, best.get(_run_of(row))) for row in rows)
+        if why is not None
+    ]
 
 
 def of_entry(entry, build=None):
@@ -219,4 +289,3 @@ def of_entry(entry, build=None):
 
 def _run_of(row):
     return str(row.get("run_id") or ""), str(row.get("gpu_name") or "")
-

@@ -21,7 +21,7 @@ def pytest_addoption(parser):
         default=None,
         metavar="DIR",
         help="when cases fail and the arrangement is off, draw DIR/arrangement.png: which "
-             "tiles one program gets, beside the expected ones",
+        "tiles one program gets, beside the expected ones",
     )
 
 
@@ -29,8 +29,11 @@ def grader_cases(seed, backend_name):
     """The catalogue for this run, plus the GPU-only cases so their skips are shown."""
     runnable = cases.catalogue(seed, backend_name)
     shown = set(case.id for case in runnable)
-    skipped = [case for case in cases.all_fixed_cases()
-               if not case.runs_on(backend_name) and case.id not in shown]
+    skipped = [
+        case
+        for case in cases.all_fixed_cases()
+        if not case.runs_on(backend_name) and case.id not in shown
+    ]
     fixed_order = [case.id for case in cases.all_fixed_cases()]
     fixed = [case for case in runnable + skipped if case.id in fixed_order]
     fixed.sort(key=lambda case: fixed_order.index(case.id))

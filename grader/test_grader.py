@@ -37,24 +37,32 @@ def test_arrangement_symbolic(submission, request, record_property):
     module = suite.load(submission, request.config)
     levels = layout.arranged_levels_or_none(module)
     if levels is not None and not all(layout.is_standard_layout(at) for at in levels.values()):
-        pytest.skip("the output is not arranged as a plain 2-D grid of tiles; the symbolic "
-                    "check only judges that layout (the cases still grade the kernel)")
+        pytest.skip(
+            "the output is not arranged as a plain 2-D grid of tiles; the symbolic "
+            "check only judges that layout (the cases still grade the kernel)"
+        )
     findings = suite.findings(request.config)
     # A length-1 level left in can be right when application() indexes around it,
     # so on its own it is a warning; the cases decide.
-    arranged = [finding for finding in findings
-                if finding["mistake"] in mistakes.found_by(mistakes.LAYOUT)]
+    arranged = [
+        finding for finding in findings if finding["mistake"] in mistakes.found_by(mistakes.LAYOUT)
+    ]
     hard = [finding for finding in arranged if finding["mistake"] != "missing_squeeze"]
     for finding in arranged:
         if finding["mistake"] == "missing_squeeze":
             warnings.warn(f"symbolic check: {finding['message']}", UserWarning, stacklevel=1)
     if hard:
-        lines = ["the arrangement does not give each program the tiles a GEMM needs "
-                 "(checked symbolically, no kernel run):"]
+        lines = [
+            "the arrangement does not give each program the tiles a GEMM needs "
+            "(checked symbolically, no kernel run):"
+        ]
         for finding in hard:
             mistake = mistakes.MISTAKES[finding["mistake"]]
-            lines += [f"- {finding['message']}", f"  likely cause, {mistake.title}: {mistake.en}",
-                      f"  {mistake.zh}"]
+            lines += [
+                f"- {finding['message']}",
+                f"  likely cause, {mistake.title}: {mistake.en}",
+                f"  {mistake.zh}",
+            ]
         pytest.fail("\n".join(lines), pytrace=False)
 
 
@@ -78,20 +86,27 @@ def test_kernel_is_what_the_batch_grader_runs(submission, record_property):
     except SyntaxError:  # grader.core.nesting.TooDeep too
         pytest.skip("the file does not parse, or nests too deep to read; the cases say where")
     if rebuilt.violations:
-        _refused(source, " and run nothing of it:\n"
-                 + "\n".join(f"- {item}" for item in rebuilt.violations)
-                 + "\narrangement() and application() may use only ninetoothed, "
-                   "ninetoothed.language (or triton.language), math, the file's constants "
-                   "and its own helper functions (see docs/instructor-reference.md, \"What is "
-                   "graded, and the threat model\")",
-                 unbuildable=build_refusal.unbuildable(rebuilt.violations))
+        _refused(
+            source,
+            " and run nothing of it:\n"
+            + "\n".join(f"- {item}" for item in rebuilt.violations)
+            + "\narrangement() and application() may use only ninetoothed, "
+            "ninetoothed.language (or triton.language), math, the file's constants "
+            'and its own helper functions (see docs/instructor-reference.md, "What is '
+            'graded, and the threat model")',
+            unbuildable=build_refusal.unbuildable(rebuilt.violations),
+        )
     rejection = _rejection(submission.module)
     if rejection is not None:
-        _refused(source, f": {rejection}\nwhat NineToothed generates from arrangement() and "
-                         "application() is checked as Triton runs it "
-                         "(docs/instructor-reference.md, \"What is graded, "
-                         "and the threat model\")",
-                 rejection.unbound, rejection.unbuildable)
+        _refused(
+            source,
+            f": {rejection}\nwhat NineToothed generates from arrangement() and "
+            "application() is checked as Triton runs it "
+            '(docs/instructor-reference.md, "What is graded, '
+            'and the threat model")',
+            rejection.unbound,
+            rejection.unbuildable,
+        )
 
 
 def _rejection(module):
@@ -111,9 +126,11 @@ def _refused(source, why, unbound=(), unbuildable=False):
     line = build_refusal.decide(source, unbound, unbuildable).line
     if not line:
         pytest.fail(f"the batch grader would flag this file (score 0){why}", pytrace=False)
-    pytest.fail(f"your kernel cannot run as written: {line}\n"
-                "the batch grader fails such a file (score 0) and runs nothing of it",
-                pytrace=False)
+    pytest.fail(
+        f"your kernel cannot run as written: {line}\n"
+        "the batch grader fails such a file (score 0) and runs nothing of it",
+        pytrace=False,
+    )
 
 
 def test_case(grader_case, submission, backend, grading_seed, request, record_property):

@@ -76,13 +76,19 @@ H100_SXM = Machine(
 # (benchmarks/baselines/*-h100.csv): 128x128x64 tiles (64 FLOP per byte) at 495 and 516 TFLOPS
 # at 4096 and 8192, a tile feed of 7.7-8.1 TB/s; torch.mm's best at 2048-8192, 708 TFLOPS.
 H100_SXM_DATASHEET = dataclasses.replace(
-    H100_SXM, name="H100 SXM (datasheet)", peak_tflops=989.0, mem_bw_tbs=3.35,
-    tile_feed_tbs=7.9, practical_tflops=708.0, recorded_on="H100 SXM"
+    H100_SXM,
+    name="H100 SXM (datasheet)",
+    peak_tflops=989.0,
+    mem_bw_tbs=3.35,
+    tile_feed_tbs=7.9,
+    practical_tflops=708.0,
+    recorded_on="H100 SXM",
 )
 # Same SM as the H100; the memory (HBM3e) is faster, and the H200 the kit ran on reported
 # 60 MB of L2 (docs/perf-notes.md).
-H200 = dataclasses.replace(H100_SXM, name="H200", peak_tflops=989.0, mem_bw_tbs=4.8,
-                           l2_bytes=60 * 1024 * KIB)
+H200 = dataclasses.replace(
+    H100_SXM, name="H200", peak_tflops=989.0, mem_bw_tbs=4.8, l2_bytes=60 * 1024 * KIB
+)
 
 MACHINES = {"h100": H100_SXM, "h100-datasheet": H100_SXM_DATASHEET, "h200": H200}
 
@@ -157,7 +163,9 @@ def smem_bytes(block_m: int, block_n: int, block_k: int, dtype_bytes: int, stage
     return stages * smem_per_stage_bytes(block_m, block_n, block_k, dtype_bytes)
 
 
-def accumulator_regs_per_thread(block_m: int, block_n: int, threads: int, accum_bytes: int = 4) -> float:
+def accumulator_regs_per_thread(
+    block_m: int, block_n: int, threads: int, accum_bytes: int = 4
+) -> float:
     """32-bit registers each thread needs just to hold its share of the C tile (a lower bound)."""
     return block_m * block_n * (accum_bytes / 4) / threads
 
@@ -248,6 +256,7 @@ def ragged(n: int, k: int) -> bool:
     costs nothing, since its mask only drops whole rows."""
     return not (divisibility_marked(n) and divisibility_marked(k))
 
+
 # --- re-reads, L2 and HBM traffic ---------------------------------------------------------
 
 
@@ -263,8 +272,9 @@ def l2_request_bytes(m: int, n: int, k: int, block_m: int, block_n: int, dtype_b
     return (m * k * a_reads + k * n * b_reads + m * n) * dtype_bytes
 
 
-def wave_footprint_bytes(m: int, n: int, k: int, block_m: int, block_n: int, dtype_bytes: int,
-                         per_wave: int) -> int:
+def wave_footprint_bytes(
+    m: int, n: int, k: int, block_m: int, block_n: int, dtype_bytes: int, per_wave: int
+) -> int:
     """A and B panels one wave of ``per_wave`` programs touches, launched row-major over the
     tile grid: a run of whole tile rows (one more when it starts mid-row) and up to every column."""
     rows, cols = cdiv(m, block_m), cdiv(n, block_n)
@@ -272,8 +282,16 @@ def wave_footprint_bytes(m: int, n: int, k: int, block_m: int, block_n: int, dty
     return (wave_rows * block_m + min(per_wave, cols) * block_n) * k * dtype_bytes
 
 
-def hbm_bytes_estimate(m: int, n: int, k: int, block_m: int, block_n: int, dtype_bytes: int,
-                       per_wave: int, machine: Machine) -> int:
+def hbm_bytes_estimate(
+    m: int,
+    n: int,
+    k: int,
+    block_m: int,
+    block_n: int,
+    dtype_bytes: int,
+    per_wave: int,
+    machine: Machine,
+) -> int:
     """DRAM traffic if L2 keeps one wave's panels and nothing longer: each wave reads its
     footprint once. When a wave's panels do not fit in L2, every tile load goes to DRAM.
     Never below ``min_bytes``: an estimate for a row-major launch, not a measurement."""
@@ -289,7 +307,9 @@ def hbm_bytes_estimate(m: int, n: int, k: int, block_m: int, block_n: int, dtype
 # --- occupancy and latency ----------------------------------------------------------------
 
 
-def occupancy(threads_per_block: int, regs_per_thread: int, smem_per_block: int, machine: Machine) -> dict:
+def occupancy(
+    threads_per_block: int, regs_per_thread: int, smem_per_block: int, machine: Machine
+) -> dict:
     """Resident blocks and warps per SM, and which resource runs out first.
 
     A resident block holds its registers and shared memory until it ends, so each
@@ -307,9 +327,17 @@ def occupancy(threads_per_block: int, regs_per_thread: int, smem_per_block: int,
         limits = {}
         if smem_per_block:
             limits["shared_mem"] = 0
-        return {"blocks_per_sm": 0, "active_warps": 0, "occupancy": 0.0, "limiter": "cannot launch", "limits": limits}
+        return {
+            "blocks_per_sm": 0,
+            "active_warps": 0,
+            "occupancy": 0.0,
+            "limiter": "cannot launch",
+            "limits": limits,
+        }
 
-    regs_per_warp = cdiv(regs_per_thread * WARP_SIZE, REG_ALLOC_UNIT_PER_WARP) * REG_ALLOC_UNIT_PER_WARP
+    regs_per_warp = (
+        cdiv(regs_per_thread * WARP_SIZE, REG_ALLOC_UNIT_PER_WARP) * REG_ALLOC_UNIT_PER_WARP
+    )
     limits = {
         "blocks": machine.max_blocks_per_sm,
         "warps": machine.max_warps_per_sm // warps_per_block,
@@ -329,8 +357,15 @@ def occupancy(threads_per_block: int, regs_per_thread: int, smem_per_block: int,
     }
 
 
-def occupancy_estimate(block_m: int, block_n: int, block_k: int, num_warps: int, num_stages: int,
-                       dtype_bytes: int, machine: Machine) -> dict:
+def occupancy_estimate(
+    block_m: int,
+    block_n: int,
+    block_k: int,
+    num_warps: int,
+    num_stages: int,
+    dtype_bytes: int,
+    machine: Machine,
+) -> dict:
     """``occupancy`` from a launch's tiles, warps and stages, when no cubin is at hand.
 
     Shared memory is the stages' tiles and registers are only the accumulator's lower bound,

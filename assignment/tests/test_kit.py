@@ -18,7 +18,10 @@ SKELETON = ROOT / "assignment" / "ninetoothed_gemm.py"
 def run_pytest(*args):
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
 
 

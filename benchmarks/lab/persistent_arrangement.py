@@ -32,24 +32,29 @@ def spread(arranged, programs, loop_dims):
     flat = arranged.flatten().tile((programs,)).ravel()  # one level: (J, P, [K,] rows, columns)
     ndim = flat.ndim
     flat = flat.permute((1, 0) + tuple(range(2, ndim)))  # (P, J, [K,] rows, columns)
-    flat = flat.tile((1,) + (-1,) * (ndim - 1))          # (P, 1, ...) of (1, J, [K,] rows, columns)
+    flat = flat.tile((1,) + (-1,) * (ndim - 1))  # (P, 1, ...) of (1, J, [K,] rows, columns)
     flat.dtype = flat.dtype.squeeze(0)
-    flat = flat.squeeze(tuple(range(1, ndim)))           # the grid: (P,)
+    flat = flat.squeeze(tuple(range(1, ndim)))  # the grid: (P,)
     loop = 1 + loop_dims
-    inner = flat.dtype.tile((1,) * loop + (-1, -1))      # (J, [K,] 1, 1) of (1, [1,] rows, columns)
+    inner = flat.dtype.tile((1,) * loop + (-1, -1))  # (J, [K,] 1, 1) of (1, [1,] rows, columns)
     inner.dtype = inner.dtype.squeeze(tuple(range(loop)))
-    flat.dtype = inner.squeeze((loop, loop + 1))         # (J, [K]) of tiles
+    flat.dtype = inner.squeeze((loop, loop + 1))  # (J, [K]) of tiles
     return flat
 
 
-def persistent_arrangement(lhs, rhs, output, block_size_m, block_size_n, block_size_k,
-                           group_size_m, programs):
+def persistent_arrangement(
+    lhs, rhs, output, block_size_m, block_size_n, block_size_k, group_size_m, programs
+):
     """The reference's grouped arrangement, spread over ``programs`` programs."""
     arranged = arrangements.grouped_arrangement(
-        lhs, rhs, output, block_size_m, block_size_n, block_size_k, group_size_m)
+        lhs, rhs, output, block_size_m, block_size_n, block_size_k, group_size_m
+    )
     lhs_arranged, rhs_arranged, output_arranged = arranged
-    return (spread(lhs_arranged, programs, 1), spread(rhs_arranged, programs, 1),
-            spread(output_arranged, programs, 0))
+    return (
+        spread(lhs_arranged, programs, 1),
+        spread(rhs_arranged, programs, 1),
+        spread(output_arranged, programs, 0),
+    )
 
 
 def persistent_application(lhs, rhs, output):
@@ -71,12 +76,23 @@ def flattened_application(lhs, rhs, output):
 
 
 @functools.cache
-def persistent_kernel(block_m, block_n, block_k, group, programs, num_warps, num_stages,
-                      flatten=False):
+def persistent_kernel(
+    block_m, block_n, block_k, group, programs, num_warps, num_stages, flatten=False
+):
     """A NineToothed kernel ``kernel(lhs, rhs, output)`` for one configuration."""
-    arrange = functools.partial(persistent_arrangement, block_size_m=block_m,
-                                block_size_n=block_n, block_size_k=block_k,
-                                group_size_m=group, programs=programs)
+    arrange = functools.partial(
+        persistent_arrangement,
+        block_size_m=block_m,
+        block_size_n=block_n,
+        block_size_k=block_k,
+        group_size_m=group,
+        programs=programs,
+    )
     application = flattened_application if flatten else persistent_application
-    return ninetoothed.make(arrange, application, (Tensor(2), Tensor(2), Tensor(2)),
-                            num_warps=num_warps, num_stages=num_stages)
+    return ninetoothed.make(
+        arrange,
+        application,
+        (Tensor(2), Tensor(2), Tensor(2)),
+        num_warps=num_warps,
+        num_stages=num_stages,
+    )

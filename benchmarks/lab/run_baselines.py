@@ -34,8 +34,10 @@ from benchmarks.cli import NO_GPU  # noqa: E402
 from benchmarks.harness import RAGGED_SIZES, size_label  # noqa: E402
 
 SCRIPT = ROOT / "assignment" / "benchmark_ninetoothed_gemm.py"
-RAGGED = [size_label(*shape) if shape[0] == shape[1] == shape[2] else "x".join(map(str, shape))
-          for shape in RAGGED_SIZES]
+RAGGED = [
+    size_label(*shape) if shape[0] == shape[1] == shape[2] else "x".join(map(str, shape))
+    for shape in RAGGED_SIZES
+]
 
 STEPS = (
     # (label, autotune, sizes or None for the default squares)
@@ -48,8 +50,17 @@ STEPS = (
 
 def step_command(label, sizes, out_dir, autotune=False):
     submission = solutions.TUNED if autotune else solutions.MODEL_ANSWER
-    command = [sys.executable, str(SCRIPT), "--submission", str(submission), "--out",
-               str(out_dir), "--label", label, "--no-progress"]
+    command = [
+        sys.executable,
+        str(SCRIPT),
+        "--submission",
+        str(submission),
+        "--out",
+        str(out_dir),
+        "--label",
+        label,
+        "--no-progress",
+    ]
     if sizes:
         command += ["--sizes", *sizes]
     return command
@@ -71,14 +82,29 @@ def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="python benchmarks/lab/run_baselines.py",
         description="Run the reference baselines (fixed and autotuned, square and ragged) "
-                    "on this GPU, writing CSVs, report cards and logs into OUT_DIR.")
-    parser.add_argument("out", nargs="?", default="benchmark-results/baselines",
-                        help="output folder (default: %(default)s)")
-    parser.add_argument("--budget", type=float, default=450.0, metavar="SECONDS",
-                        help="skip steps that would start after this many seconds, and stop "
-                             "a step that runs past it (default: %(default)s)")
-    parser.add_argument("--skip", nargs="*", default=[], metavar="LABEL",
-                        help=f"steps to leave out: {', '.join(s[0] for s in STEPS)}")
+        "on this GPU, writing CSVs, report cards and logs into OUT_DIR.",
+    )
+    parser.add_argument(
+        "out",
+        nargs="?",
+        default="benchmark-results/baselines",
+        help="output folder (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=450.0,
+        metavar="SECONDS",
+        help="skip steps that would start after this many seconds, and stop "
+        "a step that runs past it (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--skip",
+        nargs="*",
+        default=[],
+        metavar="LABEL",
+        help=f"steps to leave out: {', '.join(s[0] for s in STEPS)}",
+    )
     args = parser.parse_args(argv)
 
     out_dir = pathlib.Path(args.out)
@@ -99,13 +125,18 @@ def main(argv=None):
             continue
         command = step_command(label, sizes, out_dir, autotune)
         shown = " ".join(command[1:]).replace(str(ROOT) + os.sep, "")
-        print(f"\n=== {label}: {'NINETOOTHED_AUTOTUNE=1 ' if autotune else ''}{shown}",
-              flush=True)
+        print(f"\n=== {label}: {'NINETOOTHED_AUTOTUNE=1 ' if autotune else ''}{shown}", flush=True)
         step_start = time.perf_counter()
         try:
-            result = subprocess.run(command, cwd=ROOT, env=step_env(autotune), text=True,
-                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    timeout=left)
+            result = subprocess.run(
+                command,
+                cwd=ROOT,
+                env=step_env(autotune),
+                text=True,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                timeout=left,
+            )
             output, status = result.stdout, f"exit {result.returncode}"
             no_gpu = result.returncode == NO_GPU
         except subprocess.TimeoutExpired as error:
@@ -124,8 +155,9 @@ def main(argv=None):
         print(f"  {label:<28} {status:<32} {seconds:7.1f} s")
     print(f"  {'total':<28} {'':<32} {total:7.1f} s")
     print(f"results in {out_dir}/")
-    ok = all(status == "exit 0" or status.startswith("skipped (--skip)")
-             for _, status, _ in summary)
+    ok = all(
+        status == "exit 0" or status.startswith("skipped (--skip)") for _, status, _ in summary
+    )
     return 0 if ok else 1
 
 

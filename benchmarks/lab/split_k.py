@@ -28,7 +28,7 @@ from solutions import ninetoothed_gemm
 def split_k_arrangement(lhs, rhs, output, block_size_m, block_size_n, block_size_k, chunk):
     """Program (s, i, j): chunk s of lhs tile row i and rhs tile column j, tile (i, j) of output[s]."""
     bm, bn, bk = block_size_m, block_size_n, block_size_k
-    output_arranged = output.tile((1, bm, bn))       # (S, M/BM, N/BN) of (1, BM, BN)
+    output_arranged = output.tile((1, bm, bn))  # (S, M/BM, N/BN) of (1, BM, BN)
     output_arranged.dtype = output_arranged.dtype.squeeze(0)
     _, grid_m, grid_n = output_arranged.shape
 
@@ -46,25 +46,35 @@ def flat_split_k_arrangement(lhs, rhs, output, **sizes):
     """split_k_arrangement on flat operands with compile-time row lengths."""
     lhs_row = Symbol("lhs_row", constexpr=True)
     rhs_row = Symbol("rhs_row", constexpr=True)
-    return split_k_arrangement(lhs.tile((lhs_row,)).ravel(), rhs.tile((rhs_row,)).ravel(),
-                               output, **sizes)
+    return split_k_arrangement(
+        lhs.tile((lhs_row,)).ravel(), rhs.tile((rhs_row,)).ravel(), output, **sizes
+    )
 
 
 @functools.cache
 def split_k(block_m, block_n, block_k, chunk, num_warps, num_stages):
     """A launcher ``run(lhs, rhs, output)``: partial sums per K chunk, then their sum into output."""
-    arrange = functools.partial(flat_split_k_arrangement, block_size_m=block_m,
-                                block_size_n=block_n, block_size_k=block_k, chunk=chunk)
+    arrange = functools.partial(
+        flat_split_k_arrangement,
+        block_size_m=block_m,
+        block_size_n=block_n,
+        block_size_k=block_k,
+        chunk=chunk,
+    )
     constant = {"constexpr": True}
-    kernel = ninetoothed.make(arrange, ninetoothed_gemm.application,
-                              (Tensor(1, shape_options=constant),
-                               Tensor(1, shape_options=constant), Tensor(3)),
-                              num_warps=num_warps, num_stages=num_stages)
+    kernel = ninetoothed.make(
+        arrange,
+        ninetoothed_gemm.application,
+        (Tensor(1, shape_options=constant), Tensor(1, shape_options=constant), Tensor(3)),
+        num_warps=num_warps,
+        num_stages=num_stages,
+    )
 
     def run(lhs, rhs, output):
         chunks = math.ceil(math.ceil(lhs.shape[1] / block_k) / chunk)
-        partial = torch.empty((chunks, lhs.shape[0], rhs.shape[1]), dtype=torch.float32,
-                              device=lhs.device)
+        partial = torch.empty(
+            (chunks, lhs.shape[0], rhs.shape[1]), dtype=torch.float32, device=lhs.device
+        )
         kernel(lhs.view(-1), rhs.view(-1), partial, lhs_row=lhs.shape[1], rhs_row=rhs.shape[1])
         output.copy_(partial.sum(0))
 

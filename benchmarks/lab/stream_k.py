@@ -40,9 +40,17 @@ import torch
 from ninetoothed import Symbol, Tensor
 
 from grader.core import generated_cache
-from solutions.tuned.persistent_tma import (BLOCK_K, BLOCK_M, BLOCK_N, GROUP_M, PROGRAMS,
-                                            every_program, refusing_misread_rows,
-                                            under_constants, use_torch_scratch)
+from solutions.tuned.persistent_tma import (
+    BLOCK_K,
+    BLOCK_M,
+    BLOCK_N,
+    GROUP_M,
+    PROGRAMS,
+    every_program,
+    refusing_misread_rows,
+    under_constants,
+    use_torch_scratch,
+)
 
 SK_WAVES = Symbol("SK_WAVES", constexpr=True)
 STORE_SPLIT = Symbol("STORE_SPLIT", constexpr=True)
@@ -51,10 +59,13 @@ STORE_SPLIT = Symbol("STORE_SPLIT", constexpr=True)
 def stream_k_arrangement(lhs, rhs, output, partials, flags):
     """A grid of PROGRAMS; partials is (PROGRAMS * BLOCK_M, BLOCK_N) float32, flags
     (PROGRAMS,) int32. Only their addresses are read in the application."""
-    return (every_program(lhs, (BLOCK_M, BLOCK_K)), every_program(rhs, (BLOCK_K, BLOCK_N)),
-            under_constants(output, (BLOCK_M, BLOCK_N), (PROGRAMS, GROUP_M)),
-            under_constants(partials, (BLOCK_M, BLOCK_N), (SK_WAVES, STORE_SPLIT)),
-            flags.tile((1,)).tile((-1,)).expand((PROGRAMS,)))
+    return (
+        every_program(lhs, (BLOCK_M, BLOCK_K)),
+        every_program(rhs, (BLOCK_K, BLOCK_N)),
+        under_constants(output, (BLOCK_M, BLOCK_N), (PROGRAMS, GROUP_M)),
+        under_constants(partials, (BLOCK_M, BLOCK_N), (SK_WAVES, STORE_SPLIT)),
+        flags.tile((1,)).tile((-1,)).expand((PROGRAMS,)),
+    )
 
 
 def tile_position(tile, grid_m, grid_n, group):
@@ -80,8 +91,7 @@ def store_tile(output_tiles, row, column, accumulator, block_m, block_n, split):
         halves = ntl.permute(ntl.reshape(accumulator, (block_m, 2, block_n // 2)), (0, 2, 1))
         left, right = ntl.split(halves)
         output_tiles.store([row * block_m, column * block_n], left.to(ntl.float16))
-        output_tiles.store([row * block_m, column * block_n + block_n // 2],
-                           right.to(ntl.float16))
+        output_tiles.store([row * block_m, column * block_n + block_n // 2], right.to(ntl.float16))
     else:
         output_tiles.store([row * block_m, column * block_n], accumulator.to(ntl.float16))
 
@@ -103,31 +113,58 @@ def application(lhs, rhs, output, partials, flags):
     k_size = lhs.source.shape[1]
     n_size = rhs.source.shape[1]
     lhs_tiles = ntl.make_tensor_descriptor(
-        lhs.source.data_ptr(), shape=[m_size, k_size], strides=[lhs.source.stride(0), 1],
-        block_shape=[lhs.dtype.shape[0], lhs.dtype.shape[1]])
+        lhs.source.data_ptr(),
+        shape=[m_size, k_size],
+        strides=[lhs.source.stride(0), 1],
+        block_shape=[lhs.dtype.shape[0], lhs.dtype.shape[1]],
+    )
     rhs_tiles = ntl.make_tensor_descriptor(
-        rhs.source.data_ptr(), shape=[k_size, n_size], strides=[rhs.source.stride(0), 1],
-        block_shape=[rhs.dtype.shape[0], rhs.dtype.shape[1]])
+        rhs.source.data_ptr(),
+        shape=[k_size, n_size],
+        strides=[rhs.source.stride(0), 1],
+        block_shape=[rhs.dtype.shape[0], rhs.dtype.shape[1]],
+    )
     output_tiles = ntl.make_tensor_descriptor(
-        output.source.data_ptr(), shape=[m_size, n_size], strides=[output.source.stride(0), 1],
-        block_shape=[lhs.dtype.shape[0], rhs.dtype.shape[1] // partials.shape[1]])
+        output.source.data_ptr(),
+        shape=[m_size, n_size],
+        strides=[output.source.stride(0), 1],
+        block_shape=[lhs.dtype.shape[0], rhs.dtype.shape[1] // partials.shape[1]],
+    )
     grid_m = ntl.cdiv(m_size, lhs.dtype.shape[0])
     grid_n = ntl.cdiv(n_size, rhs.dtype.shape[1])
     tiles = grid_m * grid_n
     steps = ntl.cdiv(k_size, lhs.dtype.shape[1])
     # No tile is shared when the tiles fill whole waves, or when SK_WAVES is 0.
-    shared = ntl.where((tiles % output.shape[0] == 0) | (partials.shape[0] == 0), 0,
-                       tiles % output.shape[0]
-                       + ntl.minimum(tiles // output.shape[0], partials.shape[0] - 1)
-                       * output.shape[0])
+    shared = ntl.where(
+        (tiles % output.shape[0] == 0) | (partials.shape[0] == 0),
+        0,
+        tiles % output.shape[0]
+        + ntl.minimum(tiles // output.shape[0], partials.shape[0] - 1) * output.shape[0],
+    )
     whole = tiles - shared
     program = ntl.program_id(0)
     for tile in ntl.range(program, whole, output.shape[0], flatten=True):
         row, column = tile_position(tile, grid_m, grid_n, output.shape[1])
-        accumulator = k_steps(lhs_tiles, rhs_tiles, row, column, 0, steps, lhs.dtype.shape[0],
-                              rhs.dtype.shape[1], lhs.dtype.shape[1])
-        store_tile(output_tiles, row, column, accumulator, lhs.dtype.shape[0],
-                   rhs.dtype.shape[1], partials.shape[1])
+        accumulator = k_steps(
+            lhs_tiles,
+            rhs_tiles,
+            row,
+            column,
+            0,
+            steps,
+            lhs.dtype.shape[0],
+            rhs.dtype.shape[1],
+            lhs.dtype.shape[1],
+        )
+        store_tile(
+            output_tiles,
+            row,
+            column,
+            accumulator,
+            lhs.dtype.shape[0],
+            rhs.dtype.shape[1],
+            partials.shape[1],
+        )
     # This program's range of the shared tiles' K steps, walked from its end.
     per_program = ntl.cdiv(shared * steps, output.shape[0])
     start = program * per_program
@@ -136,19 +173,37 @@ def application(lhs, rhs, output, partials, flags):
         first = ((high - 1) // steps) * steps  # the first K step of the tile holding high - 1
         low = ntl.maximum(first, start)
         row, column = tile_position(whole + first // steps, grid_m, grid_n, output.shape[1])
-        accumulator = k_steps(lhs_tiles, rhs_tiles, row, column, low - first, high - first,
-                              lhs.dtype.shape[0], rhs.dtype.shape[1], lhs.dtype.shape[1])
+        accumulator = k_steps(
+            lhs_tiles,
+            rhs_tiles,
+            row,
+            column,
+            low - first,
+            high - first,
+            lhs.dtype.shape[0],
+            rhs.dtype.shape[1],
+            lhs.dtype.shape[1],
+        )
         offsets = partial_offsets(program, lhs.dtype.shape[0], rhs.dtype.shape[1])
         if high == first + steps:  # the tile's last K step: add the others' partials, store
             for other in range(first // per_program, program):
                 while ntl.atomic_cas(flags.source.data_ptr() + other, 1, 0) != 1:
                     pass
                 accumulator += ntl.load(
-                    partials.source.data_ptr() + offsets
+                    partials.source.data_ptr()
+                    + offsets
                     + (other - program) * lhs.dtype.shape[0] * rhs.dtype.shape[1],
-                    cache_modifier=".cg")
-            store_tile(output_tiles, row, column, accumulator, lhs.dtype.shape[0],
-                       rhs.dtype.shape[1], partials.shape[1])
+                    cache_modifier=".cg",
+                )
+            store_tile(
+                output_tiles,
+                row,
+                column,
+                accumulator,
+                lhs.dtype.shape[0],
+                rhs.dtype.shape[1],
+                partials.shape[1],
+            )
         else:  # the range ends inside the tile: hand the partial to the tile's last program
             ntl.store(partials.source.data_ptr() + offsets, accumulator, cache_modifier=".cg")
             ntl.debug_barrier()
@@ -161,32 +216,55 @@ def stream_k_kernel(num_warps, num_stages):
     """The NineToothed kernel; block sizes, GROUP_M, PROGRAMS, SK_WAVES and STORE_SPLIT
     are given at launch."""
     with generated_cache.staff_kernel():  # tensor descriptors: beyond a student's kernel
-        return ninetoothed.make(stream_k_arrangement, application,
-                                (Tensor(2), Tensor(2), Tensor(2), Tensor(2), Tensor(1)),
-                                num_warps=num_warps, num_stages=num_stages)
+        return ninetoothed.make(
+            stream_k_arrangement,
+            application,
+            (Tensor(2), Tensor(2), Tensor(2), Tensor(2), Tensor(1)),
+            num_warps=num_warps,
+            num_stages=num_stages,
+        )
 
 
 @functools.cache
 def scratch(device, stream, block_m, block_n, programs):
     """(partials, flags) for launches on one stream: a slot per program, flags at zero."""
-    return (torch.empty((programs * block_m, block_n), dtype=torch.float32, device=device),
-            torch.zeros((programs,), dtype=torch.int32, device=device))
+    return (
+        torch.empty((programs * block_m, block_n), dtype=torch.float32, device=device),
+        torch.zeros((programs,), dtype=torch.int32, device=device),
+    )
 
 
 @functools.cache
-def unchecked_launcher(block_m, block_n, block_k, num_warps, num_stages, programs, group=8,
-                       sk_waves=1, store_split=1):
+def unchecked_launcher(
+    block_m, block_n, block_k, num_warps, num_stages, programs, group=8, sk_waves=1, store_split=1
+):
     """``run(lhs, rhs, output)`` for operands already found TMA-readable, on ``programs``
     programs (the SM count)."""
     kernel = stream_k_kernel(num_warps, num_stages)
 
     def run(lhs, rhs, output):
         use_torch_scratch(lhs.device)
-        partials, flags = scratch(lhs.device, torch.cuda.current_stream(lhs.device).stream_id
-                                  if lhs.is_cuda else 0, block_m, block_n, programs)
-        kernel(lhs, rhs, output, partials, flags, BLOCK_M=block_m, BLOCK_N=block_n,
-               BLOCK_K=block_k, GROUP_M=group, PROGRAMS=programs, SK_WAVES=sk_waves,
-               STORE_SPLIT=store_split)
+        partials, flags = scratch(
+            lhs.device,
+            torch.cuda.current_stream(lhs.device).stream_id if lhs.is_cuda else 0,
+            block_m,
+            block_n,
+            programs,
+        )
+        kernel(
+            lhs,
+            rhs,
+            output,
+            partials,
+            flags,
+            BLOCK_M=block_m,
+            BLOCK_N=block_n,
+            BLOCK_K=block_k,
+            GROUP_M=group,
+            PROGRAMS=programs,
+            SK_WAVES=sk_waves,
+            STORE_SPLIT=store_split,
+        )
 
     return run
 

@@ -44,14 +44,23 @@ def nt_tma_application(lhs, rhs, output):
     k_size = lhs.source.shape[1]
     n_size = rhs.source.shape[1]
     lhs_tiles = ntl.make_tensor_descriptor(
-        lhs.source.data_ptr(), shape=[m_size, k_size], strides=[lhs.source.stride(0), 1],
-        block_shape=[output.shape[0], rhs.dtype.shape[0]])
+        lhs.source.data_ptr(),
+        shape=[m_size, k_size],
+        strides=[lhs.source.stride(0), 1],
+        block_shape=[output.shape[0], rhs.dtype.shape[0]],
+    )
     rhs_tiles = ntl.make_tensor_descriptor(
-        rhs.source.data_ptr(), shape=[k_size, n_size], strides=[rhs.source.stride(0), 1],
-        block_shape=[rhs.dtype.shape[0], output.shape[1]])
+        rhs.source.data_ptr(),
+        shape=[k_size, n_size],
+        strides=[rhs.source.stride(0), 1],
+        block_shape=[rhs.dtype.shape[0], output.shape[1]],
+    )
     output_tiles = ntl.make_tensor_descriptor(
-        output.source.data_ptr(), shape=[m_size, n_size], strides=[output.source.stride(0), 1],
-        block_shape=[output.shape[0], output.shape[1]])
+        output.source.data_ptr(),
+        shape=[m_size, n_size],
+        strides=[output.source.stride(0), 1],
+        block_shape=[output.shape[0], output.shape[1]],
+    )
     pid = ntl.program_id(0)
     grid_m = ntl.cdiv(m_size, output.shape[0])
     per_group = 8 * ntl.cdiv(n_size, output.shape[1])
@@ -64,17 +73,22 @@ def nt_tma_application(lhs, rhs, output):
         a = lhs_tiles.load([row * output.shape[0], k * rhs.dtype.shape[0]])
         b = rhs_tiles.load([k * rhs.dtype.shape[0], column * output.shape[1]])
         accumulator = ntl.dot(a, b, accumulator)
-    output_tiles.store([row * output.shape[0], column * output.shape[1]],
-                       accumulator.to(ntl.float16))
+    output_tiles.store(
+        [row * output.shape[0], column * output.shape[1]], accumulator.to(ntl.float16)
+    )
 
 
 @functools.cache
 def nt_tma(block_m, block_n, block_k, num_warps, num_stages):
     """A launcher ``run(lhs, rhs, output)`` for the NineToothed TMA kernel."""
     with generated_cache.staff_kernel():  # tensor descriptors: beyond a student's kernel
-        kernel = ninetoothed.make(nt_tma_arrangement, nt_tma_application,
-                                  (Tensor(2), Tensor(2), Tensor(2)),
-                                  num_warps=num_warps, num_stages=num_stages)
+        kernel = ninetoothed.make(
+            nt_tma_arrangement,
+            nt_tma_application,
+            (Tensor(2), Tensor(2), Tensor(2)),
+            num_warps=num_warps,
+            num_stages=num_stages,
+        )
 
     def run(lhs, rhs, output):
         require_tma_rows(lhs, rhs, output)

@@ -39,7 +39,11 @@ def _parser() -> argparse.ArgumentParser:
         "what Triton can prove about them. No GPU needed.",
     )
     p.add_argument(
-        "--sizes", type=_size, nargs="+", default=list(SIZES), metavar="N",
+        "--sizes",
+        type=_size,
+        nargs="+",
+        default=list(SIZES),
+        metavar="N",
         help="square sizes n (default: 2992 3000 3008 3072)",
     )
     return p
@@ -54,19 +58,36 @@ def _size(text: str) -> int:
 
 def waves_section(sizes, machine: f.Machine) -> str:
     dtype_bytes = f.DTYPE_BYTES[DTYPE]
-    per_sm = f.occupancy_estimate(BLOCK_M, BLOCK_N, BLOCK_K, WARPS, STAGES, dtype_bytes, machine)["blocks_per_sm"]
+    per_sm = f.occupancy_estimate(BLOCK_M, BLOCK_N, BLOCK_K, WARPS, STAGES, dtype_bytes, machine)[
+        "blocks_per_sm"
+    ]
     shared = binary_bytes(f.smem_bytes(BLOCK_M, BLOCK_N, BLOCK_K, dtype_bytes, STAGES))
     rows, grids = [], set()
     for n in sizes:
         programs = f.tile_count(n, n, BLOCK_M, BLOCK_N)
         count, last, overall = f.waves(programs, per_sm, machine.n_sm)
         grids.add((programs, count))
-        rows.append([
-            shape_label(n, n, n), f"{f.cdiv(n, BLOCK_M)} x {f.cdiv(n, BLOCK_N)}", programs, count,
-            f"{last:.0%}", f"{overall:.0%}", _last_tiles(n),
-        ])
+        rows.append(
+            [
+                shape_label(n, n, n),
+                f"{f.cdiv(n, BLOCK_M)} x {f.cdiv(n, BLOCK_N)}",
+                programs,
+                count,
+                f"{last:.0%}",
+                f"{overall:.0%}",
+                _last_tiles(n),
+            ]
+        )
     table = format_table(
-        ["size", "tile grid", "programs", "waves", "last wave busy", "overall busy", "last tiles (rows; columns)"],
+        [
+            "size",
+            "tile grid",
+            "programs",
+            "waves",
+            "last wave busy",
+            "overall busy",
+            "last tiles (rows; columns)",
+        ],
         rows,
     )
     lines = [
@@ -75,7 +96,9 @@ def waves_section(sizes, machine: f.Machine) -> str:
         table,
     ]
     if len(sizes) > 1 and len(grids) == 1:
-        lines.append("Every size here launches the same grid in the same waves: waves cannot tell them apart.")
+        lines.append(
+            "Every size here launches the same grid in the same waves: waves cannot tell them apart."
+        )
     return "\n".join(lines)
 
 
@@ -100,24 +123,37 @@ def rows_section(sizes) -> str:
             loads = "only if n is a constant (flat kernels)"
         else:
             loads = "no"
-        rows.append([
-            n, size, f"{size / f.VECTOR_BYTES:g}",
-            f"{f.TRITON_DIVISIBILITY} x {n // f.TRITON_DIVISIBILITY} + {n % f.TRITON_DIVISIBILITY}",
-            "yes" if marked else "no", loads,
-        ])
+        rows.append(
+            [
+                n,
+                size,
+                f"{size / f.VECTOR_BYTES:g}",
+                f"{f.TRITON_DIVISIBILITY} x {n // f.TRITON_DIVISIBILITY} + {n % f.TRITON_DIVISIBILITY}",
+                "yes" if marked else "no",
+                loads,
+            ]
+        )
     table = format_table(
-        ["n", "bytes per row", f"{f.VECTOR_BYTES}-byte units",
-         f"n = {f.TRITON_DIVISIBILITY} x q + r", "Triton marks n", f"{f.VECTOR_BYTES}-byte loads"],
+        [
+            "n",
+            "bytes per row",
+            f"{f.VECTOR_BYTES}-byte units",
+            f"n = {f.TRITON_DIVISIBILITY} x q + r",
+            "Triton marks n",
+            f"{f.VECTOR_BYTES}-byte loads",
+        ],
         rows,
     )
-    return "\n".join([
-        f"2. One row of A or B: n {DTYPE} elements, what the memory allows and what Triton can prove",
-        table,
-        f"Triton marks an integer argument only when it is divisible by {f.TRITON_DIVISIBILITY}. A run-time K or N left",
-        "unmarked leaves the compiler unable to prove that 8 neighbouring elements (16 bytes) share one",
-        "mask, so it loads them one at a time: the ragged cliff. Passed as a constant, n itself is seen,",
-        "and rows of whole 16-byte units load 16 bytes at a time again; other rows never can.",
-    ])
+    return "\n".join(
+        [
+            f"2. One row of A or B: n {DTYPE} elements, what the memory allows and what Triton can prove",
+            table,
+            f"Triton marks an integer argument only when it is divisible by {f.TRITON_DIVISIBILITY}. A run-time K or N left",
+            "unmarked leaves the compiler unable to prove that 8 neighbouring elements (16 bytes) share one",
+            "mask, so it loads them one at a time: the ragged cliff. Passed as a constant, n itself is seen,",
+            "and rows of whole 16-byte units load 16 bytes at a time again; other rows never can.",
+        ]
+    )
 
 
 if __name__ == "__main__":

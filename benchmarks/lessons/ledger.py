@@ -10,7 +10,13 @@ import argparse
 
 from ledger import formulas as f
 
-SWEEP_SHAPES = [(4096, 4096, 4096), (512, 512, 512), (128, 128, 128), (256, 256, 16384), (8192, 8192, 8192)]
+SWEEP_SHAPES = [
+    (4096, 4096, 4096),
+    (512, 512, 512),
+    (128, 128, 128),
+    (256, 256, 16384),
+    (8192, 8192, 8192),
+]
 
 
 def main(argv=None) -> int:
@@ -25,7 +31,17 @@ def main(argv=None) -> int:
         return 0
     print(gemm_report(args.m, args.n, args.k, args.dtype, machine))
     print()
-    print(tile_report(args.block_m, args.block_n, args.block_k, args.stages, args.threads, dtype_bytes, machine))
+    print(
+        tile_report(
+            args.block_m,
+            args.block_n,
+            args.block_k,
+            args.stages,
+            args.threads,
+            dtype_bytes,
+            machine,
+        )
+    )
     return 0
 
 
@@ -40,19 +56,30 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--n", type=int, default=4096, help="columns of B and C (default: 4096)")
     p.add_argument("--k", type=int, default=4096, help="the reduction length (default: 4096)")
     p.add_argument(
-        "--dtype", choices=list(f.DTYPE_BYTES), default="fp16", help="element type of A, B and C (default: fp16)"
+        "--dtype",
+        choices=list(f.DTYPE_BYTES),
+        default="fp16",
+        help="element type of A, B and C (default: fp16)",
     )
     p.add_argument(
-        "--machine", choices=list(f.MACHINES), default="h100",
+        "--machine",
+        choices=list(f.MACHINES),
+        default="h100",
         help="machine model (default: h100, the lecture's 1000 TFLOPS and 3 TB/s)",
     )
-    p.add_argument("--sweep", action="store_true", help="print the ledger for a fixed set of shapes instead")
+    p.add_argument(
+        "--sweep", action="store_true", help="print the ledger for a fixed set of shapes instead"
+    )
     tile = p.add_argument_group("tile config")
     tile.add_argument("--block-m", type=int, default=128, help="tile rows (default: 128)")
     tile.add_argument("--block-n", type=int, default=128, help="tile columns (default: 128)")
     tile.add_argument("--block-k", type=int, default=32, help="tile depth along K (default: 32)")
-    tile.add_argument("--stages", type=int, default=3, help="pipeline stages held in shared memory (default: 3)")
-    tile.add_argument("--threads", type=int, default=128, help="threads per block (default: 128, i.e. 4 warps)")
+    tile.add_argument(
+        "--stages", type=int, default=3, help="pipeline stages held in shared memory (default: 3)"
+    )
+    tile.add_argument(
+        "--threads", type=int, default=128, help="threads per block (default: 128, i.e. 4 warps)"
+    )
     return p
 
 
@@ -74,7 +101,10 @@ def gemm_report(m: int, n: int, k: int, dtype: str, machine: f.Machine) -> str:
             ("arithmetic intensity", f"{f.arithmetic_intensity(m, n, k, b):.2f} FLOP/B"),
             ("machine balance", f"{machine.balance:.2f} FLOP/B"),
             ("verdict", f.bound(m, n, k, b, machine)),
-            ("roofline time", f"{time_s * 1e6:.2f} us ({f.roofline_tflops(m, n, k, b, machine):.1f} TFLOPS at best)"),
+            (
+                "roofline time",
+                f"{time_s * 1e6:.2f} us ({f.roofline_tflops(m, n, k, b, machine):.1f} TFLOPS at best)",
+            ),
         ],
     )
 
@@ -89,7 +119,10 @@ def tile_report(block_m, block_n, block_k, stages, threads, dtype_bytes, machine
             ("shared memory, one stage", binary_bytes(stage)),
             (f"shared memory, {stages} stages", binary_bytes(total)),
             ("accumulator registers per thread", f"{regs:g}"),
-            ("blocks per SM allowed by shared memory", str(f.blocks_limited_by_smem(total, machine))),
+            (
+                "blocks per SM allowed by shared memory",
+                str(f.blocks_limited_by_smem(total, machine)),
+            ),
         ],
     )
     notes = []
@@ -153,7 +186,9 @@ def format_table(headers, rows) -> str:
     left = [i == 0 or any(row[i][:1].isalpha() for row in cells[1:]) for i in range(len(headers))]
 
     def line(row):
-        return "  ".join(c.ljust(w) if left[i] else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
+        return "  ".join(
+            c.ljust(w) if left[i] else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))
+        ).rstrip()
 
     rule = "  ".join("-" * w for w in widths)
     return "\n".join([line(cells[0]), rule] + [line(row) for row in cells[1:]])

@@ -42,7 +42,12 @@ def main(argv=None) -> int:
         if args.regs is not None or args.smem is not None:
             parser.error("--regs and --smem describe one config: give --threads too")
     else:
-        config = (args.threads, 32 if args.regs is None else args.regs, args.smem or 0, "your config")
+        config = (
+            args.threads,
+            32 if args.regs is None else args.regs,
+            args.smem or 0,
+            "your config",
+        )
         print(occupancy_table([config], machine))
         return 0
     print(occupancy_section(machine))
@@ -61,13 +66,19 @@ def _parser() -> argparse.ArgumentParser:
         "With --threads, only the occupancy of that one config is printed.",
     )
     p.add_argument(
-        "--machine", choices=list(f.MACHINES), default="h100-datasheet",
+        "--machine",
+        choices=list(f.MACHINES),
+        default="h100-datasheet",
         help="machine model (default: h100-datasheet, 3.35 TB/s; all models share the H100 SM limits)",
     )
     one = p.add_argument_group("one config")
     one.add_argument("--threads", type=int, help="threads per block")
     one.add_argument("--regs", type=int, help="registers per thread (default: 32)")
-    one.add_argument("--smem", type=parse_bytes, help="shared memory per block, e.g. 49152, 48K or 48KiB (default: 0)")
+    one.add_argument(
+        "--smem",
+        type=parse_bytes,
+        help="shared memory per block, e.g. 49152, 48K or 48KiB (default: 0)",
+    )
     return p
 
 
@@ -86,13 +97,32 @@ def occupancy_table(configs, machine: f.Machine) -> str:
         caps = o["limits"]
         rows.append(
             [
-                note, threads, regs, binary_bytes(smem) if smem else "0",
-                caps.get("registers", "-"), caps.get("shared_mem", "-"), caps.get("warps", "-"),
-                o["blocks_per_sm"], o["active_warps"], f"{o['occupancy']:.1%}", o["limiter"],
+                note,
+                threads,
+                regs,
+                binary_bytes(smem) if smem else "0",
+                caps.get("registers", "-"),
+                caps.get("shared_mem", "-"),
+                caps.get("warps", "-"),
+                o["blocks_per_sm"],
+                o["active_warps"],
+                f"{o['occupancy']:.1%}",
+                o["limiter"],
             ]
         )
-    headers = ["config", "threads", "regs", "shared", "by regs", "by shared", "by warps",
-               "blocks/SM", "warps", "occupancy", "limiter"]
+    headers = [
+        "config",
+        "threads",
+        "regs",
+        "shared",
+        "by regs",
+        "by shared",
+        "by warps",
+        "blocks/SM",
+        "warps",
+        "occupancy",
+        "limiter",
+    ]
     return format_table(headers, rows)
 
 
@@ -152,8 +182,19 @@ def waves_section(machine: f.Machine) -> str:
         for tm, tn in TILES:
             tiles = f.tile_count(m, n, tm, tn)
             count, _, overall = f.waves(tiles, 1, n_sm)
-            rows.append([f"{m}x{n}", f"{tm}x{tn}", tiles, count, f"{overall:.0%}", f"{f.tile_intensity(tm, tn):.0f}"])
-    gemm = format_table(["output C", "tile", "tiles", "waves", "SMs busy", "tile FLOP/B (bf16)"], rows)
+            rows.append(
+                [
+                    f"{m}x{n}",
+                    f"{tm}x{tn}",
+                    tiles,
+                    count,
+                    f"{overall:.0%}",
+                    f"{f.tile_intensity(tm, tn):.0f}",
+                ]
+            )
+    gemm = format_table(
+        ["output C", "tile", "tiles", "waves", "SMs busy", "tile FLOP/B (bf16)"], rows
+    )
     return "\n".join(
         [
             f"3. Wave quantization on {n_sm} SMs, one block per SM",

@@ -39,12 +39,21 @@ def loads_section() -> str:
     a, b = torch.randn(N, N, dtype=torch.float64), torch.randn(N, N, dtype=torch.float64)
     reference = a @ b
     flops = f.gemm_flops(N, N, N)
-    rows = [["naive", f"{f.naive_loads(N):,}", "2n^3", f"{flops / (f.naive_loads(N) * COUNTED_BYTES):.2f}"]]
+    rows = [
+        [
+            "naive",
+            f"{f.naive_loads(N):,}",
+            "2n^3",
+            f"{flops / (f.naive_loads(N) * COUNTED_BYTES):.2f}",
+        ]
+    ]
     for t in TILES:
         c, loads = f.tiled_matmul_counting(a, b, t)
         torch.testing.assert_close(c, reference)
         assert loads == f.tiled_loads(N, t), (loads, t)
-        rows.append([f"tiled T={t}", f"{loads:,}", f"2n^3/{t}", f"{flops / (loads * COUNTED_BYTES):.2f}"])
+        rows.append(
+            [f"tiled T={t}", f"{loads:,}", f"2n^3/{t}", f"{flops / (loads * COUNTED_BYTES):.2f}"]
+        )
     table = format_table(["method", "elements loaded", "formula", "FLOP/B (fp32)"], rows)
     return "\n".join(
         [

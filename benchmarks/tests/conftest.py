@@ -22,8 +22,10 @@ def tma_ready(backend, monkeypatch):
 
     normalize = getattr(triton_jit, "_normalize_ty", None)
     if normalize is None:
-        pytest.skip("this Triton's interpreter reads annotations another way; the mend "
-                    "for NineToothed's constexprs does not apply")
+        pytest.skip(
+            "this Triton's interpreter reads annotations another way; the mend "
+            "for NineToothed's constexprs does not apply"
+        )
 
     def constexpr_too(annotation):
         if isinstance(annotation, str) and annotation.strip() == "triton.language.constexpr":

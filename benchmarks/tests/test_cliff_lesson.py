@@ -32,13 +32,18 @@ DTYPE_BYTES = f.DTYPE_BYTES["fp16"]
 FROM_PERF_NOTES = {
     "strided kernel at 3000^3": ("0.15", "| 3000^3 | 99 (0.15) |"),
     "first flat kernel": ("0.56", "| 3000^3 | 99 (0.15) | 369 (0.56) |"),
-    "wave split at 3000^3": ("0.63", "| split: those two waves + 64x128x64 g1 4w4s on 184 rows | 399 | 0.63 |"),
+    "wave split at 3000^3": (
+        "0.63",
+        "| split: those two waves + 64x128x64 g1 4w4s on 184 rows | 399 | 0.63 |",
+    ),
     "a perfect spread": ("0.70", "against about 83 µs for `torch.mm`: 0.70x."),
 }
 # The dates of the runs the lesson cites, by the perf-notes heading that dates them.
-DATED_HEADINGS = ("## Round 4: where 3000^3 loses, and two fixes (H200, 2026-11-29)",
-                  "## Round 5: TMA loads, persistent and split-K schedules (H200, 2026-11-29)",
-                  "## Round 6: tiles picked by the wave, and 3000^3 on padded copies (H200, 2026-12-03)")
+DATED_HEADINGS = (
+    "## Round 4: where 3000^3 loses, and two fixes (H200, 2026-11-29)",
+    "## Round 5: TMA loads, persistent and split-K schedules (H200, 2026-11-29)",
+    "## Round 6: tiles picked by the wave, and 3000^3 on padded copies (H200, 2026-12-03)",
+)
 DECIMAL = re.compile(r"(?<![\d.])\d+\.\d+(?![\d.])")
 PERCENT = re.compile(r"(?<![\d.])\d+(?:\.\d+)?%")
 DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
@@ -51,8 +56,11 @@ def read_csv(name):
 
 def square(rows, variant, n):
     """The one row of ``variant`` at n^3, or None."""
-    hits = [row for row in rows if row["variant"] == variant and int(row["m"]) == int(row["n"])
-            == int(row["k"]) == n]
+    hits = [
+        row
+        for row in rows
+        if row["variant"] == variant and int(row["m"]) == int(row["n"]) == int(row["k"]) == n
+    ]
     assert len(hits) <= 1, (variant, n)
     return hits[0] if hits else None
 
@@ -110,17 +118,33 @@ def expected(ladder, targets, perf_notes):
             facts[f"plain kernel at {n}^3"] = f"{us(plain[n])} µs ({ratio(plain[n]['ratio'])})"
     facts["benchmark run at 3000^3"] = ratio(targets[3000]["ratio_vs_torch_mm"])
     facts["benchmark run at 3072^3"] = ratio(targets[3072]["ratio_vs_torch_mm"])
-    facts["3000^3 range"] = span([float(targets[3000]["ratio_vs_torch_mm"]), float(reference[3000]["ratio"])])
+    facts["3000^3 range"] = span(
+        [float(targets[3000]["ratio_vs_torch_mm"]), float(reference[3000]["ratio"])]
+    )
     facts["more work than 2992^3"] = f"{(3000 / 2992) ** 3 - 1:.1%}"
-    facts["longer than 2992^3"] = f"{float(reference[3000]['ms']) / float(reference[2992]['ms']) - 1:.0%}"
-    facts["tuned slower than plain at 3072^3"] = f"{float(reference[3072]['ms']) / float(plain[3072]['ms']) - 1:.0%}"
-    padded = [float(row["ratio"]) for row in ladder
-              if row["variant"].startswith("pad-k") and int(row["m"]) == int(row["n"]) == int(row["k"]) == 3000]
+    facts["longer than 2992^3"] = (
+        f"{float(reference[3000]['ms']) / float(reference[2992]['ms']) - 1:.0%}"
+    )
+    facts["tuned slower than plain at 3072^3"] = (
+        f"{float(reference[3072]['ms']) / float(plain[3072]['ms']) - 1:.0%}"
+    )
+    padded = [
+        float(row["ratio"])
+        for row in ladder
+        if row["variant"].startswith("pad-k")
+        and int(row["m"]) == int(row["n"]) == int(row["k"]) == 3000
+    ]
     facts["zero-padded copies"] = ratio(max(padded))
-    tma = [float(row["ratio"]) for row in read_csv(TMA_CSV)
-           if row["variant"].startswith("nt-tma 128x256") and row["m"] == row["n"] == row["k"] == "3000"]
+    tma = [
+        float(row["ratio"])
+        for row in read_csv(TMA_CSV)
+        if row["variant"].startswith("nt-tma 128x256")
+        and row["m"] == row["n"] == row["k"] == "3000"
+    ]
     facts["TMA loads"] = span(tma)
-    facts["wave split at 3008^3"] = ratio(square(read_csv(PERSISTENT_CSV), REFERENCE, 3008)["ratio"])
+    facts["wave split at 3008^3"] = ratio(
+        square(read_csv(PERSISTENT_CSV), REFERENCE, 3008)["ratio"]
+    )
     for what, (number, line) in FROM_PERF_NOTES.items():
         assert line in perf_notes, f"perf-notes no longer has {line!r}"
         facts[what] = number
@@ -131,13 +155,19 @@ def expected(ladder, targets, perf_notes):
 def arithmetic():
     """{what: the string the lesson prints}, every one from ledger.formulas."""
     machine = f.H200
-    per_sm = f.occupancy_estimate(BLOCK_M, BLOCK_N, BLOCK_K, WARPS, STAGES, DTYPE_BYTES, machine)["blocks_per_sm"]
+    per_sm = f.occupancy_estimate(BLOCK_M, BLOCK_N, BLOCK_K, WARPS, STAGES, DTYPE_BYTES, machine)[
+        "blocks_per_sm"
+    ]
     programs = f.tile_count(3000, 3000, BLOCK_M, BLOCK_N)
     count, last, overall = f.waves(programs, per_sm, machine.n_sm)
     assert {f.tile_count(n, n, BLOCK_M, BLOCK_N) for n in SIZES} == {programs}
-    same_waves = {f.waves(f.tile_count(n, n, BLOCK_M, BLOCK_N), per_sm, machine.n_sm) for n in SIZES}
+    same_waves = {
+        f.waves(f.tile_count(n, n, BLOCK_M, BLOCK_N), per_sm, machine.n_sm) for n in SIZES
+    }
     assert same_waves == {(count, last, overall)}
-    assert f.tile_count(3000, 3000, BLOCK_N, BLOCK_M) == programs  # the 256x128 tiles chosen at 3000^3
+    assert (
+        f.tile_count(3000, 3000, BLOCK_N, BLOCK_M) == programs
+    )  # the 256x128 tiles chosen at 3000^3
     vector = f.VECTOR_BYTES // DTYPE_BYTES  # elements in a 16-byte load
     d = f.TRITON_DIVISIBILITY
     assert f.rows_whole_vectors(3000, DTYPE_BYTES) and not f.divisibility_marked(3000)
@@ -168,7 +198,9 @@ def arithmetic():
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_the_lesson_prints_its_sources_numbers(language, expected, arithmetic):
     text = " ".join(section(language).split())  # a number may wrap across lines
-    missing = {what: value for what, value in {**expected, **arithmetic}.items() if value not in text}
+    missing = {
+        what: value for what, value in {**expected, **arithmetic}.items() if value not in text
+    }
     assert missing == {}, f"docs/explainer.{language}.md section 5 lacks these (stale?)"
 
 
@@ -189,21 +221,26 @@ def test_the_ladder_table_is_the_csvs(language, ladder):
 
 
 @pytest.mark.parametrize("language", LANGUAGES)
-def test_no_number_in_the_prose_comes_from_nowhere(language, expected, arithmetic, targets, perf_notes):
+def test_no_number_in_the_prose_comes_from_nowhere(
+    language, expected, arithmetic, targets, perf_notes
+):
     text = prose(section(language))
     row = targets[3000]
     versions_columns = ("torch_version", "triton_version")
     versions = {".".join(row[column].split(".")[:2]) for column in versions_columns}
     assert row["gpu_name"] == "NVIDIA H200" and "NVIDIA H200" in text
-    torch_version, triton_version = (".".join(row[column].split(".")[:2]) for column in versions_columns)
+    torch_version, triton_version = (
+        ".".join(row[column].split(".")[:2]) for column in versions_columns
+    )
     words = " ".join(text.split())
     assert f"torch {torch_version}" in words and f"Triton {triton_version}" in words
     assert f"ninetoothed {row['ninetoothed_version']}" in words
     known = " ".join([*expected.values(), *arithmetic.values()])
     decimals = set(DECIMAL.findall(known)) | versions | {"0.5"}  # 0.5: the example of a ratio
     percents = set(PERCENT.findall(known))
-    dates = {row["timestamp"][:10]} | {DATE.search(heading).group() for heading in DATED_HEADINGS
-                                       if heading in perf_notes}
+    dates = {row["timestamp"][:10]} | {
+        DATE.search(heading).group() for heading in DATED_HEADINGS if heading in perf_notes
+    }
     assert len(dates) == 2
     assert set(DECIMAL.findall(text)) - decimals == set()
     assert set(PERCENT.findall(text)) - percents == set()
@@ -213,15 +250,26 @@ def test_no_number_in_the_prose_comes_from_nowhere(language, expected, arithmeti
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_the_shown_output_is_the_lessons(language):
     """The doc check compares it too, on the interpreter; this runs anywhere."""
-    done = subprocess.run([sys.executable, "-m", "benchmarks.lessons.cliff"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.lessons.cliff"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
-    block = section(language).split("$ python -m benchmarks.lessons.cliff\n", 1)[1].split("\n```", 1)[0]
+    block = (
+        section(language).split("$ python -m benchmarks.lessons.cliff\n", 1)[1].split("\n```", 1)[0]
+    )
     assert block == done.stdout.rstrip("\n")
 
 
 def test_both_languages_cite_the_same_files():
-    cited = [set(re.findall(r"`([\w./-]+\.(?:csv|md|py))`", section(language))) for language in LANGUAGES]
+    cited = [
+        set(re.findall(r"`([\w./-]+\.(?:csv|md|py))`", section(language))) for language in LANGUAGES
+    ]
     assert cited[0] == cited[1]
-    assert all((BASELINES / name).is_file() or (ROOT / "docs" / name).is_file() or (ROOT / name).is_file()
-               for name in cited[0])
+    assert all(
+        (BASELINES / name).is_file() or (ROOT / "docs" / name).is_file() or (ROOT / name).is_file()
+        for name in cited[0]
+    )

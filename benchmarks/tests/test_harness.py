@@ -28,11 +28,20 @@ SCRIPT = ROOT / "assignment" / "benchmark_ninetoothed_gemm.py"
 REFERENCE = solutions.MODEL_ANSWER
 
 ENV = {
-    "timestamp": "2026-11-29T10:44:55+00:00", "host": "node-7", "git_revision": "abc123",
-    "gpu_name": "NVIDIA H200", "driver": "570.86.15", "cuda": "12.8",
-    "torch_version": "2.11.0", "triton_version": "3.6.0", "ninetoothed_version": "0.26.0",
-    "python_version": "3.12.3", "sm_clock_mhz": 1980.0, "temperature_c": 35.0,
-    "power_w": 120.0, "telemetry_source": "nvidia-smi",
+    "timestamp": "2026-11-29T10:44:55+00:00",
+    "host": "node-7",
+    "git_revision": "abc123",
+    "gpu_name": "NVIDIA H200",
+    "driver": "570.86.15",
+    "cuda": "12.8",
+    "torch_version": "2.11.0",
+    "triton_version": "3.6.0",
+    "ninetoothed_version": "0.26.0",
+    "python_version": "3.12.3",
+    "sm_clock_mhz": 1980.0,
+    "temperature_c": 35.0,
+    "power_w": 120.0,
+    "telemetry_source": "nvidia-smi",
 }
 
 
@@ -43,40 +52,71 @@ def synthetic_results(fail_at=None, autotune=False):
     for m, n, k in harness.DEFAULT_SIZES:
         ms = 2 * m * n * k / 286e12 * 1e3 + 0.01
         ref = 2 * m * n * k / 686e12 * 1e3 + 0.006
-        config = (KernelConfig(128, 128, 64, 8, 3, "autotuned") if autotune
-                  else KernelConfig(64, 64, 64, 8, 7, "fixed"))
+        config = (
+            KernelConfig(128, 128, 64, 8, 3, "autotuned")
+            if autotune
+            else KernelConfig(64, 64, 64, 8, 7, "fixed")
+        )
         if m == fail_at:
-            results.append(SizeResult(m, n, k, FAIL, "12 of 64 elements outside ...",
-                                      first_call_s=0.4, config=config))
+            results.append(
+                SizeResult(
+                    m, n, k, FAIL, "12 of 64 elements outside ...", first_call_s=0.4, config=config
+                )
+            )
             continue
-        results.append(SizeResult(
-            m, n, k, PASS, first_call_s=0.4, autotune_search_s=1.5 if autotune else None,
-            ninetoothed=Timing(ms, ms * 0.98, ms * 1.02),
-            kernel=Timing(ms * 0.9, ms * 0.89, ms * 0.91),
-            torch_mm=Timing(ref, ref * 0.99, ref * 1.01), config=config,
-        ))
+        results.append(
+            SizeResult(
+                m,
+                n,
+                k,
+                PASS,
+                first_call_s=0.4,
+                autotune_search_s=1.5 if autotune else None,
+                ninetoothed=Timing(ms, ms * 0.98, ms * 1.02),
+                kernel=Timing(ms * 0.9, ms * 0.89, ms * 0.91),
+                torch_mm=Timing(ref, ref * 0.99, ref * 1.01),
+                config=config,
+            )
+        )
     return results
 
 
 def frame_for(results, autotune=False, env=ENV):
-    return report.build_frame(results, env, submission="solutions/ninetoothed_gemm.py",
-                              autotune=autotune, backend_name="gpu", run_id="run1")
+    return report.build_frame(
+        results,
+        env,
+        submission="solutions/ninetoothed_gemm.py",
+        autotune=autotune,
+        backend_name="gpu",
+        run_id="run1",
+    )
 
 
 def run_script(*args, env_extra=None, timeout=600):
     env = dict(os.environ)
     env.pop("NINETOOTHED_AUTOTUNE", None)
     env.update(env_extra or {})
-    return subprocess.run([sys.executable, str(SCRIPT), "--no-progress", *args], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), "--no-progress", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 # --- sizes ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("512", (512, 512, 512)), ("4096x4096x4095", (4096, 4096, 4095)), ("64X96x40", (64, 96, 40)),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("512", (512, 512, 512)),
+        ("4096x4096x4095", (4096, 4096, 4095)),
+        ("64X96x40", (64, 96, 40)),
+    ],
+)
 def test_parse_size(text, expected):
     assert harness.parse_size(text) == expected
 
@@ -140,14 +180,18 @@ def test_file_names_never_collide(tmp_path):
     assert "/" not in stem
     assert stem != report.run_stem(ENV, autotune=True, label="my run/1")
     frame = frame_for(synthetic_results())
-    first, second = report.write_csv(frame, tmp_path, "same"), report.write_csv(frame, tmp_path, "same")
+    first, second = (
+        report.write_csv(frame, tmp_path, "same"),
+        report.write_csv(frame, tmp_path, "same"),
+    )
     assert first != second and first.exists() and second.exists()
 
 
 def test_table_shows_size_times_rates_ratio_and_verdict():
     results = synthetic_results(fail_at=16)
-    text = report.format_table(report.table_headers(timed=True),
-                               report.table_rows(results, timed=True))
+    text = report.format_table(
+        report.table_headers(timed=True), report.table_rows(results, timed=True)
+    )
     assert "NineToothed(ms)" in text and "PyTorch(ms)" in text and "PyTorch TFLOPS" in text
     lines = {line.split()[0]: line for line in text.splitlines()[2:]}
     assert lines["16"].endswith("FAIL") and lines["4096"].endswith("PASS")
@@ -194,7 +238,9 @@ def test_unreadable_nvidia_smi_fields_stay_empty(monkeypatch, tmp_path):
     folder = _fake_smi(tmp_path, "NVIDIA H200, 570.86.15, [N/A], [N/A], 34, [N/A], [N/A]")
     monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ.get('PATH', '')}")
     record, _ = environment.telemetry()
-    assert record["sm_clock_mhz"] == "" and record["power_w"] == "" and record["temperature_c"] == 34
+    assert (
+        record["sm_clock_mhz"] == "" and record["power_w"] == "" and record["temperature_c"] == 34
+    )
 
 
 def test_git_revision_of_the_kit():
@@ -209,12 +255,22 @@ def test_git_revision_of_the_kit():
 def _timed_frame(median, spread=0.01, torch_median=1.0, sizes=((512, 512, 512),)):
     rows = []
     for m, n, k in sizes:
-        rows.append({
-            "size": harness.size_label(m, n, k), "m": m, "n": n, "k": k, "gpu_name": "NVIDIA H200",
-            "run_id": "r", "median_ms": median, "p20_ms": median * (1 - spread),
-            "p80_ms": median * (1 + spread), "torch_mm_median_ms": torch_median,
-            "torch_mm_p20_ms": torch_median * 0.99, "torch_mm_p80_ms": torch_median * 1.01,
-        })
+        rows.append(
+            {
+                "size": harness.size_label(m, n, k),
+                "m": m,
+                "n": n,
+                "k": k,
+                "gpu_name": "NVIDIA H200",
+                "run_id": "r",
+                "median_ms": median,
+                "p20_ms": median * (1 - spread),
+                "p80_ms": median * (1 + spread),
+                "torch_mm_median_ms": torch_median,
+                "torch_mm_p20_ms": torch_median * 0.99,
+                "torch_mm_p80_ms": torch_median * 1.01,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -257,9 +313,16 @@ def test_compare_blames_the_machine_when_torch_mm_slowed_too():
 def test_compare_against_a_written_csv(tmp_path):
     baseline_path = report.write_csv(frame_for(synthetic_results()), tmp_path, "baseline")
     slower = synthetic_results()
-    slower[-1].ninetoothed = Timing(*(t * 1.5 for t in (slower[-1].ninetoothed.median_ms,
-                                                        slower[-1].ninetoothed.p20_ms,
-                                                        slower[-1].ninetoothed.p80_ms)))
+    slower[-1].ninetoothed = Timing(
+        *(
+            t * 1.5
+            for t in (
+                slower[-1].ninetoothed.median_ms,
+                slower[-1].ninetoothed.p20_ms,
+                slower[-1].ninetoothed.p80_ms,
+            )
+        )
+    )
     out = compare.compare(frame_for(slower), report.read_csv(baseline_path))
     statuses = dict(zip(out["size"], out["compare_status"]))
     assert statuses["4096"] == compare.REGRESSION
@@ -285,7 +348,13 @@ def test_one_table_across_two_cards(tmp_path, capsys):
     compare.main([str(tmp_path / "h200.csv"), str(tmp_path / "h100.csv")])
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines] == [
-        "size", "512x512x512", "512x512x512", "64x64x64", "64x64x64", "8x8x8"]
+        "size",
+        "512x512x512",
+        "512x512x512",
+        "64x64x64",
+        "64x64x64",
+        "8x8x8",
+    ]
     assert lines[2].split()[1:5] == ["NVIDIA", "H100", "80GB", "HBM3"]
     assert "0.500" in lines[2] and lines[2].endswith("(h100.csv)")
     assert "NVIDIA H200" in lines[1] and "0.900" in lines[1] and "111" in lines[1]
@@ -307,21 +376,34 @@ def test_card_from_a_synthetic_run(tmp_path, autotune):
 def test_card_redrawn_from_a_csv_with_ragged_shapes_and_no_roofline(tmp_path):
     results = []
     for m, n, k in harness.RAGGED_SIZES:
-        results.append(SizeResult(m, n, k, PASS, ninetoothed=Timing(1.0, 0.99, 1.01),
-                                  torch_mm=Timing(0.5, 0.49, 0.51),
-                                  config=KernelConfig(64, 64, 64, 8, 7, "fixed")))
+        results.append(
+            SizeResult(
+                m,
+                n,
+                k,
+                PASS,
+                ninetoothed=Timing(1.0, 0.99, 1.01),
+                torch_mm=Timing(0.5, 0.49, 0.51),
+                config=KernelConfig(64, 64, 64, 8, 7, "fixed"),
+            )
+        )
     frame = frame_for(results, env={**ENV, "gpu_name": "Unknown GPU"})
     csv_path = report.write_csv(frame, tmp_path, "ragged")
     assert card.main([str(csv_path)]) == 0
     assert csv_path.with_suffix(".png").stat().st_size > 20_000
 
 
-@pytest.mark.parametrize(("sizes", "log2"), [((1024, 2048, 4096), True),
-                                             ((2048, 3000, 3072, 4096), False)])
+@pytest.mark.parametrize(
+    ("sizes", "log2"), [((1024, 2048, 4096), True), ((2048, 3000, 3072, 4096), False)]
+)
 def test_card_spaces_sizes_evenly_unless_they_double(sizes, log2):
     """3000 and 3072 on a log axis would draw one bar over the other."""
-    results = [SizeResult(s, s, s, PASS, ninetoothed=Timing(1.0, 0.99, 1.01),
-                          torch_mm=Timing(0.5, 0.49, 0.51)) for s in sizes]
+    results = [
+        SizeResult(
+            s, s, s, PASS, ninetoothed=Timing(1.0, 0.99, 1.01), torch_mm=Timing(0.5, 0.49, 0.51)
+        )
+        for s in sizes
+    ]
     xs, labels, on_log2 = card._x_positions(frame_for(results))
     assert on_log2 == log2 and labels == [str(s) for s in sizes]
     assert xs == ([float(s) for s in sizes] if log2 else list(range(len(sizes))))
@@ -344,9 +426,16 @@ def test_a_files_own_choice_is_read(tmp_path):
     class Module:
         @staticmethod
         def chosen_config(m, n, k):
-            return {"block_m": 128, "block_n": 256, "block_k": 64, "num_warps": 8,
-                    "num_stages": 3, "name": "128x256x64 g8 8w3s", "source": "tuned",
-                    "tuning_s": 2.5}
+            return {
+                "block_m": 128,
+                "block_n": 256,
+                "block_k": 64,
+                "num_warps": 8,
+                "num_stages": 3,
+                "name": "128x256x64 g8 8w3s",
+                "source": "tuned",
+                "tuning_s": 2.5,
+            }
 
     config, seconds = kernel_config.own_choice(Module, 4096, 4096, 4096)
     assert (config.block_m, config.block_n, config.num_stages) == (128, 256, 3)
@@ -365,8 +454,13 @@ def test_timing_refuses_the_interpreter(backend):
 
 def test_no_gpu_refusal_times_nothing(tmp_path):
     out = tmp_path / "results"
-    result = run_script("--submission", str(REFERENCE), "--out", str(out),
-                        env_extra={"NTGEMM_BACKEND": "interpreter"})
+    result = run_script(
+        "--submission",
+        str(REFERENCE),
+        "--out",
+        str(out),
+        env_extra={"NTGEMM_BACKEND": "interpreter"},
+    )
     assert result.returncode == cli.NO_GPU, result.stdout + result.stderr
     assert "No CUDA GPU found: nothing was timed" in result.stderr
     assert "--check-only" in result.stderr
@@ -377,12 +471,25 @@ def test_no_gpu_refusal_times_nothing(tmp_path):
 @NEEDS_INTERPRETER
 def test_check_only_on_the_cpu_passes_the_reference(tmp_path):
     out = tmp_path / "results"
-    result = run_script("--submission", str(REFERENCE), "--check-only", "--out", str(out),
-                        "--sizes", "8", "16", "64x96x40", "512",
-                        env_extra={"NTGEMM_BACKEND": "interpreter"})
+    result = run_script(
+        "--submission",
+        str(REFERENCE),
+        "--check-only",
+        "--out",
+        str(out),
+        "--sizes",
+        "8",
+        "16",
+        "64x96x40",
+        "512",
+        env_extra={"NTGEMM_BACKEND": "interpreter"},
+    )
     assert result.returncode == cli.OK, result.stdout + result.stderr
-    lines = {line.split()[0]: line.split()[-1] for line in result.stdout.splitlines()
-             if line.strip() and line.split()[0] in ("8", "16", "64x96x40", "512")}
+    lines = {
+        line.split()[0]: line.split()[-1]
+        for line in result.stdout.splitlines()
+        if line.strip() and line.split()[0] in ("8", "16", "64x96x40", "512")
+    }
     assert lines == {"8": PASS, "16": PASS, "64x96x40": PASS, "512": SKIP}
     assert "too large for the Triton interpreter" in result.stdout
     assert "3 of 3 checked sizes PASS" in result.stdout
@@ -390,10 +497,13 @@ def test_check_only_on_the_cpu_passes_the_reference(tmp_path):
 
 
 @NEEDS_INTERPRETER
-@pytest.mark.parametrize("variant, code, build", [
-    (None, cli.OK, "GPU build: builds for sm_90"),
-    ("fp16_accumulator", cli.SOME_FAILED, "GPU build: does not build for sm_90"),
-])
+@pytest.mark.parametrize(
+    "variant, code, build",
+    [
+        (None, cli.OK, "GPU build: builds for sm_90"),
+        ("fp16_accumulator", cli.SOME_FAILED, "GPU build: does not build for sm_90"),
+    ],
+)
 def test_check_only_on_the_cpu_runs_the_compile_gate(tmp_path, variant, code, build):
     """The interpreter runs a float16 accumulator that Triton's compiler refuses: the
     check-only pass compiles the kernel for the course's GPU too, as the grader does."""
@@ -403,8 +513,14 @@ def test_check_only_on_the_cpu_runs_the_compile_gate(tmp_path, variant, code, bu
     if variant:
         path = tmp_path / "ninetoothed_gemm.py"
         path.write_text(VARIANTS[variant].source(variant), encoding="utf-8")
-    result = run_script("--submission", str(path), "--check-only", "--sizes", "64",
-                        env_extra={"NTGEMM_BACKEND": "interpreter"})
+    result = run_script(
+        "--submission",
+        str(path),
+        "--check-only",
+        "--sizes",
+        "64",
+        env_extra={"NTGEMM_BACKEND": "interpreter"},
+    )
     assert result.returncode == code, result.stdout + result.stderr
     assert "1 of 1 checked sizes PASS" in result.stdout and build in result.stdout
     assert ("every size would fail there" in result.stderr) == bool(variant)
@@ -412,8 +528,15 @@ def test_check_only_on_the_cpu_runs_the_compile_gate(tmp_path, variant, code, bu
 
 @NEEDS_INTERPRETER
 def test_check_only_with_nothing_checkable_is_not_a_pass(tmp_path):
-    result = run_script("--submission", str(REFERENCE), "--check-only", "--sizes", "512",
-                        "--no-progress", env_extra={"NTGEMM_BACKEND": "interpreter"})
+    result = run_script(
+        "--submission",
+        str(REFERENCE),
+        "--check-only",
+        "--sizes",
+        "512",
+        "--no-progress",
+        env_extra={"NTGEMM_BACKEND": "interpreter"},
+    )
     assert result.returncode == cli.UNUSABLE, result.stdout + result.stderr
     assert "none of the 1 size(s) could be checked" in result.stderr
 
@@ -424,12 +547,22 @@ def test_check_only_reports_a_broken_submission_per_size(tmp_path):
     source = REFERENCE.read_text()
     assert "accumulator += ntl.dot" in source
     broken.write_text(source.replace("accumulator += ntl.dot", "accumulator = ntl.dot", 1))
-    result = run_script("--submission", str(broken), "--check-only",
-                        "--sizes", "8", "64x96x40", "64x64x192",
-                        env_extra={"NTGEMM_BACKEND": "interpreter"})
+    result = run_script(
+        "--submission",
+        str(broken),
+        "--check-only",
+        "--sizes",
+        "8",
+        "64x96x40",
+        "64x64x192",
+        env_extra={"NTGEMM_BACKEND": "interpreter"},
+    )
     assert result.returncode == cli.SOME_FAILED, result.stdout + result.stderr
-    verdicts = {line.split()[0]: line.split()[-1] for line in result.stdout.splitlines()
-                if line.strip() and line.split()[0] in ("8", "64x96x40", "64x64x192")}
+    verdicts = {
+        line.split()[0]: line.split()[-1]
+        for line in result.stdout.splitlines()
+        if line.strip() and line.split()[0] in ("8", "64x96x40", "64x64x192")
+    }
     # One K tile hides the missing accumulation; three K tiles show it.
     assert verdicts == {"8": PASS, "64x96x40": PASS, "64x64x192": FAIL}
     assert "elements outside" in result.stdout
@@ -437,8 +570,7 @@ def test_check_only_reports_a_broken_submission_per_size(tmp_path):
 
 @NEEDS_INTERPRETER
 def test_unfinished_skeleton_is_named_not_benchmarked():
-    result = run_script("--check-only", "--sizes", "8",
-                        env_extra={"NTGEMM_BACKEND": "interpreter"})
+    result = run_script("--check-only", "--sizes", "8", env_extra={"NTGEMM_BACKEND": "interpreter"})
     assert result.returncode == cli.UNUSABLE
     assert "[not_implemented]" in result.stderr and "arrangement()" in result.stderr
 
@@ -473,8 +605,9 @@ def test_baselines_stop_at_once_without_a_gpu(tmp_path, monkeypatch):
     from benchmarks.lab import run_baselines
 
     monkeypatch.setenv("NTGEMM_BACKEND", "interpreter")
-    monkeypatch.setattr(run_baselines, "step_env",
-                        lambda autotune: {**os.environ, "NTGEMM_BACKEND": "interpreter"})
+    monkeypatch.setattr(
+        run_baselines, "step_env", lambda autotune: {**os.environ, "NTGEMM_BACKEND": "interpreter"}
+    )
     assert run_baselines.main([str(tmp_path)]) == 1
     logs = sorted(p.name for p in tmp_path.iterdir())
     assert logs == ["reference-64x64x64.log"]
@@ -505,7 +638,10 @@ def test_timed_path_wiring_with_a_stub_timer(backend, monkeypatch):
     # Calls 1-8 alternate nt_gemm and torch.mm (2, 3 | 4, 5 | 6, 7 | 8, 9: nt_gemm got
     # 2, 5, 6, 9 and torch.mm 3, 4, 7, 8); call 9 is the kernel alone.
     assert (first.ninetoothed.median_ms, first.torch_mm.median_ms, first.kernel.median_ms) == (
-        5.5, 5.5, 10.0)
+        5.5,
+        5.5,
+        10.0,
+    )
     # Which timing went where: the stub saw nt_gemm's and torch.mm's own functions.
     assert [fn.__code__.co_names[-1] for fn in calls[:4]] == ["nt_gemm", "mm", "mm", "nt_gemm"]
     assert first.first_call_s > 0 and first.config.source == "fixed"
@@ -537,8 +673,9 @@ def test_autotuner_choice_is_mapped_back_to_block_names():
         best_config = None
         bench_time = 4.2
 
-    module = type("Module", (), {"BLOCK_SIZE_M": "sym_m", "BLOCK_SIZE_N": "sym_n",
-                                 "BLOCK_SIZE_K": "sym_k"})
+    module = type(
+        "Module", (), {"BLOCK_SIZE_M": "sym_m", "BLOCK_SIZE_N": "sym_n", "BLOCK_SIZE_K": "sym_k"}
+    )
     watch = kernel_config.SearchWatch(module, None)
     watch.tuner = Tuner()
     watch.start()

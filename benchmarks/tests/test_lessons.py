@@ -29,7 +29,13 @@ SWEEP = {
     (8192, 8192, 8192): ("1.1 TFLOP", "384 MiB", "2730.67", "compute-bound"),
 }
 QUANTIZATION = {
-    1024: "100.0%", 1025: "79.2%", 1088: "89.2%", 1152: "100.0%", 1153: "81.1%", 4096: "100.0%", 4097: "94.1%"
+    1024: "100.0%",
+    1025: "79.2%",
+    1088: "89.2%",
+    1152: "100.0%",
+    1153: "81.1%",
+    4096: "100.0%",
+    4097: "94.1%",
 }
 # (threads, regs, shared) -> (blocks per SM, occupancy, limiter), from the occupancy lecture
 OCCUPANCY = {
@@ -46,12 +52,21 @@ OCCUPANCY = {
     (256, 32, 230 * KIB): (0, "0.0%", "cannot launch"),
 }
 # blocks -> (waves, last wave busy, overall busy) on 132 SMs, one block each
-WAVES = {66: (1, "50%", "50.0%"), 132: (1, "100%", "100.0%"), 133: (2, "1%", "50.4%"), 264: (2, "100%", "100.0%"),
-         265: (3, "1%", "66.9%"), 1000: (8, "58%", "94.7%"), 10000: (76, "76%", "99.7%")}
+WAVES = {
+    66: (1, "50%", "50.0%"),
+    132: (1, "100%", "100.0%"),
+    133: (2, "1%", "50.4%"),
+    264: (2, "100%", "100.0%"),
+    265: (3, "1%", "66.9%"),
+    1000: (8, "58%", "94.7%"),
+    10000: (76, "76%", "99.7%"),
+}
 
 
 def run_cli(module, *args):
-    done = subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", module, *args], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -167,7 +182,17 @@ def test_ledger_sweep_output(ledger_sweep, shape):
 
 
 def test_ledger_flags_oversized_tile():
-    out = run_cli("benchmarks.lessons.ledger", "--block-m", "256", "--block-n", "128", "--block-k", "64", "--stages", "2")
+    out = run_cli(
+        "benchmarks.lessons.ledger",
+        "--block-m",
+        "256",
+        "--block-n",
+        "128",
+        "--block-k",
+        "64",
+        "--stages",
+        "2",
+    )
     assert field(out, "shared memory, 2 stages") == "96 KiB"
     assert field(out, "accumulator registers per thread") == "256"
     assert "warning: the accumulator alone exceeds 255 registers" in out
@@ -202,7 +227,11 @@ def test_tiling_formulas():
 def test_tiling_output(tiling_output):
     out = tiling_output
     assert table_rows(out, "naive") == [["naive", "33,554,432", "2n^3", "0.25"]]
-    for t, loads, intensity in ((4, "8,388,608", "1.00"), (16, "2,097,152", "4.00"), (64, "524,288", "16.00")):
+    for t, loads, intensity in (
+        (4, "8,388,608", "1.00"),
+        (16, "2,097,152", "4.00"),
+        (64, "524,288", "16.00"),
+    ):
         assert table_rows(out, f"tiled T={t}") == [[f"tiled T={t}", loads, f"2n^3/{t}", intensity]]
     assert table_rows(out, "FP32") == [["FP32", "4", "170"]]
     assert table_rows(out, "BF16") == [["BF16", "2", "241"]]
@@ -231,7 +260,11 @@ def test_occupancy_output(occupancy_output):
     lines = occupancy_output.splitlines()
     for (threads, regs, smem), (blocks, share, limiter) in OCCUPANCY.items():
         shared = binary_bytes(smem) if smem else "0"
-        hits = [line for line in lines if re.search(rf"\s{threads}\s+{regs}\s+{re.escape(shared)}\s", line)]
+        hits = [
+            line
+            for line in lines
+            if re.search(rf"\s{threads}\s+{regs}\s+{re.escape(shared)}\s", line)
+        ]
         assert len(hits) == 1, (threads, regs, smem)
         cells = re.split(r"\s{2,}", hits[0].strip())
         assert cells[-4:-2] == [str(blocks), str(blocks * -(-threads // 32))]
@@ -244,7 +277,8 @@ def test_occupancy_one_config():
 
 
 @pytest.mark.parametrize(
-    "text, expected", [("49152", 49152), ("48K", 48 * KIB), ("48KiB", 48 * KIB), ("100kb", 100 * KIB)]
+    "text, expected",
+    [("49152", 49152), ("48K", 48 * KIB), ("48KiB", 48 * KIB), ("100kb", 100 * KIB)],
 )
 def test_parse_bytes(text, expected):
     assert parse_bytes(text) == expected
@@ -269,8 +303,8 @@ def test_latency_output(occupancy_output):
 @pytest.mark.parametrize("blocks", WAVES)
 def test_waves(blocks, occupancy_output):
     count, last, overall = WAVES[blocks]
-    w, l, o = f.waves(blocks, 1, 132)
-    assert (w, f"{l:.0%}", f"{o:.1%}") == (count, last, overall)
+    w, share, o = f.waves(blocks, 1, 132)
+    assert (w, f"{share:.0%}", f"{o:.1%}") == (count, last, overall)
     assert table_rows(occupancy_output, str(blocks))[0] == [str(blocks), str(count), last, overall]
 
 
@@ -280,8 +314,22 @@ def test_tiled_matmul_waves(occupancy_output):
     tiles = ((64, 64), (128, 128), (128, 256), (256, 256))
     assert [round(f.tile_intensity(tm, tn)) for tm, tn in tiles] == [32, 64, 85, 128]
     assert f.tile_efficiency(1024, 128) == 1.0
-    assert table_rows(occupancy_output, "512x1024")[-1] == ["512x1024", "256x256", "8", "1", "6%", "128"]
-    assert table_rows(occupancy_output, "4096x4096")[0] == ["4096x4096", "64x64", "4096", "32", "97%", "32"]
+    assert table_rows(occupancy_output, "512x1024")[-1] == [
+        "512x1024",
+        "256x256",
+        "8",
+        "1",
+        "6%",
+        "128",
+    ]
+    assert table_rows(occupancy_output, "4096x4096")[0] == [
+        "4096x4096",
+        "64x64",
+        "4096",
+        "32",
+        "97%",
+        "32",
+    ]
     assert f.cdiv(133, 132) == 2 and f.cdiv(132, 132) == 1
 
 
@@ -300,8 +348,16 @@ def test_row_alignment_formulas():
 def test_last_tile():
     assert [f.last_tile(n, 128) for n in (2992, 3000, 3008, 3072)] == [48, 56, 64, 128]
     assert [f.last_tile(n, 256) for n in (2992, 3000, 3008, 3072)] == [176, 184, 192, 256]
-    assert (f.last_tile(65, 64), f.last_tile(97, 64), f.last_tile(130, 64)) == (1, 33, 2)  # section 4's tails
-    assert all(0 < f.last_tile(n, t) <= t and (n - f.last_tile(n, t)) % t == 0 for n in range(1, 300) for t in (16, 64))
+    assert (f.last_tile(65, 64), f.last_tile(97, 64), f.last_tile(130, 64)) == (
+        1,
+        33,
+        2,
+    )  # section 4's tails
+    assert all(
+        0 < f.last_tile(n, t) <= t and (n - f.last_tile(n, t)) % t == 0
+        for n in range(1, 300)
+        for t in (16, 64)
+    )
 
 
 # --- the cliff lesson -------------------------------------------------------------------------
@@ -321,9 +377,12 @@ def test_cliff_output(cliff_output):
     assert table_rows(out, "3072^3")[0][6] == "whole; whole"
     assert "waves cannot tell them apart" in out
     assert table_rows(out, "3000") == [
-        ["3000", "6000", "375", "16 x 187 + 8", "no", "only if n is a constant (flat kernels)"]]
+        ["3000", "6000", "375", "16 x 187 + 8", "no", "only if n is a constant (flat kernels)"]
+    ]
     for n, units, q in ((2992, "374", 187), (3008, "376", 188), (3072, "384", 192)):
-        assert table_rows(out, str(n)) == [[str(n), str(2 * n), units, f"16 x {q} + 0", "yes", "yes"]]
+        assert table_rows(out, str(n)) == [
+            [str(n), str(2 * n), units, f"16 x {q} + 0", "yes", "yes"]
+        ]
 
 
 def test_cliff_other_sizes():
@@ -335,6 +394,11 @@ def test_cliff_other_sizes():
 
 
 def test_cliff_refuses_a_size_below_one():
-    done = subprocess.run([sys.executable, "-m", "benchmarks.lessons.cliff", "--sizes", "0"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.lessons.cliff", "--sizes", "0"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2 and "at least 1" in done.stderr

@@ -12,9 +12,11 @@ from benchmarks.tests.test_reference_configs import assert_product, operands
 
 # (m, n, k), (block_m, block_n, block_k, group, programs)
 # Small: the interpreter runs a program's tiles one after another.
-CASES = [((50, 40, 40), (16, 16, 16, 2, 3)),   # 12 tiles in 4 whole rows of 3; sizes ragged
-         ((40, 24, 20), (16, 16, 16, 2, 5)),   # a padded group, the last row of 5 part full
-         ((16, 16, 16), (16, 16, 16, 1, 4))]   # one tile, three programs with none
+CASES = [
+    ((50, 40, 40), (16, 16, 16, 2, 3)),  # 12 tiles in 4 whole rows of 3; sizes ragged
+    ((40, 24, 20), (16, 16, 16, 2, 5)),  # a padded group, the last row of 5 part full
+    ((16, 16, 16), (16, 16, 16, 1, 4)),
+]  # one tile, three programs with none
 
 
 @pytest.mark.parametrize("shape, config", CASES)

@@ -17,9 +17,11 @@ from solutions.tuned import persistent_tma
 
 # (m, n, k), (block_m, block_n, block_k, group, programs); rows of whole 16-byte units.
 # Small: the interpreter runs the programs one after another.
-CASES = [((64, 64, 64), (32, 32, 32, 1, 4)),    # 4 tiles, one whole round
-         ((96, 80, 48), (32, 32, 32, 2, 4)),    # 3x3 tiles: rounds of 4, 4, 1; groups of 2, 1
-         ((96, 80, 48), (32, 32, 32, 2, 16))]   # 9 tiles, 7 programs with none
+CASES = [
+    ((64, 64, 64), (32, 32, 32, 1, 4)),  # 4 tiles, one whole round
+    ((96, 80, 48), (32, 32, 32, 2, 4)),  # 3x3 tiles: rounds of 4, 4, 1; groups of 2, 1
+    ((96, 80, 48), (32, 32, 32, 2, 16)),
+]  # 9 tiles, 7 programs with none
 FLAGS = [(True, False), (False, False), (True, True), (False, True)]  # (flatten, warp_specialize)
 
 
@@ -28,22 +30,25 @@ FLAGS = [(True, False), (False, False), (True, True), (False, True)]  # (flatten
 def test_persistent_tma_product(backend, tma_ready, shape, config, flatten, warp_specialize):
     lhs, rhs = operands(*shape, backend.device)
     block_m, block_n, block_k, group, programs = config
-    run = persistent_tma.nt_persistent_tma(block_m, block_n, block_k, 4, 3, programs, group,
-                                           flatten, warp_specialize)
+    run = persistent_tma.nt_persistent_tma(
+        block_m, block_n, block_k, 4, 3, programs, group, flatten, warp_specialize
+    )
     assert_product(run, lhs, rhs)
 
 
 @pytest.mark.parametrize("flatten, warp_specialize", FLAGS[::2])
 @pytest.mark.parametrize("m, n, k", [(300, 200, 136), (129, 264, 3000), (1000, 1000, 1000)])
-def test_persistent_tma_product_on_the_gpu(backend, tma_ready, m, n, k, flatten,
-                                           warp_specialize):
+def test_persistent_tma_product_on_the_gpu(backend, tma_ready, m, n, k, flatten, warp_specialize):
     """Exploration-sized tiles, one program per SM: too slow for the interpreter."""
     if backend.is_interpreter:
         pytest.skip("128x128 tiles over hundreds of rows: GPU only")
     lhs, rhs = operands(m, n, k, "cuda")
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    assert_product(persistent_tma.nt_persistent_tma(128, 128, 64, 4, 3, sms, 8, flatten,
-                                                    warp_specialize), lhs, rhs)
+    assert_product(
+        persistent_tma.nt_persistent_tma(128, 128, 64, 4, 3, sms, 8, flatten, warp_specialize),
+        lhs,
+        rhs,
+    )
 
 
 def test_launcher_refuses_rows_tma_cannot_read(backend):

@@ -11,9 +11,11 @@ from benchmarks.tests.test_reference_configs import assert_product, operands
 from solutions.tuned import configs, kernels, waves
 
 # (m, n, k), (block_m, block_n, block_k, chunk): K tiles 13, 9 and 2 in chunks of 2, 3 and 5.
-CASES = [((100, 72, 200), (32, 32, 16, 2)),
-         ((70, 50, 130), (16, 32, 16, 3)),
-         ((40, 24, 24), (16, 16, 16, 5))]
+CASES = [
+    ((100, 72, 200), (32, 32, 16, 2)),
+    ((70, 50, 130), (16, 32, 16, 3)),
+    ((40, 24, 24), (16, 16, 16, 5)),
+]
 
 
 @pytest.mark.parametrize("shape, config", CASES)

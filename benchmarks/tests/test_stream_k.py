@@ -15,13 +15,13 @@ from benchmarks.lab import stream_k
 # (m, n, k), (block_m, block_n, block_k, group, programs, sk_waves); rows of whole
 # 16-byte units. Small: the interpreter runs the programs one after another.
 CASES = [
-    ((96, 64, 96), (32, 32, 32, 2, 4, 1)),    # 6 tiles on 4: 4 whole, 2 shared by 3 steps
-    ((96, 64, 96), (32, 32, 32, 2, 4, 2)),    # 6 tiles, all shared: 18 steps in ranges of 5
-    ((96, 80, 48), (32, 32, 32, 2, 4, 1)),    # 9 tiles: 8 whole, 1 tile of 2 steps on 4
-    ((64, 64, 160), (32, 32, 32, 1, 3, 1)),   # 4 tiles on 3: 3 whole, 5 steps in ranges of 2
-    ((64, 64, 64), (32, 32, 32, 1, 4, 2)),    # 4 tiles on 4: whole waves, nothing shared
-    ((96, 64, 96), (32, 32, 32, 2, 4, 0)),    # SK_WAVES 0: 6 tiles on 4, none shared
-    ((40, 72, 136), (32, 32, 32, 2, 5, 2)),   # cut tiles, a ragged K step: 6 tiles on 5
+    ((96, 64, 96), (32, 32, 32, 2, 4, 1)),  # 6 tiles on 4: 4 whole, 2 shared by 3 steps
+    ((96, 64, 96), (32, 32, 32, 2, 4, 2)),  # 6 tiles, all shared: 18 steps in ranges of 5
+    ((96, 80, 48), (32, 32, 32, 2, 4, 1)),  # 9 tiles: 8 whole, 1 tile of 2 steps on 4
+    ((64, 64, 160), (32, 32, 32, 1, 3, 1)),  # 4 tiles on 3: 3 whole, 5 steps in ranges of 2
+    ((64, 64, 64), (32, 32, 32, 1, 4, 2)),  # 4 tiles on 4: whole waves, nothing shared
+    ((96, 64, 96), (32, 32, 32, 2, 4, 0)),  # SK_WAVES 0: 6 tiles on 4, none shared
+    ((40, 72, 136), (32, 32, 32, 2, 5, 2)),  # cut tiles, a ragged K step: 6 tiles on 5
 ]
 
 
@@ -30,8 +30,9 @@ CASES = [
 def test_stream_k_product(backend, tma_ready, shape, config, store_split):
     lhs, rhs = operands(*shape, backend.device)
     block_m, block_n, block_k, group, programs, sk_waves = config
-    run = stream_k.nt_stream_k(block_m, block_n, block_k, 4, 3, programs, group, sk_waves,
-                               store_split)
+    run = stream_k.nt_stream_k(
+        block_m, block_n, block_k, 4, 3, programs, group, sk_waves, store_split
+    )
     assert_product(run, lhs, rhs)
     _, flags = stream_k.scratch(lhs.device, current_stream(lhs), block_m, block_n, programs)
     assert not bool(flags.any()), "a flag was left raised"

@@ -21,7 +21,8 @@ SHAPES = [(300, 200, 136), (129, 264, 3000), (64, 64, 64), (1000, 1000, 1000)]
 
 needs_tma = pytest.mark.skipif(
     not (torch.cuda.is_available() and torch.cuda.get_device_capability() >= (9, 0)),
-    reason="TMA loads need a GPU of compute capability 9.0 or later")
+    reason="TMA loads need a GPU of compute capability 9.0 or later",
+)
 
 
 @pytest.fixture(scope="module")
@@ -30,11 +31,17 @@ def scratch():
 
 
 def launchers():
-    sms = torch.cuda.get_device_properties(0).multi_processor_count if torch.cuda.is_available() else 1
-    return {"ninetoothed": lambda: tma_kernels.nt_tma(128, 128, 64, 4, 3),
-            "persistent": lambda: triton_ceiling.persistent_tma(128, 128, 64, 4, 3, False, sms),
-            "persistent-ws": lambda: triton_ceiling.persistent_tma(128, 128, 64, 4, 3, True, sms),
-            "stream-k": lambda: triton_ceiling.stream_k(128, 256, 64, 8, 3, sms, 2, 2)}
+    sms = (
+        torch.cuda.get_device_properties(0).multi_processor_count
+        if torch.cuda.is_available()
+        else 1
+    )
+    return {
+        "ninetoothed": lambda: tma_kernels.nt_tma(128, 128, 64, 4, 3),
+        "persistent": lambda: triton_ceiling.persistent_tma(128, 128, 64, 4, 3, False, sms),
+        "persistent-ws": lambda: triton_ceiling.persistent_tma(128, 128, 64, 4, 3, True, sms),
+        "stream-k": lambda: triton_ceiling.stream_k(128, 256, 64, 8, 3, sms, 2, 2),
+    }
 
 
 @needs_tma

@@ -10,8 +10,11 @@ import torch
 from solutions.tuned import plan
 from solutions.tuned.configs import TileConfig
 
-A, B, C = (TileConfig(128, 256, 64, 8, 8, 3), TileConfig(128, 256, 64, 8, 8, 3, persistent=True),
-           TileConfig(128, 128, 64, 8, 4, 4))
+A, B, C = (
+    TileConfig(128, 256, 64, 8, 8, 3),
+    TileConfig(128, 256, 64, 8, 8, 3, persistent=True),
+    TileConfig(128, 128, 64, 8, 4, 4),
+)
 
 
 class NoCache:
@@ -45,8 +48,10 @@ def choose(monkeypatch, passes, runoff):
 
 def test_the_runoff_decides_between_close_candidates(monkeypatch):
     run, info, timed_again = choose(
-        monkeypatch, {A.name: 1.00, B.name: 1.02, C.name: 1.20},
-        {A.name: [1.05, 1.04, 1.06, 1.05], B.name: [1.01, 1.00, 1.02, 1.01]})
+        monkeypatch,
+        {A.name: 1.00, B.name: 1.02, C.name: 1.20},
+        {A.name: [1.05, 1.04, 1.06, 1.05], B.name: [1.01, 1.00, 1.02, 1.01]},
+    )
     assert run == B.name and info["source"] == "tuned"
     assert sorted(set(timed_again)) == sorted([A.name, B.name])
     assert len(timed_again) == 2 * plan.RUNOFF_ROUNDS

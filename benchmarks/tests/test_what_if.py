@@ -66,8 +66,11 @@ def test_the_skeleton_style_rebuilds_through_the_module_constants(tmp_path):
 
 
 def test_hard_coded_tiles_are_named_and_nothing_is_tried(tmp_path):
-    text = VARIANTS["other_style"].source("hard").replace(
-        "c.tile((BLOCK_SIZE_M, BLOCK_SIZE_N))", "c.tile((64, 64))")
+    text = (
+        VARIANTS["other_style"]
+        .source("hard")
+        .replace("c.tile((BLOCK_SIZE_M, BLOCK_SIZE_N))", "c.tile((64, 64))")
+    )
     plan = what_if.plan(_module(tmp_path, "hard_coded_tiles", text))
     assert not plan.runnable and plan.others == ()
     assert "does not take its tiles" in plan.reason_en and "64x64x64 tiles" in plan.reason_en
@@ -117,13 +120,21 @@ def test_one_rebuilt_candidate_is_checked_before_it_is_timed(tmp_path, backend, 
 
 def _made_up():
     def timed(config, ms, theirs=False):
-        return Outcome(config, theirs, what_if.TIMED, kernel=Timing(ms, ms * 0.99, ms * 1.01),
-                       torch_mm=Timing(0.2, 0.199, 0.201))
+        return Outcome(
+            config,
+            theirs,
+            what_if.TIMED,
+            kernel=Timing(ms, ms * 0.99, ms * 1.01),
+            torch_mm=Timing(0.2, 0.199, 0.201),
+        )
 
     configs = what_if.candidates()
-    return [timed(Config(64, 64, 64, 8, 7), 0.48, theirs=True),
-            timed(configs[4], 0.29), timed(configs[6], 0.226),
-            Outcome(configs[7], False, what_if.WRONG, "=12 of 64 elements outside")]
+    return [
+        timed(Config(64, 64, 64, 8, 7), 0.48, theirs=True),
+        timed(configs[4], 0.29),
+        timed(configs[6], 0.226),
+        Outcome(configs[7], False, what_if.WRONG, "=12 of 64 elements outside"),
+    ]
 
 
 def test_summary_names_the_best_against_theirs_and_torch_mm():
@@ -159,16 +170,23 @@ def test_picture_is_drawn(tmp_path):
 
 def test_what_if_on_a_cpu_says_it_needs_a_gpu(tmp_path):
     out = tmp_path / "results"
-    result = run_script("--what-if", "--submission", str(solutions.MODEL_ANSWER),
-                        "--out", str(out), env_extra={"NTGEMM_BACKEND": "interpreter"})
+    result = run_script(
+        "--what-if",
+        "--submission",
+        str(solutions.MODEL_ANSWER),
+        "--out",
+        str(out),
+        env_extra={"NTGEMM_BACKEND": "interpreter"},
+    )
     assert result.returncode == cli.NO_GPU, result.stdout + result.stderr
     assert "--what-if needs a CUDA GPU" in result.stderr and "需要 CUDA GPU" in result.stderr
     assert "TFLOPS" not in result.stdout and not out.exists()
 
 
 def test_the_command_prints_and_writes_what_the_what_if_found(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(what_if, "run", lambda module, plan, size, backend, seed, on_outcome:
-                        _made_up())
+    monkeypatch.setattr(
+        what_if, "run", lambda module, plan, size, backend, seed, on_outcome: _made_up()
+    )
     args = cli._parser("benchmark", solutions.MODEL_ANSWER).parse_args(["--what-if"])
     module = load_submission(solutions.MODEL_ANSWER)
     cli._what_if(module, SIZE, None, args, tmp_path / "bench_node-7.lab_run-what-if")

@@ -26,18 +26,33 @@ def _csv_rows(path):
 def _demo_board_rows():
     """The demo class's leaderboard (tiles and rates, no launch): ada's and 李华's timed rows,
     with NineToothed's default 8 warps and 7 stages, which the demo's records show for ada and mia."""
-    frame = pd.read_csv(ROOT / "docs" / "demo-speed" / "leaderboard-staff.csv",
-                        dtype={"size": str})
+    frame = pd.read_csv(ROOT / "docs" / "demo-speed" / "leaderboard-staff.csv", dtype={"size": str})
     rows = []
     for row in frame.to_dict("records"):
         bm, bn, bk = (int(part) for part in row["tiles"].split("x"))
         m = n = k = int(row["size"])
-        rows.append((f"demo-board-{row['student']}", {
-            "size": row["size"], "m": m, "n": n, "k": k, "verdict": "PASS",
-            "tflops": row["tflops"], "torch_mm_tflops": row["torch_mm_tflops"],
-            "ratio_vs_torch_mm": row["ratio_vs_torch_mm"],
-            "median_ms": 2 * m * n * k / row["tflops"] / 1e9, "block_m": bm, "block_n": bn,
-            "block_k": bk, "num_warps": 8, "num_stages": 7, "gpu_name": row["gpu"]}))
+        rows.append(
+            (
+                f"demo-board-{row['student']}",
+                {
+                    "size": row["size"],
+                    "m": m,
+                    "n": n,
+                    "k": k,
+                    "verdict": "PASS",
+                    "tflops": row["tflops"],
+                    "torch_mm_tflops": row["torch_mm_tflops"],
+                    "ratio_vs_torch_mm": row["ratio_vs_torch_mm"],
+                    "median_ms": 2 * m * n * k / row["tflops"] / 1e9,
+                    "block_m": bm,
+                    "block_n": bn,
+                    "block_k": bk,
+                    "num_warps": 8,
+                    "num_stages": 7,
+                    "gpu_name": row["gpu"],
+                },
+            )
+        )
     return rows
 
 
@@ -56,12 +71,28 @@ def _explore_rows(path):
             continue
         bm, bn, bk, warps, stages = (int(part) for part in match.groups())
         size = f"{row['m']}x{row['n']}x{row['k']}"
-        rows.append((f"{path.stem}-{row['variant']}-{size}", {
-            "size": size, "m": row["m"], "n": row["n"], "k": row["k"], "verdict": "PASS",
-            "tflops": row["tflops"], "torch_mm_tflops": row["torch_tflops"],
-            "ratio_vs_torch_mm": row["ratio"], "median_ms": row["ms"], "block_m": bm,
-            "block_n": bn, "block_k": bk, "num_warps": warps, "num_stages": stages,
-            "gpu_name": gpu}))
+        rows.append(
+            (
+                f"{path.stem}-{row['variant']}-{size}",
+                {
+                    "size": size,
+                    "m": row["m"],
+                    "n": row["n"],
+                    "k": row["k"],
+                    "verdict": "PASS",
+                    "tflops": row["tflops"],
+                    "torch_mm_tflops": row["torch_tflops"],
+                    "ratio_vs_torch_mm": row["ratio"],
+                    "median_ms": row["ms"],
+                    "block_m": bm,
+                    "block_n": bn,
+                    "block_k": bk,
+                    "num_warps": warps,
+                    "num_stages": stages,
+                    "gpu_name": gpu,
+                },
+            )
+        )
     return rows
 
 
@@ -121,14 +152,19 @@ def test_mia_half_of_torch_mm_is_the_tile_feed():
     assert _why("mia-speed-4095")["limit"] == "ragged"
 
 
-@pytest.mark.parametrize("name,limit", [
-    ("reference-64x64x64-4096", "tile_feed"), ("reference-64x64x64-512", "short_run"),
-    ("reference-64x64x64-ragged-4096x3000x4096", "ragged"),
-    ("reference-64x64x64-ragged-3000x4096x4096", "tile_feed"),  # a ragged M costs nothing
-    ("reference-autotune-targets-4096", "tensor_cores"),
-    ("reference-autotune-targets-3000", "waves"),  # 288 tiles on 132 SMs: 3 waves, 73% busy
-    ("demo-board-ada", "tile_feed"), ("demo-board-李华", "tile_feed"),
-])
+@pytest.mark.parametrize(
+    "name,limit",
+    [
+        ("reference-64x64x64-4096", "tile_feed"),
+        ("reference-64x64x64-512", "short_run"),
+        ("reference-64x64x64-ragged-4096x3000x4096", "ragged"),
+        ("reference-64x64x64-ragged-3000x4096x4096", "tile_feed"),  # a ragged M costs nothing
+        ("reference-autotune-targets-4096", "tensor_cores"),
+        ("reference-autotune-targets-3000", "waves"),  # 288 tiles on 132 SMs: 3 waves, 73% busy
+        ("demo-board-ada", "tile_feed"),
+        ("demo-board-李华", "tile_feed"),
+    ],
+)
 def test_recorded_kernels_get_the_limit_perf_notes_gives_them(name, limit):
     assert _why(name)["limit"] == limit
 
@@ -145,7 +181,7 @@ def test_a_rate_above_every_roof_is_not_explained_and_never_memory_bound():
     """Made up: 64x64 tiles at 900 TFLOPS pass the tile feed and torch.mm's best; the HBM roof
     (1063 TFLOPS) lies above the datasheet peak, so it cannot be the limit either."""
     row = dict(RECORDED)["reference-64x64x64-4096"]
-    why = why_speed.explain({**row, "tflops": 900.0, "median_ms": 2 * 4096 ** 3 / 900e9})
+    why = why_speed.explain({**row, "tflops": 900.0, "median_ms": 2 * 4096**3 / 900e9})
     assert why["limit"] == "unexplained" and why["binding"] is None
     assert "above every roof" in why_speed_text.sentence(why)[0]
 
@@ -153,19 +189,28 @@ def test_a_rate_above_every_roof_is_not_explained_and_never_memory_bound():
 def test_hbm_named_from_an_upper_estimate_is_only_possibly_the_limit():
     """The flattened persistent kernel at 8192^3 (435 TFLOPS) sits at the HBM estimate's roof,
     but that estimate assumes no reuse; its unflattened twin ran at 624 on the same traffic."""
-    why = _why("explore-round5-persistent-persistent 128x256x64 g8 P132 8w3s flattened-"
-               "8192x8192x8192")
+    why = _why(
+        "explore-round5-persistent-persistent 128x256x64 g8 P132 8w3s flattened-8192x8192x8192"
+    )
     assert (why["limit"], why["certainty"]) == ("memory", "possibly")
     assert "upper estimate" in why_speed_text.sentence(why)[0]
 
 
 def test_spills_from_the_cubin_are_named_only_under_the_roof():
     row = dict(RECORDED)["demo-board-李华"]
-    build = {"ok": True, "target": "sm_90", "registers": 255, "shared_bytes": 43008,
-             "spilled_bytes": 64}
+    build = {
+        "ok": True,
+        "target": "sm_90",
+        "registers": 255,
+        "shared_bytes": 43008,
+        "spilled_bytes": 64,
+    }
     why = why_speed.explain(row, build)
-    assert (why["occupancy_source"], why["limit"], why["certainty"]) == ("cubin", "spills",
-                                                                          "possibly")
+    assert (why["occupancy_source"], why["limit"], why["certainty"]) == (
+        "cubin",
+        "spills",
+        "possibly",
+    )
     assert why_speed.explain(dict(RECORDED)["mia-speed-4096"], build)["limit"] == "tile_feed"
     other_launch = why_speed.explain(row, {**build, "num_warps": 4})  # not the timed build
     assert other_launch["occupancy_source"] == "estimate"
@@ -183,12 +228,20 @@ def test_the_benchmark_prints_the_section_from_its_frame():
 
     text = report.why_text(report.read_csv(ROOT / "docs" / "demo-speed" / "mia-speed.csv"))
     assert text.startswith("\n## Why this speed") and "### 4095" in text
-    assert report.why_text(report.read_csv(ROOT / "docs" / "demo-speed" / "mia-speed.csv")
-                           .assign(gpu_name="NVIDIA A100")) == ""
+    assert (
+        report.why_text(
+            report.read_csv(ROOT / "docs" / "demo-speed" / "mia-speed.csv").assign(
+                gpu_name="NVIDIA A100"
+            )
+        )
+        == ""
+    )
 
 
-CARD_RUNS = [("reference-autotune-targets.csv", "H200", "H100"),
-             ("reference-autotune-targets-round8-2-h100.csv", "H100 SXM", "H200")]
+CARD_RUNS = [
+    ("reference-autotune-targets.csv", "H200", "H100"),
+    ("reference-autotune-targets-round8-2-h100.csv", "H100 SXM", "H200"),
+]
 
 
 @pytest.mark.parametrize("name, card, other", CARD_RUNS, ids=[run[1] for run in CARD_RUNS])
@@ -203,10 +256,16 @@ def test_a_run_is_explained_with_the_figures_of_the_card_it_ran_on(name, card, o
     machine = formulas.machine_for_gpu_name(rows[0]["gpu_name"])
     assert (machine.card, machine.recorded_on) == (card, card)
     for why in whys:
-        text = "\n".join([*why_speed_text.sentence(why),
-                          *(line for pair in why_speed_text.facts(why) for line in pair)])
+        text = "\n".join(
+            [
+                *why_speed_text.sentence(why),
+                *(line for pair in why_speed_text.facts(why) for line in pair),
+            ]
+        )
         assert other not in text, text
         assert f"tile feed recorded on the {card} allows" in text
     capped = next(why for why in whys if why["limit"] == "tensor_cores")
-    assert (f"the best torch.mm reached in the same run on this {card}, {best:.0f} TFLOPS"
-            in why_speed_text.sentence(capped)[0])
+    assert (
+        f"the best torch.mm reached in the same run on this {card}, {best:.0f} TFLOPS"
+        in why_speed_text.sentence(capped)[0]
+    )

@@ -41,8 +41,11 @@ def layer(module):
     """The index in LAYERS of the dotted kit module's layer, or None for a test."""
     if any(module == test or module.startswith(test + ".") for test in TESTS):
         return None
-    matches = [index for index, (prefix, _) in enumerate(LAYERS)
-               if module == prefix or module.startswith(prefix + ".")]
+    matches = [
+        index
+        for index, (prefix, _) in enumerate(LAYERS)
+        if module == prefix or module.startswith(prefix + ".")
+    ]
     return max(matches, key=lambda index: len(LAYERS[index][0]))
 
 
@@ -84,12 +87,13 @@ def imports(path, root=ROOT):
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package[:len(package) - node.level + 1] + ([base] if base else []))
+                base = ".".join(package[: len(package) - node.level + 1] + ([base] if base else []))
             submodules = {f"{base}.{alias.name}" for alias in node.names}
             submodules = {name for name in submodules if module_file(name, root)}
             names |= submodules if len(submodules) == len(node.names) else submodules | {base}
-    return frozenset(name for name in names
-                     if name.split(".")[0] in PACKAGES and module_file(name, root))
+    return frozenset(
+        name for name in names if name.split(".")[0] in PACKAGES and module_file(name, root)
+    )
 
 
 def _inside(path, root):
@@ -118,5 +122,7 @@ def closure(names, root=ROOT):
 
 def closure_files(names, root=ROOT):
     """The files of ``closure(names)``, relative to the repository, as POSIX strings."""
-    return tuple(module_file(name, root).relative_to(root).as_posix()
-                 for name in closure(tuple(sorted(names)), root))
+    return tuple(
+        module_file(name, root).relative_to(root).as_posix()
+        for name in closure(tuple(sorted(names)), root)
+    )

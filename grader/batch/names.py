@@ -104,13 +104,21 @@ def identity(stem, folder=False):
     NFC-normalised and made ``printable``.
     """
     stem = unicodedata.normalize("NFC", decode_name(stem))
-    patterns = (((_MOODLE_FOLDER, "moodle"),) if folder
-                else ((_CANVAS_NAME, "canvas"), (_MOODLE_NAME, "moodle")))
+    patterns = (
+        ((_MOODLE_FOLDER, "moodle"),)
+        if folder
+        else ((_CANVAS_NAME, "canvas"), (_MOODLE_NAME, "moodle"))
+    )
     for pattern, lms in patterns:
         match = pattern.match(stem)
         if match:
-            return Identity(printable(match.group("id")), match.group("lms"),
-                            bool(match.groupdict().get("late")), match.group("file"), lms)
+            return Identity(
+                printable(match.group("id")),
+                match.group("lms"),
+                bool(match.groupdict().get("late")),
+                match.group("file"),
+                lms,
+            )
     match = _GRADESCOPE_NAME.match(stem)
     if match:
         return Identity(printable(stem), match.group("lms"), lms="gradescope")
@@ -153,4 +161,4 @@ def download_prefix(origin):
     if who.lms not in ("canvas", "moodle"):
         return ""
     stem = unicodedata.normalize("NFC", decode_name(stem))  # as identity read it
-    return stem[:len(stem) - len(who.uploaded)]
+    return stem[: len(stem) - len(who.uploaded)]

@@ -26,7 +26,7 @@ class _ByKey:
         return getattr(self, name)
 
     def __setitem__(self, name, value):
-        self[name]  # noqa: B018 - a misspelt key raises KeyError, as a field would
+        self[name]  # a misspelt key raises KeyError, as a field would
         setattr(self, name, value)
 
     def __contains__(self, name):
@@ -65,11 +65,29 @@ class CaseEntry(_ByKey):
 
 
 # Written only when set: what a refused file, a file never confirmed or a staff view lacks.
-_OPTIONAL = ("peak_cores", "cpu_time_s", "cpu_wait_s", "seconds", "layout_ok", "gpu_build",
-             "gpu_build_shared", "cut_short_s", "could_not_grade", "confirmed", "neighbours",
-             "uploaded", "hints", "overrides", "overrides_withheld", "late_excused",
-             "late_deduction", "status_kept", "reviewed_flags", "leaderboard_name",
-             "leaderboard_opt_out")
+_OPTIONAL = (
+    "peak_cores",
+    "cpu_time_s",
+    "cpu_wait_s",
+    "seconds",
+    "layout_ok",
+    "gpu_build",
+    "gpu_build_shared",
+    "cut_short_s",
+    "could_not_grade",
+    "confirmed",
+    "neighbours",
+    "uploaded",
+    "hints",
+    "overrides",
+    "overrides_withheld",
+    "late_excused",
+    "late_deduction",
+    "status_kept",
+    "reviewed_flags",
+    "leaderboard_name",
+    "leaderboard_opt_out",
+)
 
 
 @dataclasses.dataclass
@@ -148,8 +166,11 @@ class Record(_ByKey):
             raise ValueError(f"record_version {version!r}: this grader reads 1 to {VERSION}")
         known = {name: fields[name] for name in _NAMES[cls] if name in fields and name != "extra"}
         known["cases"] = [CaseEntry.from_json(entry) for entry in fields.get("cases") or []]
-        extra = {name: value for name, value in fields.items()
-                 if name not in _NAMES[cls] and name not in ("record_version", "signature")}
+        extra = {
+            name: value
+            for name, value in fields.items()
+            if name not in _NAMES[cls] and name not in ("record_version", "signature")
+        }
         return cls(**known, extra=extra)
 
     def case(self, case_id):
@@ -158,8 +179,9 @@ class Record(_ByKey):
 
 
 def _without_none(fields, optional):
-    return {name: value for name, value in fields.items()
-            if not (name in optional and value is None)}
+    return {
+        name: value for name, value in fields.items() if not (name in optional and value is None)
+    }
 
 
 _NAMES = {kind: [field.name for field in dataclasses.fields(kind)] for kind in (CaseEntry, Record)}

@@ -13,6 +13,7 @@ import stat
 def remove_tree(path):
     """Delete a folder, read-only parts included. Root needs no permission to, and changes
     none: an unprivileged run may swap a folder of its scratch for a link meanwhile."""
+
     def retry(function, target, _excinfo):
         try:
             os.chmod(os.path.dirname(target), stat.S_IRWXU)

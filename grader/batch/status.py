@@ -22,22 +22,41 @@ class Status(str, enum.Enum):
 
     PASSED = ("passed", 0, "Every case passed.", "所有测试用例均通过。")
     FAILED = ("failed", 1, "Some cases failed; see below.", "部分测试用例未通过，详见下文。")
-    NOT_IMPLEMENTED = ("not_implemented", 3, "The file still has the skeleton's placeholders.",
-                       "文件中仍保留着骨架代码的占位部分。")
+    NOT_IMPLEMENTED = (
+        "not_implemented",
+        3,
+        "The file still has the skeleton's placeholders.",
+        "文件中仍保留着骨架代码的占位部分。",
+    )
     IMPORT_ERROR = ("import_error", 3, "The file could not be imported.", "文件无法导入。")
-    MISSING_FILE = ("missing_file", 3, "No ninetoothed_gemm.py was found for you.",
-                    "没有找到你的 ninetoothed_gemm.py。")
+    MISSING_FILE = (
+        "missing_file",
+        3,
+        "No ninetoothed_gemm.py was found for you.",
+        "没有找到你的 ninetoothed_gemm.py。",
+    )
     TIMEOUT = ("timeout", 3, "Grading stopped at the time limit.", "评测超过了时间限制，已被终止。")
-    CRASHED = ("crashed", 3, "The process running your code ended abnormally.",
-               "运行你代码的进程异常退出。")
-    MEMORY_LIMIT = ("memory_limit", 3, "Your code used more host memory than allowed.",
-                    "你的代码使用的内存超过了限制。")
-    FLAGGED = ("flagged", 2,
-               "Flagged for review, score 0: arrangement() or application() uses what a kernel "
-               "may not, or nt_gemm did not return exactly what its own kernel wrote (see the "
-               "evidence below).",
-               "已被标记待复核，得 0 分：arrangement() 或 application() 用到了 kernel 不允许使用的"
-               "内容，或者 nt_gemm 返回的不是它自己的 kernel 写出的结果（见下方证据）。")
+    CRASHED = (
+        "crashed",
+        3,
+        "The process running your code ended abnormally.",
+        "运行你代码的进程异常退出。",
+    )
+    MEMORY_LIMIT = (
+        "memory_limit",
+        3,
+        "Your code used more host memory than allowed.",
+        "你的代码使用的内存超过了限制。",
+    )
+    FLAGGED = (
+        "flagged",
+        2,
+        "Flagged for review, score 0: arrangement() or application() uses what a kernel "
+        "may not, or nt_gemm did not return exactly what its own kernel wrote (see the "
+        "evidence below).",
+        "已被标记待复核，得 0 分：arrangement() 或 application() 用到了 kernel 不允许使用的"
+        "内容，或者 nt_gemm 返回的不是它自己的 kernel 写出的结果（见下方证据）。",
+    )
 
     def __new__(cls, value, attention, en, zh):
         member = str.__new__(cls, value)
@@ -114,7 +133,8 @@ def reason(record):
         # A flag may span lines (a refusal lists its violations): one line here, as the cell
         # is, never its line breaks escaped into the text.
         text = " ".join(listed[0].split()) + (
-            f" (and {len(listed) - 1} more flag(s))" if len(listed) > 1 else "")
+            f" (and {len(listed) - 1} more flag(s))" if len(listed) > 1 else ""
+        )
     else:
         text = _first_line(record.message)
         failed = [entry for entry in record.cases if entry.status in ("failed", "error")]
@@ -122,17 +142,20 @@ def reason(record):
             first = failed[0]
             said = _first_line(first.message) if first.public else ""
             shown = first.id if first.public else first.name
-            text = "; ".join(part for part in (text, f"first: {shown}"
-                                                + (f": {said}" if said else "")) if part)
+            text = "; ".join(
+                part for part in (text, f"first: {shown}" + (f": {said}" if said else "")) if part
+            )
     # Seconds measured by this run ("still running after 63.2 s") differ from one run of the
     # same file to the next; the column is the verdict's, so a regrade reads the same.
     text = printable(MEASURED.sub("… s", text))
-    return text if len(text) <= REASON_LIMIT else text[:REASON_LIMIT - 3] + "..."
+    return text if len(text) <= REASON_LIMIT else text[: REASON_LIMIT - 3] + "..."
 
 
 MEASURED = re.compile(r"\b\d+(?:\.\d+)? s\b")
-LIMITS = {Status.TIMEOUT: "stopped at its time limit (feedback.md says more)",
-          Status.MEMORY_LIMIT: "stopped at its memory limit (feedback.md says more)"}
+LIMITS = {
+    Status.TIMEOUT: "stopped at its time limit (feedback.md says more)",
+    Status.MEMORY_LIMIT: "stopped at its memory limit (feedback.md says more)",
+}
 
 
 def _first_line(text):

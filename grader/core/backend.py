@@ -75,8 +75,7 @@ def activate():
         chosen = Backend(
             "interpreter",
             "cpu",
-            f"Triton interpreter on the CPU ({why}); results check correctness only, "
-            "never speed",
+            f"Triton interpreter on the CPU ({why}); results check correctness only, never speed",
         )
     else:
         chosen = Backend(
@@ -108,7 +107,7 @@ def interpreter_problem():
         f"Triton {_version('triton')}'s interpreter cannot run with numpy {numpy.__version__} "
         "(numpy 2.4 no longer turns one-element arrays into ints, and this Triton still "
         "relies on it; see triton-lang/triton#9171). Install an older numpy with "
-        "python -m pip install \"numpy<2.4\", or a Triton release newer than "
+        'python -m pip install "numpy<2.4", or a Triton release newer than '
         f"{_version('triton')}."
     )
 
@@ -172,8 +171,11 @@ def _skip_unenforced_checks():
 
     builder = getattr(interpreter, "interpreter_builder", None)
     options = getattr(builder, "options", None)
-    if options is None or getattr(options, "debug", True) \
-            or not getattr(options, "sanitize_overflow", False):
+    if (
+        options is None
+        or getattr(options, "debug", True)
+        or not getattr(options, "sanitize_overflow", False)
+    ):
         return
     builder.options = dataclasses.replace(options, sanitize_overflow=False)
 

@@ -46,34 +46,102 @@ import threading
 import traceback
 
 PACKAGES = frozenset({"triton", "ninetoothed", "torch", "numpy", "sympy", "mpmath", "grader"})
-HARMLESS = frozenset({
-    "builtins.id", "object.__getattr__", "sys._getframe", "sys._getframemodulename",
-    "marshal.loads", "marshal.load", "compile", "time.sleep", "sys.excepthook",
-    "sys.unraisablehook", "array.__new__",
-})
-READS = frozenset({"os.listdir", "os.scandir", "glob.glob", "glob.glob/2", "os.listxattr",
-                   "os.getxattr", "pathlib.Path.glob", "pathlib.Path.rglob"})
-WRITES = frozenset({"os.mkdir", "os.remove", "os.rmdir", "os.chmod", "os.utime", "os.truncate",
-                    "os.rename", "os.link", "os.symlink", "shutil.copyfile", "shutil.copymode",
-                    "shutil.copystat", "shutil.copytree", "shutil.rmtree", "shutil.move",
-                    "tempfile.mkstemp", "tempfile.mkdtemp"})
+HARMLESS = frozenset(
+    {
+        "builtins.id",
+        "object.__getattr__",
+        "sys._getframe",
+        "sys._getframemodulename",
+        "marshal.loads",
+        "marshal.load",
+        "compile",
+        "time.sleep",
+        "sys.excepthook",
+        "sys.unraisablehook",
+        "array.__new__",
+    }
+)
+READS = frozenset(
+    {
+        "os.listdir",
+        "os.scandir",
+        "glob.glob",
+        "glob.glob/2",
+        "os.listxattr",
+        "os.getxattr",
+        "pathlib.Path.glob",
+        "pathlib.Path.rglob",
+    }
+)
+WRITES = frozenset(
+    {
+        "os.mkdir",
+        "os.remove",
+        "os.rmdir",
+        "os.chmod",
+        "os.utime",
+        "os.truncate",
+        "os.rename",
+        "os.link",
+        "os.symlink",
+        "shutil.copyfile",
+        "shutil.copymode",
+        "shutil.copystat",
+        "shutil.copytree",
+        "shutil.rmtree",
+        "shutil.move",
+        "tempfile.mkstemp",
+        "tempfile.mkdtemp",
+    }
+)
 # What sympy's parser and ninetoothed.eval put in the code they evaluate from text.
-SYMBOLIC_NAMES = frozenset({"sympy", "Integer", "Float", "Rational", "Symbol", "Add", "Mul",
-                            "Pow", "Mod", "floor", "ceiling", "Max", "Min", "Abs", "Eq", "Ne",
-                            "Lt", "Le", "Gt", "Ge",
-                            "E"})  # sympy's parser names its constant e where a size is symbolic
+SYMBOLIC_NAMES = frozenset(
+    {
+        "sympy",
+        "Integer",
+        "Float",
+        "Rational",
+        "Symbol",
+        "Add",
+        "Mul",
+        "Pow",
+        "Mod",
+        "floor",
+        "ceiling",
+        "Max",
+        "Min",
+        "Abs",
+        "Eq",
+        "Ne",
+        "Lt",
+        "Le",
+        "Gt",
+        "Ge",
+        "E",
+    }
+)  # sympy's parser names its constant e where a size is symbolic
 # What Tensor.eval (ninetoothed.eval, the arrangement's simulation) adds: np.where, np.arange.
 SIMULATION_NAMES = frozenset({"np", "where", "arange", "slice"})
 # Every name sympy.polys.monomials.MonomialOps's templates use (monomial_mul(A, B), with a0,
 # b0, r0, ... and k): its _build would exec any text, so the text must be one of those.
 MONOMIAL_NAME = re.compile(r"monomial_[a-z]+|[ABk]|[abr][0-9]+")
 # Where the import system runs a module's code (importlib's frames, frozen or not).
-IMPORT_SYSTEM = frozenset({"<frozen importlib._bootstrap>",
-                           "<frozen importlib._bootstrap_external>"})
+IMPORT_SYSTEM = frozenset(
+    {"<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>"}
+)
 # Triton's launch binder (triton.runtime.jit.create_function_from_signature): its own
 # names, and the kernel's parameters with their defaults (NineToothed names every one).
-BINDER_NAMES = frozenset({"dynamic_func", "params", "specialization", "options",
-                          "specialize_impl", "backend", "JITCallable"})
+BINDER_NAMES = frozenset(
+    {
+        "dynamic_func",
+        "params",
+        "specialization",
+        "options",
+        "specialize_impl",
+        "backend",
+        "JITCallable",
+    }
+)
 GENERATED_PARAMETER = re.compile(r"(default_)?ninetoothed_\w+")
 # The standard library's modules that write a class's methods from its field names.
 STDLIB_WRITERS = ("dataclasses.py", os.path.join("collections", "__init__.py"))
@@ -83,10 +151,17 @@ TRITON_EXTENSIONS = frozenset({"cuda_utils", "__triton_launcher", "hip_utils"})
 DEVICES = frozenset({"/dev/null", "/dev/urandom"})
 # Where a write event carries the folder descriptor its relative path is taken from
 # (shutil.rmtree removes a temporary folder's files that way).
-DIR_FD = {"os.remove": (1,), "os.rmdir": (1,), "os.mkdir": (2,), "os.chmod": (2,),
-          "os.utime": (3,), "os.rename": (2, 3)}
-FUNCTION_INTERNALS = frozenset({"__code__", "__globals__", "__closure__", "__defaults__",
-                                "__kwdefaults__"})
+DIR_FD = {
+    "os.remove": (1,),
+    "os.rmdir": (1,),
+    "os.mkdir": (2,),
+    "os.chmod": (2,),
+    "os.utime": (3,),
+    "os.rename": (2, 3),
+}
+FUNCTION_INTERNALS = frozenset(
+    {"__code__", "__globals__", "__closure__", "__defaults__", "__kwdefaults__"}
+)
 PROTECTED_PACKAGES = ("ninetoothed", "grader", "benchmarks")
 # torch's modules whose public functions the grader calls or times a kernel against
 # (torch.mm is the speed phase's reference): compared by their functions only, since
@@ -133,8 +208,9 @@ def _package_folders():
 
 def _module_file(name):
     module = sys.modules.get(name)
-    return _real(module.__file__) if module is not None and getattr(module, "__file__", None) \
-        else None
+    return (
+        _real(module.__file__) if module is not None and getattr(module, "__file__", None) else None
+    )
 
 
 def _checked_kernel(filename):
@@ -176,13 +252,18 @@ class Policy:
         home = os.environ.get("HOME", "")
         import tempfile
 
-        writable = writable or [home, tempfile.gettempdir(),
-                                os.environ.get("TRITON_CACHE_DIR", ""),
-                                os.environ.get("XDG_CACHE_HOME", "")]
+        writable = writable or [
+            home,
+            tempfile.gettempdir(),
+            os.environ.get("TRITON_CACHE_DIR", ""),
+            os.environ.get("XDG_CACHE_HOME", ""),
+        ]
         self.writable = tuple(sorted({_real(folder) for folder in writable if folder}))
         readable = {_real(entry) for entry in sys.path if entry and os.path.isdir(entry)}
-        readable |= {_real(prefix) for prefix in (sys.prefix, sys.base_prefix,
-                                                  sys.exec_prefix, sys.base_exec_prefix)}
+        readable |= {
+            _real(prefix)
+            for prefix in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)
+        }
         readable |= _package_folders() | {os.path.dirname(_real(kernel_file))}
         self.readable = tuple(sorted(readable | set(self.writable)))
         self.tools = tuple(sorted(_package_folders()))
@@ -227,8 +308,9 @@ class Policy:
         if isinstance(path, int) or (isinstance(path, str) and path in DEVICES):
             return None  # a descriptor already open, or /dev/null
         writing = any(letter in str(mode) for letter in "wax+")
-        return self._paths(f"open(mode={mode!r})", [path], self.writable if writing
-                           else self.readable)
+        return self._paths(
+            f"open(mode={mode!r})", [path], self.writable if writing else self.readable
+        )
 
     def _import(self, args):
         name, filename = str(args[0]), args[1]
@@ -245,25 +327,39 @@ class Policy:
         filename = getattr(code, "co_filename", "")
         caller = _caller_file()
         names = _names(code)
-        if caller in IMPORT_SYSTEM and filename and not filename.startswith("<") \
-                and _under(filename, self.readable):
+        if (
+            caller in IMPORT_SYSTEM
+            and filename
+            and not filename.startswith("<")
+            and _under(filename, self.readable)
+        ):
             if _under(filename, self.generated) and not _checked_kernel(filename):
                 return f"import of the generated kernel {filename!r}, which no check passed"
             return None  # a module's own code, imported from its file
         if filename == "<string>" and names <= SYMBOLIC_NAMES | SIMULATION_NAMES:
             return None  # arithmetic from text: ninetoothed.eval, sympy's parser
-        if filename == "<string>" and caller == self.binder and all(
-                name in BINDER_NAMES or GENERATED_PARAMETER.fullmatch(name) for name in names):
+        if (
+            filename == "<string>"
+            and caller == self.binder
+            and all(name in BINDER_NAMES or GENERATED_PARAMETER.fullmatch(name) for name in names)
+        ):
             return None  # Triton's launch binder, written from the checked kernel's parameters
-        if caller == self.interpreter and (_checked_kernel(filename)
-                                           or _under(filename, self.triton)):
+        if caller == self.interpreter and (
+            _checked_kernel(filename) or _under(filename, self.triton)
+        ):
             return None  # the interpreter's rewrite of a generated file the check passed,
             # or of Triton's own functions (tl.zeros), read from Triton's installed files
-        if filename == "<string>" and caller in self.writers and all(
-                name.isidentifier() for name in names):
+        if (
+            filename == "<string>"
+            and caller in self.writers
+            and all(name.isidentifier() for name in names)
+        ):
             return None  # dataclasses and namedtuple write methods of a class being defined
-        if filename == "<string>" and caller == self.monomials and all(
-                MONOMIAL_NAME.fullmatch(name) for name in names):
+        if (
+            filename == "<string>"
+            and caller == self.monomials
+            and all(MONOMIAL_NAME.fullmatch(name) for name in names)
+        ):
             return None  # sympy's polynomial rings write their monomial arithmetic from a
             # template: NineToothed simplifies a tile whose size is a symbol (M, say) that way
         return f"exec of code from {filename!r} (called from {caller!r})"
@@ -273,14 +369,18 @@ class Policy:
 
     def _subprocess_Popen(self, args):
         executable, arguments = args[0], args[1] or []
-        arguments = [os.fsdecode(arg) for arg in (
-            [arguments] if isinstance(arguments, (str, bytes)) else arguments)]
+        arguments = [
+            os.fsdecode(arg)
+            for arg in ([arguments] if isinstance(arguments, (str, bytes)) else arguments)
+        ]
         if arguments[:3] == [sys.executable, "-m", "grader.core.gpu_compile"]:
             return None
         program = executable or (arguments[0] if arguments else "")
-        if program and (_under(program, self.tools)
-                        or os.path.basename(os.fsdecode(program)) in TOOLS
-                        and _real(program).startswith(("/usr/", "/sbin/", "/bin/"))):
+        if program and (
+            _under(program, self.tools)
+            or os.path.basename(os.fsdecode(program)) in TOOLS
+            and _real(program).startswith(("/usr/", "/sbin/", "/bin/"))
+        ):
             return None
         return f"a subprocess {os.fsdecode(program)!r}"
 
@@ -289,8 +389,7 @@ class Policy:
         if name in FUNCTION_INTERNALS:
             return f"a change of {name} on {target!r}"
         module = getattr(target, "__module__", "") or ""
-        if isinstance(target, type) and module.startswith(PROTECTED_PACKAGES) \
-                and name != "__doc__":
+        if isinstance(target, type) and module.startswith(PROTECTED_PACKAGES) and name != "__doc__":
             return f"a change of {module}.{target.__name__}.{name}"
         return None
 
@@ -348,8 +447,11 @@ def snapshot(packages=BEFORE_LAUNCH):
         if top in packages:
             bindings[name] = {key: id(value) for key, value in list(vars(module).items())}
         elif name in TORCH_MODULES:
-            bindings[name] = {key: id(value) for key, value in list(vars(module).items())
-                              if not key.startswith("_") and callable(value)}
+            bindings[name] = {
+                key: id(value)
+                for key, value in list(vars(module).items())
+                if not key.startswith("_") and callable(value)
+            }
         for value in list(vars(module).values()):
             # type(value), not isinstance: a deprecated alias warns when asked its __class__
             if issubclass(type(value), type) and (value.__module__ or "").split(".")[0] == top:
@@ -360,8 +462,11 @@ def snapshot(packages=BEFORE_LAUNCH):
 def _class_code(cls):
     """A class's methods, descriptors and nested classes by identity; its plain values
     (counters, caches such as ``__slotnames__``) change as it is used."""
-    return {key: id(value) for key, value in list(vars(cls).items())
-            if callable(value) or isinstance(value, (property, staticmethod, classmethod))}
+    return {
+        key: id(value)
+        for key, value in list(vars(cls).items())
+        if callable(value) or isinstance(value, (property, staticmethod, classmethod))
+    }
 
 
 def changed(before, packages=BEFORE_LAUNCH):

@@ -37,26 +37,38 @@ def decide(source, unbound=(), unbuildable=False):
 def unbuildable(violations):
     """Whether ``violations`` (of the source's allowlist or of the generated kernel) are all
     what no run could build (grader.core.kernel_allowlist.Unbuildable)."""
-    return bool(violations) and all(isinstance(violation, Unbuildable)
-                                    for violation in violations)
+    return bool(violations) and all(isinstance(violation, Unbuildable) for violation in violations)
 
 
 def partial_output_store(source):
-    """"line N: ..." for application()'s first store into a part of its output tile
+    """ "line N: ..." for application()'s first store into a part of its output tile
     (``output[:, :] = acc``, ``output[0] += acc``), else None."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    application = next((node for node in tree.body if isinstance(node, ast.FunctionDef)
-                        and node.name == "application" and len(node.args.args) >= 3), None)
+    application = next(
+        (
+            node
+            for node in tree.body
+            if isinstance(node, ast.FunctionDef)
+            and node.name == "application"
+            and len(node.args.args) >= 3
+        ),
+        None,
+    )
     if application is None:
         return None
     output = application.args.args[2].arg
     stores = []
     for node in ast.walk(application):
-        targets = node.targets if isinstance(node, ast.Assign) else \
-            [node.target] if isinstance(node, ast.AugAssign) else []
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, ast.AugAssign)
+            else []
+        )
         for target in targets:
             root = target
             while isinstance(root, (ast.Subscript, ast.Attribute)):
@@ -66,5 +78,8 @@ def partial_output_store(source):
     if not stores:
         return None
     first = min(stores, key=lambda node: node.lineno)
-    return say("at_line", line=first.lineno,
-               evidence=say("partial_store", code=ast.unparse(first)[:120], output=output))
+    return say(
+        "at_line",
+        line=first.lineno,
+        evidence=say("partial_store", code=ast.unparse(first)[:120], output=output),
+    )

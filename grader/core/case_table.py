@@ -20,7 +20,7 @@ _CHECK_WORDS = {
 _INPUT_WORDS = {
     cases.RANDOM: "",
     cases.CANCELLATION: " Inputs: +64, then 320 terms of 0.025, then -64 along K (scaled per row "
-                        "and column).",
+    "and column).",
 }
 
 
@@ -28,15 +28,20 @@ def _row(case, shape=None, name=None):
     shape = shape or f"{case.m} x {case.n} x {case.k}"
     name = name or case.id
     backends = _BACKEND_WORDS.get(tuple(case.backends), ", ".join(case.backends))
-    catches = (f"{MISTAKES[case.targets].title}: {case.why}.{_CHECK_WORDS.get(case.check, '')}"
-               f"{_INPUT_WORDS.get(case.inputs, '')}")
-    return (f"| `{name}` | {shape} | {case.group} | {case.points} | {case.visibility} "
-            f"| {backends} | {catches} |")
+    catches = (
+        f"{MISTAKES[case.targets].title}: {case.why}.{_CHECK_WORDS.get(case.check, '')}"
+        f"{_INPUT_WORDS.get(case.inputs, '')}"
+    )
+    return (
+        f"| `{name}` | {shape} | {case.group} | {case.points} | {case.visibility} "
+        f"| {backends} | {catches} |"
+    )
+
 
 _INPUT_WORDS = {
     cases.RANDOM: "",
     cases.CANCELLATION: " Inputs: +64, then 320 terms of 0.025, then -64 along K (scaled per row "
-                        "and column).",
+    "and column).",
 }
 
 
@@ -80,14 +85,21 @@ def render_markdown(seed=cases.DEFAULT_SEED):
         "| --- | --- | --- |",
     ]
     for group in dict.fromkeys(case.group for case in fixed + hidden):
-        cpu = sum(case.points for case in cases.catalogue(seed, "interpreter")
-                  if case.group == group)
+        cpu = sum(
+            case.points for case in cases.catalogue(seed, "interpreter") if case.group == group
+        )
         gpu = sum(case.points for case in cases.catalogue(seed, "gpu") if case.group == group)
         lines.append(f"| {group} | {cpu} | {gpu} |")
     cpu_total = sum(case.points for case in cases.catalogue(seed, "interpreter"))
     gpu_total = sum(case.points for case in cases.catalogue(seed, "gpu"))
-    lines += [f"| total | {cpu_total} | {gpu_total} |", "", "## The mistakes", "",
-              "| key | mistake | hint |", "| --- | --- | --- |"]
+    lines += [
+        f"| total | {cpu_total} | {gpu_total} |",
+        "",
+        "## The mistakes",
+        "",
+        "| key | mistake | hint |",
+        "| --- | --- | --- |",
+    ]
     for mistake in MISTAKES.values():
         lines.append(f"| `{mistake.key}` | {mistake.title} | {mistake.en} |")
     return "\n".join(lines) + "\n"

@@ -78,33 +78,113 @@ def _fixed_cases():
     public = "public"
     return [
         # The guide's public test and its five extra shapes.
-        Case("square", 512, 512, 512, "square", "accumulator", visibility=public,
-             backends=GPU_ONLY, why="8x8 programs, 8 K tiles each: plain multi-round accumulation"),
-        Case("nonsquare", 128, 256, 192, "nonsquare", "expand_axis", visibility=public,
-             why="M, N and K all differ, so swapped M/N block counts show"),
-        Case("tail_m", 65, 128, 128, "tail", "tail_mask", visibility=public,
-             why="only M has a partial tile"),
-        Case("tail_n", 128, 97, 128, "tail", "tail_mask", visibility=public,
-             why="only N has a partial tile"),
-        Case("tail_k", 128, 128, 130, "tail", "k_tail", visibility=public,
-             why="two full K tiles and a 2-wide tail"),
-        Case("tail_mnk", 65, 97, 130, "tail", "k_tail", visibility=public,
-             why="partial tiles in M, N and K at once"),
+        Case(
+            "square",
+            512,
+            512,
+            512,
+            "square",
+            "accumulator",
+            visibility=public,
+            backends=GPU_ONLY,
+            why="8x8 programs, 8 K tiles each: plain multi-round accumulation",
+        ),
+        Case(
+            "nonsquare",
+            128,
+            256,
+            192,
+            "nonsquare",
+            "expand_axis",
+            visibility=public,
+            why="M, N and K all differ, so swapped M/N block counts show",
+        ),
+        Case(
+            "tail_m",
+            65,
+            128,
+            128,
+            "tail",
+            "tail_mask",
+            visibility=public,
+            why="only M has a partial tile",
+        ),
+        Case(
+            "tail_n",
+            128,
+            97,
+            128,
+            "tail",
+            "tail_mask",
+            visibility=public,
+            why="only N has a partial tile",
+        ),
+        Case(
+            "tail_k",
+            128,
+            128,
+            130,
+            "tail",
+            "k_tail",
+            visibility=public,
+            why="two full K tiles and a 2-wide tail",
+        ),
+        Case(
+            "tail_mnk",
+            65,
+            97,
+            130,
+            "tail",
+            "k_tail",
+            visibility=public,
+            why="partial tiles in M, N and K at once",
+        ),
         # Squares.
         Case("square", 1, 1, 1, "square", "tail_mask", why="a single element"),
         Case("square", 16, 16, 16, "square", "tail_mask", why="smaller than one tile"),
         Case("square", 64, 64, 64, "square", "tile_shape", why="exactly one tile"),
-        Case("square", 256, 256, 256, "square", "accumulator",
-             why="4x4 programs, 4 K tiles: the interpreter-sized square"),
-        Case("square", 2048, 2048, 2048, "square", "accumulator", backends=GPU_ONLY,
-             why="a realistic size"),
-        Case("square", 4096, 4096, 4096, "square", "accumulator", backends=GPU_ONLY,
-             why="the benchmark's largest size"),
+        Case(
+            "square",
+            256,
+            256,
+            256,
+            "square",
+            "accumulator",
+            why="4x4 programs, 4 K tiles: the interpreter-sized square",
+        ),
+        Case(
+            "square",
+            2048,
+            2048,
+            2048,
+            "square",
+            "accumulator",
+            backends=GPU_ONLY,
+            why="a realistic size",
+        ),
+        Case(
+            "square",
+            4096,
+            4096,
+            4096,
+            "square",
+            "accumulator",
+            backends=GPU_ONLY,
+            why="the benchmark's largest size",
+        ),
         # Non-square: transposes of the guide's shape.
-        Case("nonsquare", 256, 128, 192, "nonsquare", "expand_axis",
-             why="M and N swapped relative to the public case"),
-        Case("nonsquare", 192, 128, 256, "nonsquare", "expand_axis",
-             why="K is the largest dimension"),
+        Case(
+            "nonsquare",
+            256,
+            128,
+            192,
+            "nonsquare",
+            "expand_axis",
+            why="M and N swapped relative to the public case",
+        ),
+        Case(
+            "nonsquare", 192, 128, 256, "nonsquare", "expand_axis", why="K is the largest dimension"
+        ),
         # Tails.
         Case("tail_k_small", 128, 128, 40, "tail", "k_tail", why="K smaller than one K tile"),
         Case("tiny", 1, 2, 3, "tail", "tail_mask", why="dimensions of 1 to 3"),
@@ -114,27 +194,76 @@ def _fixed_cases():
         Case("skinny", 1, 256, 256, "skinny", "expand_axis", why="one row: a decode step"),
         Case("skinny", 16, 256, 192, "skinny", "expand_axis", why="a small batch"),
         Case("skinny", 256, 8, 192, "skinny", "expand_axis", why="tall and thin"),
-        Case("skinny", 16, 4096, 4096, "skinny", "expand_axis", backends=GPU_ONLY,
-             why="a decode-sized GEMM at model width"),
+        Case(
+            "skinny",
+            16,
+            4096,
+            4096,
+            "skinny",
+            "expand_axis",
+            backends=GPU_ONLY,
+            why="a decode-sized GEMM at model width",
+        ),
         # Long K: many rounds of accumulation.
         Case("long_k", 64, 64, 1024, "long_k", "accumulator", why="16 K tiles into one tile"),
-        Case("long_k", 128, 128, 8192, "long_k", "accumulator", backends=GPU_ONLY,
-             why="128 K tiles"),
-        Case("cancellation", 64, 64, 384, "long_k", "accumulator_dtype", inputs=CANCELLATION,
-             why="large terms that cancel around many small ones: a float16 sum drops the "
-                 "small ones"),
+        Case(
+            "long_k", 128, 128, 8192, "long_k", "accumulator", backends=GPU_ONLY, why="128 K tiles"
+        ),
+        Case(
+            "cancellation",
+            64,
+            64,
+            384,
+            "long_k",
+            "accumulator_dtype",
+            inputs=CANCELLATION,
+            why="large terms that cancel around many small ones: a float16 sum drops the "
+            "small ones",
+        ),
         # The file's own functions built at other tiles of the course's autotune range (M, N in
         # 64..128, K in 32..64), all three sizes different: a tile order that is right only
         # while two block sizes are equal, as at 64x64x64, shows here.
-        Case("tiles_128x64x32", 130, 100, 70, "blocks", "block_order", blocks=(128, 64, 32),
-             why="built at 128x64x32 tiles, with tails in M, N and K"),
-        Case("tiles_64x128x32", 100, 130, 70, "blocks", "block_order", blocks=(64, 128, 32),
-             why="built at 64x128x32 tiles, with tails in M, N and K"),
+        Case(
+            "tiles_128x64x32",
+            130,
+            100,
+            70,
+            "blocks",
+            "block_order",
+            blocks=(128, 64, 32),
+            why="built at 128x64x32 tiles, with tails in M, N and K",
+        ),
+        Case(
+            "tiles_64x128x32",
+            100,
+            130,
+            70,
+            "blocks",
+            "block_order",
+            blocks=(64, 128, 32),
+            why="built at 64x128x32 tiles, with tails in M, N and K",
+        ),
         # Properties of the kernel rather than of one product.
-        Case("determinism", 96, 80, 144, "property", "nondeterministic", check=DETERMINISM,
-             why="the same inputs twice give identical bits"),
-        Case("coverage", 100, 70, 90, "property", "unwritten_output", check=COVERAGE,
-             why="every output element is written"),
+        Case(
+            "determinism",
+            96,
+            80,
+            144,
+            "property",
+            "nondeterministic",
+            check=DETERMINISM,
+            why="the same inputs twice give identical bits",
+        ),
+        Case(
+            "coverage",
+            100,
+            70,
+            90,
+            "property",
+            "unwritten_output",
+            check=COVERAGE,
+            why="every output element is written",
+        ),
     ]
 
 
@@ -146,8 +275,18 @@ def hidden_cases(seed=DEFAULT_SEED, backend_name="interpreter"):
     cases = []
     for index in range(HIDDEN_COUNT):
         m, n, k = (_ragged(rng, upper) for _ in range(3))
-        cases.append(Case(f"hidden_{index + 1}", m, n, k, HIDDEN, "tail_mask", points=2,
-                          why="a random ragged shape from the grading secret"))
+        cases.append(
+            Case(
+                f"hidden_{index + 1}",
+                m,
+                n,
+                k,
+                HIDDEN,
+                "tail_mask",
+                points=2,
+                why="a random ragged shape from the grading secret",
+            )
+        )
     return cases
 
 
@@ -160,12 +299,14 @@ def _ragged(rng, upper):
 
 # --------------------------------------------------------------------------- the secret
 
+
 def canonical_secret(seed):
     """The grading secret as the text every derivation keys on: a whole number in
     decimal (``--seed 2026`` and a file holding ``2026`` agree), else hex digits in
     lower case. Raises ValueError for anything else."""
-    text = str(seed).strip() if isinstance(seed, (int, str)) and not isinstance(seed, bool) \
-        else None
+    text = (
+        str(seed).strip() if isinstance(seed, (int, str)) and not isinstance(seed, bool) else None
+    )
     if text is not None and re.fullmatch(r"[+-]?[0-9]+", text):
         return str(int(text))
     if text is not None and re.fullmatch(r"[0-9a-fA-F]+", text):

@@ -86,9 +86,12 @@ def compare(out, ref, case, seed):
         return Verdict(case.id, False, say("not_tensor", kind=type(out).__name__), "wrong_dtype")
     expected_shape = (case.m, case.n)
     if tuple(out.shape) != expected_shape:
-        return Verdict(case.id, False,
-                       say("wrong_shape", got=tuple(out.shape), expected=expected_shape),
-                       "wrong_dtype")
+        return Verdict(
+            case.id,
+            False,
+            say("wrong_shape", got=tuple(out.shape), expected=expected_shape),
+            "wrong_dtype",
+        )
     if out.dtype != torch.float16:
         return Verdict(case.id, False, say("wrong_dtype", dtype=out.dtype), "wrong_dtype")
 
@@ -125,7 +128,7 @@ def _first_positions(bad, count, rows=64):
     rows at a time, since all of a wrong 4096^3 output's positions cost half a second."""
     found = []
     for start in range(0, bad.shape[0], rows):
-        band = bad[start:start + rows].nonzero()[:count - len(found)]
+        band = bad[start : start + rows].nonzero()[: count - len(found)]
         found += [[start + i, j] for i, j in band.tolist()]
         if len(found) == count:
             break
@@ -136,14 +139,23 @@ def describe_mismatch(details):
     """The student-facing text of a mismatch: never the case seed, which stays in the
     Verdict's details. Batch feedback shows this message for public cases only."""
     lines = [
-        say("mismatches", bad=details["mismatches"], total=details["total"], atol=ATOL,
-            rtol=RTOL),
-        say("worst", index=tuple(details["worst_index"]), absolute=details["max_abs_error"],
-            relative=details["max_rel_error"]),
+        say("mismatches", bad=details["mismatches"], total=details["total"], atol=ATOL, rtol=RTOL),
+        say(
+            "worst",
+            index=tuple(details["worst_index"]),
+            absolute=details["max_abs_error"],
+            relative=details["max_rel_error"],
+        ),
     ]
     for sample in details["samples"]:
-        lines.append(say("sample", index=tuple(sample["index"]), got=sample["got"],
-                         expected=sample["expected"]))
+        lines.append(
+            say(
+                "sample",
+                index=tuple(sample["index"]),
+                got=sample["got"],
+                expected=sample["expected"],
+            )
+        )
     return "\n".join(lines)
 
 
@@ -180,16 +192,20 @@ def judge(case, outputs, seed, device):
         verdict = compare(first, ref, case, seed)
         if verdict.passed and not torch.equal(first, second):
             differing = int((first != second).sum())
-            return Verdict(case.id, False, say("nondeterministic", differing=differing),
-                           "nondeterministic")
+            return Verdict(
+                case.id, False, say("nondeterministic", differing=differing), "nondeterministic"
+            )
         return verdict
     if case.check == catalogue.COVERAGE:
         out = outputs["prefilled"]
         unwritten = int(torch.isnan(out.float()).sum()) if isinstance(out, torch.Tensor) else 0
         if unwritten:
-            return Verdict(case.id, False,
-                           say("unwritten", unwritten=unwritten, total=case.m * case.n),
-                           "unwritten_output")
+            return Verdict(
+                case.id,
+                False,
+                say("unwritten", unwritten=unwritten, total=case.m * case.n),
+                "unwritten_output",
+            )
         return compare(out, ref, case, seed)
     verdict = compare(outputs["out"], ref, case, seed)
     if case.m * case.n * case.k > _NAMING_WORK:
@@ -278,8 +294,9 @@ def _tile_products(lhs, rhs, block_k):
     padded_lhs = torch.zeros((m, tiles * block_k), dtype=lhs.dtype, device=lhs.device)
     padded_rhs = torch.zeros((tiles * block_k, n), dtype=rhs.dtype, device=rhs.device)
     padded_lhs[:, :k], padded_rhs[:k] = lhs, rhs
-    return torch.bmm(padded_lhs.reshape(m, tiles, block_k).transpose(0, 1),
-                     padded_rhs.reshape(tiles, block_k, n))
+    return torch.bmm(
+        padded_lhs.reshape(m, tiles, block_k).transpose(0, 1), padded_rhs.reshape(tiles, block_k, n)
+    )
 
 
 # Square tiles tried when recognising a tile-level mix-up (no student code is asked).
@@ -290,7 +307,7 @@ def _block_view(matrix, rows, columns):
     """``matrix`` zero-padded to whole tiles, as (row blocks, column blocks, rows, columns)."""
     height, width = -(-matrix.shape[0] // rows), -(-matrix.shape[1] // columns)
     padded = torch.zeros(height * rows, width * columns)
-    padded[:matrix.shape[0], :matrix.shape[1]] = matrix.float()
+    padded[: matrix.shape[0], : matrix.shape[1]] = matrix.float()
     return padded.reshape(height, rows, width, columns).permute(0, 2, 1, 3)
 
 
@@ -319,8 +336,12 @@ def _name_misplaced_tiles(verdict, out, _lhs, _rhs, ref):
     m, n = expected.shape
     for rows in _TILES:
         for columns in _TILES:
-            if m % rows or n % columns or (m // rows) * (n // columns) < 2 \
-                    or (m // rows) * (n // columns) > 256:
+            if (
+                m % rows
+                or n % columns
+                or (m // rows) * (n // columns) < 2
+                or (m // rows) * (n // columns) > 256
+            ):
                 continue
             mine, right = _block_view(got, rows, columns), _block_view(expected, rows, columns)
             found = _tile_sources(mine, right)
@@ -350,8 +371,7 @@ def _tile_sources(mine, right):
     if not moved:
         return None
     tile, source = moved[0]
-    return "moved_tiles", {"moved": len(moved), "total": len(grid), "tile": tile,
-                           "source": source}
+    return "moved_tiles", {"moved": len(moved), "total": len(grid), "tile": tile, "source": source}
 
 
 def outside_tolerance(out, expected):
@@ -385,19 +405,32 @@ def error_verdict(case, error, limit=12, source=""):
     from grader.core.retile import NOT_RETILED
 
     if str(error).startswith(NOT_LAUNCHED):  # a grid known to be wrong before any launch
-        return Verdict(case.id, False, say("not_launched", why=str(error)[len(NOT_LAUNCHED):]),
-                       "grid_mismatch")
+        return Verdict(
+            case.id,
+            False,
+            say("not_launched", why=str(error)[len(NOT_LAUNCHED) :]),
+            "grid_mismatch",
+        )
     if str(error).startswith(NOT_RETILED):  # the file's tiles do not follow its block sizes
-        return Verdict(case.id, False, say("not_retiled", why=str(error)[len(NOT_RETILED):]),
-                       "fixed_tiles")
+        return Verdict(
+            case.id, False, say("not_retiled", why=str(error)[len(NOT_RETILED) :]), "fixed_tiles"
+        )
     if isinstance(error, KernelRejected):
         return _refused_verdict(case, error, source)
     raised_at = _wrapper_frame(error)
     if raised_at is not None:  # the file's own Python around the kernel, not the kernel
-        return Verdict(case.id, False, say("wrapper_raised", raised=f"{type(error).__name__}: "
-                                           f"{_first(error)}", line=raised_at.lineno,
-                                           function=raised_at.name), "wrapper_broken",
-                       details={"error": f"{type(error).__name__}: {error}"[-4000:]})
+        return Verdict(
+            case.id,
+            False,
+            say(
+                "wrapper_raised",
+                raised=f"{type(error).__name__}: {_first(error)}",
+                line=raised_at.lineno,
+                function=raised_at.name,
+            ),
+            "wrapper_broken",
+            details={"error": f"{type(error).__name__}: {error}"[-4000:]},
+        )
     if isinstance(error, BaseException):
         mistake = "not_implemented" if isinstance(error, NotImplementedError) else "build_error"
         name, text = type(error).__name__, str(error).strip()
@@ -407,8 +440,13 @@ def error_verdict(case, error, limit=12, source=""):
     last = lines[-1].strip() if lines else ""
     raised = (f"{name}: {last}" if name else last) or "an error"
     if mistake == "not_implemented":
-        return Verdict(case.id, False, say("raised", raised=raised), mistake,
-                       details={"error": (f"{name}: " if name else "") + text[-4000:]})
+        return Verdict(
+            case.id,
+            False,
+            say("raised", raised=raised),
+            mistake,
+            details={"error": (f"{name}: " if name else "") + text[-4000:]},
+        )
     # NineToothed's and Triton's own words are detail, under a plain line and above the
     # named cause, if any: the error itself last but for that cause.
     head = say("did_not_build")
@@ -417,8 +455,13 @@ def error_verdict(case, error, limit=12, source=""):
     mistake, why = _named_build_error(text)
     if why:
         body.append(why)
-    return Verdict(case.id, False, "\n".join([head] + body), mistake,
-                   details={"error": (f"{name}: " if name else "") + text[-4000:]})
+    return Verdict(
+        case.id,
+        False,
+        "\n".join([head] + body),
+        mistake,
+        details={"error": (f"{name}: " if name else "") + text[-4000:]},
+    )
 
 
 def library_words(message):
@@ -439,8 +482,11 @@ def _refused_verdict(case, error, source):
     or a file that does not parse, shown by the student's line it came from."""
     from grader.core import gpu_compile
 
-    found = gpu_compile.refused_line(source, error.violations) \
-        if source and error.unbuildable and not error.unbound else None
+    found = (
+        gpu_compile.refused_line(source, error.violations)
+        if source and error.unbuildable and not error.unbound
+        else None
+    )
     if found:
         text = say("not_run", error=say("unbuildable_line", line=found[0], code=found[1]))
     else:
@@ -449,8 +495,7 @@ def _refused_verdict(case, error, source):
         consequence = say("unbound_names", names=", ".join(f"`{name}`" for name in error.unbound))
     else:
         consequence = say("cannot_build") if error.unbuildable else say("flags_such_a_file")
-    return Verdict(case.id, False, text + "\n" + consequence,
-                   details={"error": str(error)[-4000:]})
+    return Verdict(case.id, False, text + "\n" + consequence, details={"error": str(error)[-4000:]})
 
 
 def _wrapper_frame(error):
@@ -462,8 +507,11 @@ def _wrapper_frame(error):
     frames = traceback.extract_tb(error.__traceback__)
     wrapper = next((frame for frame in frames if frame.name == "nt_gemm"), None)
     innermost = frames[-1] if frames else None
-    if wrapper is None or innermost.filename != wrapper.filename \
-            or innermost.name in ("arrangement", "application"):
+    if (
+        wrapper is None
+        or innermost.filename != wrapper.filename
+        or innermost.name in ("arrangement", "application")
+    ):
         return None
     return innermost
 
@@ -499,5 +547,10 @@ def build_verdict(case, build, source=""):
         text += f"\n{where}"
     text += "\n" + say("compiler_words", words=build.message)  # detail, last but for a cause
     mistake, why = _named_build_error(build.message)
-    return Verdict(case.id, False, text + (f"\n{why}" if why else ""), mistake,
-                   details={"error": build.message})
+    return Verdict(
+        case.id,
+        False,
+        text + (f"\n{why}" if why else ""),
+        mistake,
+        details={"error": build.message},
+    )

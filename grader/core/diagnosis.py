@@ -70,17 +70,29 @@ def explain(findings, verdicts, cases, tiles=None, reveal=False):
     # 2. Right at the file's own block sizes, wrong only where the grader built it at
     #    others (grader.core.retile): two block sizes swapped, which equal sizes hide.
     own = [passed for case, passed, _, _ in results if not case.blocks]
-    if own and all(own) and all(case.blocks and mistake != "fixed_tiles"
-                                for case, mistake, _ in failed):
+    if (
+        own
+        and all(own)
+        and all(case.blocks and mistake != "fixed_tiles" for case, mistake, _ in failed)
+    ):
         tiles_text = ", ".join(sorted({"x".join(map(str, case.blocks)) for case, _, _ in failed}))
-        add("block_order", [say("block_order", tiles=tiles_text,
-                                failed=_examples([case for case, _, _ in failed], reveal))])
+        add(
+            "block_order",
+            [
+                say(
+                    "block_order",
+                    tiles=tiles_text,
+                    failed=_examples([case for case, _, _ in failed], reveal),
+                )
+            ],
+        )
         return _finish(hints)
 
     # 3. What the file's lines and its arrangement show: sure of its cause, a finding is
     #    said alone, with nothing read from the outputs beside it.
-    unexplained = any(not mistake or mistake in ("build_error", "grid_mismatch")
-                      for _, mistake, _ in failed)
+    unexplained = any(
+        not mistake or mistake in ("build_error", "grid_mismatch") for _, mistake, _ in failed
+    )
     for finding in sure_findings(findings, "build_error" in named, unexplained):
         add(finding["mistake"], [finding["message"]])
     if hints:
@@ -89,24 +101,28 @@ def explain(findings, verdicts, cases, tiles=None, reveal=False):
     # 4. Mistakes the checks named themselves, and kernels that would not build: only where
     #    the checks name every failure, since a wrong output can match a mistake's by chance
     #    (an output of zeros is a float16 running sum of the cancellation case's products).
-    for key in mistakes.found_by(mistakes.OUTPUT) if all(mistake for _, mistake, _ in failed) \
-            else ():
+    for key in (
+        mistakes.found_by(mistakes.OUTPUT) if all(mistake for _, mistake, _ in failed) else ()
+    ):
         if key in named:
             cases_named = [case for case, _ in named[key]]
             # Only a case the student may see is quoted: a hidden case's message holds its shape.
-            shown = [message for case, message in named[key]
-                     if reveal or case.visibility == "public"]
+            shown = [
+                message for case, message in named[key] if reveal or case.visibility == "public"
+            ]
             if not shown:
                 add(key, [say("hidden_failed", **_count(cases_named))])
                 continue
             # A recognised partial sum, or the stack's own error, is the message's last line.
-            line = (shown[0].splitlines() or [""])[-1] \
-                if mistakes.MISTAKES[key].evidence_on_last_line else _first_line(shown[0])
+            line = (
+                (shown[0].splitlines() or [""])[-1]
+                if mistakes.MISTAKES[key].evidence_on_last_line
+                else _first_line(shown[0])
+            )
             add(key, [say("failed_with", line=line, **_count(cases_named))])
 
     # 5. The shape of the failures, for mismatches the checks could not name.
-    plain = [(case, passed) for case, passed, mistake, _ in results
-             if passed or not mistake]
+    plain = [(case, passed) for case, passed, mistake, _ in results if passed or not mistake]
     if any(not passed for _, passed in plain):
         for key, evidence in _patterns(plain, tiles, reveal):
             add(key, evidence)
@@ -122,8 +138,9 @@ def case_cause(verdict, findings):
     key = _verdict_fields(verdict)[2]
     if key in mistakes.found_by(mistakes.FILE):
         return key  # the file cannot run at all: that is the whole story
-    sure = sure_findings(findings, key == "build_error",
-                         not key or key in ("build_error", "grid_mismatch"))
+    sure = sure_findings(
+        findings, key == "build_error", not key or key in ("build_error", "grid_mismatch")
+    )
     if sure:
         return sure[0]["mistake"]
     return "" if key == "build_error" else key
@@ -144,11 +161,15 @@ def sure_findings(findings, unbuilt, unexplained):
     build, the only case where an arrangement that fails on symbolic tensors is said;
     ``unexplained``: some failure is named by no check, the only case where a soft finding
     is said. A mistake that costs only on a GPU is left to ``_gpu_only``."""
-    kept = [finding for finding in findings or ()
-            if isinstance(finding, dict) and finding.get("mistake") in mistakes.MISTAKES
-            and finding["mistake"] not in _GPU_ONLY
-            and (unbuilt or finding["mistake"] not in _UNBUILT)
-            and (unexplained or finding["mistake"] not in _SOFT)]
+    kept = [
+        finding
+        for finding in findings or ()
+        if isinstance(finding, dict)
+        and finding.get("mistake") in mistakes.MISTAKES
+        and finding["mistake"] not in _GPU_ONLY
+        and (unbuilt or finding["mistake"] not in _UNBUILT)
+        and (unexplained or finding["mistake"] not in _SOFT)
+    ]
     lined = [finding for finding in kept if _ON_A_LINE.match(finding.get("message", ""))]
     return lined or kept
 
@@ -171,8 +192,12 @@ def _gpu_only(findings, hints):
 
 def _verdict_fields(verdict):
     if isinstance(verdict, dict):
-        return (verdict.get("case_id"), verdict.get("passed"), verdict.get("mistake") or "",
-                verdict.get("message") or "")
+        return (
+            verdict.get("case_id"),
+            verdict.get("passed"),
+            verdict.get("mistake") or "",
+            verdict.get("message") or "",
+        )
     return verdict.case_id, verdict.passed, verdict.mistake or "", verdict.message or ""
 
 
@@ -192,8 +217,17 @@ def _patterns(results, tiles=None, reveal=False):
         single = [case for case, _ in results if case.k <= bk]
         multi = [case for case, _ in results if case.k > bk]
         if single and multi and set(single) <= set(passed) and set(multi) <= set(failed):
-            yield "accumulator", [say("one_k_tile", single=_examples(single, reveal),
-                                      multi=_examples(multi, reveal), block_k=bk)]
+            yield (
+                "accumulator",
+                [
+                    say(
+                        "one_k_tile",
+                        single=_examples(single, reveal),
+                        multi=_examples(multi, reveal),
+                        block_k=bk,
+                    )
+                ],
+            )
             return
 
     # Wrong exactly when K is not a multiple of the K tile.
@@ -201,8 +235,17 @@ def _patterns(results, tiles=None, reveal=False):
         ragged = [case for case, _ in results if case.k % bk]
         even = [case for case, _ in results if not case.k % bk]
         if ragged and even and set(ragged) <= set(failed) and set(even) <= set(passed):
-            yield "k_tail", [say("ragged_k", block_k=bk, ragged=_examples(ragged, reveal),
-                                 even=_examples(even, reveal))]
+            yield (
+                "k_tail",
+                [
+                    say(
+                        "ragged_k",
+                        block_k=bk,
+                        ragged=_examples(ragged, reveal),
+                        even=_examples(even, reveal),
+                    )
+                ],
+            )
             return
 
     # Squares pass, other shapes fail.
@@ -213,9 +256,18 @@ def _patterns(results, tiles=None, reveal=False):
         for bm in block_ms:
             for bn in block_ns:
                 if all(not grid_square(case, bm, bn) for case in failed) and all(
-                        grid_square(case, bm, bn) for case in others_pass):
-                    yield "expand_axis", [say("squares_pass", squares=_examples(squares, reveal),
-                                              failed=_examples(failed, reveal))]
+                    grid_square(case, bm, bn) for case in others_pass
+                ):
+                    yield (
+                        "expand_axis",
+                        [
+                            say(
+                                "squares_pass",
+                                squares=_examples(squares, reveal),
+                                failed=_examples(failed, reveal),
+                            )
+                        ],
+                    )
                     return
 
     # Only shapes with a partial tile in M or N fail.
@@ -227,10 +279,21 @@ def _patterns(results, tiles=None, reveal=False):
             tailed = [case for case, _ in results if case.m % bm or case.n % bn]
             whole = [case for case in passed if not (case.m % bm or case.n % bn)]
             tailed_failing = [case for case in tailed if case in failed]
-            if (len(whole) >= 2 and len(tailed_failing) == len(failed)
-                    and 2 * len(tailed_failing) >= len(tailed)):
-                yield "tail_mask", [say("partial_tiles_fail", failed=_examples(failed, reveal),
-                                        whole=_examples(whole, reveal))]
+            if (
+                len(whole) >= 2
+                and len(tailed_failing) == len(failed)
+                and 2 * len(tailed_failing) >= len(tailed)
+            ):
+                yield (
+                    "tail_mask",
+                    [
+                        say(
+                            "partial_tiles_fail",
+                            failed=_examples(failed, reveal),
+                            whole=_examples(whole, reveal),
+                        )
+                    ],
+                )
                 return
 
     # One target shared by every failing case: the catalogue says what it is for.

@@ -26,8 +26,12 @@ def own_kernel(module, blocks=None):
     """
     key = (id(module), blocks)
     if key not in _own_kernels:
-        _own_kernels[key] = retile.make(module, blocks) if blocks else ninetoothed.make(
-            module.arrangement, module.application, (Tensor(2), Tensor(2), Tensor(2))
+        _own_kernels[key] = (
+            retile.make(module, blocks)
+            if blocks
+            else ninetoothed.make(
+                module.arrangement, module.application, (Tensor(2), Tensor(2), Tensor(2))
+            )
         )
     return _own_kernels[key]
 

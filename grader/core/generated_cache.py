@@ -36,7 +36,7 @@ import uuid
 from grader.core import generated_kernel
 
 # ninetoothed.generation.cache_source as this module was written against (0.26.0).
-_EXPECTED_SOURCE = '''def cache_source(source):
+_EXPECTED_SOURCE = """def cache_source(source):
     digest = hashlib.sha256(source.encode("utf-8")).hexdigest()
     cache_file = CACHE_DIR / f"{digest}.py"
 
@@ -45,7 +45,7 @@ _EXPECTED_SOURCE = '''def cache_source(source):
             f.write(source)
 
     return cache_file
-'''
+"""
 
 _original = None  # NineToothed's own cache_source, once replaced
 _on_rejection = None  # called with the KernelRejected before it is raised, if set
@@ -123,7 +123,8 @@ def install():
             f"ninetoothed {_version()}: {problem}, and grader.core.generated_cache replaces "
             "it to write each generated kernel file whole. Check how this version writes "
             "~/.ninetoothed/<sha256>.py, then update grader/core/generated_cache.py (or "
-            "install ninetoothed 0.26.0).")
+            "install ninetoothed 0.26.0)."
+        )
     _original = generation.cache_source
     generation.cache_source = cache_source  # ninetoothed.debugging, imported later, takes it too
 
@@ -131,8 +132,9 @@ def install():
 def _mismatch(generation):
     """Why this ninetoothed's cache_source is not the one replaced here, or None."""
     original = getattr(generation, "cache_source", None)
-    if not callable(original) or not isinstance(getattr(generation, "CACHE_DIR", None),
-                                                pathlib.Path):
+    if not callable(original) or not isinstance(
+        getattr(generation, "CACHE_DIR", None), pathlib.Path
+    ):
         return "ninetoothed.generation has no cache_source(source) writing under CACHE_DIR"
     try:
         text = inspect.getsource(original)
@@ -140,7 +142,7 @@ def _mismatch(generation):
         text = None
     if text != _EXPECTED_SOURCE:
         return "ninetoothed.generation.cache_source is not the function it was in 0.26.0"
-    call = getattr(getattr(generation, "CodeGenerator", None), "__call__", None)
+    call = getattr(getattr(generation, "CodeGenerator", None), "__call__", None)  # noqa: B004 - the method itself
     if "cache_source" not in getattr(getattr(call, "__code__", None), "co_names", ()):
         return "ninetoothed's CodeGenerator no longer calls generation.cache_source"
     return None

@@ -43,25 +43,62 @@ import functools
 import pathlib
 import re
 
-from grader.core.kernel_allowlist import MODULE_ATTRIBUTES, Unbuildable, Violation, \
-    dotted_name, module_bindings
+from grader.core.kernel_allowlist import (
+    MODULE_ATTRIBUTES,
+    Unbuildable,
+    Violation,
+    dotted_name,
+    module_bindings,
+)
 
 LANGUAGE = "triton.language"
 # What a generated kernel may call or read of triton.language: what a student may write
 # as ntl.<name>, and what NineToothed itself emits around it.
 LANGUAGE_ATTRIBUTES = MODULE_ATTRIBUTES["ninetoothed.language"] | {
-    "load", "store", "program_id", "arange", "constexpr", "device_print"}
+    "load",
+    "store",
+    "program_id",
+    "arange",
+    "constexpr",
+    "device_print",
+}
 ANNOTATIONS = frozenset({"constexpr"})  # triton.language.constexpr, on meta-parameters only
 BUILTIN_CALLS = frozenset({"range", "len", "min", "max", "abs", "int", "float", "print"})
 # What a kernel may ask of a tile (Triton's tensor) or of a tile's shape and dtype.
-VALUE_ATTRIBUTES = frozenset({"to", "trans", "permute", "reshape", "view", "shape", "dtype",
-                              "T", "ravel", "expand_dims", "broadcast_to"})
-STATEMENTS = (ast.Assign, ast.AugAssign, ast.For, ast.While, ast.If, ast.Expr, ast.Pass,
-              ast.Break, ast.Continue, ast.Return, ast.Assert, ast.Raise)
+VALUE_ATTRIBUTES = frozenset(
+    {
+        "to",
+        "trans",
+        "permute",
+        "reshape",
+        "view",
+        "shape",
+        "dtype",
+        "T",
+        "ravel",
+        "expand_dims",
+        "broadcast_to",
+    }
+)
+STATEMENTS = (
+    ast.Assign,
+    ast.AugAssign,
+    ast.For,
+    ast.While,
+    ast.If,
+    ast.Expr,
+    ast.Pass,
+    ast.Break,
+    ast.Continue,
+    ast.Return,
+    ast.Assert,
+    ast.Raise,
+)
 # What a ``raise`` may raise (the skeleton's NotImplementedError, a student's own check):
 # Triton refuses the statement; the interpreter raises it.
-EXCEPTIONS = frozenset({"ValueError", "TypeError", "NotImplementedError", "AssertionError",
-                        "RuntimeError"})
+EXCEPTIONS = frozenset(
+    {"ValueError", "TypeError", "NotImplementedError", "AssertionError", "RuntimeError"}
+)
 OPERATORS = (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp)
 LEAVES = (ast.operator, ast.unaryop, ast.cmpop, ast.boolop, ast.expr_context)
 NUMBERS = (bool, int, float, type(None))
@@ -71,8 +108,22 @@ GENERATED = re.compile(r"ninetoothed_\w+")
 # CodeGenerator.builtin_namespace), and the module's: a local may not take one, so that a
 # branch Triton drops cannot turn a local into one of these. Other builtins (``sum``,
 # ``input``) are not found by Triton at all; a student may name a local after them.
-SHADOWED = frozenset({"len", "list", "range", "float", "int", "isinstance", "getattr",
-                      "hasattr", "print", "min", "max", "triton"})
+SHADOWED = frozenset(
+    {
+        "len",
+        "list",
+        "range",
+        "float",
+        "int",
+        "isinstance",
+        "getattr",
+        "hasattr",
+        "print",
+        "min",
+        "max",
+        "triton",
+    }
+)
 PYTHON_BUILTINS = frozenset(dir(builtins))  # as the kit found them, before any student code
 
 
@@ -91,12 +142,16 @@ class KernelRejected(Exception):
         self.violations, self.source = tuple(violations), source
         # The names, where every violation is a name bound nowhere; else empty: any other
         # violation beside them is what the refusal is about.
-        self.unbound = tuple(sorted({violation.name for violation in self.violations})) if \
-            self.violations and all(isinstance(violation, Unbound)
-                                    for violation in self.violations) else ()
+        self.unbound = (
+            tuple(sorted({violation.name for violation in self.violations}))
+            if self.violations
+            and all(isinstance(violation, Unbound) for violation in self.violations)
+            else ()
+        )
         # Whether no violation asks for a capability: the file cannot build at all.
         self.unbuildable = bool(self.violations) and all(
-            isinstance(violation, Unbuildable) for violation in self.violations)
+            isinstance(violation, Unbuildable) for violation in self.violations
+        )
         super().__init__(describe(self.violations))
 
 
@@ -105,8 +160,7 @@ REFUSAL = "the generated kernel breaks the kit's rules"
 
 def describe(violations):
     """The violations as the lines a student, a TA and a log read."""
-    return f"{REFUSAL}:\n" + "\n".join(
-        f"- generated {violation}" for violation in violations)
+    return f"{REFUSAL}:\n" + "\n".join(f"- generated {violation}" for violation in violations)
 
 
 def check(source):
@@ -117,8 +171,13 @@ def check(source):
         lines = source.splitlines()
         line = error.lineno or 0
         text = lines[line - 1].strip() if 0 < line <= len(lines) else ""
-        return (Unbuildable(line, f"the file does not parse: {error.msg}"
-                                  + (f" (`{_shortened(text)}`)" if text else "")),)
+        return (
+            Unbuildable(
+                line,
+                f"the file does not parse: {error.msg}"
+                + (f" (`{_shortened(text)}`)" if text else ""),
+            ),
+        )
     return tuple(_File(tree, source).violations())
 
 
@@ -141,8 +200,12 @@ class _File:
     def bound_nowhere(self, name):
         """Whether no run could resolve ``name``: nothing in the file binds it, in any scope
         or branch, and no namespace a kernel falls back on holds it."""
-        return self.bindings is not None and name not in self.bindings \
-            and name not in self.fallback and not name.startswith("__")
+        return (
+            self.bindings is not None
+            and name not in self.bindings
+            and name not in self.fallback
+            and not name.startswith("__")
+        )
 
     def violations(self):
         kernels, launchers, tunings, imports = [], [], [], []
@@ -156,26 +219,38 @@ class _File:
             elif isinstance(statement, ast.Assign):
                 tunings.append(statement)
             else:
-                self.flag(statement, f"module code `{type(statement).__name__}` that "
-                                     "NineToothed never writes")
+                self.flag(
+                    statement,
+                    f"module code `{type(statement).__name__}` that NineToothed never writes",
+                )
         for statement in imports:
             if [(alias.name, alias.asname) for alias in statement.names] not in (
-                    [("triton", None)], [(LANGUAGE, None)]):
+                [("triton", None)],
+                [(LANGUAGE, None)],
+            ):
                 self.flag(statement, "an import other than triton and triton.language")
         if len(kernels) != 1 or len(launchers) != 1 or len(tunings) > 1:
-            self.flag(self.tree.body[0] if self.tree.body else self.tree,
-                      f"{len(kernels)} kernels, {len(launchers)} launchers and "
-                      f"{len(tunings)} autotunings where NineToothed writes one, one and at "
-                      "most one (another @triton.jit function is no part of a kernel)")
+            self.flag(
+                self.tree.body[0] if self.tree.body else self.tree,
+                f"{len(kernels)} kernels, {len(launchers)} launchers and "
+                f"{len(tunings)} autotunings where NineToothed writes one, one and at "
+                "most one (another @triton.jit function is no part of a kernel)",
+            )
             return self.found
         kernel, launcher = kernels[0], launchers[0]
         module_names = {kernel.name, launcher.name} | {
-            target.id for statement in tunings for target in statement.targets
-            if isinstance(target, ast.Name)}
+            target.id
+            for statement in tunings
+            for target in statement.targets
+            if isinstance(target, ast.Name)
+        }
         for name in sorted(module_names & (SHADOWED | BUILTIN_CALLS | EXCEPTIONS)):
             # Triton and the interpreter look the kernel's builtins up in the file first.
-            self.flag(kernel, f"a function of the file named `{name}`, which the kernel would "
-                              "call or raise in the builtin's place")
+            self.flag(
+                kernel,
+                f"a function of the file named `{name}`, which the kernel would "
+                "call or raise in the builtin's place",
+            )
         tuned = self._autotuning(tunings[0], kernel) if tunings else None
         self._launcher(launcher, kernel, tuned)
         output = _parameters(launcher)[2:3]
@@ -191,36 +266,53 @@ class _File:
         key=[...])(kernel)`` with constants only."""
         target = statement.targets[0] if len(statement.targets) == 1 else None
         call = statement.value
-        meta = {argument.arg for argument in kernel.args.args
-                if argument.annotation is not None}
-        well_formed = (isinstance(target, ast.Name) and isinstance(call, ast.Call)
-                       and _is_name(call.args, kernel.name) and not call.keywords
-                       and dotted_name(call.func.func if isinstance(call.func, ast.Call) else None)
-                       == "triton.autotune")
+        meta = {argument.arg for argument in kernel.args.args if argument.annotation is not None}
+        well_formed = (
+            isinstance(target, ast.Name)
+            and isinstance(call, ast.Call)
+            and _is_name(call.args, kernel.name)
+            and not call.keywords
+            and dotted_name(call.func.func if isinstance(call.func, ast.Call) else None)
+            == "triton.autotune"
+        )
         if well_formed:
             tuner = call.func
             keywords = {keyword.arg: keyword.value for keyword in tuner.keywords}
-            well_formed = (not tuner.args and set(keywords) <= {"configs", "key"}
-                           and isinstance(keywords.get("configs"), ast.List)
-                           and all(self._config(config, meta)
-                                   for config in keywords["configs"].elts)
-                           and _constant_list(keywords.get("key", ast.List([])), str))
+            well_formed = (
+                not tuner.args
+                and set(keywords) <= {"configs", "key"}
+                and isinstance(keywords.get("configs"), ast.List)
+                and all(self._config(config, meta) for config in keywords["configs"].elts)
+                and _constant_list(keywords.get("key", ast.List([])), str)
+            )
         if not well_formed:
-            self.flag(statement, "module code other than NineToothed's autotuning of the "
-                                 "kernel with constant configurations")
+            self.flag(
+                statement,
+                "module code other than NineToothed's autotuning of the "
+                "kernel with constant configurations",
+            )
             return None
         return target.id
 
     @staticmethod
     def _config(node, meta):
-        if not (isinstance(node, ast.Call) and dotted_name(node.func) == "triton.Config"
-                and len(node.args) == 1 and isinstance(node.args[0], ast.Dict)):
+        if not (
+            isinstance(node, ast.Call)
+            and dotted_name(node.func) == "triton.Config"
+            and len(node.args) == 1
+            and isinstance(node.args[0], ast.Dict)
+        ):
             return False
         values = node.args[0]
         keys_ok = all(isinstance(key, ast.Constant) and key.value in meta for key in values.keys)
-        return keys_ok and all(_constant(value, int) for value in values.values) and all(
-            keyword.arg in ("num_warps", "num_stages") and _constant(keyword.value, int)
-            for keyword in node.keywords)
+        return (
+            keys_ok
+            and all(_constant(value, int) for value in values.values)
+            and all(
+                keyword.arg in ("num_warps", "num_stages") and _constant(keyword.value, int)
+                for keyword in node.keywords
+            )
+        )
 
     def _launcher(self, launcher, kernel, tuned):
         """``def launch_K(a, b, c, *scalars): [name = sizes ...] K[lambda meta: (grid,)](
@@ -230,39 +322,66 @@ class _File:
         tensors, scalars = set(parameters[:3]), set(parameters[3:])
         *prologue, last = launcher.body
         launch = last.value if isinstance(last, ast.Expr) else None
-        fine = (launcher.name == f"launch_{kernel.name}" and len(tensors) == 3
-                and not launcher.decorator_list and _plain_arguments(launcher.args)
-                and all(not name.startswith("__") for name in parameters))
+        fine = (
+            launcher.name == f"launch_{kernel.name}"
+            and len(tensors) == 3
+            and not launcher.decorator_list
+            and _plain_arguments(launcher.args)
+            and all(not name.startswith("__") for name in parameters)
+        )
         for statement in prologue if fine else ():
-            target = statement.targets[0] if isinstance(statement, ast.Assign) and len(
-                statement.targets) == 1 else None
-            fine = (isinstance(target, ast.Name) and GENERATED.fullmatch(target.id)
-                    and target.id not in tensors
-                    and _size_arithmetic(statement.value, tensors, scalars))
+            target = (
+                statement.targets[0]
+                if isinstance(statement, ast.Assign) and len(statement.targets) == 1
+                else None
+            )
+            fine = (
+                isinstance(target, ast.Name)
+                and GENERATED.fullmatch(target.id)
+                and target.id not in tensors
+                and _size_arithmetic(statement.value, tensors, scalars)
+            )
             if not fine:
                 break
             scalars.add(target.id)
-        fine = fine and isinstance(launch, ast.Call) and isinstance(launch.func, ast.Subscript) \
+        fine = (
+            fine
+            and isinstance(launch, ast.Call)
+            and isinstance(launch.func, ast.Subscript)
             and _is_name([launch.func.value], tuned or kernel.name)
+        )
         if fine:
             grid = launch.func.slice
-            fine = (isinstance(grid, ast.Lambda) and _plain_arguments(grid.args)
-                    and [argument.arg for argument in grid.args.args] == ["meta"]
-                    and isinstance(grid.body, ast.Tuple)
-                    and all(_size_arithmetic(element, tensors, scalars, meta=True)
-                            for element in grid.body.elts))
+            fine = (
+                isinstance(grid, ast.Lambda)
+                and _plain_arguments(grid.args)
+                and [argument.arg for argument in grid.args.args] == ["meta"]
+                and isinstance(grid.body, ast.Tuple)
+                and all(
+                    _size_arithmetic(element, tensors, scalars, meta=True)
+                    for element in grid.body.elts
+                )
+            )
         if fine:
-            fine = all(_size_arithmetic(argument, tensors, scalars, whole=True)
-                       for argument in launch.args) and all(
+            fine = all(
+                _size_arithmetic(argument, tensors, scalars, whole=True) for argument in launch.args
+            ) and all(
                 keyword.arg in ("num_warps", "num_stages") and _constant(keyword.value, int)
-                for keyword in launch.keywords)
+                for keyword in launch.keywords
+            )
         if not fine:
-            self.flag(launcher, "a launcher other than NineToothed's: one launch of the "
-                                "kernel on a grid of sizes, with its tensors, sizes and strides")
+            self.flag(
+                launcher,
+                "a launcher other than NineToothed's: one launch of the "
+                "kernel on a grid of sizes, with its tensors, sizes and strides",
+            )
         elif not _each_tensor_to_its_pointer(kernel, launch.args, tensors):
-            self.flag(launcher, "a launch that gives a tensor to another parameter than its own "
-                                "unannotated pointer, or that pointer something else (Triton "
-                                "binds the arguments by position)")
+            self.flag(
+                launcher,
+                "a launch that gives a tensor to another parameter than its own "
+                "unannotated pointer, or that pointer something else (Triton "
+                "binds the arguments by position)",
+            )
 
 
 class _Kernel:
@@ -279,23 +398,36 @@ class _Kernel:
 
     def check(self):
         node = self.node
-        if [dotted_name(decorator) for decorator in node.decorator_list] != ["triton.jit"] \
-                or not _plain_arguments(node.args):
-            self.flag(node, "a kernel that is not a plain @triton.jit function of "
-                            "NineToothed's parameters")
+        if [dotted_name(decorator) for decorator in node.decorator_list] != [
+            "triton.jit"
+        ] or not _plain_arguments(node.args):
+            self.flag(
+                node,
+                "a kernel that is not a plain @triton.jit function of NineToothed's parameters",
+            )
         for argument in node.args.args:
             if not GENERATED.fullmatch(argument.arg):
-                self.flag(argument, f"the parameter `{argument.arg}` is not one NineToothed "
-                                    "names (Triton's launch binder is written from them)")
+                self.flag(
+                    argument,
+                    f"the parameter `{argument.arg}` is not one NineToothed "
+                    "names (Triton's launch binder is written from them)",
+                )
             annotation = argument.annotation
-            if annotation is not None and not (
-                    dotted_name(annotation) in {f"{LANGUAGE}.{name}" for name in ANNOTATIONS}):
-                self.flag(argument, f"the parameter `{argument.arg}` is annotated with "
-                                    "something other than triton.language.constexpr")
+            if annotation is not None and dotted_name(annotation) not in {
+                f"{LANGUAGE}.{name}" for name in ANNOTATIONS
+            }:
+                self.flag(
+                    argument,
+                    f"the parameter `{argument.arg}` is annotated with "
+                    "something other than triton.language.constexpr",
+                )
         for name in sorted(self.locals | self.parameters):
             if name in SHADOWED or name in self.module_names or name.startswith("__"):
-                self.flag(node, f"binds `{name}`, which already means something to Triton "
-                                "or Python: a kernel's names mean one thing")
+                self.flag(
+                    node,
+                    f"binds `{name}`, which already means something to Triton "
+                    "or Python: a kernel's names mean one thing",
+                )
         self.pointer_sources = self._pointer_prologue()
         self.statements(node.body)
 
@@ -304,32 +436,46 @@ class _Kernel:
         pointer name may have."""
         bound = {}
         for statement in ast.walk(self.node):
-            targets = (statement.targets if isinstance(statement, ast.Assign) else
-                       [statement.target] if isinstance(statement, (ast.AugAssign, ast.For))
-                       else [])
+            targets = (
+                statement.targets
+                if isinstance(statement, ast.Assign)
+                else [statement.target]
+                if isinstance(statement, (ast.AugAssign, ast.For))
+                else []
+            )
             for target in targets:
                 for name in ast.walk(target):
                     if not (isinstance(name, ast.Name) and POINTER.fullmatch(name.id)):
                         continue
                     value = statement.value if isinstance(statement, ast.Assign) else None
-                    generated = (isinstance(target, ast.Name) and statement in self.node.body
-                                 and isinstance(value, ast.Name)
-                                 and value.id == f"ninetoothed_{name.id[:-1]}"
-                                 and value.id in self.parameters and name.id not in bound)
+                    generated = (
+                        isinstance(target, ast.Name)
+                        and statement in self.node.body
+                        and isinstance(value, ast.Name)
+                        and value.id == f"ninetoothed_{name.id[:-1]}"
+                        and value.id in self.parameters
+                        and name.id not in bound
+                    )
                     if generated:
                         bound[name.id] = value.id
                     else:
-                        self.flag(statement, f"binds the pointer name `{name.id}` otherwise "
-                                             "than NineToothed's prologue")
+                        self.flag(
+                            statement,
+                            f"binds the pointer name `{name.id}` otherwise "
+                            "than NineToothed's prologue",
+                        )
         return bound
 
     def _prologue_line(self, node):
         """``t_pointers = ninetoothed_t_pointer`` as _pointer_prologue bound it, and nothing
         beside it: another target there would hold the pointer as a value."""
         target = node.targets[0] if len(node.targets) == 1 else None
-        return (node in self.node.body and isinstance(target, ast.Name)
-                and isinstance(node.value, ast.Name)
-                and self.pointer_sources.get(target.id) == node.value.id)
+        return (
+            node in self.node.body
+            and isinstance(target, ast.Name)
+            and isinstance(node.value, ast.Name)
+            and self.pointer_sources.get(target.id) == node.value.id
+        )
 
     # -- statements
 
@@ -374,18 +520,29 @@ class _Kernel:
         elif isinstance(node, ast.Assert):
             self.expression(node.test)
             if node.msg is not None and not _constant(node.msg, str):
-                self.flag(node, "an assert message that is not a constant string (Triton "
-                                "evaluates it while compiling)")
+                self.flag(
+                    node,
+                    "an assert message that is not a constant string (Triton "
+                    "evaluates it while compiling)",
+                )
 
     def raised(self, node):
         exception = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
         arguments = node.exc.args if isinstance(node.exc, ast.Call) else []
-        if node.cause is not None or not isinstance(exception, ast.Name) \
-                or exception.id not in EXCEPTIONS or exception.id in self.locals \
-                or isinstance(node.exc, ast.Call) and node.exc.keywords \
-                or not all(_constant(argument, str) for argument in arguments):
-            self.flag(node, "a raise of something other than a builtin error with a constant "
-                            f"message ({', '.join(sorted(EXCEPTIONS))})")
+        if (
+            node.cause is not None
+            or not isinstance(exception, ast.Name)
+            or exception.id not in EXCEPTIONS
+            or exception.id in self.locals
+            or isinstance(node.exc, ast.Call)
+            and node.exc.keywords
+            or not all(_constant(argument, str) for argument in arguments)
+        ):
+            self.flag(
+                node,
+                "a raise of something other than a builtin error with a constant "
+                f"message ({', '.join(sorted(EXCEPTIONS))})",
+            )
 
     def orelse(self, node):
         if node.orelse:
@@ -394,15 +551,21 @@ class _Kernel:
     def target(self, node, single=False):
         if isinstance(node, ast.Name):
             return
-        if not single and isinstance(node, ast.Tuple) and all(
-                isinstance(element, ast.Name) for element in node.elts):
+        if (
+            not single
+            and isinstance(node, ast.Tuple)
+            and all(isinstance(element, ast.Name) for element in node.elts)
+        ):
             return
         self.flag(node, "assigns to something other than a local name")
 
     def loop_range(self, node):
         called = dotted_name(node.func) if isinstance(node, ast.Call) else None
-        if called not in ("range", f"{LANGUAGE}.range", f"{LANGUAGE}.static_range") or \
-                called == "range" and "range" in self.locals:
+        if (
+            called not in ("range", f"{LANGUAGE}.range", f"{LANGUAGE}.static_range")
+            or called == "range"
+            and "range" in self.locals
+        ):
             self.flag(node, "a loop over something other than range()")
             return
         self.expression(node)
@@ -412,9 +575,9 @@ class _Kernel:
     def expression(self, node, text_allowed=False):
         if isinstance(node, ast.Constant):
             if not isinstance(node.value, NUMBERS) and not (
-                    text_allowed and isinstance(node.value, str)):
-                self.flag(node, f"the constant {node.value!r}; a kernel's constants are "
-                                "numbers")
+                text_allowed and isinstance(node.value, str)
+            ):
+                self.flag(node, f"the constant {node.value!r}; a kernel's constants are numbers")
         elif isinstance(node, ast.Name):
             self.name(node)
         elif isinstance(node, ast.Call):
@@ -445,34 +608,43 @@ class _Kernel:
         if POINTER.fullmatch(name) and (name in self.pointer_sources or name in self.parameters):
             self.flag(node, f"uses the pointer `{name}` outside a load or store")
         elif name not in self.parameters and name not in self.locals:
-            self.unknown(node, name, f"uses `{name}`, which is neither a parameter nor a local "
-                                     "of the kernel (Triton would look it up among its globals "
-                                     "and builtins)")
+            self.unknown(
+                node,
+                name,
+                f"uses `{name}`, which is neither a parameter nor a local "
+                "of the kernel (Triton would look it up among its globals "
+                "and builtins)",
+            )
 
     def unknown(self, node, name, refusal):
         """A name the kernel may not use: bound nowhere (True), or else refused with
         ``refusal``."""
         if self.file.bound_nowhere(name):
-            self.file.flag(node, f"uses `{name}`, which nothing binds: no parameter, local, "
-                                 "name of the file or builtin (the kernel cannot run)",
-                           unbound=name)
+            self.file.flag(
+                node,
+                f"uses `{name}`, which nothing binds: no parameter, local, "
+                "name of the file or builtin (the kernel cannot run)",
+                unbound=name,
+            )
             return True
         self.flag(node, refusal)
         return False
 
     def attribute(self, node):
         dotted = dotted_name(node)
-        if dotted is not None and dotted.split(".")[0] == "triton" and \
-                "triton" not in self.locals:
-            attribute = dotted[len(LANGUAGE) + 1:] if dotted.startswith(LANGUAGE + ".") else None
+        if dotted is not None and dotted.split(".")[0] == "triton" and "triton" not in self.locals:
+            attribute = dotted[len(LANGUAGE) + 1 :] if dotted.startswith(LANGUAGE + ".") else None
             if attribute not in LANGUAGE_ATTRIBUTES - {"constexpr"}:
                 self.flag(node, f"uses `{dotted}`, which a kernel of the kit may not use")
             return
         if self._element_type(node):
             return
         if node.attr not in VALUE_ATTRIBUTES:
-            self.flag(node, f"asks a value for `.{node.attr}`, which is not on the list of "
-                            f"what a tile has ({', '.join(sorted(VALUE_ATTRIBUTES))})")
+            self.flag(
+                node,
+                f"asks a value for `.{node.attr}`, which is not on the list of "
+                f"what a tile has ({', '.join(sorted(VALUE_ATTRIBUTES))})",
+            )
             return
         self.expression(node.value)
 
@@ -481,9 +653,13 @@ class _Kernel:
         ``output.dtype`` (``ntl.zeros(..., dtype=output.dtype)``, ``accumulator.to(
         output.dtype)``). A dtype, read of the parameter in this one form only."""
         inner = node.value
-        return (node.attr == "element_ty" and isinstance(inner, ast.Attribute)
-                and inner.attr == "type" and isinstance(inner.value, ast.Name)
-                and inner.value.id in self.pointer_sources.values())
+        return (
+            node.attr == "element_ty"
+            and isinstance(inner, ast.Attribute)
+            and inner.attr == "type"
+            and isinstance(inner.value, ast.Name)
+            and inner.value.id in self.pointer_sources.values()
+        )
 
     def call(self, node):
         function = node.func
@@ -493,11 +669,15 @@ class _Kernel:
                 self.flag(keyword.value, "a `**` or underscored keyword argument")
         arguments = list(node.args) + [keyword.value for keyword in node.keywords]
         if isinstance(function, ast.Name):
-            if (function.id not in BUILTIN_CALLS or function.id in self.locals) and \
-                    not self.unknown(node, function.id,
-                                     f"calls `{function.id}`, which a kernel of the kit may not "
-                                     f"call (only {', '.join(sorted(BUILTIN_CALLS))} and "
-                                     "triton.language's functions)"):
+            if (
+                function.id not in BUILTIN_CALLS or function.id in self.locals
+            ) and not self.unknown(
+                node,
+                function.id,
+                f"calls `{function.id}`, which a kernel of the kit may not "
+                f"call (only {', '.join(sorted(BUILTIN_CALLS))} and "
+                "triton.language's functions)",
+            ):
                 return
             # Checked also where the function is bound nowhere: nothing may hide behind it.
             self.arguments(arguments, text_allowed=function.id == "print" and not node.keywords)
@@ -528,23 +708,31 @@ class _Kernel:
         if not node.args or any(isinstance(argument, ast.Starred) for argument in node.args):
             self.flag(node, f"a {kind} without its pointer as the first argument")
             return
-        pointer, rest = node.args[0], list(node.args[1:]) + [keyword.value
-                                                              for keyword in node.keywords]
+        pointer, rest = (
+            node.args[0],
+            list(node.args[1:]) + [keyword.value for keyword in node.keywords],
+        )
         tensors = set()
         for child in ast.walk(pointer):
             if isinstance(child, ast.Name) and child.id in self.pointer_sources:
-                tensors.add(child.id[:-len("_pointers")])
+                tensors.add(child.id[: -len("_pointers")])
             elif isinstance(child, ast.Name) and POINTER.fullmatch(child.id):
-                self.flag(child, f"a {kind} through `{child.id}`, which is not one of "
-                                 "NineToothed's tile pointers")
+                self.flag(
+                    child,
+                    f"a {kind} through `{child.id}`, which is not one of "
+                    "NineToothed's tile pointers",
+                )
                 return
         if len(tensors) != 1:
             self.flag(node, f"a {kind} whose address is not one tensor's pointers")
             return
         tensor = tensors.pop()
         if kind == "store" and tensor != self.output:
-            self.flag(node, "stores into an input (lhs or rhs): a kernel writes only its "
-                            "output, so assign only to the output in application()")
+            self.flag(
+                node,
+                "stores into an input (lhs or rhs): a kernel writes only its "
+                "output, so assign only to the output in application()",
+            )
         elif kind == "load" and tensor == self.output:
             self.flag(node, "reads the output's values, which C = A @ B never needs")
         self.arguments(_around_pointers(pointer, set(self.pointer_sources)) + rest)
@@ -560,10 +748,10 @@ def _each_tensor_to_its_pointer(kernel, arguments, tensors):
     if len(arguments) > len(parameters):
         return False
     for parameter, argument in zip(parameters, arguments + [None] * len(parameters)):
-        given = argument.id if isinstance(argument, ast.Name) and argument.id in tensors \
-            else None
+        given = argument.id if isinstance(argument, ast.Name) and argument.id in tensors else None
         if (given is not None or parameter.arg in pointers) and (
-                parameter.arg != f"ninetoothed_{given}_pointer" or parameter.annotation):
+            parameter.arg != f"ninetoothed_{given}_pointer" or parameter.annotation
+        ):
             return False
     return True
 
@@ -582,13 +770,22 @@ def _parameters(function):
 
 
 def _plain_arguments(arguments):
-    return not (arguments.posonlyargs or arguments.vararg or arguments.kwonlyargs
-                or arguments.kwarg or arguments.defaults or arguments.kw_defaults)
+    return not (
+        arguments.posonlyargs
+        or arguments.vararg
+        or arguments.kwonlyargs
+        or arguments.kwarg
+        or arguments.defaults
+        or arguments.kw_defaults
+    )
 
 
 def _stored(function):
-    return {node.id for node in ast.walk(function)
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
+    return {
+        node.id
+        for node in ast.walk(function)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+    }
 
 
 def _bindings(tree):
@@ -609,8 +806,11 @@ def _bindings(tree):
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             names.update(node.names)
         else:  # a def or class, ``except ... as``, a match capture and a match's ``**rest``
-            names.update(name for name in (getattr(node, "name", None),
-                                           getattr(node, "rest", None)) if isinstance(name, str))
+            names.update(
+                name
+                for name in (getattr(node, "name", None), getattr(node, "rest", None))
+                if isinstance(name, str)
+            )
     return names
 
 
@@ -659,18 +859,26 @@ def _size_arithmetic(node, tensors, scalars, meta=False, whole=False):
     if isinstance(node, ast.Name):
         return node.id in scalars or (whole and node.id in tensors)
     if isinstance(node, ast.BinOp):
-        return isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)) and \
-            _size_arithmetic(node.left, tensors, scalars, meta) and \
-            _size_arithmetic(node.right, tensors, scalars, meta)
+        return (
+            isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod))
+            and _size_arithmetic(node.left, tensors, scalars, meta)
+            and _size_arithmetic(node.right, tensors, scalars, meta)
+        )
     if isinstance(node, ast.UnaryOp):
-        return isinstance(node.op, ast.USub) and _size_arithmetic(node.operand, tensors,
-                                                                   scalars, meta)
+        return isinstance(node.op, ast.USub) and _size_arithmetic(
+            node.operand, tensors, scalars, meta
+        )
     if isinstance(node, ast.Call):
         method = node.func
-        return (isinstance(method, ast.Attribute) and isinstance(method.value, ast.Name)
-                and method.value.id in tensors and not node.keywords
-                and method.attr in ("size", "stride")
-                and len(node.args) == 1 and _constant(node.args[0], int))
+        return (
+            isinstance(method, ast.Attribute)
+            and isinstance(method.value, ast.Name)
+            and method.value.id in tensors
+            and not node.keywords
+            and method.attr in ("size", "stride")
+            and len(node.args) == 1
+            and _constant(node.args[0], int)
+        )
     if isinstance(node, ast.Subscript):
         return meta and _is_name([node.value], "meta") and _constant(node.slice, str)
     return False

@@ -34,8 +34,12 @@ ENV_VAR = "NTGEMM_GPU_TARGET"
 TRITON_KEY_VAR = "NTGEMM_TRITON_KEY"  # see triton_key()
 DEFAULT_TARGET = "sm_90"
 # Compute capability and the most shared memory one block may use (bytes, opt-in).
-TARGETS = {"sm_80": (80, 166912), "sm_86": (86, 101376), "sm_89": (89, 101376),
-           "sm_90": (90, 232448)}
+TARGETS = {
+    "sm_80": (80, 166912),
+    "sm_86": (86, 101376),
+    "sm_89": (89, 101376),
+    "sm_90": (90, 232448),
+}
 CHILD_TIMEOUT_S = 180
 MESSAGE_LIMIT = 1500
 
@@ -65,14 +69,26 @@ class Build:
         if not isinstance(fields, dict):
             return None
         text = lambda key: str(fields.get(key) or "")[:MESSAGE_LIMIT]
-        number = lambda key: (fields.get(key) if isinstance(fields.get(key), int)
-                              and not isinstance(fields.get(key), bool)
-                              and 0 <= fields.get(key) < 2**31 else None)
-        return cls(target=text("target")[:16], ok=fields.get("ok") is True,
-                   checked=fields.get("checked") is not False, refused=text("refused"),
-                   message=text("message"), line=text("line"), registers=number("registers"),
-                   spilled_bytes=number("spilled_bytes"), shared_bytes=number("shared_bytes"),
-                   num_warps=number("num_warps"), num_stages=number("num_stages"))
+        number = lambda key: (
+            fields.get(key)
+            if isinstance(fields.get(key), int)
+            and not isinstance(fields.get(key), bool)
+            and 0 <= fields.get(key) < 2**31
+            else None
+        )
+        return cls(
+            target=text("target")[:16],
+            ok=fields.get("ok") is True,
+            checked=fields.get("checked") is not False,
+            refused=text("refused"),
+            message=text("message"),
+            line=text("line"),
+            registers=number("registers"),
+            spilled_bytes=number("spilled_bytes"),
+            shared_bytes=number("shared_bytes"),
+            num_warps=number("num_warps"),
+            num_stages=number("num_stages"),
+        )
 
 
 def parse_target(text):
@@ -108,9 +124,13 @@ def check(kernel, target=None):
     environment = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
     environment[TRITON_KEY_VAR] = triton_key()
     try:
-        done = subprocess.run([sys.executable, *child_arguments(path, digest, target)],
-                              capture_output=True, text=True, timeout=CHILD_TIMEOUT_S,
-                              env=environment)
+        done = subprocess.run(
+            [sys.executable, *child_arguments(path, digest, target)],
+            capture_output=True,
+            text=True,
+            timeout=CHILD_TIMEOUT_S,
+            env=environment,
+        )
     except subprocess.TimeoutExpired:
         return timed_out(target)
     return read_child(target, done.returncode, done.stdout, done.stderr)
@@ -127,8 +147,9 @@ def kernel_file(kernel, target):
         return Build(target, False, "the kernel has no generated source to compile", checked=False)
     digest = pathlib.Path(source).stem
     if digest not in generated_cache.checked:
-        return Build(target, False, "the generated kernel was not checked in this process",
-                     checked=False)
+        return Build(
+            target, False, "the generated kernel was not checked in this process", checked=False
+        )
     return pathlib.Path(source), digest
 
 
@@ -138,8 +159,9 @@ def child_arguments(path, digest, target):
 
 
 def timed_out(target):
-    return Build(target, False, f"compiling for {target} took over {CHILD_TIMEOUT_S} s",
-                 checked=False)
+    return Build(
+        target, False, f"compiling for {target} took over {CHILD_TIMEOUT_S} s", checked=False
+    )
 
 
 def read_child(target, returncode, stdout, stderr):
@@ -152,8 +174,9 @@ def read_child(target, returncode, stdout, stderr):
         build = None
     if build is None:
         tail = (stderr.strip().splitlines() or ["no output"])[-1]
-        return Build(target, False, f"the compiler process ended ({returncode}): {tail}",
-                     checked=False)
+        return Build(
+            target, False, f"the compiler process ended ({returncode}): {tail}", checked=False
+        )
     return build
 
 
@@ -182,6 +205,7 @@ def key_by_version_in_a_private_cache():
 
 # --------------------------------------------------------------------------- the child
 
+
 class Refused(Exception):
     """The file is not the one the parent checked, or the check refuses it."""
 
@@ -208,8 +232,14 @@ def _guard(path):
     from grader.core import build_guard
 
     def refuse(why):
-        print(json.dumps(Build("", False, "the build guard stopped the compile",
-                               checked=False, refused=why).to_fields()), flush=True)
+        print(
+            json.dumps(
+                Build(
+                    "", False, "the build guard stopped the compile", checked=False, refused=why
+                ).to_fields()
+            ),
+            flush=True,
+        )
 
     build_guard.install(build_guard.Policy(path), refuse, exit_code=0)
 
@@ -239,20 +269,30 @@ def _compile(path, target, digest=None):
             # pipelines deepest, so needs the most shared memory.
             attributes[(index,)] = [["tt.divisibility", 16]]
     try:
-        compiled = triton.compile(ASTSource(kernel, signature, constexprs=constants,
-                                            attrs=attributes),
-                                  target=GPUTarget("cuda", arch, 32), options=options)
+        compiled = triton.compile(
+            ASTSource(kernel, signature, constexprs=constants, attrs=attributes),
+            target=GPUTarget("cuda", arch, 32),
+            options=options,
+        )
     except Exception as error:  # noqa: BLE001 - the compiler's verdict, whatever it raised
         message, line = describe_error(error)
         return Build(target, False, message, line=line)
     registers, spilled = _resources(compiled.asm["cubin"])
-    build = Build(target, True, registers=registers, spilled_bytes=spilled,
-                  shared_bytes=int(compiled.metadata.shared), num_warps=options["num_warps"],
-                  num_stages=options["num_stages"])
+    build = Build(
+        target,
+        True,
+        registers=registers,
+        spilled_bytes=spilled,
+        shared_bytes=int(compiled.metadata.shared),
+        num_warps=options["num_warps"],
+        num_stages=options["num_stages"],
+    )
     if build.shared_bytes > shared_limit:
         build.ok = False
-        build.message = (f"out of resources: the kernel needs {build.shared_bytes} bytes of shared "
-                         f"memory per block and {target} allows at most {shared_limit}")
+        build.message = (
+            f"out of resources: the kernel needs {build.shared_bytes} bytes of shared "
+            f"memory per block and {target} allows at most {shared_limit}"
+        )
     return build
 
 
@@ -264,14 +304,23 @@ def _kernel_and_options(module, source):
     for value in vars(module).values():
         if isinstance(value, Autotuner):  # block_size() symbols: build the first config
             config = value.configs[0]
-            return value.fn, dict(config.kwargs), {"num_warps": config.num_warps,
-                                                   "num_stages": config.num_stages}
+            return (
+                value.fn,
+                dict(config.kwargs),
+                {"num_warps": config.num_warps, "num_stages": config.num_stages},
+            )
     for value in vars(module).values():
         if isinstance(value, JITFunction):
             warps = re.search(r"num_warps=(\d+)", source)
             stages = re.search(r"num_stages=(\d+)", source)
-            return value, {}, {"num_warps": int(warps.group(1)) if warps else 4,
-                               "num_stages": int(stages.group(1)) if stages else 3}
+            return (
+                value,
+                {},
+                {
+                    "num_warps": int(warps.group(1)) if warps else 4,
+                    "num_stages": int(stages.group(1)) if stages else 3,
+                },
+            )
     raise RuntimeError("the generated file defines no Triton kernel")
 
 
@@ -286,14 +335,14 @@ def _resources(cubin):
         handle.write(cubin)
         handle.flush()
         try:
-            text = subprocess.run([tool, "-res-usage", handle.name], capture_output=True,
-                                  text=True, timeout=60).stdout
+            text = subprocess.run(
+                [tool, "-res-usage", handle.name], capture_output=True, text=True, timeout=60
+            ).stdout
         except (OSError, subprocess.SubprocessError):
             return None, None
     registers = re.search(r"REG:(\d+)", text)
     local = re.search(r"LOCAL:(\d+)", text)
-    return (int(registers.group(1)) if registers else None,
-            int(local.group(1)) if local else None)
+    return (int(registers.group(1)) if registers else None, int(local.group(1)) if local else None)
 
 
 def describe_error(error):
@@ -329,22 +378,29 @@ def _take_triton_key(key):
 
 
 def main(argv=None):
-    path, digest, target = (sys.argv[1:] if argv is None else argv)
+    path, digest, target = sys.argv[1:] if argv is None else argv
     target = parse_target(target)
     _take_triton_key(os.environ.get(TRITON_KEY_VAR, ""))
     try:
         build = _compile(path, target, digest)
     except Refused as refusal:
-        build = Build(target, False, "the generated kernel was refused", checked=False,
-                      refused=str(refusal)[:MESSAGE_LIMIT])
+        build = Build(
+            target,
+            False,
+            "the generated kernel was refused",
+            checked=False,
+            refused=str(refusal)[:MESSAGE_LIMIT],
+        )
     except Exception as error:  # noqa: BLE001 - the check could not run: say so, judge nothing
-        build = Build(target, False, f"{type(error).__name__}: {error}"[:MESSAGE_LIMIT],
-                      checked=False)
+        build = Build(
+            target, False, f"{type(error).__name__}: {error}"[:MESSAGE_LIMIT], checked=False
+        )
     print(json.dumps(build.to_fields()), flush=True)
     return 0
 
 
 # --------------------------------------------------------------------------- reading it
+
 
 def where(build, source):
     """The line that shows where a failed build went wrong: the student's own, else the
@@ -404,20 +460,32 @@ def _output_parameter(source):
     except (SyntaxError, ValueError):
         return None
     for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name == "application" \
-                and len(node.args.args) >= 3:
+        if (
+            isinstance(node, ast.FunctionDef)
+            and node.name == "application"
+            and len(node.args.args) >= 3
+        ):
             return node.args.args[2].arg
     return None
 
 
-_LIMITERS_ZH = {"blocks": "每个 SM 的块数上限", "warps": "warp 数上限", "registers": "寄存器",
-                "shared_mem": "共享内存", "cannot launch": "无法启动"}
+_LIMITERS_ZH = {
+    "blocks": "每个 SM 的块数上限",
+    "warps": "warp 数上限",
+    "registers": "寄存器",
+    "shared_mem": "共享内存",
+    "cannot launch": "无法启动",
+}
 
 
 def _occupancy(build):
     """ledger.formulas.occupancy of the build on the course's H200, or None."""
-    if not build.ok or build.registers is None or build.num_warps is None \
-            or build.target != "sm_90":
+    if (
+        not build.ok
+        or build.registers is None
+        or build.num_warps is None
+        or build.target != "sm_90"
+    ):
         return None
     from ledger import formulas
 
@@ -432,9 +500,11 @@ def occupancy_text(build):
     if result is None:
         return "" if not build.ok else "occupancy is modelled for sm_90 (the H200) only"
     blocks = result["blocks_per_sm"]
-    return (f"{blocks} block{'s' if blocks != 1 else ''} of {result['threads']} threads fit on an "
-            f"H200 SM ({result['active_warps']} of {result['max_warps']} warps), limited by "
-            f"{result['limiter'].replace('_', ' ')}")
+    return (
+        f"{blocks} block{'s' if blocks != 1 else ''} of {result['threads']} threads fit on an "
+        f"H200 SM ({result['active_warps']} of {result['max_warps']} warps), limited by "
+        f"{result['limiter'].replace('_', ' ')}"
+    )
 
 
 def summary(build):
@@ -443,11 +513,14 @@ def summary(build):
         return f"not checked for {build.target}: {build.message.splitlines()[0]}"
     if not build.ok:
         return f"does not build for {build.target}: {build.message.splitlines()[0]}"
-    spills = (f"{build.spilled_bytes} bytes spilled per thread" if build.spilled_bytes
-              else "no spills")
-    return (f"builds for {build.target}: {build.registers} registers per thread, {spills}, "
-            f"{(build.shared_bytes or 0) / 1024:.0f} KiB shared memory per block, "
-            f"{build.num_warps} warps, {build.num_stages} stages; {occupancy_text(build)}")
+    spills = (
+        f"{build.spilled_bytes} bytes spilled per thread" if build.spilled_bytes else "no spills"
+    )
+    return (
+        f"builds for {build.target}: {build.registers} registers per thread, {spills}, "
+        f"{(build.shared_bytes or 0) / 1024:.0f} KiB shared memory per block, "
+        f"{build.num_warps} warps, {build.num_stages} stages; {occupancy_text(build)}"
+    )
 
 
 def summary_zh(build):
@@ -456,15 +529,19 @@ def summary_zh(build):
         return f"未能检查 {build.target} 上的编译：{build.message.splitlines()[0]}"
     if not build.ok:
         return f"无法为 {build.target} 编译：{build.message.splitlines()[0]}"
-    text = (f"可以为 {build.target} 编译：每线程 {build.registers} 个寄存器，"
-            f"溢出 {build.spilled_bytes or 0} 字节，每块共享内存 "
-            f"{(build.shared_bytes or 0) / 1024:.0f} KiB，{build.num_warps} 个 warp，"
-            f"{build.num_stages} 级流水")
+    text = (
+        f"可以为 {build.target} 编译：每线程 {build.registers} 个寄存器，"
+        f"溢出 {build.spilled_bytes or 0} 字节，每块共享内存 "
+        f"{(build.shared_bytes or 0) / 1024:.0f} KiB，{build.num_warps} 个 warp，"
+        f"{build.num_stages} 级流水"
+    )
     result = _occupancy(build)
     if result is not None:
-        text += (f"；H200 每个 SM 可同时驻留 {result['blocks_per_sm']} 个块"
-                 f"（{result['active_warps']}/{result['max_warps']} 个 warp），"
-                 f"受{_LIMITERS_ZH.get(result['limiter'], result['limiter'])}限制")
+        text += (
+            f"；H200 每个 SM 可同时驻留 {result['blocks_per_sm']} 个块"
+            f"（{result['active_warps']}/{result['max_warps']} 个 warp），"
+            f"受{_LIMITERS_ZH.get(result['limiter'], result['limiter'])}限制"
+        )
     return text
 
 

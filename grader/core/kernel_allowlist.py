@@ -17,12 +17,42 @@ import ast
 import builtins
 import dataclasses
 
-BUILTINS = frozenset({
-    "range", "len", "min", "max", "abs", "int", "float", "bool", "tuple", "list", "dict",
-    "enumerate", "zip", "reversed", "sum", "all", "any", "divmod", "round", "pow", "print",
-    "isinstance", "sorted", "map", "True", "False", "None",
-    "ValueError", "TypeError", "NotImplementedError", "AssertionError", "RuntimeError",
-})
+BUILTINS = frozenset(
+    {
+        "range",
+        "len",
+        "min",
+        "max",
+        "abs",
+        "int",
+        "float",
+        "bool",
+        "tuple",
+        "list",
+        "dict",
+        "enumerate",
+        "zip",
+        "reversed",
+        "sum",
+        "all",
+        "any",
+        "divmod",
+        "round",
+        "pow",
+        "print",
+        "isinstance",
+        "sorted",
+        "map",
+        "True",
+        "False",
+        "None",
+        "ValueError",
+        "TypeError",
+        "NotImplementedError",
+        "AssertionError",
+        "RuntimeError",
+    }
+)
 _PYTHON_BUILTINS = frozenset(dir(builtins))
 
 _INTEGER_TYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
@@ -32,31 +62,88 @@ _DTYPES = frozenset({*_FLOAT_TYPES, *_INTEGER_TYPES, "int1", "float8e4nv", "floa
 # NineToothed's code generator binds it to in a kernel, ``triton.language``; a student who
 # writes ``tl.dot`` gets the same generated line as one who writes ``ntl.dot``, so the two
 # may be asked for the same.
-_LANGUAGE = _DTYPES | frozenset({
-    "dot", "zeros", "zeros_like", "full", "where", "maximum", "minimum", "max", "min",
-    "sum", "cast", "arange", "trans", "permute", "reshape", "view", "broadcast_to",
-    "expand_dims", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "fma", "cdiv",
-    "program_id", "num_programs", "cumsum", "argmax", "argmin", "sigmoid", "softmax",
-    "floor", "ceil", "clamp", "range", "static_range", "multiple_of", "max_contiguous",
-    "device_print",
-})
+_LANGUAGE = _DTYPES | frozenset(
+    {
+        "dot",
+        "zeros",
+        "zeros_like",
+        "full",
+        "where",
+        "maximum",
+        "minimum",
+        "max",
+        "min",
+        "sum",
+        "cast",
+        "arange",
+        "trans",
+        "permute",
+        "reshape",
+        "view",
+        "broadcast_to",
+        "expand_dims",
+        "exp",
+        "exp2",
+        "log",
+        "log2",
+        "sqrt",
+        "rsqrt",
+        "abs",
+        "fma",
+        "cdiv",
+        "program_id",
+        "num_programs",
+        "cumsum",
+        "argmax",
+        "argmin",
+        "sigmoid",
+        "softmax",
+        "floor",
+        "ceil",
+        "clamp",
+        "range",
+        "static_range",
+        "multiple_of",
+        "max_contiguous",
+        "device_print",
+    }
+)
 MODULE_ATTRIBUTES = {
     "ninetoothed": frozenset({"block_size", "language", *_FLOAT_TYPES, *_INTEGER_TYPES}),
     "ninetoothed.language": _LANGUAGE,
     "triton": frozenset({"language"}),
     "triton.language": _LANGUAGE,
-    "math": frozenset({"ceil", "floor", "prod", "gcd", "lcm", "log2", "isqrt", "sqrt", "inf",
-                       "pi"}),
+    "math": frozenset(
+        {"ceil", "floor", "prod", "gcd", "lcm", "log2", "isqrt", "sqrt", "inf", "pi"}
+    ),
 }
-SUBMODULES = {("ninetoothed", "language"): "ninetoothed.language",
-              ("triton", "language"): "triton.language"}
+SUBMODULES = {
+    ("ninetoothed", "language"): "ninetoothed.language",
+    ("triton", "language"): "triton.language",
+}
 ROOT_MODULES = frozenset(MODULE_ATTRIBUTES)
 # Attributes of the values a kernel handles: arranged tensors (NineToothed's Tensor, in
 # arrangement()) and tiles (Triton's tensors, in application()).
-VALUE_ATTRIBUTES = frozenset({
-    "tile", "expand", "squeeze", "unsqueeze", "permute", "flatten", "ravel", "pad",
-    "dtype", "shape", "ndim", "size", "to", "T", "trans", "reshape",
-})
+VALUE_ATTRIBUTES = frozenset(
+    {
+        "tile",
+        "expand",
+        "squeeze",
+        "unsqueeze",
+        "permute",
+        "flatten",
+        "ravel",
+        "pad",
+        "dtype",
+        "shape",
+        "ndim",
+        "size",
+        "to",
+        "T",
+        "trans",
+        "reshape",
+    }
+)
 ASSIGNABLE_ATTRIBUTES = frozenset({"dtype"})  # ``arranged.dtype = arranged.dtype.squeeze(0)``
 
 # Every node type a kept function may hold, with the fields it may fill; any other field
@@ -64,26 +151,51 @@ ASSIGNABLE_ATTRIBUTES = frozenset({"dtype"})  # ``arranged.dtype = arranged.dtyp
 _LEAVES = (ast.operator, ast.unaryop, ast.cmpop, ast.boolop, ast.Load, ast.Store)
 FIELDS = {
     ast.FunctionDef: {"name", "args", "body"},
-    ast.arguments: {"posonlyargs", "args", "vararg", "kwonlyargs", "kw_defaults", "kwarg",
-                    "defaults"},
+    ast.arguments: {
+        "posonlyargs",
+        "args",
+        "vararg",
+        "kwonlyargs",
+        "kw_defaults",
+        "kwarg",
+        "defaults",
+    },
     ast.arg: {"arg"},
-    ast.Expr: {"value"}, ast.Assign: {"targets", "value"},
-    ast.AugAssign: {"target", "op", "value"}, ast.For: {"target", "iter", "body", "orelse"},
-    ast.While: {"test", "body", "orelse"}, ast.If: {"test", "body", "orelse"},
-    ast.Return: {"value"}, ast.Pass: set(), ast.Break: set(), ast.Continue: set(),
-    ast.Assert: {"test", "msg"}, ast.Raise: {"exc"},
-    ast.Name: {"id", "ctx"}, ast.Constant: {"value", "kind"},
-    ast.Attribute: {"value", "attr", "ctx"}, ast.Subscript: {"value", "slice", "ctx"},
-    ast.Slice: {"lower", "upper", "step"}, ast.Tuple: {"elts", "ctx"},
-    ast.List: {"elts", "ctx"}, ast.BinOp: {"left", "op", "right"},
-    ast.UnaryOp: {"op", "operand"}, ast.BoolOp: {"op", "values"},
-    ast.Compare: {"left", "ops", "comparators"}, ast.Call: {"func", "args", "keywords"},
-    ast.keyword: {"arg", "value"}, ast.IfExp: {"test", "body", "orelse"},
-    ast.Starred: {"value", "ctx"}, ast.ListComp: {"elt", "generators"},
-    ast.GeneratorExp: {"elt", "generators"}, ast.comprehension: {"target", "iter", "ifs"},
+    ast.Expr: {"value"},
+    ast.Assign: {"targets", "value"},
+    ast.AugAssign: {"target", "op", "value"},
+    ast.For: {"target", "iter", "body", "orelse"},
+    ast.While: {"test", "body", "orelse"},
+    ast.If: {"test", "body", "orelse"},
+    ast.Return: {"value"},
+    ast.Pass: set(),
+    ast.Break: set(),
+    ast.Continue: set(),
+    ast.Assert: {"test", "msg"},
+    ast.Raise: {"exc"},
+    ast.Name: {"id", "ctx"},
+    ast.Constant: {"value", "kind"},
+    ast.Attribute: {"value", "attr", "ctx"},
+    ast.Subscript: {"value", "slice", "ctx"},
+    ast.Slice: {"lower", "upper", "step"},
+    ast.Tuple: {"elts", "ctx"},
+    ast.List: {"elts", "ctx"},
+    ast.BinOp: {"left", "op", "right"},
+    ast.UnaryOp: {"op", "operand"},
+    ast.BoolOp: {"op", "values"},
+    ast.Compare: {"left", "ops", "comparators"},
+    ast.Call: {"func", "args", "keywords"},
+    ast.keyword: {"arg", "value"},
+    ast.IfExp: {"test", "body", "orelse"},
+    ast.Starred: {"value", "ctx"},
+    ast.ListComp: {"elt", "generators"},
+    ast.GeneratorExp: {"elt", "generators"},
+    ast.comprehension: {"target", "iter", "ifs"},
 }
-MESSAGE_FIELDS = {ast.JoinedStr: {"values"},
-                  ast.FormattedValue: {"value", "conversion", "format_spec"}}
+MESSAGE_FIELDS = {
+    ast.JoinedStr: {"values"},
+    ast.FormattedValue: {"value", "conversion", "format_spec"},
+}
 NUMBERS = (bool, int, float, complex, type(None))
 
 
@@ -146,8 +258,14 @@ def bound_names_in(function):
     checker lets no other construct bind one). Comprehensions bind theirs in scopes of
     their own (``Checker.visit_ListComp``), as Python does."""
     arguments = function.args
-    names = {argument.arg for argument in arguments.posonlyargs + arguments.args
-             + arguments.kwonlyargs + [arguments.vararg, arguments.kwarg] if argument}
+    names = {
+        argument.arg
+        for argument in arguments.posonlyargs
+        + arguments.args
+        + arguments.kwonlyargs
+        + [arguments.vararg, arguments.kwarg]
+        if argument
+    }
     return names | _stored_names(function)
 
 
@@ -188,21 +306,28 @@ def output_reads(function):
     if len(parameters) < 3:
         return []
     output = parameters[2]
-    parent_of = {id(child): parent for parent in ast.walk(function)
-                 for child in ast.iter_child_nodes(parent)}
+    parent_of = {
+        id(child): parent for parent in ast.walk(function) for child in ast.iter_child_nodes(parent)
+    }
     found = []
     for node in ast.walk(function):
-        if not (isinstance(node, ast.Name) and node.id == output
-                and isinstance(node.ctx, ast.Load)):
+        if not (
+            isinstance(node, ast.Name) and node.id == output and isinstance(node.ctx, ast.Load)
+        ):
             continue
         parent = parent_of.get(id(node))
         if isinstance(parent, ast.Attribute) and parent.attr in OUTPUT_METADATA:
             continue
         if isinstance(parent, ast.Subscript) and isinstance(parent.ctx, ast.Store):
             continue
-        found.append(Violation(node.lineno, f"application(): reads the values of `{output}`, "
-                                            "which C = A @ B never needs (only assign it, or "
-                                            "use its .shape or .dtype)"))
+        found.append(
+            Violation(
+                node.lineno,
+                f"application(): reads the values of `{output}`, "
+                "which C = A @ B never needs (only assign it, or "
+                "use its .shape or .dtype)",
+            )
+        )
     return found
 
 
@@ -224,18 +349,31 @@ class Checker:
 
     def function(self, node):
         arguments = node.args
-        parameters = [argument for argument in arguments.posonlyargs + arguments.args
-                      + arguments.kwonlyargs + [arguments.vararg, arguments.kwarg] if argument]
-        targets = [child for child in ast.walk(node)
-                   if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store)]
+        parameters = [
+            argument
+            for argument in arguments.posonlyargs
+            + arguments.args
+            + arguments.kwonlyargs
+            + [arguments.vararg, arguments.kwarg]
+            if argument
+        ]
+        targets = [
+            child
+            for child in ast.walk(node)
+            if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store)
+        ]
         flagged = set()
         for binding, name in [(argument, argument.arg) for argument in parameters] + [
-                (target, target.id) for target in targets]:
+            (target, target.id) for target in targets
+        ]:
             shadowed = self.global_meaning(name)
             if shadowed and (name, binding.lineno) not in flagged:
                 flagged.add((name, binding.lineno))
-                self.flag(binding, f"binds `{name}`, which is already {shadowed}: a name means "
-                                   "one thing in a kernel")
+                self.flag(
+                    binding,
+                    f"binds `{name}`, which is already {shadowed}: a name means "
+                    "one thing in a kernel",
+                )
         self.root = node
         self.visit(node)
         self.check_coverage(node)
@@ -279,9 +417,12 @@ class Checker:
             allowed = None  # a nested function: a scope of its own
         if allowed is None:
             what = "strings" if kind in MESSAGE_FIELDS else f"`{kind.__name__}`"
-            self.flag(node, f"{what} {'are' if what == 'strings' else 'is'} not allowed in a "
-                            "kernel" + (" (only in docstrings, assert and raise messages)"
-                                        if what == "strings" else ""))
+            self.flag(
+                node,
+                f"{what} {'are' if what == 'strings' else 'is'} not allowed in a "
+                "kernel"
+                + (" (only in docstrings, assert and raise messages)" if what == "strings" else ""),
+            )
             self.visited.update(id(child) for child in ast.walk(node))
             return
         for field, value in ast.iter_fields(node):
@@ -309,8 +450,11 @@ class Checker:
         self.visit(node.args)
         self.in_kernel = in_kernel
         for statement in node.body:
-            if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant) \
-                    and isinstance(statement.value.value, str):
+            if (
+                isinstance(statement, ast.Expr)
+                and isinstance(statement.value, ast.Constant)
+                and isinstance(statement.value.value, str)
+            ):
                 self.mark(statement)  # a docstring, or a string standing as a comment
             else:
                 self.visit(statement)
@@ -332,8 +476,9 @@ class Checker:
         if first.is_async:
             self.flag(first, "`async` comprehensions are not allowed in a kernel")
         self.visit(first.iter, message)
-        self.inner.append(set().union(*(_stored_names(generator.target, False)
-                                        for generator in node.generators)))
+        self.inner.append(
+            set().union(*(_stored_names(generator.target, False) for generator in node.generators))
+        )
         try:
             self.visit(first.target, message)
             for condition in first.ifs:
@@ -350,12 +495,17 @@ class Checker:
         if isinstance(node.value, str) and message:
             return
         if not isinstance(node.value, NUMBERS):
-            what = "strings are" if isinstance(node.value, str) else \
-                f"the constant {node.value!r} is"
+            what = (
+                "strings are" if isinstance(node.value, str) else f"the constant {node.value!r} is"
+            )
             kind = Unbuildable if node.value is Ellipsis else Violation
-            self.flag(node, f"{what} not allowed in a kernel (constants are numbers; "
-                            "strings only in docstrings, assert and raise messages and "
-                            "print labels)", kind)
+            self.flag(
+                node,
+                f"{what} not allowed in a kernel (constants are numbers; "
+                "strings only in docstrings, assert and raise messages and "
+                "print labels)",
+                kind,
+            )
 
     def visit_Call(self, node, message):
         """A print's labels may be strings: ``print("k =", k)`` (Triton's device_print) or
@@ -376,11 +526,24 @@ class Checker:
     def prints(self, function):
         if isinstance(function, ast.Name):
             name = function.id
-            return name == "print" and not self.is_local(name) and not any(
-                name in names for names in (self.scope.constants, self.scope.functions,
-                                            self.scope.excluded, self.scope.modules))
-        return isinstance(function, ast.Attribute) and function.attr == "device_print" \
+            return (
+                name == "print"
+                and not self.is_local(name)
+                and not any(
+                    name in names
+                    for names in (
+                        self.scope.constants,
+                        self.scope.functions,
+                        self.scope.excluded,
+                        self.scope.modules,
+                    )
+                )
+            )
+        return (
+            isinstance(function, ast.Attribute)
+            and function.attr == "device_print"
             and self.module_of(function.value) in ("ninetoothed.language", "triton.language")
+        )
 
     def visit_keyword(self, node, message):
         if node.arg is None:
@@ -393,8 +556,11 @@ class Checker:
         if isinstance(node.ctx, ast.Store):
             return  # checked once for the whole function (``function``)
         if self.scope.modules.get(node.id) and not self.is_local(node.id):
-            self.flag(node, f"uses the module `{self.scope.modules[node.id]}` as a value; only "
-                            "its attributes are allowed")
+            self.flag(
+                node,
+                f"uses the module `{self.scope.modules[node.id]}` as a value; only "
+                "its attributes are allowed",
+            )
             return
         self.name(node)
 
@@ -406,36 +572,47 @@ class Checker:
         if module is not None:
             self.mark(node.value)
             if isinstance(node.ctx, ast.Store):
-                self.flag(node, f"assigns to {module}.{node.attr}: a kernel never changes a "
-                                "module")
+                self.flag(node, f"assigns to {module}.{node.attr}: a kernel never changes a module")
                 return
             kind, detail = attribute_of_module(module, node.attr)
             if kind == "denied":
                 self.flag(node, f"uses {detail}, which a kernel may not use")
-            elif module == "triton.language" and not self.in_kernel \
-                    and node.attr not in _DTYPES:
+            elif module == "triton.language" and not self.in_kernel and node.attr not in _DTYPES:
                 # Outside application() this runs as plain Python, where triton.language is
                 # Triton's real module: calling its functions there (tl.cdiv in arrangement())
                 # makes the interpreter patch Triton's language in the grader's worker.
-                self.flag(node, f"uses triton.language.{node.attr} outside application(), "
-                                "where Python runs it, not Triton (only its dtypes mean "
-                                "something there)")
+                self.flag(
+                    node,
+                    f"uses triton.language.{node.attr} outside application(), "
+                    "where Python runs it, not Triton (only its dtypes mean "
+                    "something there)",
+                )
             elif kind == "module":  # a module's attribute reaches its own Attribute first
-                self.flag(node, f"uses the module `{detail}` as a value; only its attributes "
-                                "are allowed")
+                self.flag(
+                    node, f"uses the module `{detail}` as a value; only its attributes are allowed"
+                )
             return
         base = node.value
-        if isinstance(base, ast.Name) and base.id in self.scope.excluded \
-                and not self.is_local(base.id):
+        if (
+            isinstance(base, ast.Name)
+            and base.id in self.scope.excluded
+            and not self.is_local(base.id)
+        ):
             self.visit(base, message)  # what the name comes from says it all
             return
         if isinstance(node.ctx, ast.Store):
             if node.attr not in ASSIGNABLE_ATTRIBUTES or not self.rooted_in_a_local(node):
-                self.flag(node, f"assigns to `.{node.attr}`; a kernel assigns only the "
-                                "`.dtype` of its own arranged tensors")
+                self.flag(
+                    node,
+                    f"assigns to `.{node.attr}`; a kernel assigns only the "
+                    "`.dtype` of its own arranged tensors",
+                )
         elif node.attr not in VALUE_ATTRIBUTES:
-            self.flag(node, f"uses `.{node.attr}`, which is not on the list of what a kernel "
-                            f"may ask of a tensor ({', '.join(sorted(VALUE_ATTRIBUTES))})")
+            self.flag(
+                node,
+                f"uses `.{node.attr}`, which is not on the list of what a kernel "
+                f"may ask of a tensor ({', '.join(sorted(VALUE_ATTRIBUTES))})",
+            )
         self.visit(node.value, message)
 
     def visit_Subscript(self, node, message):

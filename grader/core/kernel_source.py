@@ -27,8 +27,15 @@ import ast
 import dataclasses
 import io
 
-from grader.core.kernel_allowlist import (ROOT_MODULES, Checker, Violation, attribute_of_module,
-                                          bound_names_in, dotted_name, output_reads)
+from grader.core.kernel_allowlist import (
+    ROOT_MODULES,
+    Checker,
+    Violation,
+    attribute_of_module,
+    bound_names_in,
+    dotted_name,
+    output_reads,
+)
 from grader.core import nesting
 from grader.core.loading import STUDENT_FUNCTIONS
 
@@ -66,8 +73,10 @@ class _Environment:
         self.scope, self.values = scope, values
 
     def reads_environment(self, node):
-        return any(isinstance(sub, ast.Name) and sub.id in self.scope.environment_modules
-                   for sub in ast.walk(node))
+        return any(
+            isinstance(sub, ast.Name) and sub.id in self.scope.environment_modules
+            for sub in ast.walk(node)
+        )
 
     def evaluate(self, node):
         """The expression's value with no environment variable set, or _UNKNOWN."""
@@ -89,7 +98,8 @@ class _Environment:
             module, _, call = (name or "").rpartition(".")
             environ = module in {f"{os}.environ" for os in self.scope.environment_modules}
             if (environ and call == "get") or (
-                    module in self.scope.environment_modules and call == "getenv"):
+                module in self.scope.environment_modules and call == "getenv"
+            ):
                 return args[1] if len(args) > 1 else None
             if name in ("int", "float", "str", "bool") and len(args) == 1:
                 return {"int": int, "float": float, "str": str, "bool": bool}[name](args[0])
@@ -97,12 +107,17 @@ class _Environment:
         if isinstance(node, ast.Compare) and len(node.ops) == 1:
             left, right = self._value(node.left), self._value(node.comparators[0])
             if isinstance(node.ops[0], (ast.In, ast.NotIn)) and dotted_name(
-                    node.comparators[0]) in {f"{os}.environ" for os in self.scope.environment_modules}:
+                node.comparators[0]
+            ) in {f"{os}.environ" for os in self.scope.environment_modules}:
                 return isinstance(node.ops[0], ast.NotIn)
             if _UNKNOWN in (left, right):
                 return _UNKNOWN
-            compare = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
-                       ast.Is: lambda a, b: a is b, ast.IsNot: lambda a, b: a is not b}
+            compare = {
+                ast.Eq: lambda a, b: a == b,
+                ast.NotEq: lambda a, b: a != b,
+                ast.Is: lambda a, b: a is b,
+                ast.IsNot: lambda a, b: a is not b,
+            }
             operation = compare.get(type(node.ops[0]))
             return operation(left, right) if operation else _UNKNOWN
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
@@ -117,7 +132,6 @@ class _Environment:
             test = self._value(node.test)
             return _UNKNOWN if test is _UNKNOWN else self._value(node.body if test else node.orelse)
         return _UNKNOWN
-
 
 
 def _bound_names(statement):
@@ -144,14 +158,20 @@ def defined_names(source):
 def _annotated_constant(statement):
     """``BLOCK_SIZE_M: int = 64`` (or ``: Final``) on one line: a constant like any other,
     rebuilt as ``BLOCK_SIZE_M = 64`` so that its annotation is never evaluated."""
-    return (statement.simple and isinstance(statement.target, ast.Name)
-            and statement.value is not None and statement.lineno == statement.end_lineno)
+    return (
+        statement.simple
+        and isinstance(statement.target, ast.Name)
+        and statement.value is not None
+        and statement.lineno == statement.end_lineno
+    )
 
 
 def _position(statement):
     """The parser's span of ``statement``, for a node standing in for it (kept as its text)."""
-    return {field: getattr(statement, field)
-            for field in ("lineno", "col_offset", "end_lineno", "end_col_offset")}
+    return {
+        field: getattr(statement, field)
+        for field in ("lineno", "col_offset", "end_lineno", "end_col_offset")
+    }
 
 
 def _parser_lines(source):
@@ -185,13 +205,20 @@ class _Rebuilder:
                 self.constant(statement)
             elif isinstance(statement, ast.AnnAssign) and _annotated_constant(statement):
                 value = ast.get_source_segment("\n".join(self.lines), statement.value)
-                self.constant(ast.Assign(targets=[statement.target], value=statement.value,
-                                         **_position(statement)),
-                              text=f"{statement.target.id} = {value}")
+                self.constant(
+                    ast.Assign(
+                        targets=[statement.target], value=statement.value, **_position(statement)
+                    ),
+                    text=f"{statement.target.id} = {value}",
+                )
             elif isinstance(statement, ast.AnnAssign):
-                self.exclude(statement, f"an annotated assignment (line {statement.lineno}) "
-                                        "the grader does not run")
-            elif isinstance(statement, ast.If) and self.environment.reads_environment(statement.test):
+                self.exclude(
+                    statement,
+                    f"an annotated assignment (line {statement.lineno}) the grader does not run",
+                )
+            elif isinstance(statement, ast.If) and self.environment.reads_environment(
+                statement.test
+            ):
                 decided = self.environment.evaluate(statement.test)
                 if decided is _UNKNOWN:
                     self.exclude(statement, "an `if` on the environment the grader cannot decide")
@@ -201,8 +228,9 @@ class _Rebuilder:
             elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
                 continue  # a docstring
             else:
-                self.exclude(statement, f"module code (line {statement.lineno}) the grader "
-                                        "does not run")
+                self.exclude(
+                    statement, f"module code (line {statement.lineno}) the grader does not run"
+                )
 
     def exclude(self, statement, why):
         """Names the statement binds are unavailable from here on, even if kept before:
@@ -221,8 +249,9 @@ class _Rebuilder:
                     local = alias.asname or alias.name.split(".")[0]
                     self.scope.modules[local] = alias.name if alias.asname else local
                 else:
-                    self.scope.excluded[alias.asname or alias.name.split(".")[0]] = \
+                    self.scope.excluded[alias.asname or alias.name.split(".")[0]] = (
                         f"`import {alias.name}` (line {statement.lineno}), which the grader drops"
+                    )
             if all(alias.name in ROOT_MODULES for alias in statement.names):
                 self.keep(statement)
             return
@@ -231,8 +260,10 @@ class _Rebuilder:
         for alias in statement.names:
             local = alias.asname or alias.name
             if not allowed:
-                self.scope.excluded[local] = (f"`from {module} import {alias.name}` "
-                                              f"(line {statement.lineno}), which the grader drops")
+                self.scope.excluded[local] = (
+                    f"`from {module} import {alias.name}` "
+                    f"(line {statement.lineno}), which the grader drops"
+                )
                 continue
             kind, detail = attribute_of_module(module, alias.name)
             if kind == "module":
@@ -253,8 +284,9 @@ class _Rebuilder:
         for target in targets:
             elements = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
             if not all(isinstance(element, ast.Name) for element in elements):
-                self.exclude(statement, f"an assignment (line {statement.lineno}) the grader "
-                                        "does not run")
+                self.exclude(
+                    statement, f"an assignment (line {statement.lineno}) the grader does not run"
+                )
                 return
             names += [element.id for element in elements]
         value = statement.value
@@ -263,14 +295,21 @@ class _Rebuilder:
         if self.environment.reads_environment(value):
             decided = self.environment.evaluate(value)
             # Numbers only: a string could reach a Symbol, whose text NineToothed runs as code.
-            if decided is _UNKNOWN or len(names) != 1 or not isinstance(
-                    decided, (int, float, bool, type(None))):
-                self.exclude(statement, f"a value read from the environment (line "
-                                        f"{statement.lineno}) the grader cannot decide")
+            if (
+                decided is _UNKNOWN
+                or len(names) != 1
+                or not isinstance(decided, (int, float, bool, type(None)))
+            ):
+                self.exclude(
+                    statement,
+                    f"a value read from the environment (line "
+                    f"{statement.lineno}) the grader cannot decide",
+                )
                 return
             self.values[names[0]] = decided
             self.pieces.setdefault(statement.lineno, []).append(
-                (statement.col_offset, f"{names[0]} = {decided!r}"))
+                (statement.col_offset, f"{names[0]} = {decided!r}")
+            )
             self.scope.constants[names[0]] = statement.lineno
             for name in names:
                 self.scope.excluded.pop(name, None)
@@ -278,12 +317,18 @@ class _Rebuilder:
         checker = Checker(self.scope, local_names=set(), where="a module constant")
         checker.expression(value)
         if checker.called_functions:
-            self.exclude(statement, f"the assignment on line {statement.lineno}, which calls "
-                                    "a function of the file at import")
+            self.exclude(
+                statement,
+                f"the assignment on line {statement.lineno}, which calls "
+                "a function of the file at import",
+            )
             return
         if checker.violations:
-            self.exclude(statement, f"the assignment on line {statement.lineno}, which "
-                                    f"{checker.violations[0].what.split(': ', 1)[-1]}")
+            self.exclude(
+                statement,
+                f"the assignment on line {statement.lineno}, which "
+                f"{checker.violations[0].what.split(': ', 1)[-1]}",
+            )
             return
         if len(names) == 1 and isinstance(value, ast.Constant):
             self.values[names[0]] = value.value
@@ -306,7 +351,7 @@ class _Rebuilder:
             end = statement.end_col_offset if number == last else len(raw)
             text = raw[start:end].decode("utf-8")
             if number != first:
-                text = text[min(indent, len(text) - len(text.lstrip(" "))):]
+                text = text[min(indent, len(text) - len(text.lstrip(" "))) :]
             self.pieces.setdefault(number, []).append((start, text))
 
     # -- functions
@@ -325,11 +370,13 @@ class _Rebuilder:
             if node is None:
                 continue
             if name in self.scope.excluded:
-                self.violations.append(Violation(node.lineno, f"{name}() is redefined by "
-                                                 f"{self.scope.excluded[name]}"))
+                self.violations.append(
+                    Violation(node.lineno, f"{name}() is redefined by {self.scope.excluded[name]}")
+                )
                 continue
-            checker = Checker(self.scope, bound_names_in(node), where=f"{name}()",
-                              in_kernel=in_kernel)
+            checker = Checker(
+                self.scope, bound_names_in(node), where=f"{name}()", in_kernel=in_kernel
+            )
             checker.function(node)
             self.violations += checker.violations
             if name == "application":
@@ -340,8 +387,13 @@ class _Rebuilder:
                 self.keep(node, indent=node.col_offset)
 
     def text(self):
-        return "\n".join("; ".join(text for _, text in sorted(self.pieces.get(number, ())))
-                         for number in range(1, len(self.lines) + 1)) + "\n"
+        return (
+            "\n".join(
+                "; ".join(text for _, text in sorted(self.pieces.get(number, ())))
+                for number in range(1, len(self.lines) + 1)
+            )
+            + "\n"
+        )
 
 
 def extract(source):

@@ -82,7 +82,7 @@ def arranged_levels_or_none(module, shapes=DEFAULT_SHAPES):
     """``arranged_levels``, or None when the arrangement cannot be evaluated."""
     try:
         return arranged_levels(module, shapes)
-    except Exception:
+    except Exception:  # noqa: BLE001 - the student's arrangement can fail in any way
         return None
 
 
@@ -124,17 +124,28 @@ def inspect_arrangement(module, shapes=DEFAULT_SHAPES):
         levels = arranged_levels(module, shapes)
     except NotImplementedError:
         return [{"mistake": "not_implemented", "message": say("arrangement_unfinished")}]
-    except Exception as error:  # the student's arrangement can fail in any way
+    except Exception as error:  # noqa: BLE001 - the student's arrangement can fail in any way
         message = say("symbolic_failure", error=f"{type(error).__name__}: {_one_line(error)}")
         line = _raising_line(error, getattr(module, "__file__", None))
-        return [{"mistake": "arrangement_error" if line else "build_error",
-                 "message": say("at_line", line=line, evidence=message) if line else message}]
+        return [
+            {
+                "mistake": "arrangement_error" if line else "build_error",
+                "message": say("at_line", line=line, evidence=message) if line else message,
+            }
+        ]
     try:
         return _dedupe(size_slips(module, levels) + _judge_levels(levels))
-    except Exception as error:  # a bug here must never cost the student a grade
-        return [{"mistake": "grid_mismatch",
-                 "message": say("not_compared", error=f"{type(error).__name__}: "
-                                f"{_one_line(error)}", levels=_compact(levels))}]
+    except Exception as error:  # noqa: BLE001 - a bug here must never cost the student a grade
+        return [
+            {
+                "mistake": "grid_mismatch",
+                "message": say(
+                    "not_compared",
+                    error=f"{type(error).__name__}: {_one_line(error)}",
+                    levels=_compact(levels),
+                ),
+            }
+        ]
 
 
 def _raising_line(error, filename):
@@ -144,8 +155,11 @@ def _raising_line(error, filename):
 
     if not filename:
         return None
-    frames = [frame for frame in traceback.extract_tb(error.__traceback__)
-              if frame.filename == filename and frame.name == "arrangement"]
+    frames = [
+        frame
+        for frame in traceback.extract_tb(error.__traceback__)
+        if frame.filename == filename and frame.name == "arrangement"
+    ]
     return frames[-1].lineno if frames else None
 
 
@@ -163,7 +177,7 @@ def launch_mismatch(module, shape):
     """
     try:
         at = arranged_levels(module, (tuple(shape),))[tuple(shape)]
-    except Exception:
+    except Exception:  # noqa: BLE001 - the student's arrangement can fail in any way: left to the launch
         return None
     outers = {role: tuple(at[role][0]) for role in ("lhs", "rhs", "output")}
     if len(set(outers.values())) == 1:
@@ -196,9 +210,12 @@ def _judge_levels(levels):
     for shape, at in levels.items():
         output = at["output"]
         if len(output) == 1:
-            return [{"mistake": "grid_mismatch",
-                     "message": say("output_untiled", level=tuple(output[0]),
-                                    where=_where(shape))}]
+            return [
+                {
+                    "mistake": "grid_mismatch",
+                    "message": say("output_untiled", level=tuple(output[0]), where=_where(shape)),
+                }
+            ]
         if not is_standard_layout(at):
             return []
         per_shape.append((shape, _observe(shape, at)))
@@ -218,8 +235,9 @@ def _judge_levels(levels):
         if tiles:
             continue  # a wrong tile shape also skews the outer shape; say it once
         sequence = _k_sequence_findings(role, per_shape)
-        findings += sequence or (_outer_findings(role, per_shape)
-                                 + _k_length_findings(role, per_shape))
+        findings += sequence or (
+            _outer_findings(role, per_shape) + _k_length_findings(role, per_shape)
+        )
     return _dedupe(findings)
 
 
@@ -228,8 +246,13 @@ def _observe(shape, at):
     m, n, k = shape
     out_outer, out_tile = at["output"]
     bm, bn = out_tile
-    obs = {"bm": bm, "bn": bn, "grid": (ceil_div(m, bm), ceil_div(n, bn)),
-           "floor_grid": (m // bm, n // bn), "out_outer": out_outer}
+    obs = {
+        "bm": bm,
+        "bn": bn,
+        "grid": (ceil_div(m, bm), ceil_div(n, bn)),
+        "floor_grid": (m // bm, n // bn),
+        "out_outer": out_outer,
+    }
     for role in ("lhs", "rhs"):
         role_levels = at[role]
         squeezed_middle = None
@@ -244,8 +267,12 @@ def _observe(shape, at):
                 squeezed_middle = kept or (1,)
         inner = role_levels[-1]
         own_bk = (inner[1] if role == "lhs" else inner[0]) if len(inner) == 2 else None
-        obs[role] = {"levels": role_levels, "middle": squeezed_middle,
-                     "extra_ones": extra_ones, "bk": own_bk}
+        obs[role] = {
+            "levels": role_levels,
+            "middle": squeezed_middle,
+            "extra_ones": extra_ones,
+            "bk": own_bk,
+        }
     lhs_inner = at["lhs"][-1]
     rhs_inner = at["rhs"][-1]
     if len(lhs_inner) == 2:
@@ -258,8 +285,10 @@ def _observe(shape, at):
 
 
 # What each operand is tiled and grouped by, as the hints write it.
-_TILING = {"lhs": "lhs.tile((BLOCK_SIZE_M, BLOCK_SIZE_K)).tile((1, -1))",
-           "rhs": "rhs.tile((BLOCK_SIZE_K, BLOCK_SIZE_N)).tile((-1, 1))"}
+_TILING = {
+    "lhs": "lhs.tile((BLOCK_SIZE_M, BLOCK_SIZE_K)).tile((1, -1))",
+    "rhs": "rhs.tile((BLOCK_SIZE_K, BLOCK_SIZE_N)).tile((-1, 1))",
+}
 
 
 def _k_untiled_findings(per_shape):
@@ -270,18 +299,29 @@ def _k_untiled_findings(per_shape):
     for role in ("lhs", "rhs"):
         if all(shape[2] in obs[role]["levels"][-1] for shape, obs in per_shape):
             shape, obs = per_shape[0]
-            findings.append({"mistake": "k_untiled",
-                             "message": say("k_untiled", role=role,
-                                            tile=tuple(obs[role]["levels"][-1]),
-                                            where=_where(shape), tiling=_TILING[role])})
+            findings.append(
+                {
+                    "mistake": "k_untiled",
+                    "message": say(
+                        "k_untiled",
+                        role=role,
+                        tile=tuple(obs[role]["levels"][-1]),
+                        where=_where(shape),
+                        tiling=_TILING[role],
+                    ),
+                }
+            )
     return findings
 
 
 def _k_sequence_findings(role, per_shape):
     """A K sequence of length 1 at every size, where K needs several tiles: the squeeze took
     out the K tiles (the grid is right), or the tiles were grouped along the other axis."""
-    short = [(shape, obs) for shape, obs in per_shape
-             if obs[role]["bk"] and ceil_div(shape[2], obs[role]["bk"]) > 1]
+    short = [
+        (shape, obs)
+        for shape, obs in per_shape
+        if obs[role]["bk"] and ceil_div(shape[2], obs[role]["bk"]) > 1
+    ]
     if not short or any(obs[role]["middle"] != (1,) for _, obs in per_shape):
         return []
     shape, obs = short[0]
@@ -289,16 +329,38 @@ def _k_sequence_findings(role, per_shape):
     outer = tuple(obs[role]["levels"][0])
     if all(tuple(o[role]["levels"][0]) == o["grid"] for _, o in per_shape):
         right = 0 if role == "lhs" else 1
-        return [{"mistake": "squeeze_axis",
-                 "message": say("squeeze_axis", role=role, bk=obs[role]["bk"], need=need,
-                                where=_where(shape), right=right)}]
+        return [
+            {
+                "mistake": "squeeze_axis",
+                "message": say(
+                    "squeeze_axis",
+                    role=role,
+                    bk=obs[role]["bk"],
+                    need=need,
+                    where=_where(shape),
+                    right=right,
+                ),
+            }
+        ]
     own = 0 if role == "lhs" else 1
     if all(o[role]["levels"][0][own] == 1 for _, o in per_shape) and any(
-            o["grid"][own] > 1 for _, o in per_shape):
-        return [{"mistake": "group_axis",
-                 "message": say("group_axis", role=role, outer=outer, grid=obs["grid"],
-                                bk=obs[role]["bk"], need=need, where=_where(shape),
-                                tiling=_TILING[role])}]
+        o["grid"][own] > 1 for _, o in per_shape
+    ):
+        return [
+            {
+                "mistake": "group_axis",
+                "message": say(
+                    "group_axis",
+                    role=role,
+                    outer=outer,
+                    grid=obs["grid"],
+                    bk=obs[role]["bk"],
+                    need=need,
+                    where=_where(shape),
+                    tiling=_TILING[role],
+                ),
+            }
+        ]
     return []
 
 
@@ -308,10 +370,19 @@ def _output_grid_findings(per_shape):
         return []
     shape, obs = wrong[0]
     floored = all(tuple(o["out_outer"]) == o["floor_grid"] for _, o in wrong)
-    return [{"mistake": "tail_mask" if floored else "grid_mismatch",
-             "message": say("output_grid_floored" if floored else "output_grid",
-                            outer=tuple(obs["out_outer"]), bm=obs["bm"], bn=obs["bn"],
-                            grid=obs["grid"], where=_where(shape))}]
+    return [
+        {
+            "mistake": "tail_mask" if floored else "grid_mismatch",
+            "message": say(
+                "output_grid_floored" if floored else "output_grid",
+                outer=tuple(obs["out_outer"]),
+                bm=obs["bm"],
+                bn=obs["bn"],
+                grid=obs["grid"],
+                where=_where(shape),
+            ),
+        }
+    ]
 
 
 def _nesting_findings(role, per_shape):
@@ -319,15 +390,31 @@ def _nesting_findings(role, per_shape):
     for shape, obs in per_shape:
         seen = obs[role]
         if seen["extra_ones"]:
-            return [{"mistake": "missing_squeeze",
-                     "message": say("missing_squeeze", role=role,
-                                    levels=_levels_text(seen["levels"]), where=_where(shape),
-                                    sequence=seen["levels"][1])}]
+            return [
+                {
+                    "mistake": "missing_squeeze",
+                    "message": say(
+                        "missing_squeeze",
+                        role=role,
+                        levels=_levels_text(seen["levels"]),
+                        where=_where(shape),
+                        sequence=seen["levels"][1],
+                    ),
+                }
+            ]
         if seen["middle"] is None:
-            return [{"mistake": "grid_mismatch",
-                     "message": say("three_levels", role=role,
-                                    levels=_levels_text(seen["levels"]), where=_where(shape),
-                                    tile=expected)}]
+            return [
+                {
+                    "mistake": "grid_mismatch",
+                    "message": say(
+                        "three_levels",
+                        role=role,
+                        levels=_levels_text(seen["levels"]),
+                        where=_where(shape),
+                        tile=expected,
+                    ),
+                }
+            ]
     return []
 
 
@@ -343,8 +430,9 @@ def _outer_findings(role, per_shape):
     evidence = say("outer_shape", role=role, outer=outer, grid=obs["grid"], where=_where(shape))
     right_at = [s for s, o in per_shape if tuple(o[role]["levels"][0]) == o["grid"]]
     if right_at:
-        evidence = say("right_at", evidence=evidence,
-                       sizes=", ".join(_shape_text(s) for s in right_at))
+        evidence = say(
+            "right_at", evidence=evidence, sizes=", ".join(_shape_text(s) for s in right_at)
+        )
 
     # Which outer dimension repeats the operand across the grid: lhs is repeated
     # along N (dim 1), rhs along M (dim 0). The other one is the operand's own.
@@ -361,8 +449,10 @@ def _outer_findings(role, per_shape):
         return [(o, out) for _, o, out in wrong if out[dim] != o["grid"][dim]]
 
     def constant_but_needs_to_vary(dim):
-        return (len({seen(o)[dim] for _, o in per_shape}) == 1
-                and len({o["grid"][dim] for _, o in per_shape}) > 1)
+        return (
+            len({seen(o)[dim] for _, o in per_shape}) == 1
+            and len({o["grid"][dim] for _, o in per_shape}) > 1
+        )
 
     repeat_off, own_off = off_in(repeat_dim), off_in(own_dim)
     if repeat_off and not own_off:
@@ -371,13 +461,19 @@ def _outer_findings(role, per_shape):
             return [{"mistake": "expand_axis", "message": evidence}]
         if constant_but_needs_to_vary(repeat_dim):
             value = seen(per_shape[0][1])[repeat_dim]
-            return [{"mistake": "hard_coded",
-                     "message": say("always_the_same", evidence=evidence,
-                                    dimension=repeat_dim, value=value)}]
+            return [
+                {
+                    "mistake": "hard_coded",
+                    "message": say(
+                        "always_the_same", evidence=evidence, dimension=repeat_dim, value=value
+                    ),
+                }
+            ]
     if own_off:
         if all(out[own_dim] == o["floor_grid"][own_dim] for o, out in own_off):
-            return [{"mistake": "tail_mask",
-                     "message": say("count_rounded_down", evidence=evidence)}]
+            return [
+                {"mistake": "tail_mask", "message": say("count_rounded_down", evidence=evidence)}
+            ]
         if constant_but_needs_to_vary(own_dim):
             return [{"mistake": "hard_coded", "message": evidence}]
     return [{"mistake": "grid_mismatch", "message": evidence}]
@@ -401,8 +497,9 @@ def _k_length_findings(role, per_shape):
     k, bk = shape[2], obs[role]["bk"]
     evidence = say("k_length", role=role, got=got, bk=bk, need=need, where=_where(shape))
     if all(g == s[2] // o[role]["bk"] for s, o, g, _ in wrong):
-        return [{"mistake": "k_tail",
-                 "message": say("k_tile_dropped", evidence=evidence, width=k % bk)}]
+        return [
+            {"mistake": "k_tail", "message": say("k_tile_dropped", evidence=evidence, width=k % bk)}
+        ]
     values = {o[role]["middle"][0] for _, o in per_shape}
     if len(values) == 1:
         return [{"mistake": "hard_coded", "message": say("never_changes", evidence=evidence)}]
@@ -414,13 +511,26 @@ def _tile_findings(role, per_shape):
         inner = tuple(obs[role]["levels"][-1])
         bk = obs["bk"]
         expected = (obs["bm"], bk) if role == "lhs" else (bk, obs["bn"])
-        if inner != expected or (role == "rhs" and len(obs["lhs"]["levels"][-1]) == 2
-                                 and obs["lhs"]["levels"][-1][1] != inner[0]):
+        if inner != expected or (
+            role == "rhs"
+            and len(obs["lhs"]["levels"][-1]) == 2
+            and obs["lhs"]["levels"][-1][1] != inner[0]
+        ):
             lhs_tile = tuple(obs["lhs"]["levels"][-1])
-            return [{"mistake": "tile_shape",
-                     "message": say("tile_shape", role=role, tile=inner, expected=expected,
-                                    output=(obs["bm"], obs["bn"]), lhs=lhs_tile,
-                                    where=_where(shape))}]
+            return [
+                {
+                    "mistake": "tile_shape",
+                    "message": say(
+                        "tile_shape",
+                        role=role,
+                        tile=inner,
+                        expected=expected,
+                        output=(obs["bm"], obs["bn"]),
+                        lhs=lhs_tile,
+                        where=_where(shape),
+                    ),
+                }
+            ]
     return []
 
 
@@ -445,7 +555,8 @@ def _compact(levels):
         return "none"
     shape, at = first
     return f"{_shape_text(shape)}: " + "; ".join(
-        f"{role} {_levels_text(role_levels)}" for role, role_levels in at.items())
+        f"{role} {_levels_text(role_levels)}" for role, role_levels in at.items()
+    )
 
 
 def _one_line(error):
@@ -467,5 +578,5 @@ def tile_sizes(module, shape=DEFAULT_SHAPES[0]):
         lhs_inner, rhs_inner = at["lhs"][-1], at["rhs"][-1]
         bk = lhs_inner[-1] if len(lhs_inner) == 2 else rhs_inner[0]
         return (int(bm), int(bn), int(bk))
-    except Exception:
+    except Exception:  # noqa: BLE001 - the student's arrangement can fail in any way
         return None

@@ -87,8 +87,10 @@ def not_implemented_message(names):
 
 def syntax_message(name, error):
     """The import_error message of the file ``name`` for its SyntaxError: where, and the line."""
-    return (say("syntax_error", file=name, line=error.lineno, error=error.msg)
-            + f"\n    {(error.text or '').rstrip()}")
+    return (
+        say("syntax_error", file=name, line=error.lineno, error=error.msg)
+        + f"\n    {(error.text or '').rstrip()}"
+    )
 
 
 def load_submission(path):
@@ -130,12 +132,13 @@ def import_file(path):
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
-    except Exception as error:
+    except Exception as error:  # noqa: BLE001 - whatever importing the student's file raises is its import error
         del sys.modules[name]
         raise SubmissionError(
             "import_error",
             say("import_failed", file=path.name, error=f"{type(error).__name__}: {error}")
-            + "\n" + _short_traceback(error, path),
+            + "\n"
+            + _short_traceback(error, path),
         ) from None
     return module
 

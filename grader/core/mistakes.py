@@ -612,8 +612,13 @@ MISTAKES = {
 def hint(key):
     """One hint as a dict ready for reports: key, title, title_zh, en, zh."""
     mistake = MISTAKES[key]
-    return {"key": mistake.key, "title": mistake.title, "title_zh": mistake.title_zh,
-            "en": mistake.en, "zh": mistake.zh}
+    return {
+        "key": mistake.key,
+        "title": mistake.title,
+        "title_zh": mistake.title_zh,
+        "en": mistake.en,
+        "zh": mistake.zh,
+    }
 
 
 def found_by(source):

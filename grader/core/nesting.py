@@ -29,8 +29,9 @@ class TooDeep(SyntaxError):
     does not parse reads this one alike; ``lineno`` is the line where it passes LIMIT."""
 
     def __init__(self, line, text=""):
-        super().__init__(f"the code nests more than {LIMIT} levels deep",
-                         ("<unknown>", line, 0, text))
+        super().__init__(
+            f"the code nests more than {LIMIT} levels deep", ("<unknown>", line, 0, text)
+        )
 
 
 def parse(source):
@@ -62,7 +63,8 @@ def too_deep(source):
 def message(error, file):
     """What the student reads of ``error`` (a TooDeep) in their file named ``file``."""
     return say("too_deep", file=file, line=error.lineno, limit=LIMIT) + (
-        f"\n    {error.text}" if error.text else "")
+        f"\n    {error.text}" if error.text else ""
+    )
 
 
 def _line_past_limit(tree):
@@ -92,7 +94,8 @@ def _line_the_parser_gives_up_on(source):
                 if start is None:
                     start = token.start[0]
                 if (token.type == tokenize.OP and token.string not in _NOT_NESTING) or (
-                        token.type == tokenize.NAME and token.string in _NESTING_WORDS):
+                    token.type == tokenize.NAME and token.string in _NESTING_WORDS
+                ):
                     counts[start] += 1
     except (tokenize.TokenError, SyntaxError):
         pass  # the lines read so far

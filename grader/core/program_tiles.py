@@ -32,8 +32,11 @@ def expected_tiles(shape, tiles, program):
     i, j = divmod(program, grid_n)
     rows, columns = [i * bm, min(m, (i + 1) * bm)], [j * bn, min(n, (j + 1) * bn)]
     steps = [[s * bk, min(k, (s + 1) * bk)] for s in range(ceil_div(k, bk))]
-    return {"lhs": [rows + step for step in steps], "rhs": [step + columns for step in steps],
-            "output": [rows + columns]}
+    return {
+        "lhs": [rows + step for step in steps],
+        "rhs": [step + columns for step in steps],
+        "output": [rows + columns],
+    }
 
 
 def program_tiles(module, shape, tiles=None):
@@ -48,7 +51,7 @@ def program_tiles(module, shape, tiles=None):
     """
     try:
         return _program_tiles(module, tuple(shape), tuple(tiles or REFERENCE_TILES))
-    except Exception:  # the student's arrangement can fail in any way; layout says how
+    except Exception:  # noqa: BLE001 - the student's arrangement can fail in any way; layout says how
         return None
 
 
@@ -80,8 +83,10 @@ def _program_tiles(module, shape, tiles):
     wanted = ceil_div(m, tiles[0]) * ceil_div(n, tiles[1])
     first = None
     for program in range(min(max(launched, wanted), MAX_PROGRAMS)):
-        got = {role: _share(arranged[role], levels[role], replacements, program,
-                            sources[role][1]) for role in ROLES}
+        got = {
+            role: _share(arranged[role], levels[role], replacements, program, sources[role][1])
+            for role in ROLES
+        }
         if got != expected_tiles(shape, tiles, program):
             return {"shape": list(shape), "program": program, "grids": grids, "tiles": got}
         first = first or {"shape": list(shape), "program": program, "grids": grids, "tiles": got}
@@ -106,8 +111,9 @@ def _share(tensor, levels, replacements, program, width):
         inside = offsets[offsets >= 0]
         if inside.size:
             rows, columns = inside // width, inside % width
-            rectangles.append([int(rows.min()), int(rows.max()) + 1,
-                               int(columns.min()), int(columns.max()) + 1])
+            rectangles.append(
+                [int(rows.min()), int(rows.max()) + 1, int(columns.min()), int(columns.max()) + 1]
+            )
     return rectangles
 
 
@@ -120,7 +126,12 @@ def _offsets(tensor, replacements, index):
     from ninetoothed.symbol import Symbol
 
     offsets, mask = CodeGenerator._generate_overall_offsets_and_mask(
-        tensor, tuple(Symbol(i) for i in index)
-        + CodeGenerator._generate_innermost_indices(tensor, use_power_of_2_sizes=False))
-    return eval(f"np.where({_replace(str(mask), replacements)}, "
-                f"{_replace(str(offsets), replacements)}, -1)", {"np": numpy})
+        tensor,
+        tuple(Symbol(i) for i in index)
+        + CodeGenerator._generate_innermost_indices(tensor, use_power_of_2_sizes=False),
+    )
+    return eval(
+        f"np.where({_replace(str(mask), replacements)}, "
+        f"{_replace(str(offsets), replacements)}, -1)",
+        {"np": numpy},
+    )

@@ -72,12 +72,14 @@ def refusal(module, blocks):
     if used is None or used == tuple(blocks):
         return ""
     given, laid = ("x".join(map(str, tiles)) for tiles in (blocks, used))
-    return (f"{NOT_RETILED}given {given} tiles (as block_size_m/n/k, or as BLOCK_SIZE_M/N/K) "
-            f"your arrangement still lays out {laid}: a size is written into tile(...). Use "
-            "the block sizes there, so that the kernel can be built at others.\n"
-            f"给出 {given} 的分块（block_size_m/n/k 参数或 BLOCK_SIZE_M/N/K 常量），你的 "
-            f"arrangement 仍按 {laid} 分块：tile(...) 里写死了数字。请在那里使用分块大小，"
-            "这样 kernel 才能以其他分块大小构建。")
+    return (
+        f"{NOT_RETILED}given {given} tiles (as block_size_m/n/k, or as BLOCK_SIZE_M/N/K) "
+        f"your arrangement still lays out {laid}: a size is written into tile(...). Use "
+        "the block sizes there, so that the kernel can be built at others.\n"
+        f"给出 {given} 的分块（block_size_m/n/k 参数或 BLOCK_SIZE_M/N/K 常量），你的 "
+        f"arrangement 仍按 {laid} 分块：tile(...) 里写死了数字。请在那里使用分块大小，"
+        "这样 kernel 才能以其他分块大小构建。"
+    )
 
 
 def make(module, blocks, **options):
@@ -92,7 +94,11 @@ def make(module, blocks, **options):
     application = module.application
     saved = dict(getattr(application, "__annotations__", {}))
     try:
-        return ninetoothed.make(arrangement_with(module, blocks), application,
-                                (Tensor(2), Tensor(2), Tensor(2)), **options)
+        return ninetoothed.make(
+            arrangement_with(module, blocks),
+            application,
+            (Tensor(2), Tensor(2), Tensor(2)),
+            **options,
+        )
     finally:
         application.__annotations__ = saved

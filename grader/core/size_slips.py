@@ -38,6 +38,7 @@ def _recording_calls(filename):
                 first = args[0] if args else kwargs.get("tile_shape", kwargs.get("shape"))
                 calls.append((name, caller.f_lineno, first, self))
             return original(self, *args, **kwargs)
+
         return recorded
 
     try:
@@ -57,7 +58,7 @@ def quoted(line):
     backticks (a comment's, an assert message's) would close the code span and let the rest
     of the line be read as markdown or HTML, so they become quotes; a long line is cut."""
     code = line.strip().replace("`", "'")
-    return code if len(code) <= QUOTE_LIMIT else code[:QUOTE_LIMIT - 3] + "..."
+    return code if len(code) <= QUOTE_LIMIT else code[: QUOTE_LIMIT - 3] + "..."
 
 
 def _grouped_wrong(argument, tensor, tensor_type):
@@ -79,7 +80,7 @@ def size_slips(module, levels):
     """
     try:
         return _size_slips(module, levels)
-    except Exception:  # the student's arrangement can fail in any way; layout says how
+    except Exception:  # noqa: BLE001 - the student's arrangement can fail in any way; layout says how
         return []
 
 
@@ -89,8 +90,14 @@ def _size_slips(module, levels):
     arrangement = module.arrangement
     filename = arrangement.__code__.co_filename
     lhs, rhs, output = Tensor(2), Tensor(2), Tensor(2)
-    sizes = {str(lhs.shape[0]): "M", str(lhs.shape[1]): "K", str(rhs.shape[0]): "K",
-             str(rhs.shape[1]): "N", str(output.shape[0]): "M", str(output.shape[1]): "N"}
+    sizes = {
+        str(lhs.shape[0]): "M",
+        str(lhs.shape[1]): "K",
+        str(rhs.shape[0]): "K",
+        str(rhs.shape[1]): "N",
+        str(output.shape[0]): "M",
+        str(output.shape[1]): "N",
+    }
     with _recording_calls(filename) as calls:
         arrangement(lhs, rhs, output)
     shape, at = next(iter(levels.items()))
@@ -104,16 +111,30 @@ def _size_slips(module, levels):
             continue
         code = quoted(linecache.getline(filename, line))
         if method == "tile" and _grouped_wrong(argument, tensor, Tensor):
-            findings.append({"mistake": "group_size",
-                             "message": say("group_size", line=line, code=code,
-                                            shape="(" + ", ".join(map(str, argument)) + ")")})
+            findings.append(
+                {
+                    "mistake": "group_size",
+                    "message": say(
+                        "group_size",
+                        line=line,
+                        code=code,
+                        shape="(" + ", ".join(map(str, argument)) + ")",
+                    ),
+                }
+            )
             continue
         for position, size in enumerate(argument):
             letter = sizes.get(str(size))
             if letter is None:
                 continue
-            fields = dict(line=line, code=code, letter=letter, value=value[letter], where=where,
-                          position=position)
+            fields = dict(
+                line=line,
+                code=code,
+                letter=letter,
+                value=value[letter],
+                where=where,
+                position=position,
+            )
             if method == "tile":
                 message = say("tile_by_size", **fields)
             elif position < len(grid):
@@ -122,4 +143,3 @@ def _size_slips(module, levels):
                 message = say("expand_by_size_uncounted", **fields)
             findings.append({"mistake": "size_for_count", "message": message})
     return findings
-

@@ -68,8 +68,7 @@ def _read(source):
     reads from outside it, its first line's)."""
     try:
         tree = nesting.parse(source)
-        functions = {node.name: node for node in tree.body
-                     if isinstance(node, ast.FunctionDef)}
+        functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
         findings, outside = [], {}
         if "arrangement" in functions:
             findings += _arrangement_return(functions["arrangement"])
@@ -89,14 +88,16 @@ def _names(names):
     return ", ".join(f"`{name}`" for name in names)
 
 
-
 def _torch_names(tree):
     """``torch`` and what the file imports it as: the batch's rebuilt file drops the import."""
     names = {"torch"}
     for node in tree.body:
         if isinstance(node, ast.Import):
-            names |= {alias.asname or alias.name.split(".")[0] for alias in node.names
-                      if alias.name.split(".")[0] == "torch"}
+            names |= {
+                alias.asname or alias.name.split(".")[0]
+                for alias in node.names
+                if alias.name.split(".")[0] == "torch"
+            }
     return names
 
 
@@ -109,8 +110,9 @@ def _arrangement_return(function):
     parameters = _parameters(function)[:3]
     findings = []
     nodes = list(ast.walk(function))
-    if not any(isinstance(node, ast.Return) and node.value is not None for node in nodes) \
-            and not any(isinstance(node, ast.Raise) for node in nodes):  # a placeholder's
+    if not any(
+        isinstance(node, ast.Return) and node.value is not None for node in nodes
+    ) and not any(isinstance(node, ast.Raise) for node in nodes):  # a placeholder's
         return [_finding("arrangement_return", function, "returns_nothing")]  # raise says why
     for node in ast.walk(function):
         if not isinstance(node, ast.Return) or node.value is None:
@@ -118,17 +120,33 @@ def _arrangement_return(function):
         value = node.value
         if isinstance(value, (ast.List, ast.Dict, ast.Set)):
             kind = type(value).__name__.lower()
-            findings.append(_finding("arrangement_return", node, "returns_container", kind=kind,
-                                     code=_code(value)))
+            findings.append(
+                _finding(
+                    "arrangement_return", node, "returns_container", kind=kind, code=_code(value)
+                )
+            )
         elif isinstance(value, ast.Tuple) and len(value.elts) != 3:
-            findings.append(_finding("arrangement_return", node, "returns_count",
-                                     count=len(value.elts), code=_code(value)))
+            findings.append(
+                _finding(
+                    "arrangement_return",
+                    node,
+                    "returns_count",
+                    count=len(value.elts),
+                    code=_code(value),
+                )
+            )
         elif isinstance(value, ast.Tuple) and len(parameters) == 3:
-            sources = [_source_parameter(function, element, parameters)
-                       for element in value.elts]
+            sources = [_source_parameter(function, element, parameters) for element in value.elts]
             if sorted(sources, key=str) == sorted(parameters) and sources != parameters:
-                findings.append(_finding("arrangement_return", node, "returns_order",
-                                         got=_names(sources), parameters=_names(parameters)))
+                findings.append(
+                    _finding(
+                        "arrangement_return",
+                        node,
+                        "returns_order",
+                        got=_names(sources),
+                        parameters=_names(parameters),
+                    )
+                )
     return findings
 
 
@@ -154,8 +172,9 @@ def _assignments_before(function, name):
     values = []
     for node in ast.walk(function):
         if isinstance(node, ast.Assign) and node.lineno < name.lineno:
-            if any(isinstance(target, ast.Name) and target.id == name.id
-                   for target in node.targets):
+            if any(
+                isinstance(target, ast.Name) and target.id == name.id for target in node.targets
+            ):
                 values.append((node.lineno, node.value))
     return [value for _, value in sorted(values, key=lambda pair: pair[0])]
 
@@ -171,19 +190,24 @@ def _application(function, torch_names):
     findings = _output_written(function, output)
     findings += _loops(function, (lhs, rhs))
     for node in ast.walk(function):
-        if isinstance(node, ast.Call) and _called(node) == "zeros" \
-                and (dotted_name(node.func) or "").split(".")[0] not in torch_names:
+        if (
+            isinstance(node, ast.Call)
+            and _called(node) == "zeros"
+            and (dotted_name(node.func) or "").split(".")[0] not in torch_names
+        ):
             findings += _accumulator(node, lhs, rhs)
         elif isinstance(node, (ast.BinOp, ast.AugAssign)) and isinstance(node.op, ast.MatMult):
-            findings.append(_finding("matmul_operator", node, "matmul_operator",
-                                     code=_code(node)))
-        elif isinstance(node, ast.Call) and (dotted_name(node.func) == "print"
-                                             or _called(node) == "device_print"):
+            findings.append(_finding("matmul_operator", node, "matmul_operator", code=_code(node)))
+        elif isinstance(node, ast.Call) and (
+            dotted_name(node.func) == "print" or _called(node) == "device_print"
+        ):
             findings.append(_finding("debug_print", node, "prints_in_kernel", code=_code(node)))
-        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
-                and node.value.id in torch_names:
-            findings.append(_finding("torch_in_kernel", node, "torch_in_kernel",
-                                     code=_code(node)))
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in torch_names
+        ):
+            findings.append(_finding("torch_in_kernel", node, "torch_in_kernel", code=_code(node)))
     return findings
 
 
@@ -203,21 +227,44 @@ def _from_outside(tree, functions, torch_names):
         function = functions[name]
         body = [node for statement in function.body for node in ast.walk(statement)]
         own = {node.arg for node in ast.walk(function) if isinstance(node, ast.arg)} | {
-            node.id for node in body
-            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)}
-        calls = [node for node in body
-                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)]
+            node.id
+            for node in body
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)
+        }
+        calls = [
+            node for node in body if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+        ]
         wanted += [call.func.id for call in calls]
         for call in calls:
-            names = [name for name in _left_to_default(call, functions.get(call.func.id))
-                     if name not in own | known]  # else the inlined name means another
+            names = [
+                name
+                for name in _left_to_default(call, functions.get(call.func.id))
+                if name not in own | known
+            ]  # else the inlined name means another
             if names:
-                found.append((names, _finding("global_in_application", call, "helper_default",
-                                              helper=call.func.id, names=_names(names))))
+                found.append(
+                    (
+                        names,
+                        _finding(
+                            "global_in_application",
+                            call,
+                            "helper_default",
+                            helper=call.func.id,
+                            names=_names(names),
+                        ),
+                    )
+                )
         lines = {}  # line -> (its first such name's node, the names in order)
-        for node in sorted((node for node in body if isinstance(node, ast.Name)
-                            and isinstance(node.ctx, ast.Load) and node.id not in own | known),
-                           key=lambda node: (node.lineno, node.col_offset)):
+        for node in sorted(
+            (
+                node
+                for node in body
+                if isinstance(node, ast.Name)
+                and isinstance(node.ctx, ast.Load)
+                and node.id not in own | known
+            ),
+            key=lambda node: (node.lineno, node.col_offset),
+        ):
             names = lines.setdefault(node.lineno, (node, []))[1]
             names += [] if node.id in names else [node.id]
         for first, names in lines.values():
@@ -232,32 +279,50 @@ def _from_outside(tree, functions, torch_names):
 def _left_to_default(call, helper):
     """The parameters of ``helper`` that ``call`` leaves to their defaults and its body
     reads: NineToothed inlines the helper without them (a bare name in the kernel)."""
-    if helper is None or any(isinstance(argument, ast.Starred) for argument in call.args) \
-            or any(keyword.arg is None for keyword in call.keywords):
+    if (
+        helper is None
+        or any(isinstance(argument, ast.Starred) for argument in call.args)
+        or any(keyword.arg is None for keyword in call.keywords)
+    ):
         return []
     arguments = helper.args
     positional = arguments.posonlyargs + arguments.args
-    defaulted = positional[len(positional) - len(arguments.defaults):] + [
-        parameter for parameter, default in zip(arguments.kwonlyargs, arguments.kw_defaults)
-        if default is not None]
-    given = {parameter.arg for parameter in positional[:len(call.args)]} | {
-        keyword.arg for keyword in call.keywords}
-    read = {node.id for statement in helper.body for node in ast.walk(statement)
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
-    return [parameter.arg for parameter in defaulted
-            if parameter.arg not in given and parameter.arg in read]
-
+    defaulted = positional[len(positional) - len(arguments.defaults) :] + [
+        parameter
+        for parameter, default in zip(arguments.kwonlyargs, arguments.kw_defaults)
+        if default is not None
+    ]
+    given = {parameter.arg for parameter in positional[: len(call.args)]} | {
+        keyword.arg for keyword in call.keywords
+    }
+    read = {
+        node.id
+        for statement in helper.body
+        for node in ast.walk(statement)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+    }
+    return [
+        parameter.arg
+        for parameter in defaulted
+        if parameter.arg not in given and parameter.arg in read
+    ]
 
 
 def _output_written(function, output):
-    returns = [node for node in ast.walk(function)
-               if isinstance(node, ast.Return) and node.value is not None]
+    returns = [
+        node
+        for node in ast.walk(function)
+        if isinstance(node, ast.Return) and node.value is not None
+    ]
     if returns:
         value = quoted(ast.unparse(returns[0].value))
-        return [_finding("unwritten_output", returns[0], "returns_result", output=output,
-                         value=value)]
-    assigned = any(isinstance(node, (ast.Name, ast.Subscript)) and _stored_name(node) == output
-                   for node in ast.walk(function))  # a slice store is named on its own line
+        return [
+            _finding("unwritten_output", returns[0], "returns_result", output=output, value=value)
+        ]
+    assigned = any(
+        isinstance(node, (ast.Name, ast.Subscript)) and _stored_name(node) == output
+        for node in ast.walk(function)
+    )  # a slice store is named on its own line
     if assigned or any(isinstance(node, ast.Raise) for node in ast.walk(function)):
         return []  # a placeholder's raise says itself what is missing
     return [_finding("unwritten_output", function, "never_assigns", output=output)]
@@ -275,25 +340,41 @@ def _stored_name(node):
 def _accumulator(call, lhs, rhs):
     """``ntl.zeros`` with no dtype or another than float32, or not of the output's shape."""
     findings = []
-    dtype = next((keyword.value for keyword in call.keywords if keyword.arg == "dtype"),
-                 call.args[1] if len(call.args) > 1 else None)
+    dtype = next(
+        (keyword.value for keyword in call.keywords if keyword.arg == "dtype"),
+        call.args[1] if len(call.args) > 1 else None,
+    )
     if dtype is None:
-        findings.append(_finding("accumulator_dtype", call, "zeros_without_dtype",
-                                 code=_code(call)))
+        findings.append(
+            _finding("accumulator_dtype", call, "zeros_without_dtype", code=_code(call))
+        )
     elif (dotted_name(dtype) or "").rpartition(".")[2] != "float32":
-        findings.append(_finding("accumulator_dtype", call, "zeros_of_dtype",
-                                 dtype=_code(dtype)))
-    shape = next((keyword.value for keyword in call.keywords if keyword.arg == "shape"),
-                 call.args[0] if call.args else None)
-    if isinstance(shape, ast.Attribute) and shape.attr == "shape" \
-            and isinstance(shape.value, ast.Name) and shape.value.id in (lhs, rhs):
-        findings.append(_finding("accumulator_shape", call, "accumulator_of_operand",
-                                 shape=_code(shape), operand=shape.value.id))
+        findings.append(_finding("accumulator_dtype", call, "zeros_of_dtype", dtype=_code(dtype)))
+    shape = next(
+        (keyword.value for keyword in call.keywords if keyword.arg == "shape"),
+        call.args[0] if call.args else None,
+    )
+    if (
+        isinstance(shape, ast.Attribute)
+        and shape.attr == "shape"
+        and isinstance(shape.value, ast.Name)
+        and shape.value.id in (lhs, rhs)
+    ):
+        findings.append(
+            _finding(
+                "accumulator_shape",
+                call,
+                "accumulator_of_operand",
+                shape=_code(shape),
+                operand=shape.value.id,
+            )
+        )
     elif isinstance(shape, (ast.Tuple, ast.List)) and any(
-            isinstance(node, ast.Name) and node.id.upper() == "BLOCK_SIZE_K"
-            for node in ast.walk(shape)):
-        findings.append(_finding("accumulator_shape", call, "accumulator_block_k",
-                                 shape=_code(shape)))
+        isinstance(node, ast.Name) and node.id.upper() == "BLOCK_SIZE_K" for node in ast.walk(shape)
+    ):
+        findings.append(
+            _finding("accumulator_shape", call, "accumulator_block_k", shape=_code(shape))
+        )
     return findings
 
 
@@ -310,8 +391,12 @@ def _loops(function, operands):
             loop_names = loop_names | names
         if isinstance(node, ast.While):  # its counter: read by its test, stepped in its body
             tested = {name.id for name in ast.walk(node.test) if isinstance(name, ast.Name)}
-            stepped = {name.id for statement in node.body for name in ast.walk(statement)
-                       if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Store)}
+            stepped = {
+                name.id
+                for statement in node.body
+                for name in ast.walk(statement)
+                if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Store)
+            }
             loop_names = loop_names | (tested & stepped)
         if isinstance(node, ast.Call) and _called(node) == "dot":
             findings.extend(_dot_operands(node, operands, loop_names))
@@ -324,29 +409,44 @@ def _loops(function, operands):
 
 
 def _dot_operands(call, operands, loop_names):
-    roots = [argument.value.id if isinstance(argument, ast.Subscript)
-             and isinstance(argument.value, ast.Name) else None for argument in call.args[:2]]
+    roots = [
+        argument.value.id
+        if isinstance(argument, ast.Subscript) and isinstance(argument.value, ast.Name)
+        else None
+        for argument in call.args[:2]
+    ]
     if len(roots) == 2 and roots[0] == roots[1] and roots[0] in operands:
-        return [_finding("k_steps", call, "dot_same_operand", code=_code(call),
-                         operand=roots[0])]
+        return [_finding("k_steps", call, "dot_same_operand", code=_code(call), operand=roots[0])]
     for argument in call.args[:2]:
         if isinstance(argument, ast.Name) and argument.id in operands:
-            return [_finding("k_steps", call, "dot_whole_sequence", code=_code(call),
-                             operand=argument.id)]
-        if isinstance(argument, ast.Subscript) and isinstance(argument.value, ast.Name) \
-                and argument.value.id in operands:
+            return [
+                _finding(
+                    "k_steps", call, "dot_whole_sequence", code=_code(call), operand=argument.id
+                )
+            ]
+        if (
+            isinstance(argument, ast.Subscript)
+            and isinstance(argument.value, ast.Name)
+            and argument.value.id in operands
+        ):
             used = {node.id for node in ast.walk(argument.slice) if isinstance(node, ast.Name)}
             if not loop_names:
                 return [_finding("k_steps", call, "dot_outside_loop", code=_code(call))]
             if not used & loop_names:
-                return [_finding("k_steps", call, "dot_fixed_tile", code=_code(call),
-                                 tile=_code(argument))]
-            indices = argument.slice.elts if isinstance(argument.slice, ast.Tuple) \
-                else [argument.slice]
-            if not any(isinstance(index, ast.Name) and index.id in loop_names
-                       for index in indices):
-                return [_finding("k_steps", call, "dot_shifted_tile", code=_code(call),
-                                 tile=_code(argument))]
+                return [
+                    _finding(
+                        "k_steps", call, "dot_fixed_tile", code=_code(call), tile=_code(argument)
+                    )
+                ]
+            indices = (
+                argument.slice.elts if isinstance(argument.slice, ast.Tuple) else [argument.slice]
+            )
+            if not any(isinstance(index, ast.Name) and index.id in loop_names for index in indices):
+                return [
+                    _finding(
+                        "k_steps", call, "dot_shifted_tile", code=_code(call), tile=_code(argument)
+                    )
+                ]
     return []
 
 
@@ -357,15 +457,25 @@ def _loop_bound(loop, operands):
     if not (isinstance(call, ast.Call) and dotted_name(call.func) == "range" and call.args):
         return []
     bound = call.args[-1] if len(call.args) == 1 else call.args[1]
-    if not (isinstance(bound, ast.Subscript) and isinstance(bound.value, ast.Attribute)
-            and bound.value.attr == "shape" and isinstance(bound.value.value, ast.Name)
-            and bound.value.value.id in operands and isinstance(bound.slice, ast.Constant)
-            and bound.slice.value != 0):
+    if not (
+        isinstance(bound, ast.Subscript)
+        and isinstance(bound.value, ast.Attribute)
+        and bound.value.attr == "shape"
+        and isinstance(bound.value.value, ast.Name)
+        and bound.value.value.id in operands
+        and isinstance(bound.slice, ast.Constant)
+        and bound.slice.value != 0
+    ):
         return []
     operand = bound.value.value.id
-    single = any(isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)
-                 and node.value.id == operand and not isinstance(node.slice, ast.Tuple)
-                 for statement in loop.body for node in ast.walk(statement))
+    single = any(
+        isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == operand
+        and not isinstance(node.slice, ast.Tuple)
+        for statement in loop.body
+        for node in ast.walk(statement)
+    )
     if not single:
         return []  # indexed around a kept length-1 dimension, as lhs[0, k]: that can be right
     return [_finding("k_loop_bound", loop, "k_loop_bound", code=_code(call), operand=operand)]

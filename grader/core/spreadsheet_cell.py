@@ -15,7 +15,6 @@ _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 def safe_cell(value):
     """``value``, with a leading ``'`` when it is text a spreadsheet would evaluate."""
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS) \
-            and not _NUMBER.fullmatch(value):
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS) and not _NUMBER.fullmatch(value):
         return "'" + value
     return value

@@ -9,8 +9,16 @@ import pathlib
 
 import pytest
 
-from grader.core import (cases, checks, diagnosis, execution, gpu_compile, layout, mistakes,
-                         source_mistakes)
+from grader.core import (
+    cases,
+    checks,
+    diagnosis,
+    execution,
+    gpu_compile,
+    layout,
+    mistakes,
+    source_mistakes,
+)
 from grader.core.checks import Verdict
 from grader.core.mistakes import MISTAKES
 
@@ -22,8 +30,7 @@ def check_case(case, submission, backend, seed, request):
         config._ntgemm_gpu_only_skipped = getattr(config, "_ntgemm_gpu_only_skipped", 0) + 1
         pytest.skip(cases.interpreter_skip_reason(case))
     module = load(submission, config, case)
-    verdict = case_verdict(case, module, built(config), lambda: _source(submission), backend,
-                           seed)
+    verdict = case_verdict(case, module, built(config), lambda: _source(submission), backend, seed)
     record(config, case, verdict)
     if not verdict.passed:
         pytest.fail(failure_text(case, verdict, config), pytrace=False)
@@ -39,13 +46,14 @@ def case_verdict(case, module, build, source, backend, seed):
         return checks.build_verdict(case, build, source())
     try:
         outputs = execution.produce(case, module, seed, backend.device)
-    except Exception as error:  # the student's kernel failed to build or launch
+    except Exception as error:  # noqa: BLE001 - the student's kernel failed to build or launch
         return checks.error_verdict(case, error, source=source())
     try:
         verdict = checks.judge(case, outputs, seed, backend.device)
-    except Exception as error:  # what it returned could not even be compared
-        verdict = Verdict(case.id, False,
-                          f"the result could not be checked: {type(error).__name__}: {error}")
+    except Exception as error:  # noqa: BLE001 - what it returned could not even be compared
+        verdict = Verdict(
+            case.id, False, f"the result could not be checked: {type(error).__name__}: {error}"
+        )
     execution.scrub(outputs)
     return verdict
 
@@ -69,8 +77,9 @@ def built(config):
     session; None when the kernel cannot even be made (the cases then say why)."""
     if not hasattr(config, "_ntgemm_build"):
         module = getattr(config, "_ntgemm_module", None)
-        config._ntgemm_build = None if module is None \
-            else gpu_build(module, config.getoption("--gpu-target"))
+        config._ntgemm_build = (
+            None if module is None else gpu_build(module, config.getoption("--gpu-target"))
+        )
     return config._ntgemm_build
 
 
@@ -79,7 +88,7 @@ def gpu_build(module, target=None):
     kernel cannot even be made (the cases then say why)."""
     try:
         kernel = execution.own_kernel(module)
-    except Exception:  # the cases report the error itself
+    except Exception:  # noqa: BLE001 - the cases report the error itself
         return None
     return gpu_compile.check(kernel, target)
 
@@ -105,8 +114,9 @@ def findings(config):
     found = getattr(config, "_ntgemm_findings", None)
     module = getattr(config, "_ntgemm_module", None)
     if found is None and module is not None:
-        found = config._ntgemm_findings = (source_mistakes.inspect_file(module.__file__)
-                                           + layout.inspect_arrangement(module))
+        found = config._ntgemm_findings = source_mistakes.inspect_file(
+            module.__file__
+        ) + layout.inspect_arrangement(module)
     return found or []
 
 
@@ -119,13 +129,18 @@ def failure_text(case, verdict, config):
         likely = MISTAKES[key]
         cause = f"likely cause, {likely.title}: {likely.en}\n{likely.zh}"
     elif ruled_out(case.targets, verdict) or (
-            case.targets in mistakes.found_by(mistakes.LAYOUT) and layout_right(config)):
-        cause = ("the summary at the end weighs all failures together.\n"
-                 "结尾的汇总会综合所有失败给出可能的原因。")
+        case.targets in mistakes.found_by(mistakes.LAYOUT) and layout_right(config)
+    ):
+        cause = (
+            "the summary at the end weighs all failures together.\n"
+            "结尾的汇总会综合所有失败给出可能的原因。"
+        )
     else:
         target = MISTAKES[case.targets]
-        cause = (f"this case is there to catch: {target.title}; the summary at the end weighs "
-                 f"all failures together.\n本用例针对的常见错误：{target.zh}")
+        cause = (
+            f"this case is there to catch: {target.title}; the summary at the end weighs "
+            f"all failures together.\n本用例针对的常见错误：{target.zh}"
+        )
     return f"{case.describe()} ({case.why}) failed:\n{_shown_once(verdict, case, config)}\n{cause}"
 
 
@@ -139,8 +154,10 @@ def _shown_once(verdict, case, config):
     if theirs not in shown:
         shown[theirs] = case.id
         return verdict.message
-    return (f"{kit}\n(NineToothed's or Triton's message: as under {shown[theirs]} above / "
-            f"NineToothed 或 Triton 的原话同上面的 {shown[theirs]})")
+    return (
+        f"{kit}\n(NineToothed's or Triton's message: as under {shown[theirs]} above / "
+        f"NineToothed 或 Triton 的原话同上面的 {shown[theirs]})"
+    )
 
 
 def layout_right(config):
@@ -149,7 +166,8 @@ def layout_right(config):
     if not hasattr(config, "_ntgemm_layout_right"):
         module = getattr(config, "_ntgemm_module", None)
         config._ntgemm_layout_right = module is not None and layout.checked_right(
-            module, layout.inspect_arrangement(module))
+            module, layout.inspect_arrangement(module)
+        )
     return config._ntgemm_layout_right
 
 
@@ -183,9 +201,12 @@ def summary(terminalreporter, config):
     terminalreporter.section("ntgemm grade")
     module = getattr(config, "_ntgemm_module", None)
     hints = diagnosis.explain(
-        findings(config), [verdict for _, verdict in results.values()],
+        findings(config),
+        [verdict for _, verdict in results.values()],
         [case for case, _ in results.values()],
-        tiles=layout.tile_sizes(module) if module is not None else None, reveal=True)
+        tiles=layout.tile_sizes(module) if module is not None else None,
+        reveal=True,
+    )
     failing = [case for case, verdict in results.values() if not verdict.passed]
     for line in opening(hints, failing, config):
         write(line)
@@ -196,18 +217,25 @@ def summary(terminalreporter, config):
     groups = {}
     for case, verdict in results.values():
         score, most, passed, total = groups.get(case.group, (0, 0, 0, 0))
-        groups[case.group] = (score + (case.points if verdict.passed else 0),
-                              most + case.points, passed + verdict.passed, total + 1)
+        groups[case.group] = (
+            score + (case.points if verdict.passed else 0),
+            most + case.points,
+            passed + verdict.passed,
+            total + 1,
+        )
     width = max(len(name) for name in groups) + 2
     write(f"{'group'.ljust(width)}{'score':>7}  cases passed")
     for name, (score, most, passed, total) in groups.items():
         write(f"{name.ljust(width)}{score:>3} / {most:<3}{passed:>3} of {total}")
-    write(f"{'total'.ljust(width)}{sum(g[0] for g in groups.values()):>3} / "
-          f"{sum(g[1] for g in groups.values()):<3}")
+    write(
+        f"{'total'.ljust(width)}{sum(g[0] for g in groups.values()):>3} / "
+        f"{sum(g[1] for g in groups.values()):<3}"
+    )
     skipped = getattr(config, "_ntgemm_gpu_only_skipped", 0)
     if skipped:
-        write(f"not counted here: {skipped} GPU-only case(s), skipped on the "
-              f"{backend.name} backend")
+        write(
+            f"not counted here: {skipped} GPU-only case(s), skipped on the {backend.name} backend"
+        )
 
     build = built(config)
     if build is not None:
@@ -223,8 +251,11 @@ def summary(terminalreporter, config):
                 write(f"   - {line}")
     folder = config.getoption("--pictures", default=None)
     if folder:
-        drawn = picture(module, failing, pathlib.Path(folder) / "arrangement.png") \
-            if module is not None and failing else None
+        drawn = (
+            picture(module, failing, pathlib.Path(folder) / "arrangement.png")
+            if module is not None and failing
+            else None
+        )
         write("")
         if drawn is not None:
             write(f"picture of the arrangement: {drawn} (yours above, the expected below)")
@@ -241,16 +272,22 @@ def opening(hints, failing, config):
     application()), in English and Chinese."""
     if hints:
         top = hints[0]
-        return [f"likely mistake: {top['title']} [{top['key']}] (all causes below)",
-                f"可能的错误：{top['title_zh']}（全部可能原因见下文）",
-                *(f"  - {line}" for line in top["evidence"][:1])]
+        return [
+            f"likely mistake: {top['title']} [{top['key']}] (all causes below)",
+            f"可能的错误：{top['title_zh']}（全部可能原因见下文）",
+            *(f"  - {line}" for line in top["evidence"][:1]),
+        ]
     if not failing:
         return ["no known mistake: every case passed", "没有已知的错误：所有用例都通过了"]
-    lines = ["no known mistake matches these failures: the failures above say what went wrong",
-             "没有已知的错误与这些失败相符：上面的失败信息说明了哪里出了问题"]
+    lines = [
+        "no known mistake matches these failures: the failures above say what went wrong",
+        "没有已知的错误与这些失败相符：上面的失败信息说明了哪里出了问题",
+    ]
     if layout_right(config):
-        lines += ["your arrangement looks right (checked symbolically): look at application()",
-                  "你的排布看起来是对的（已做符号检查）：请检查 application()"]
+        lines += [
+            "your arrangement looks right (checked symbolically): look at application()",
+            "你的排布看起来是对的（已做符号检查）：请检查 application()",
+        ]
     return lines
 
 
@@ -258,18 +295,24 @@ def no_picture(module, failing):
     """Why ``--pictures`` drew nothing, in English and Chinese: a silent option reads as
     a broken one."""
     if module is None:
-        return ("the file did not load, so there is no arrangement to draw",
-                "文件无法加载，没有可画的排布")
+        return (
+            "the file did not load, so there is no arrangement to draw",
+            "文件无法加载，没有可画的排布",
+        )
     if not failing:
         return "every case passed", "所有用例都通过了"
     if layout.arranged_levels_or_none(module) is None:
-        return ("arrangement() fails on symbolic tensors, so no program's tiles can be "
-                "worked out (the likely causes above say why)",
-                "arrangement() 在符号张量上运行失败，无法算出程序拿到的块（原因见上面的可能原因）")
-    return ("at the failing cases' shapes every program checked gets the tiles it should: "
-            "the arrangement looks right, so look at application()",
-            "在失败用例的形状下，检查过的每个程序拿到的块都是对的：排布看起来没有问题，"
-            "请检查 application()")
+        return (
+            "arrangement() fails on symbolic tensors, so no program's tiles can be "
+            "worked out (the likely causes above say why)",
+            "arrangement() 在符号张量上运行失败，无法算出程序拿到的块（原因见上面的可能原因）",
+        )
+    return (
+        "at the failing cases' shapes every program checked gets the tiles it should: "
+        "the arrangement looks right, so look at application()",
+        "在失败用例的形状下，检查过的每个程序拿到的块都是对的：排布看起来没有问题，"
+        "请检查 application()",
+    )
 
 
 def picture(module, failing, path):
@@ -281,5 +324,6 @@ def picture(module, failing, path):
     if found is None:
         return None
     path.parent.mkdir(parents=True, exist_ok=True)
-    return tile_picture.draw(found, layout.tile_sizes(module) or program_tiles.REFERENCE_TILES,
-                             path)
+    return tile_picture.draw(
+        found, layout.tile_sizes(module) or program_tiles.REFERENCE_TILES, path
+    )

@@ -24,7 +24,7 @@ def _before_launch(line):
     return _call(line, LAUNCH, "return output")
 
 
-FORGE = '''
+FORGE = """
 def _forge():
     import json
     import pathlib
@@ -47,9 +47,9 @@ def _forge():
 
 
 _forge()
-'''
+"""
 
-VANDALISE = '''
+VANDALISE = """
 def _vandalise():
     import glob
     import os
@@ -75,9 +75,9 @@ def _vandalise():
 
 
 _vandalise()
-'''
+"""
 
-PATCH_COMPARISONS = '''
+PATCH_COMPARISONS = """
 import sys
 
 import torch
@@ -87,60 +87,87 @@ torch.equal = lambda *args, **kwargs: True
 for _name, _module in list(sys.modules.items()):
     if _name.startswith('grader') and hasattr(_module, 'compare'):
         _module.compare = lambda *args, **kwargs: None
-'''
+"""
 
-HANG = '''
+HANG = """
 import time
 
 while True:
     time.sleep(0.05)
-'''
+"""
 
 ATTACKS = {
     "hang_at_import": Variant("never finishes importing (expected: timeout)", (appended(HANG),)),
-    "hang_in_call": Variant("nt_gemm spins forever (expected: timeout)",
-                            (_call(LAUNCH, "while True:", "    pass"),)),
-    "segfault": Variant("reads address 0 through ctypes (expected: crashed, SIGSEGV)",
-                        (_call(LAUNCH, "import ctypes", "ctypes.string_at(0)",
-                               "return output"),)),
-    "exit_os": Variant("ends the process with status 0 on the first call (expected: crashed)",
-                       (_call(LAUNCH, "os._exit(0)"),)),
-    "exit_sys": Variant("calls sys.exit(0) in nt_gemm (expected: crashed)",
-                        (_call(LAUNCH, "import sys", "sys.exit(0)"),)),
-    "memory_hog": Variant("touches 2 GiB of host memory (expected: memory_limit under a 1 GiB "
-                          "limit; 12 GiB is caught the same way under the default 8 GiB)",
-                          (_call(LAUNCH, "hoard = torch.ones(1 << 30, dtype=torch.float16)",
-                                 "hoard += 1", "return output"),)),
-    "memory_error": Variant("raises MemoryError from nt_gemm (expected: failed, not memory_limit: "
-                            "the limit is what the grader observes, never what the submission "
-                            "says)", (_call(LAUNCH, "raise MemoryError('simulated')"),)),
-    "patch_allclose": Variant("a wrong kernel (accumulator assigned) that patches every "
-                              "comparison it can reach (expected: failed: the patches live in "
-                              "a process whose outputs earn nothing)",
-                              ((DOT, DOT.replace("+=", "=")), appended(PATCH_COMPARISONS))),
-    "forge_reports": Variant("a correct kernel that writes fake results.json and gradebook.csv "
-                             "everywhere it can reach, at import and on every call (expected: "
-                             "passed; nothing forged lands in the output folder)",
-                             (_before_launch("_forge()"), appended(FORGE))),
-    "overwrite_neighbours": Variant("a correct kernel that tries to overwrite every "
-                                    "ninetoothed_gemm.py it can find (expected: passed; "
-                                    "neighbours unaffected)",
-                                    (_before_launch("_vandalise()"), appended(VANDALISE))),
-    "cheat_einsum": Variant("returns torch.einsum's product without launching the kernel "
-                            "(expected: flagged)",
-                            (_call("return torch.einsum('mk,kn->mn', lhs, rhs)"),)),
-    "cheat_overwrite": Variant("launches the kernel, then overwrites its output with matmul's "
-                               "(expected: flagged)",
-                               (_call(LAUNCH, "output.copy_(lhs @ rhs)",
-                                      "return output"),)),
-    "cheat_elementwise": Variant("computes C with broadcasting and a sum, no kernel (expected: "
-                                 "flagged)", (_call("return (lhs[:, :, None].float() * "
-                                                    "rhs[None, :, :].float()).sum(1).half()"),)),
-    "raises_in_call": Variant("nt_gemm raises on every call (expected: failed, each case "
-                              "showing the error)",
-                              (_call("raise RuntimeError('my kernel is not ready')"),)),
-    "missing_name": Variant("lacks nt_gemm (expected: import_error naming it)",
-                            (("def nt_gemm(", "def my_gemm("),)),
+    "hang_in_call": Variant(
+        "nt_gemm spins forever (expected: timeout)", (_call(LAUNCH, "while True:", "    pass"),)
+    ),
+    "segfault": Variant(
+        "reads address 0 through ctypes (expected: crashed, SIGSEGV)",
+        (_call(LAUNCH, "import ctypes", "ctypes.string_at(0)", "return output"),),
+    ),
+    "exit_os": Variant(
+        "ends the process with status 0 on the first call (expected: crashed)",
+        (_call(LAUNCH, "os._exit(0)"),),
+    ),
+    "exit_sys": Variant(
+        "calls sys.exit(0) in nt_gemm (expected: crashed)",
+        (_call(LAUNCH, "import sys", "sys.exit(0)"),),
+    ),
+    "memory_hog": Variant(
+        "touches 2 GiB of host memory (expected: memory_limit under a 1 GiB "
+        "limit; 12 GiB is caught the same way under the default 8 GiB)",
+        (
+            _call(
+                LAUNCH,
+                "hoard = torch.ones(1 << 30, dtype=torch.float16)",
+                "hoard += 1",
+                "return output",
+            ),
+        ),
+    ),
+    "memory_error": Variant(
+        "raises MemoryError from nt_gemm (expected: failed, not memory_limit: "
+        "the limit is what the grader observes, never what the submission "
+        "says)",
+        (_call(LAUNCH, "raise MemoryError('simulated')"),),
+    ),
+    "patch_allclose": Variant(
+        "a wrong kernel (accumulator assigned) that patches every "
+        "comparison it can reach (expected: failed: the patches live in "
+        "a process whose outputs earn nothing)",
+        ((DOT, DOT.replace("+=", "=")), appended(PATCH_COMPARISONS)),
+    ),
+    "forge_reports": Variant(
+        "a correct kernel that writes fake results.json and gradebook.csv "
+        "everywhere it can reach, at import and on every call (expected: "
+        "passed; nothing forged lands in the output folder)",
+        (_before_launch("_forge()"), appended(FORGE)),
+    ),
+    "overwrite_neighbours": Variant(
+        "a correct kernel that tries to overwrite every "
+        "ninetoothed_gemm.py it can find (expected: passed; "
+        "neighbours unaffected)",
+        (_before_launch("_vandalise()"), appended(VANDALISE)),
+    ),
+    "cheat_einsum": Variant(
+        "returns torch.einsum's product without launching the kernel (expected: flagged)",
+        (_call("return torch.einsum('mk,kn->mn', lhs, rhs)"),),
+    ),
+    "cheat_overwrite": Variant(
+        "launches the kernel, then overwrites its output with matmul's (expected: flagged)",
+        (_call(LAUNCH, "output.copy_(lhs @ rhs)", "return output"),),
+    ),
+    "cheat_elementwise": Variant(
+        "computes C with broadcasting and a sum, no kernel (expected: flagged)",
+        (_call("return (lhs[:, :, None].float() * rhs[None, :, :].float()).sum(1).half()"),),
+    ),
+    "raises_in_call": Variant(
+        "nt_gemm raises on every call (expected: failed, each case showing the error)",
+        (_call("raise RuntimeError('my kernel is not ready')"),),
+    ),
+    "missing_name": Variant(
+        "lacks nt_gemm (expected: import_error naming it)", (("def nt_gemm(", "def my_gemm("),)
+    ),
 }
 
 

@@ -25,8 +25,9 @@ def write(folder, names=EXAMPLES):
         for name in names:
             source = pathlib.Path(scratch) / f"{name}.py"
             source.write_text(VARIANTS[name].source(name), encoding="utf-8")
-            drawn = suite.picture(load_submission(source), public,
-                                  pathlib.Path(folder) / f"{name}.png")
+            drawn = suite.picture(
+                load_submission(source), public, pathlib.Path(folder) / f"{name}.png"
+            )
             if drawn is None:
                 raise SystemExit(f"{name}: every program gets what it should at the public shapes")
             written.append(drawn)

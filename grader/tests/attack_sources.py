@@ -56,7 +56,7 @@ class Attack:
 
 # --------------------------------------------------------------------------- snippets
 
-FORGE = r'''
+FORGE = r"""
 import json as _json
 import os as _os
 import sys as _sys
@@ -100,7 +100,7 @@ for _name in ("results.json", "record.json", "gradebook.csv"):
                 _stream.write('{"score": 999, "status": "passed"}')
         except OSError:
             pass
-'''
+"""
 
 LAUNDER_APPLICATION = '''
 def application(lhs, rhs, output):
@@ -159,7 +159,7 @@ if _os.fork() == 0:
 _os.wait()
 '''
 
-TAMPER = r'''
+TAMPER = r"""
 import json as _json
 import os as _os
 import sys as _sys
@@ -229,7 +229,7 @@ for _path in _graders:
     except OSError:
         pass
 print("TAMPER-FOUND", sorted(_outs), len(_graders), "TAMPER-DONE", _done, file=_sys.stderr)
-'''
+"""
 
 EXFILTRATE = r'''
 def nt_gemm(lhs, rhs):
@@ -313,7 +313,7 @@ def nt_gemm(lhs, rhs):
     return _plain_nt_gemm(lhs, rhs)
 '''
 
-LEFTOVERS = r'''
+LEFTOVERS = r"""
 import os as _os
 import subprocess as _subprocess
 
@@ -332,45 +332,45 @@ for _ in range(200):
     except OSError:
         break
 print("LEFTOVERS-STARTED", len(_sleepers), "sleepers", file=__import__("sys").stderr)
-'''
+"""
 
-EXIT_3 = '''
+EXIT_3 = """
 import os as _os
 
 _os._exit(3)
-'''
+"""
 
-SIGKILL_SELF = '''
+SIGKILL_SELF = """
 import os as _os
 import signal as _signal
 
 _os.kill(_os.getpid(), _signal.SIGKILL)
-'''
+"""
 
-SKELETON_ARRANGEMENT = '''
+SKELETON_ARRANGEMENT = """
 def arrangement(lhs, rhs, output):
     raise NotImplementedError("arrangement() is not filled in yet")
-'''
+"""
 
-SKELETON_APPLICATION = '''
+SKELETON_APPLICATION = """
 def application(lhs, rhs, output):
     raise NotImplementedError("application() is not filled in yet")
-'''
+"""
 
-EVIL_DECORATOR = '''
+EVIL_DECORATOR = """
 def _evil(function):
     __import__("os").system("touch /tmp/pwned-TOKEN-decorator")
     return function
 
 
 @_evil
-def arrangement(lhs, rhs, output):'''
+def arrangement(lhs, rhs, output):"""
 
 # A module statement that ends on the line where a kept multi-line constant starts: the
 # rebuild keeps that whole line, so the statement's tail runs in the kernel run (which is
 # why the payload is one long line: only that last line is kept). Here it
 # swaps ninetoothed.make for a torch product, so that a wrong kernel gets every point.
-CONTINUATION = r'''
+CONTINUATION = r"""
 _LAUNDRY = 1 if 1 else \
 setattr(__import__("ninetoothed"), "make", lambda *a, **k: lambda l, r, o: o.copy_((l.float() @ r.float()).half())) or __import__("os").write(2, b"PWNED-TOKEN-continuation ") or __import__("os").system("touch /tmp/pwned-TOKEN-continuation"); _WIDTH = (1 +
     0)
@@ -378,47 +378,59 @@ setattr(__import__("ninetoothed"), "make", lambda *a, **k: lambda l, r, o: o.cop
 
 def nt_gemm(lhs, rhs):
     return (lhs.float() @ rhs.float()).half()
-'''
+"""
 
 # The same door, used to put a hidden case's K into the feedback: the kernel run exits
 # with K as its exit code as soon as it meets a K that no public case has.
-LEAK_K = r'''
+LEAK_K = r"""
 _LEAK = 1 if 1 else \
 setattr(__import__("sys").modules["__main__"], "_launch", lambda kernel, job, lhs, rhs, device: __import__("os")._exit(job.k % 256) if job.k not in PUBLIC_KS else b"".join(__import__("torch").zeros(job.m, job.n, dtype=__import__("torch").float16).numpy().tobytes() for _ in job.roles)); _WIDTH = (1 +
     0)
-'''
+"""
 
-SYMBOL_PAYLOAD = ("__import__('os').system('touch /tmp/pwned-TOKEN-SUFFIX') * 0 + "
-                  "__import__('os').write(2, b'PWNED-TOKEN-SUFFIX ') * 0 + 64")
+SYMBOL_PAYLOAD = (
+    "__import__('os').system('touch /tmp/pwned-TOKEN-SUFFIX') * 0 + "
+    "__import__('os').write(2, b'PWNED-TOKEN-SUFFIX ') * 0 + 64"
+)
 
 
 def _symbol_env(token):
     """A string constant the rebuild decides from an empty environment, made a Symbol:
     NineToothed pastes a Symbol's expression into the code it generates and runs."""
     payload = SYMBOL_PAYLOAD.replace("SUFFIX", "symbol-env")
-    source = replace_once(reference(), "\n\ndef arrangement(",
-                          f'\nPAYLOAD = os.environ.get("NTGEMM_PAYLOAD", "{payload}")\n\n'
-                          "\ndef arrangement(")
-    source = replace_once(source, "    output_arranged = output.tile((BLOCK_SIZE_M, BLOCK_SIZE_N))",
-                          "    output_arranged = output.tile((ninetoothed.Symbol(PAYLOAD), "
-                          "BLOCK_SIZE_N))")
-    source = replace_once(source, "    lhs_arranged = lhs.tile((BLOCK_SIZE_M, BLOCK_SIZE_K))",
-                          "    lhs_arranged = lhs.tile((ninetoothed.Symbol(PAYLOAD), "
-                          "BLOCK_SIZE_K))")
+    source = replace_once(
+        reference(),
+        "\n\ndef arrangement(",
+        f'\nPAYLOAD = os.environ.get("NTGEMM_PAYLOAD", "{payload}")\n\n\ndef arrangement(',
+    )
+    source = replace_once(
+        source,
+        "    output_arranged = output.tile((BLOCK_SIZE_M, BLOCK_SIZE_N))",
+        "    output_arranged = output.tile((ninetoothed.Symbol(PAYLOAD), BLOCK_SIZE_N))",
+    )
+    source = replace_once(
+        source,
+        "    lhs_arranged = lhs.tile((BLOCK_SIZE_M, BLOCK_SIZE_K))",
+        "    lhs_arranged = lhs.tile((ninetoothed.Symbol(PAYLOAD), BLOCK_SIZE_K))",
+    )
     return source.replace("TOKEN", token)
 
 
 def _symbol_walrus(token):
     """A string bound by a walrus inside assert (where strings are allowed), made a Symbol."""
     payload = SYMBOL_PAYLOAD.replace("SUFFIX", "symbol-walrus")
-    source = replace_once(reference(),
-                          "    output_arranged = output.tile((BLOCK_SIZE_M, BLOCK_SIZE_N))",
-                          f'    assert (payload := "{payload}")\n'
-                          "    output_arranged = output.tile((ninetoothed.Symbol(payload), "
-                          "BLOCK_SIZE_N))")
-    source = replace_once(source, "    lhs_arranged = lhs.tile((BLOCK_SIZE_M, BLOCK_SIZE_K))",
-                          "    lhs_arranged = lhs.tile((ninetoothed.Symbol(payload), "
-                          "BLOCK_SIZE_K))")
+    source = replace_once(
+        reference(),
+        "    output_arranged = output.tile((BLOCK_SIZE_M, BLOCK_SIZE_N))",
+        f'    assert (payload := "{payload}")\n'
+        "    output_arranged = output.tile((ninetoothed.Symbol(payload), "
+        "BLOCK_SIZE_N))",
+    )
+    source = replace_once(
+        source,
+        "    lhs_arranged = lhs.tile((BLOCK_SIZE_M, BLOCK_SIZE_K))",
+        "    lhs_arranged = lhs.tile((ninetoothed.Symbol(payload), BLOCK_SIZE_K))",
+    )
     return source.replace("TOKEN", token)
 
 
@@ -426,11 +438,13 @@ def drop_docstrings(source, names):
     """``source`` without the docstrings of the top-level functions ``names``."""
     tree = ast.parse(source)
     lines = source.splitlines(keepends=True)
-    for node in sorted((item for item in tree.body if isinstance(item, ast.FunctionDef)
-                        and item.name in names), key=lambda item: -item.lineno):
+    for node in sorted(
+        (item for item in tree.body if isinstance(item, ast.FunctionDef) and item.name in names),
+        key=lambda item: -item.lineno,
+    ):
         first = node.body[0]
         if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
-            del lines[first.lineno - 1:first.end_lineno]
+            del lines[first.lineno - 1 : first.end_lineno]
     return "".join(lines)
 
 
@@ -438,16 +452,24 @@ def string_parity_escape():
     """The rebuild's line-sharing gap with a string instead of a backslash: dropping the
     line that opens a triple-quoted string flips what is string and what is code below it."""
     source = drop_docstrings(wrong(), ("arrangement", "application"))
-    source = replace_once(source, "\n\ndef arrangement(",
-                          '\n_Z = """\n"""; _W = (1 +\n    2)\n\n\ndef arrangement(')
-    source = replace_once(source, "    accumulator = ntl.zeros(output.shape, dtype=ntl.float32)\n",
-                          "    accumulator = ntl.zeros(output.shape, dtype=ntl.float32)  "
-                          '# """; __import__("os").write(2, b"PWNED-parity "); """\n')
-    return replace_once(source, "(NineToothed turns this into the store)",
-                        '(NineToothed turns this into the store)  # """')
+    source = replace_once(
+        source, "\n\ndef arrangement(", '\n_Z = """\n"""; _W = (1 +\n    2)\n\n\ndef arrangement('
+    )
+    source = replace_once(
+        source,
+        "    accumulator = ntl.zeros(output.shape, dtype=ntl.float32)\n",
+        "    accumulator = ntl.zeros(output.shape, dtype=ntl.float32)  "
+        '# """; __import__("os").write(2, b"PWNED-parity "); """\n',
+    )
+    return replace_once(
+        source,
+        "(NineToothed turns this into the store)",
+        '(NineToothed turns this into the store)  # """',
+    )
 
 
 # --------------------------------------------------------------------------- the class
+
 
 def attacks(token, public_ks, fence="/nonexistent/", graders=("/nonexistent/",)):
     """Every attacking submission of the batch, by student id.
@@ -459,92 +481,159 @@ def attacks(token, public_ks, fence="/nonexistent/", graders=("/nonexistent/",))
     ada, dana = reference(), wrong()
 
     def sub(text):
-        return text.replace("TOKEN", token).replace("FENCE", repr(str(fence))) \
+        return (
+            text.replace("TOKEN", token)
+            .replace("FENCE", repr(str(fence)))
             .replace("GRADERS", repr(tuple(str(path) for path in graders)))
+        )
 
     escapes = {}
-    default = replace_once(ada, "def arrangement(lhs, rhs, output):",
-                           'def arrangement(lhs, rhs, output, _=__import__("os").system('
-                           f'"touch /tmp/pwned-{token}-default")):')
-    escapes["escape_default"] = Attack(default, ("flagged",), "a default that runs os.system",
-                                       (line_of(default, "def arrangement("),))
+    default = replace_once(
+        ada,
+        "def arrangement(lhs, rhs, output):",
+        'def arrangement(lhs, rhs, output, _=__import__("os").system('
+        f'"touch /tmp/pwned-{token}-default")):',
+    )
+    escapes["escape_default"] = Attack(
+        default,
+        ("flagged",),
+        "a default that runs os.system",
+        (line_of(default, "def arrangement("),),
+    )
     decorated = replace_once(ada, "def arrangement(lhs, rhs, output):", sub(EVIL_DECORATOR))
-    escapes["escape_decorator"] = Attack(decorated, ("flagged",), "a decorator on arrangement",
-                                         (line_of(decorated, "@_evil"),
-                                          line_of(decorated, "def arrangement(")))
-    constant = replace_once(ada, "    BLOCK_SIZE_K = 64\n",
-                            f'    BLOCK_SIZE_K = __import__("os").system("touch /tmp/pwned-'
-                            f'{token}-constant") or 64\n')
+    escapes["escape_decorator"] = Attack(
+        decorated,
+        ("flagged",),
+        "a decorator on arrangement",
+        (line_of(decorated, "@_evil"), line_of(decorated, "def arrangement(")),
+    )
+    constant = replace_once(
+        ada,
+        "    BLOCK_SIZE_K = 64\n",
+        f'    BLOCK_SIZE_K = __import__("os").system("touch /tmp/pwned-{token}-constant") or 64\n',
+    )
     escapes["escape_constant_call"] = Attack(
-        constant, ("flagged",), "a module constant computed by a call",
-        (line_of(constant, "pwned-"),))
+        constant,
+        ("flagged",),
+        "a module constant computed by a call",
+        (line_of(constant, "pwned-"),),
+    )
     core = ada.replace("ntl.dot(", "ntl.core.dot(")
-    escapes["escape_ntl_core"] = Attack(core, ("flagged",), "ntl.core in application",
-                                        (line_of(core, "ntl.core.dot("),))
-    docstring = ('    """Give program (i, j) row i of lhs tiles, column j of rhs tiles, and C '
-                 'tile (i, j)."""\n')
-    dunder = replace_once(ada, docstring,
-                          docstring + '    lhs.__class__.__init__.__globals__["os"].system('
-                          f'"touch /tmp/pwned-{token}-dunder")\n')
-    escapes["escape_dunder"] = Attack(dunder, ("flagged",), "a dunder attribute chain to os",
-                                      (line_of(dunder, "__globals__"),))
+    escapes["escape_ntl_core"] = Attack(
+        core, ("flagged",), "ntl.core in application", (line_of(core, "ntl.core.dot("),)
+    )
+    docstring = (
+        '    """Give program (i, j) row i of lhs tiles, column j of rhs tiles, and C '
+        'tile (i, j)."""\n'
+    )
+    dunder = replace_once(
+        ada,
+        docstring,
+        docstring + '    lhs.__class__.__init__.__globals__["os"].system('
+        f'"touch /tmp/pwned-{token}-dunder")\n',
+    )
+    escapes["escape_dunder"] = Attack(
+        dunder, ("flagged",), "a dunder attribute chain to os", (line_of(dunder, "__globals__"),)
+    )
     continuation = append(dana, sub(CONTINUATION))
     escapes["escape_continuation"] = Attack(
-        continuation, ("failed",), "module code continued onto a kept line: a wrong kernel "
+        continuation,
+        ("failed",),
+        "module code continued onto a kept line: a wrong kernel "
         "that would get every point if that code ran (the rebuild copies only exact "
-        "statement spans, so it never does)")
+        "statement spans, so it never does)",
+    )
     symbol_env = _symbol_env(token)
     escapes["escape_symbol_env"] = Attack(
-        symbol_env, ("flagged",), "code in a string constant from os.environ.get's default, "
-        "made a ninetoothed.Symbol", (line_of(symbol_env, "ninetoothed.Symbol(PAYLOAD), "
-                                                          "BLOCK_SIZE_N"),
-                                      line_of(symbol_env, "PAYLOAD = os.environ")))
+        symbol_env,
+        ("flagged",),
+        "code in a string constant from os.environ.get's default, made a ninetoothed.Symbol",
+        (
+            line_of(symbol_env, "ninetoothed.Symbol(PAYLOAD), BLOCK_SIZE_N"),
+            line_of(symbol_env, "PAYLOAD = os.environ"),
+        ),
+    )
     symbol_walrus = _symbol_walrus(token)
     escapes["escape_symbol_walrus"] = Attack(
-        symbol_walrus, ("flagged",), "code in a string bound by a walrus inside assert, made a "
-        "ninetoothed.Symbol", (line_of(symbol_walrus, "assert (payload :="),
-                               line_of(symbol_walrus, "ninetoothed.Symbol(payload), "
-                                                      "BLOCK_SIZE_N")))
+        symbol_walrus,
+        ("flagged",),
+        "code in a string bound by a walrus inside assert, made a ninetoothed.Symbol",
+        (
+            line_of(symbol_walrus, "assert (payload :="),
+            line_of(symbol_walrus, "ninetoothed.Symbol(payload), BLOCK_SIZE_N"),
+        ),
+    )
     leak = append(dana, LEAK_K.replace("PUBLIC_KS", repr(tuple(sorted(public_ks)))))
     escapes["leak_hidden_k"] = Attack(
-        leak, ("failed",), "the continuation door used to exit with a hidden case's K (the "
-        "door is shut: a wrong kernel, failed)")
+        leak,
+        ("failed",),
+        "the continuation door used to exit with a hidden case's K (the "
+        "door is shut: a wrong kernel, failed)",
+    )
 
     launder = replace_function(ada, "application", LAUNDER_APPLICATION)
     launder = append(launder, LAUNDER_NT_GEMM)
     skeleton = replace_function(ada, "arrangement", SKELETON_ARRANGEMENT)
     skeleton = replace_function(skeleton, "application", SKELETON_APPLICATION)
-    skeleton = replace_function(skeleton, "_kernel", "kernel = ninetoothed.make(arrangement, "
-                                                     "application, (Tensor(2), Tensor(2), "
-                                                     "Tensor(2)))\n")
+    skeleton = replace_function(
+        skeleton,
+        "_kernel",
+        "kernel = ninetoothed.make(arrangement, application, (Tensor(2), Tensor(2), Tensor(2)))\n",
+    )
     skeleton = replace_once(skeleton, "_kernel()(lhs, rhs, output)", "kernel(lhs, rhs, output)")
     return {
-        "forge_report": Attack(append(dana, FORGE), ("failed", "crashed"),
-                               "forged answers on every descriptor, a hooked json.dumps"),
-        "launder": Attack(launder, ("failed", "flagged"),
-                          "a copy kernel; nt_gemm multiplies with broadcasting and sum"),
-        "daemon": Attack(append(ada, sub(DAEMON)), ("passed",),
-                         "a double-forked setsid daemon poisoning caches"),
-        "tamper": Attack(append(ada, sub(TAMPER)), ("passed",),
-                         "rewrites records and gradebooks, appends to grader/*.py"),
-        "exfiltrate": Attack(append(ada, EXFILTRATE), ("failed",),
-                             "nt_gemm raises with the environment, argv, cmdlines and files"),
-        "bomb_header": Attack(append(ada, BOMB_HEADER), ("crashed",),
-                              "a header claiming a 10 GiB payload on every descriptor"),
-        "bomb_garbage": Attack(append(ada, BOMB_GARBAGE), ("crashed",),
-                               "random bytes on every descriptor"),
-        "leftovers": Attack(append(ada, sub(LEFTOVERS)), ("passed", "memory_limit", "failed"),
-                            "1.5 GiB into /dev/shm and /tmp, 200 sleeping processes"),
+        "forge_report": Attack(
+            append(dana, FORGE),
+            ("failed", "crashed"),
+            "forged answers on every descriptor, a hooked json.dumps",
+        ),
+        "launder": Attack(
+            launder,
+            ("failed", "flagged"),
+            "a copy kernel; nt_gemm multiplies with broadcasting and sum",
+        ),
+        "daemon": Attack(
+            append(ada, sub(DAEMON)), ("passed",), "a double-forked setsid daemon poisoning caches"
+        ),
+        "tamper": Attack(
+            append(ada, sub(TAMPER)),
+            ("passed",),
+            "rewrites records and gradebooks, appends to grader/*.py",
+        ),
+        "exfiltrate": Attack(
+            append(ada, EXFILTRATE),
+            ("failed",),
+            "nt_gemm raises with the environment, argv, cmdlines and files",
+        ),
+        "bomb_header": Attack(
+            append(ada, BOMB_HEADER),
+            ("crashed",),
+            "a header claiming a 10 GiB payload on every descriptor",
+        ),
+        "bomb_garbage": Attack(
+            append(ada, BOMB_GARBAGE), ("crashed",), "random bytes on every descriptor"
+        ),
+        "leftovers": Attack(
+            append(ada, sub(LEFTOVERS)),
+            ("passed", "memory_limit", "failed"),
+            "1.5 GiB into /dev/shm and /tmp, 200 sleeping processes",
+        ),
         "exit_3": Attack(append(ada, EXIT_3), ("crashed",), "os._exit(3) at import"),
-        "sigkill_self": Attack(append(ada, SIGKILL_SELF), ("crashed",),
-                               "SIGKILL to itself at import (what a memory kill looks like)"),
-        "skeleton_at_import": Attack(skeleton, ("not_implemented",),
-                                     "the skeleton's placeholders, the kernel made at import"),
+        "sigkill_self": Attack(
+            append(ada, SIGKILL_SELF),
+            ("crashed",),
+            "SIGKILL to itself at import (what a memory kill looks like)",
+        ),
+        "skeleton_at_import": Attack(
+            skeleton, ("not_implemented",), "the skeleton's placeholders, the kernel made at import"
+        ),
         **escapes,
-        "gbk_name": Attack(ada, ("passed",), "a folder named in GBK bytes",
-                           folder="李华".encode("gbk")),
-        "ansi_name": Attack(ada, ("passed",), "a folder named with an ANSI escape",
-                            folder="\x1b[31mred"),
+        "gbk_name": Attack(
+            ada, ("passed",), "a folder named in GBK bytes", folder="李华".encode("gbk")
+        ),
+        "ansi_name": Attack(
+            ada, ("passed",), "a folder named with an ANSI escape", folder="\x1b[31mred"
+        ),
     }
 
 
@@ -559,7 +648,9 @@ def cpu_hog(token):
     """The reference, plus many busy processes, each in a session of its own (so that
     the kernel's per-session scheduling groups do not hold them back), for as long as the
     wrapper run may live."""
-    return append(reference(), '''
+    return append(
+        reference(),
+        """
         import os as _os
         import subprocess as _subprocess
         import time as _time
@@ -568,4 +659,5 @@ def cpu_hog(token):
         _hogs = [_subprocess.Popen(["sh", "-c", "while :; do :; done", "hog-TOKEN"],
                                    start_new_session=True) for _ in range(_count)]
         _time.sleep(600)
-    ''').replace("TOKEN", token)
+    """,
+    ).replace("TOKEN", token)

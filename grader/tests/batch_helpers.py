@@ -20,8 +20,9 @@ SEED = cases.DEFAULT_SEED
 FRESH_PROCESSES = "NTGEMM_TESTS_FRESH_PROCESSES"  # set: every grader a new process
 # For the tests that force NTGEMM_BACKEND=interpreter: on a machine whose Triton and numpy
 # clash (the H200 host: triton 3.6, numpy 2.5) the kit refuses the interpreter, and says why.
-NEEDS_INTERPRETER = pytest.mark.skipif(backend.interpreter_problem() is not None,
-                                       reason=f"{backend.interpreter_problem()}")
+NEEDS_INTERPRETER = pytest.mark.skipif(
+    backend.interpreter_problem() is not None, reason=f"{backend.interpreter_problem()}"
+)
 
 
 def batch_backend():
@@ -52,8 +53,14 @@ def run_grader(tmp_path, *args, timeout=900):
     torch, pandas and matplotlib (grader.tests.preloaded), or a new process where
     NTGEMM_TESTS_FRESH_PROCESSES is set."""
     if os.environ.get(FRESH_PROCESSES):
-        return subprocess.run(grader_command(*args), cwd=ROOT, capture_output=True, text=True,
-                              timeout=timeout, env=environment(tmp_path))
+        return subprocess.run(
+            grader_command(*args),
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=environment(tmp_path),
+        )
     return preloaded.run(args, cwd=ROOT, env=environment(tmp_path), timeout=timeout)
 
 
@@ -63,8 +70,14 @@ def run_pytest(*args, cwd=ROOT, env=None, timeout=600):
     NTGEMM_TESTS_FRESH_PROCESSES is set."""
     env = dict(os.environ) if env is None else env
     if os.environ.get(FRESH_PROCESSES):
-        return subprocess.run([sys.executable, "-m", "pytest", *args], cwd=cwd,
-                              capture_output=True, text=True, timeout=timeout, env=env)
+        return subprocess.run(
+            [sys.executable, "-m", "pytest", *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+        )
     return preloaded.run(args, cwd=cwd, env=env, timeout=timeout, module="pytest")
 
 
@@ -74,8 +87,9 @@ def graded_class(base, catalogue, *options, names=None):
     from grader.tests.source_edits import write_class
 
     folder = write_class(pathlib.Path(base) / "class", catalogue, names)
-    result = run_grader(base, "grade", str(folder), "--out", str(pathlib.Path(base) / "out"),
-                        *options)
+    result = run_grader(
+        base, "grade", str(folder), "--out", str(pathlib.Path(base) / "out"), *options
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return pathlib.Path(base) / "out"
 
@@ -111,11 +125,18 @@ def kit_files_loaded_alone(folder, imports, timeout=300):
     import sysconfig
 
     paths = [str(folder), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
-    code = (f"{imports}\nimport sys\nprint(sorted({{m.__file__ for m in list(sys.modules.values()) "
-            f"if m.__name__.split('.')[0] in {(*import_graph.PACKAGES, 'conftest')!r}}}))")
-    result = subprocess.run([sys.executable, "-S", "-c", code], cwd=folder, capture_output=True,
-                            text=True, timeout=timeout,
-                            env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)})
+    code = (
+        f"{imports}\nimport sys\nprint(sorted({{m.__file__ for m in list(sys.modules.values()) "
+        f"if m.__name__.split('.')[0] in {(*import_graph.PACKAGES, 'conftest')!r}}}))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-S", "-c", code],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)},
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     return eval(result.stdout)
 
@@ -127,11 +148,14 @@ def sandbox_probe(code, limits, render="str"):
     ended it first."""
     from grader.batch.isolation import sandbox
 
-    program = ("import os, sys\nfrom grader.batch.inside import protocol\n"
-               "out = os.fdopen(os.dup(1), 'wb')\n"
-               f"def say(text):\n    protocol.send(out, 'hello', note={render}(text))\n" + code)
-    worker = sandbox.Worker(backend_name="interpreter", limits=limits,
-                            inner=[sys.executable, "-c", program])
+    program = (
+        "import os, sys\nfrom grader.batch.inside import protocol\n"
+        "out = os.fdopen(os.dup(1), 'wb')\n"
+        f"def say(text):\n    protocol.send(out, 'hello', note={render}(text))\n" + code
+    )
+    worker = sandbox.Worker(
+        backend_name="interpreter", limits=limits, inner=[sys.executable, "-c", program]
+    )
     notes = []
     while (message := worker.receive(lambda kind, fields: 0)) is not None:
         notes.append(message.fields.get("note", ""))

@@ -27,8 +27,10 @@ PAYLOADS = {
     "open": "open('/etc/hostname').read()",
     "import": "__import__('imaplib')",
     # Bound in a comprehension, used outside it: the first checker's scope confusion.
-    "shadowed_module": ("([ninetoothed for ninetoothed in (0,)], tuple(ninetoothed.generation."
-                        "pathlib.Path(ninetoothed.generation.pathlib.os.sep).iterdir()))"),
+    "shadowed_module": (
+        "([ninetoothed for ninetoothed in (0,)], tuple(ninetoothed.generation."
+        "pathlib.Path(ninetoothed.generation.pathlib.os.sep).iterdir()))"
+    ),
     "shadowed_builtin": "([open for open in (0,)], open('/etc/hostname'))",
     "number": "BLOCK_SIZE_M",
 }
@@ -36,15 +38,32 @@ HOSTILE = ("open", "import", "shadowed_module", "shadowed_builtin")
 
 # One template per expression kind; {p} is the payload.
 EXPRESSIONS = {
-    "BoolOp": "(0 or {p})", "NamedExpr": "(_w := {p})", "BinOp": "(0 + {p})",
-    "UnaryOp": "(not {p})", "Lambda": "(lambda: {p})()", "IfExp": "({p} if 1 else 0)",
-    "Dict": "{{0: {p}}}", "Set": "{{{p}}}", "ListComp": "[{p} for _i in (0,)]",
-    "SetComp": "{{{p} for _i in (0,)}}", "DictComp": "{{0: {p} for _i in (0,)}}",
-    "GeneratorExp": "tuple({p} for _i in (0,))", "Await": "(await {p})",
-    "Yield": "(yield {p})", "YieldFrom": "(yield from ({p},))", "Compare": "(0 < {p})",
-    "Call": "max(0, {p})", "FormattedValue": 'f"{{{p}}}"', "JoinedStr": 'f"x{{{p}!r:>{{{p}}}}}"',
-    "Constant": "('text', {p})[1]", "Attribute": "({p}).real", "Subscript": "(0, {p})[1]",
-    "Starred": "[*({p},)]", "Name": "{p}", "List": "[{p}]", "Tuple": "({p},)",
+    "BoolOp": "(0 or {p})",
+    "NamedExpr": "(_w := {p})",
+    "BinOp": "(0 + {p})",
+    "UnaryOp": "(not {p})",
+    "Lambda": "(lambda: {p})()",
+    "IfExp": "({p} if 1 else 0)",
+    "Dict": "{{0: {p}}}",
+    "Set": "{{{p}}}",
+    "ListComp": "[{p} for _i in (0,)]",
+    "SetComp": "{{{p} for _i in (0,)}}",
+    "DictComp": "{{0: {p} for _i in (0,)}}",
+    "GeneratorExp": "tuple({p} for _i in (0,))",
+    "Await": "(await {p})",
+    "Yield": "(yield {p})",
+    "YieldFrom": "(yield from ({p},))",
+    "Compare": "(0 < {p})",
+    "Call": "max(0, {p})",
+    "FormattedValue": 'f"{{{p}}}"',
+    "JoinedStr": 'f"x{{{p}!r:>{{{p}}}}}"',
+    "Constant": "('text', {p})[1]",
+    "Attribute": "({p}).real",
+    "Subscript": "(0, {p})[1]",
+    "Starred": "[*({p},)]",
+    "Name": "{p}",
+    "List": "[{p}]",
+    "Tuple": "({p},)",
     "Slice": "(0, 1)[{p}:]",
 }
 # One template per statement kind, as lines at one indentation; {p} is the payload.
@@ -107,29 +126,53 @@ def _indented(lines, indent):
 
 def _expression_places(base, expression):
     """(place, source) for each place an expression can stand in the kept code."""
-    yield "arrangement_body", _once(base, ARRANGEMENT_BODY,
-                                    f"    _x = {expression}\n" + ARRANGEMENT_BODY)
-    yield "application_body", _once(base, APPLICATION_BODY,
-                                    f"    _x = {expression}\n" + APPLICATION_BODY)
+    yield (
+        "arrangement_body",
+        _once(base, ARRANGEMENT_BODY, f"    _x = {expression}\n" + ARRANGEMENT_BODY),
+    )
+    yield (
+        "application_body",
+        _once(base, APPLICATION_BODY, f"    _x = {expression}\n" + APPLICATION_BODY),
+    )
     yield "default", _once(base, ARRANGEMENT, ARRANGEMENT + f" _extra={expression},")
     yield "keyword_default", _once(base, ARRANGEMENT, ARRANGEMENT + f" *, _extra={expression},")
     yield "annotation", _once(base, "def arrangement(lhs,", f"def arrangement(lhs: {expression},")
     yield "vararg_annotation", _once(base, ARRANGEMENT, ARRANGEMENT + f" *_a: {expression},")
-    yield "kwarg_annotation", _once(base, "    block_size_k=BLOCK_SIZE_K):",
-                                    f"    block_size_k=BLOCK_SIZE_K, **_k: {expression}):")
-    yield "return_annotation", _once(base, "    block_size_k=BLOCK_SIZE_K):",
-                                     f"    block_size_k=BLOCK_SIZE_K) -> {expression}:")
+    yield (
+        "kwarg_annotation",
+        _once(
+            base,
+            "    block_size_k=BLOCK_SIZE_K):",
+            f"    block_size_k=BLOCK_SIZE_K, **_k: {expression}):",
+        ),
+    )
+    yield (
+        "return_annotation",
+        _once(
+            base,
+            "    block_size_k=BLOCK_SIZE_K):",
+            f"    block_size_k=BLOCK_SIZE_K) -> {expression}:",
+        ),
+    )
     yield "decorator", _once(base, "\ndef arrangement(", f"\n@{expression}\ndef arrangement(")
     yield "module_constant", _once(base, CONSTANTS, CONSTANTS + f"    EXTRA = {expression}\n")
-    yield "helper_default", _once(base, ARRANGEMENT_BODY, "    _x = _helper()\n" + ARRANGEMENT_BODY
-                                  ) + f"\n\ndef _helper(_a={expression}):\n    return _a\n"
+    yield (
+        "helper_default",
+        _once(base, ARRANGEMENT_BODY, "    _x = _helper()\n" + ARRANGEMENT_BODY)
+        + f"\n\ndef _helper(_a={expression}):\n    return _a\n",
+    )
 
 
 def _statement_places(base, lines):
     yield "arrangement_body", _once(base, ARRANGEMENT_BODY, _indented(lines, 4) + ARRANGEMENT_BODY)
     yield "application_body", _once(base, APPLICATION_BODY, _indented(lines, 4) + APPLICATION_BODY)
-    yield "helper_body", _once(base, ARRANGEMENT_BODY, "    _y = _helper()\n" + ARRANGEMENT_BODY) \
-        + "\n\ndef _helper():\n" + _indented(lines, 4) + "    return 0\n"
+    yield (
+        "helper_body",
+        _once(base, ARRANGEMENT_BODY, "    _y = _helper()\n" + ARRANGEMENT_BODY)
+        + "\n\ndef _helper():\n"
+        + _indented(lines, 4)
+        + "    return 0\n",
+    )
     yield "module_statement", _once(base, CONSTANTS, CONSTANTS + _indented(lines, 4))
     yield "module_level", base + "\n" + _indented(lines, 0)
 
@@ -161,10 +204,14 @@ def compiles(source):
 
 def grammar_kinds():
     """Every concrete expression and statement kind of this Python's grammar."""
+
     def concrete(kind):
-        return {sub.__name__ for sub in kind.__subclasses__() if sub.__module__ == "ast"
-                and sub._fields is not None} - {"Num", "Str", "Bytes", "NameConstant",
-                                                "Ellipsis", "Index", "ExtSlice", "Suite"}
+        return {
+            sub.__name__
+            for sub in kind.__subclasses__()
+            if sub.__module__ == "ast" and sub._fields is not None
+        } - {"Num", "Str", "Bytes", "NameConstant", "Ellipsis", "Index", "ExtSlice", "Suite"}
+
     return concrete(ast.expr), concrete(ast.stmt)
 
 
@@ -189,13 +236,15 @@ def _run(folder):
         error = ""
         try:
             module = import_file(path)
-            kernel = ninetoothed.make(module.arrangement, module.application,
-                                      (Tensor(2), Tensor(2), Tensor(2)))
+            kernel = ninetoothed.make(
+                module.arrangement, module.application, (Tensor(2), Tensor(2), Tensor(2))
+            )
             kernel(*operands, torch.empty(16, 16, dtype=torch.float16, device=active.device))
         except (SubmissionError, Exception) as caught:  # noqa: BLE001 - the mutant's own
             error = f"{type(caught).__name__}: {caught}"[:300]
-        print(json.dumps({"name": path.stem, "refused": list(refusals), "error": error}),
-              flush=True)
+        print(
+            json.dumps({"name": path.stem, "refused": list(refusals), "error": error}), flush=True
+        )
 
 
 if __name__ == "__main__":

@@ -30,9 +30,22 @@ from grader.tests.source_edits import model_answer
 STYLES = ("other_style", "while_loop", "dot_accumulates")
 FUNCTIONS = ("arrangement", "application", "nt_gemm")
 ROLES = ("lhs", "rhs", "output")
-KINDS = ("operator", "constant", "range_bound", "index", "name", "call_argument",
-         "argument_order", "dtype", "ninetoothed_call", "store_form", "deleted_statement",
-         "duplicated_statement", "floor_division", "ceiling_division")
+KINDS = (
+    "operator",
+    "constant",
+    "range_bound",
+    "index",
+    "name",
+    "call_argument",
+    "argument_order",
+    "dtype",
+    "ninetoothed_call",
+    "store_form",
+    "deleted_statement",
+    "duplicated_statement",
+    "floor_division",
+    "ceiling_division",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,8 +97,11 @@ def sample(count, seed, pool=None):
 
 
 def _functions(tree):
-    return {node.name: node for node in tree.body
-            if isinstance(node, ast.FunctionDef) and node.name in FUNCTIONS}
+    return {
+        node.name: node
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef) and node.name in FUNCTIONS
+    }
 
 
 # -- where a statement sits, and what it builds
@@ -95,8 +111,11 @@ def _statements(body):
     """(statement, the body it is in) for a body and the bodies inside it, the docstring
     left out."""
     for index, statement in enumerate(body):
-        if index == 0 and isinstance(statement, ast.Expr) \
-                and isinstance(statement.value, ast.Constant):
+        if (
+            index == 0
+            and isinstance(statement, ast.Expr)
+            and isinstance(statement.value, ast.Constant)
+        ):
             continue
         yield statement, body
         for field in ("body", "orelse"):
@@ -122,11 +141,14 @@ class _Reader:
         self.roles = dict(zip(parameters, ROLES))
         self.origin = {}  # a local name -> (role, tiled, grid)
         self.accumulator = None
-        for node in sorted((node for node in ast.walk(function) if isinstance(node, ast.Assign)),
-                           key=lambda node: node.lineno):
+        for node in sorted(
+            (node for node in ast.walk(function) if isinstance(node, ast.Assign)),
+            key=lambda node: node.lineno,
+        ):
             if isinstance(node.value, ast.Call) and _method(node.value) == "zeros":
-                self.accumulator = next((target.id for target in node.targets
-                                         if isinstance(target, ast.Name)), None)
+                self.accumulator = next(
+                    (target.id for target in node.targets if isinstance(target, ast.Name)), None
+                )
             role, tiled, grid = self.trace(node.value)
             for target in node.targets:
                 names = target.elts if isinstance(target, ast.Tuple) else [target]
@@ -174,21 +196,29 @@ class _Reader:
         return f"{role}.{method}"
 
     def _application_subject(self, statement):
-        stores = [node for node in ast.walk(statement)
-                  if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)]
-        output = next((parameter for parameter, role in self.roles.items()
-                       if role == "output"), None)
-        if isinstance(statement, ast.Return) or any(node.id == output for node in stores) \
-                or isinstance(statement, ast.AugAssign) and _root(statement.target) == output:
+        stores = [
+            node
+            for node in ast.walk(statement)
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+        ]
+        output = next(
+            (parameter for parameter, role in self.roles.items() if role == "output"), None
+        )
+        if (
+            isinstance(statement, ast.Return)
+            or any(node.id == output for node in stores)
+            or isinstance(statement, ast.AugAssign)
+            and _root(statement.target) == output
+        ):
             return "store"
         if isinstance(statement, (ast.For, ast.While)):
             return "loop"
         value = getattr(statement, "value", None)
         if isinstance(value, ast.Call) and _method(value) == "zeros":
             return "accumulator"
-        if any(isinstance(node, ast.Call) and _method(node) == "dot"
-               for node in ast.walk(statement)) or any(node.id == self.accumulator
-                                                       for node in stores):
+        if any(
+            isinstance(node, ast.Call) and _method(node) == "dot" for node in ast.walk(statement)
+        ) or any(node.id == self.accumulator for node in stores):
             return "step"
         return "loop"  # a counter or a tile count the loop reads
 
@@ -209,12 +239,15 @@ def _enclosing_call(value, node):
     ``node`` is."""
     found = None
     for call in ast.walk(value):
-        if not (isinstance(call, ast.Call) and _method(call) in ("tile", "expand", "squeeze",
-                                                                   "permute")):
+        if not (
+            isinstance(call, ast.Call) and _method(call) in ("tile", "expand", "squeeze", "permute")
+        ):
             continue
-        inside = call is node or any(node is sub for argument in
-                                     call.args + [keyword.value for keyword in call.keywords]
-                                     for sub in ast.walk(argument))
+        inside = call is node or any(
+            node is sub
+            for argument in call.args + [keyword.value for keyword in call.keywords]
+            for sub in ast.walk(argument)
+        )
         if inside and (found is None or any(call is sub for sub in ast.walk(found))):
             found = call
     return found
@@ -222,10 +255,19 @@ def _enclosing_call(value, node):
 
 # -- the mutation operators: each yields (kind, the node's replacement, what changed)
 
-_OPERATORS = {ast.Add: (ast.Sub, ast.Mult), ast.Sub: (ast.Add,), ast.Mult: (ast.Add, ast.FloorDiv),
-              ast.FloorDiv: (ast.Div, ast.Mult), ast.Div: (ast.FloorDiv,),
-              ast.Lt: (ast.LtE, ast.Gt), ast.LtE: (ast.Lt,), ast.Gt: (ast.GtE,),
-              ast.GtE: (ast.Gt,), ast.Eq: (ast.NotEq,), ast.NotEq: (ast.Eq,)}
+_OPERATORS = {
+    ast.Add: (ast.Sub, ast.Mult),
+    ast.Sub: (ast.Add,),
+    ast.Mult: (ast.Add, ast.FloorDiv),
+    ast.FloorDiv: (ast.Div, ast.Mult),
+    ast.Div: (ast.FloorDiv,),
+    ast.Lt: (ast.LtE, ast.Gt),
+    ast.LtE: (ast.Lt,),
+    ast.Gt: (ast.GtE,),
+    ast.GtE: (ast.Gt,),
+    ast.Eq: (ast.NotEq,),
+    ast.NotEq: (ast.Eq,),
+}
 _AUGMENTED = {ast.Add: (ast.Sub, ast.Mult, ast.Div), ast.Sub: (ast.Add,)}
 _DTYPES = {"float32": ("float16", "bfloat16"), "float16": ("float32",), "bfloat16": ("float16",)}
 
@@ -248,11 +290,17 @@ def _expression_changes(node, reader, in_index):
         for value in dict.fromkeys((number + 1, number - 1, 0, -number)):
             if value != number:
                 yield kind, _number_node(value)
-    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Name) \
-            and isinstance(node.value, ast.Name):
+    if (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.slice, ast.Name)
+        and isinstance(node.value, ast.Name)
+    ):
         k = node.slice
-        for index in (ast.BinOp(k, ast.Add(), ast.Constant(1)),
-                      ast.BinOp(k, ast.Sub(), ast.Constant(1)), ast.Constant(0)):
+        for index in (
+            ast.BinOp(k, ast.Add(), ast.Constant(1)),
+            ast.BinOp(k, ast.Sub(), ast.Constant(1)),
+            ast.Constant(0),
+        ):
             yield "index", ast.Subscript(node.value, index, node.ctx)
     if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
         for other in _siblings(node.id, reader):
@@ -262,48 +310,72 @@ def _expression_changes(node, reader, in_index):
             yield "dtype", ast.Attribute(node.value, other, node.ctx)
     if isinstance(node, ast.Call):
         yield from _call_changes(node, reader)
-    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) \
-            and node.value.attr == "shape" and isinstance(node.value.value, ast.Name) \
-            and node.value.value.id in reader.roles and reader.function.name == "application":
+    if (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Attribute)
+        and node.value.attr == "shape"
+        and isinstance(node.value.value, ast.Name)
+        and node.value.value.id in reader.roles
+        and reader.function.name == "application"
+    ):
         yield "ninetoothed_call", ast.Call(ast.Name("len", ast.Load()), [node.value.value], [])
 
 
 def _call_changes(call, reader):
     method = _method(call)
     if len(call.args) >= 2 and _code(call.args[0]) != _code(call.args[1]):
-        yield "argument_order", ast.Call(call.func, [call.args[1], call.args[0]] + call.args[2:],
-                                         call.keywords)
+        yield (
+            "argument_order",
+            ast.Call(call.func, [call.args[1], call.args[0]] + call.args[2:], call.keywords),
+        )
     for index, argument in enumerate(call.args):
-        if isinstance(argument, ast.Tuple) and len(argument.elts) == 2 \
-                and _code(argument.elts[0]) != _code(argument.elts[1]):
+        if (
+            isinstance(argument, ast.Tuple)
+            and len(argument.elts) == 2
+            and _code(argument.elts[0]) != _code(argument.elts[1])
+        ):
             swapped = ast.Tuple(argument.elts[::-1], ast.Load())
-            yield "argument_order", ast.Call(call.func, call.args[:index] + [swapped]
-                                             + call.args[index + 1:], call.keywords)
+            yield (
+                "argument_order",
+                ast.Call(
+                    call.func, call.args[:index] + [swapped] + call.args[index + 1 :], call.keywords
+                ),
+            )
     if len(call.args) >= 2:
         yield "call_argument", ast.Call(call.func, call.args[:-1], call.keywords)
     for index in range(len(call.keywords)):
-        yield "call_argument", ast.Call(call.func, call.args,
-                                        call.keywords[:index] + call.keywords[index + 1:])
+        yield (
+            "call_argument",
+            ast.Call(call.func, call.args, call.keywords[:index] + call.keywords[index + 1 :]),
+        )
     receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
     if method in ("squeeze", "expand") and receiver is not None:
         yield "ninetoothed_call", receiver
     if method == "tile" and receiver is not None:
-        for keyword in (ast.keyword("floor_mode", ast.Constant(True)),
-                        ast.keyword("strides", ast.Tuple([ast.Constant(1), ast.Constant(1)],
-                                                         ast.Load()))):
+        for keyword in (
+            ast.keyword("floor_mode", ast.Constant(True)),
+            ast.keyword("strides", ast.Tuple([ast.Constant(1), ast.Constant(1)], ast.Load())),
+        ):
             yield "ninetoothed_call", ast.Call(call.func, call.args, call.keywords + [keyword])
     if method == "dot" and len(call.args) >= 2:
         language = call.func.value if isinstance(call.func, ast.Attribute) else None
         yield "ninetoothed_call", ast.BinOp(call.args[0], ast.Mult(), call.args[1])
         if language is not None:
             for index in (0, 1):
-                transposed = ast.Call(ast.Attribute(language, "trans", ast.Load()),
-                                      [call.args[index]], [])
+                transposed = ast.Call(
+                    ast.Attribute(language, "trans", ast.Load()), [call.args[index]], []
+                )
                 arguments = list(call.args)
                 arguments[index] = transposed
                 yield "ninetoothed_call", ast.Call(call.func, arguments, call.keywords)
-            yield "dtype", ast.Call(ast.Attribute(call, "to", ast.Load()),
-                                    [ast.Attribute(language, "float16", ast.Load())], [])
+            yield (
+                "dtype",
+                ast.Call(
+                    ast.Attribute(call, "to", ast.Load()),
+                    [ast.Attribute(language, "float16", ast.Load())],
+                    [],
+                ),
+            )
     if method == "to" and receiver is not None:
         yield "dtype", receiver
     if method == "range":
@@ -316,9 +388,12 @@ def _range_changes(call):
     if stop is None:
         return
     start = arguments[0] if len(arguments) >= 2 else ast.Constant(0)
-    for new in ([ast.Constant(1), stop], [start, ast.BinOp(stop, ast.Sub(), ast.Constant(1))],
-                [start, ast.BinOp(stop, ast.Add(), ast.Constant(1))],
-                [start, stop, ast.Constant(2)]):
+    for new in (
+        [ast.Constant(1), stop],
+        [start, ast.BinOp(stop, ast.Sub(), ast.Constant(1))],
+        [start, ast.BinOp(stop, ast.Add(), ast.Constant(1))],
+        [start, stop, ast.Constant(2)],
+    ):
         if _code(new[0]) == "0" and len(new) == 2:
             new = new[1:]
         yield "range_bound", ast.Call(call.func, new, [])
@@ -327,8 +402,12 @@ def _range_changes(call):
 def _number(node):
     if isinstance(node, ast.Constant) and type(node.value) is int:
         return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) \
-            and isinstance(node.operand, ast.Constant) and type(node.operand.value) is int:
+    if (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, ast.USub)
+        and isinstance(node.operand, ast.Constant)
+        and type(node.operand.value) is int
+    ):
         return -node.operand.value
     return None
 
@@ -365,15 +444,27 @@ def _function_mutants(base, text, function):
             continue  # most changes of it never end: the time limit speaks for them, no hint
         header = _header(statement)
         nodes = [node for part in header for node in ast.walk(part)]
-        index_nodes = {id(sub) for node in nodes if isinstance(node, ast.Subscript)
-                       for sub in ast.walk(node.slice)}
+        index_nodes = {
+            id(sub)
+            for node in nodes
+            if isinstance(node, ast.Subscript)
+            for sub in ast.walk(node.slice)
+        }
         for node in nodes:
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 continue
             for kind, new in _expression_changes(node, reader, id(node) in index_nodes):
                 changed = _replaced(statement, node, new)
-                yield _mutant(base, text, function, statement, changed, kind,
-                              reader.subject(statement, node), f"`{_code(node)}` -> `{_code(new)}`")
+                yield _mutant(
+                    base,
+                    text,
+                    function,
+                    statement,
+                    changed,
+                    kind,
+                    reader.subject(statement, node),
+                    f"`{_code(node)}` -> `{_code(new)}`",
+                )
         yield from _statement_mutants(base, text, function, statement, body, reader)
 
 
@@ -383,43 +474,102 @@ def _counter_steps(function):
     for loop in ast.walk(function):
         if isinstance(loop, ast.While):
             tested = {node.id for node in ast.walk(loop.test) if isinstance(node, ast.Name)}
-            steps |= {id(statement) for statement in loop.body
-                      if isinstance(statement, ast.AugAssign)
-                      and isinstance(statement.target, ast.Name)
-                      and statement.target.id in tested}
+            steps |= {
+                id(statement)
+                for statement in loop.body
+                if isinstance(statement, ast.AugAssign)
+                and isinstance(statement.target, ast.Name)
+                and statement.target.id in tested
+            }
     return steps
 
 
 def _statement_mutants(base, text, function, statement, body, reader):
     whole = reader.subject(statement, None)
-    alone = [item for item in body if item is not statement
-             and not (isinstance(item, ast.Expr) and isinstance(item.value, ast.Constant))] == []
-    yield _mutant(base, text, function, statement, ast.Pass() if alone else None,
-                  "deleted_statement", whole, f"`{_first_line(statement)}` deleted")
+    alone = [
+        item
+        for item in body
+        if item is not statement
+        and not (isinstance(item, ast.Expr) and isinstance(item.value, ast.Constant))
+    ] == []
+    yield _mutant(
+        base,
+        text,
+        function,
+        statement,
+        ast.Pass() if alone else None,
+        "deleted_statement",
+        whole,
+        f"`{_first_line(statement)}` deleted",
+    )
     if not isinstance(statement, (ast.Return, ast.For, ast.While, ast.If)):
-        yield _mutant(base, text, function, statement, [statement, statement],
-                      "duplicated_statement", whole, f"`{_first_line(statement)}` doubled")
+        yield _mutant(
+            base,
+            text,
+            function,
+            statement,
+            [statement, statement],
+            "duplicated_statement",
+            whole,
+            f"`{_first_line(statement)}` doubled",
+        )
     if isinstance(statement, ast.AugAssign):
         plain = ast.Assign([copy.deepcopy(statement.target)], statement.value, type_comment=None)
         plain.targets[0].ctx = ast.Store()
-        changes = [ast.AugAssign(statement.target, new(), statement.value)
-                   for new in _AUGMENTED.get(type(statement.op), ())] + [plain]
+        changes = [
+            ast.AugAssign(statement.target, new(), statement.value)
+            for new in _AUGMENTED.get(type(statement.op), ())
+        ] + [plain]
         for new in changes:
-            yield _mutant(base, text, function, statement, new, "operator", whole,
-                          f"`{_first_line(statement)}` -> `{_first_line(new)}`")
-    if whole == "store" and isinstance(statement, ast.Assign) \
-            and isinstance(statement.targets[0], ast.Name):
+            yield _mutant(
+                base,
+                text,
+                function,
+                statement,
+                new,
+                "operator",
+                whole,
+                f"`{_first_line(statement)}` -> `{_first_line(new)}`",
+            )
+    if (
+        whole == "store"
+        and isinstance(statement, ast.Assign)
+        and isinstance(statement.targets[0], ast.Name)
+    ):
         target, value = statement.targets[0], statement.value
-        sliced = ast.Subscript(ast.Name(target.id, ast.Store()),
-                               ast.Tuple([ast.Slice(), ast.Slice()], ast.Load()), ast.Store())
-        for new in (ast.Assign([sliced], value, type_comment=None), ast.AugAssign(target, ast.Add(), value),
-                    ast.Return(value)):
-            yield _mutant(base, text, function, statement, new, "store_form", "store",
-                          f"`{_first_line(statement)}` -> `{_first_line(new)}`")
-        trans = ast.Call(ast.Attribute(ast.Name("ntl", ast.Load()), "trans", ast.Load()),
-                         [value], [])
-        yield _mutant(base, text, function, statement, ast.Assign([target], trans, type_comment=None),
-                      "ninetoothed_call", "store", f"`{_code(value)}` -> `{_code(trans)}`")
+        sliced = ast.Subscript(
+            ast.Name(target.id, ast.Store()),
+            ast.Tuple([ast.Slice(), ast.Slice()], ast.Load()),
+            ast.Store(),
+        )
+        for new in (
+            ast.Assign([sliced], value, type_comment=None),
+            ast.AugAssign(target, ast.Add(), value),
+            ast.Return(value),
+        ):
+            yield _mutant(
+                base,
+                text,
+                function,
+                statement,
+                new,
+                "store_form",
+                "store",
+                f"`{_first_line(statement)}` -> `{_first_line(new)}`",
+            )
+        trans = ast.Call(
+            ast.Attribute(ast.Name("ntl", ast.Load()), "trans", ast.Load()), [value], []
+        )
+        yield _mutant(
+            base,
+            text,
+            function,
+            statement,
+            ast.Assign([target], trans, type_comment=None),
+            "ninetoothed_call",
+            "store",
+            f"`{_code(value)}` -> `{_code(trans)}`",
+        )
     if whole == "accumulator":
         yield from _output_read(base, text, function, statement, reader)
     if function.name == "arrangement":
@@ -434,8 +584,11 @@ def _output_read(base, text, function, start, reader):
     for statement, _ in _statements(function.body):
         if isinstance(statement, (ast.For, ast.While)) or statement is start:
             continue
-        names = [node for node in ast.walk(statement)
-                 if isinstance(node, ast.Name) and node.id == reader.accumulator]
+        names = [
+            node
+            for node in ast.walk(statement)
+            if isinstance(node, ast.Name) and node.id == reader.accumulator
+        ]
         if not names:
             continue
         if reader.subject(statement, None) == "store":
@@ -448,37 +601,63 @@ def _output_read(base, text, function, start, reader):
         edits.append((statement, changed))
         step = step or statement
     if step is not None and len(edits) > 2:
-        yield _edited(base, text, function, edits, step, "store_form", "step",
-                      f"`{reader.accumulator}` replaced by `{output}`, read and added to")
+        yield _edited(
+            base,
+            text,
+            function,
+            edits,
+            step,
+            "store_form",
+            "step",
+            f"`{reader.accumulator}` replaced by `{output}`, read and added to",
+        )
 
 
 def _count_mutants(base, text, function, statement, reader):
     """A block count in expand() written as a division of the output's size: floor division
     drops the partial tile's block; ceiling division is right."""
     output = next(parameter for parameter, role in reader.roles.items() if role == "output")
-    tiles = [node for node in ast.walk(function) if isinstance(node, ast.Call)
-             and _method(node) == "tile" and isinstance(node.func, ast.Attribute)
-             and isinstance(node.func.value, ast.Name) and node.func.value.id == output]
+    tiles = [
+        node
+        for node in ast.walk(function)
+        if isinstance(node, ast.Call)
+        and _method(node) == "tile"
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == output
+    ]
     if not tiles or not tiles[0].args or not isinstance(tiles[0].args[0], ast.Tuple):
         return
     sizes = tiles[0].args[0].elts
     for call in ast.walk(statement):
-        if not (isinstance(call, ast.Call) and _method(call) == "expand" and call.args
-                and isinstance(call.args[0], ast.Tuple)):
+        if not (
+            isinstance(call, ast.Call)
+            and _method(call) == "expand"
+            and call.args
+            and isinstance(call.args[0], ast.Tuple)
+        ):
             continue
         for position, count in enumerate(call.args[0].elts):
             if _number(count) is not None or position >= len(sizes):
                 continue
             size = ast.parse(f"{output}.shape[{position}]", mode="eval").body
             floor = ast.BinOp(size, ast.FloorDiv(), sizes[position])
-            ceiling = ast.BinOp(ast.BinOp(ast.BinOp(size, ast.Add(), sizes[position]),
-                                          ast.Sub(), ast.Constant(1)),
-                                ast.FloorDiv(), sizes[position])
+            ceiling = ast.BinOp(
+                ast.BinOp(ast.BinOp(size, ast.Add(), sizes[position]), ast.Sub(), ast.Constant(1)),
+                ast.FloorDiv(),
+                sizes[position],
+            )
             for kind, new in (("floor_division", floor), ("ceiling_division", ceiling)):
-                yield _mutant(base, text, function, statement,
-                              _replaced(statement, count, new), kind,
-                              reader.subject(statement, count),
-                              f"`{_code(count)}` -> `{_code(new)}`")
+                yield _mutant(
+                    base,
+                    text,
+                    function,
+                    statement,
+                    _replaced(statement, count, new),
+                    kind,
+                    reader.subject(statement, count),
+                    f"`{_code(count)}` -> `{_code(new)}`",
+                )
 
 
 def _replaced(statement, node, new):
@@ -521,15 +700,28 @@ def _edited(base, text, function, edits, main, kind, subject, what):
         else:
             statements = new if isinstance(new, list) else [new]
             rendered = "\n".join(_code(item) for item in statements)
-            replacement = [" " * statement.col_offset + line + "\n"
-                           for line in rendered.splitlines()]
-        lines[first - 1:last] = replacement
+            replacement = [
+                " " * statement.col_offset + line + "\n" for line in rendered.splitlines()
+            ]
+        lines[first - 1 : last] = replacement
         grown[first] = len(replacement) - (last - first + 1)
+
     def moved(line):
         return line + sum(added for start, added in grown.items() if start < line)
 
     first = moved(main.lineno)
-    last = first if dict(edits)[main] is None else first + main.end_lineno - main.lineno \
-        + grown[main.lineno]
-    return Mutant(base, kind, function.name, subject, (first, last),
-                  (function.lineno, moved(function.end_lineno + 1) - 1), what, "".join(lines))
+    last = (
+        first
+        if dict(edits)[main] is None
+        else first + main.end_lineno - main.lineno + grown[main.lineno]
+    )
+    return Mutant(
+        base,
+        kind,
+        function.name,
+        subject,
+        (first, last),
+        (function.lineno, moved(function.end_lineno + 1) - 1),
+        what,
+        "".join(lines),
+    )

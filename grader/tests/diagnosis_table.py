@@ -43,9 +43,21 @@ DEFAULT_SEED = 20261207
 TABLE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "mutation-table.md"
 # The modules whose code decides a case's verdict: a cached verdict (--cache) is kept only
 # while they are unchanged. Hints are worked out afresh on every run.
-VERDICT_MODULES = ("backend", "cases", "checks", "execution", "generated_cache",
-                   "generated_kernel", "gpu_compile", "kernel_allowlist", "loading",
-                   "messages", "retile", "run_messages", "suite")
+VERDICT_MODULES = (
+    "backend",
+    "cases",
+    "checks",
+    "execution",
+    "generated_cache",
+    "generated_kernel",
+    "gpu_compile",
+    "kernel_allowlist",
+    "loading",
+    "messages",
+    "retile",
+    "run_messages",
+    "suite",
+)
 _LINE = re.compile(r"^line (\d+)\b")
 
 
@@ -64,13 +76,11 @@ class Graded:
         """(key, evidence lines) of every hint shown: the summary's, then the cases' own."""
         shown = [(hint["key"], hint["evidence"]) for hint in self.hints]
         keys = {key for key, _ in shown}
-        return shown + [(key, []) for key in dict.fromkeys(self.causes)
-                        if key and key not in keys]
+        return shown + [(key, []) for key in dict.fromkeys(self.causes) if key and key not in keys]
 
     def wrong(self):
         """The hints shown that do not explain this mutant."""
-        return [key for key, evidence in self.shown()
-                if not explains(key, evidence, self.mutant)]
+        return [key for key, evidence in self.shown() if not explains(key, evidence, self.mutant)]
 
     @property
     def verdict_class(self):
@@ -95,7 +105,8 @@ def _covers(pattern, mutant):
     """``subject`` or ``subject/kind,kind``, the subject a glob: ``*.expand``, ``step``."""
     subject, _, kinds = pattern.partition("/")
     return fnmatch.fnmatchcase(mutant.subject, subject) and (
-        not kinds or mutant.kind in kinds.split(","))
+        not kinds or mutant.kind in kinds.split(",")
+    )
 
 
 # -- grading, in worker processes
@@ -137,24 +148,40 @@ def _grade(path, active, verdicts=None):
         findings = findings + layout.inspect_arrangement(module)
         if verdicts is None:
             build = suite.gpu_build(module)
-            verdicts = [suite.case_verdict(case, module, build, lambda: read_source(path),
-                                           active, cases.DEFAULT_SEED) for case in catalogue]
+            verdicts = [
+                suite.case_verdict(
+                    case, module, build, lambda: read_source(path), active, cases.DEFAULT_SEED
+                )
+                for case in catalogue
+            ]
     verdicts = [_fields(verdict) for verdict in verdicts]
     if module is None:
         findings = []  # the pytest grader reads findings of a loaded file only
-    hints = diagnosis.explain(findings, verdicts, catalogue, reveal=True,
-                              tiles=layout.tile_sizes(module) if module is not None else None)
-    return {"verdicts": verdicts,
-            "hints": [{"key": hint["key"], "evidence": hint["evidence"]} for hint in hints],
-            "causes": [diagnosis.case_cause(verdict, findings)
-                       for verdict in verdicts if not verdict["passed"]]}
+    hints = diagnosis.explain(
+        findings,
+        verdicts,
+        catalogue,
+        reveal=True,
+        tiles=layout.tile_sizes(module) if module is not None else None,
+    )
+    return {
+        "verdicts": verdicts,
+        "hints": [{"key": hint["key"], "evidence": hint["evidence"]} for hint in hints],
+        "causes": [
+            diagnosis.case_cause(verdict, findings) for verdict in verdicts if not verdict["passed"]
+        ],
+    }
 
 
 def _fields(verdict):
     if isinstance(verdict, dict):
         return verdict
-    return {"case_id": verdict.case_id, "passed": bool(verdict.passed),
-            "mistake": verdict.mistake or "", "message": verdict.message or ""}
+    return {
+        "case_id": verdict.case_id,
+        "passed": bool(verdict.passed),
+        "mistake": verdict.mistake or "",
+        "message": verdict.message or "",
+    }
 
 
 class _Pool:
@@ -236,14 +263,24 @@ def grade(mutants, jobs=1, cache=None, progress=None):
 
     def done(index, result):
         if result is None:
-            result = {"verdicts": [{"case_id": "the run", "passed": False, "mistake": "",
-                                    "message": "the worker crashed or ran out of time"}],
-                      "hints": [], "causes": []}
+            result = {
+                "verdicts": [
+                    {
+                        "case_id": "the run",
+                        "passed": False,
+                        "mistake": "",
+                        "message": "the worker crashed or ran out of time",
+                    }
+                ],
+                "hints": [],
+                "causes": [],
+            }
         elif cache:
             cache.mkdir(parents=True, exist_ok=True)
             (cache / f"{keys[index]}.json").write_text(json.dumps(result["verdicts"]))
-        results[index] = Graded(mutants[index], result["verdicts"], result["hints"],
-                                result["causes"])
+        results[index] = Graded(
+            mutants[index], result["verdicts"], result["hints"], result["causes"]
+        )
         if progress:
             progress.update(1)
 
@@ -282,13 +319,18 @@ def tally(graded, by):
 def rates(counter):
     """(failing, named share, misleading share) of a Counter of classes."""
     failing = sum(counter[name] for name in CLASSES[1:])
-    return failing, (counter["named"] / failing if failing else 1.0), \
-        (counter["misleading"] / failing if failing else 0.0)
+    return (
+        failing,
+        (counter["named"] / failing if failing else 1.0),
+        (counter["misleading"] / failing if failing else 0.0),
+    )
 
 
 def _rows(counts):
-    lines = ["| | mutants | passes | failing | named | silent | misleading |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [
+        "| | mutants | passes | failing | named | silent | misleading |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
     total = collections.Counter()
     for group, counter in counts.items():
         total.update(counter)
@@ -299,9 +341,11 @@ def _rows(counts):
 
 def _row(label, counter):
     failing, named, misleading = rates(counter)
-    return (f"| {label} | {sum(counter.values())} | {counter['passes']} | {failing} | "
-            f"{counter['named']} ({named:.0%}) | {counter['silent']} | "
-            f"{counter['misleading']} ({misleading:.0%}) |")
+    return (
+        f"| {label} | {sum(counter.values())} | {counter['passes']} | {failing} | "
+        f"{counter['named']} ({named:.0%}) | {counter['silent']} | "
+        f"{counter['misleading']} ({misleading:.0%}) |"
+    )
 
 
 def table(graded, command, seed):
@@ -313,7 +357,8 @@ def table(graded, command, seed):
         "",
         "Written by `grader/tests/diagnosis_table.py`; do not edit by hand. Each mutant is one",
         "change of a correct file (the reference, and the styles `"
-        + "`, `".join(diagnosis_mutants.STYLES) + "` of",
+        + "`, `".join(diagnosis_mutants.STYLES)
+        + "` of",
         "`grader/tests/build_variants.py`), graded as `pytest grader --submission` grades it on",
         "the CPU. It *passes* when every case passes; when it fails, it is *named* when every",
         "hint shown (the likely causes, and the cause under each failing case) explains it,",
@@ -326,9 +371,12 @@ def table(graded, command, seed):
         f"{misleading:.1%}.",
         "",
         "The command that wrote this table"
-        + (f" (seed {seed} draws the sample)" if "--sample" in command else
-           " (every mutant: the corpus is the same on every run, and `--sample N --seed S` "
-           "draws a seeded part of it, as grader/tests/test_diagnosis_mutants.py does in CI)")
+        + (
+            f" (seed {seed} draws the sample)"
+            if "--sample" in command
+            else " (every mutant: the corpus is the same on every run, and `--sample N --seed S` "
+            "draws a seeded part of it, as grader/tests/test_diagnosis_mutants.py does in CI)"
+        )
         + ":",
         "",
         "<!-- doc-check: slow -->",
@@ -352,8 +400,9 @@ def table(graded, command, seed):
         "",
     ]
     wrong = [item for item in graded if item.verdict_class == "misleading"]
-    lines += [f"- {_escape(item.mutant.name)}: {', '.join(sorted(set(item.wrong())))}"
-              for item in wrong] or ["None."]
+    lines += [
+        f"- {_escape(item.mutant.name)}: {', '.join(sorted(set(item.wrong())))}" for item in wrong
+    ] or ["None."]
     return "\n".join(lines) + "\n"
 
 
@@ -365,20 +414,41 @@ def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="python -m grader.tests.diagnosis_table",
         description="Grade the mutation corpus (grader/tests/diagnosis_mutants.py) on the CPU "
-                    "and write the table of what the diagnosis made of it.")
-    parser.add_argument("--sample", type=int, metavar="N",
-                        help="grade N mutants drawn with --seed (default: all of them)")
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED,
-                        help=f"the sample's seed (default: {DEFAULT_SEED})")
-    parser.add_argument("-j", "--jobs", type=int, default=1,
-                        help="worker processes (default: 1)")
-    parser.add_argument("--table", type=pathlib.Path, default=None, metavar="FILE",
-                        help="where the table goes (default: print it)")
-    parser.add_argument("--records", type=pathlib.Path, metavar="FILE",
-                        help="also write each mutant's verdicts and hints as JSON lines")
-    parser.add_argument("--cache", type=pathlib.Path, metavar="DIR",
-                        help="keep the cases' verdicts here by source and reuse them while "
-                             "the code that judges is unchanged")
+        "and write the table of what the diagnosis made of it.",
+    )
+    parser.add_argument(
+        "--sample",
+        type=int,
+        metavar="N",
+        help="grade N mutants drawn with --seed (default: all of them)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=DEFAULT_SEED,
+        help=f"the sample's seed (default: {DEFAULT_SEED})",
+    )
+    parser.add_argument("-j", "--jobs", type=int, default=1, help="worker processes (default: 1)")
+    parser.add_argument(
+        "--table",
+        type=pathlib.Path,
+        default=None,
+        metavar="FILE",
+        help="where the table goes (default: print it)",
+    )
+    parser.add_argument(
+        "--records",
+        type=pathlib.Path,
+        metavar="FILE",
+        help="also write each mutant's verdicts and hints as JSON lines",
+    )
+    parser.add_argument(
+        "--cache",
+        type=pathlib.Path,
+        metavar="DIR",
+        help="keep the cases' verdicts here by source and reuse them while "
+        "the code that judges is unchanged",
+    )
     args = parser.parse_args(argv)
     if args.sample is not None and args.sample < 1:
         parser.error(f"--sample: expected a positive number of mutants, got {args.sample}")
@@ -386,24 +456,38 @@ def main(argv=None):
         parser.error(f"-j/--jobs: expected at least 1 worker, got {args.jobs}")
     from tqdm import tqdm
 
-    chosen = diagnosis_mutants.sample(args.sample, args.seed) if args.sample \
+    chosen = (
+        diagnosis_mutants.sample(args.sample, args.seed)
+        if args.sample
         else diagnosis_mutants.mutants()
+    )
     with tqdm(total=len(chosen), unit="mutant", file=sys.stderr) as progress:
         graded = grade(chosen, args.jobs, args.cache, progress)
-    command = "python -m grader.tests.diagnosis_table" + (
-        f" --sample {args.sample} --seed {args.seed}" if args.sample else "") + (
-        f" -j {args.jobs}" if args.jobs > 1 else "") + (
-        f" --table {args.table.as_posix()}" if args.table else "")
+    command = (
+        "python -m grader.tests.diagnosis_table"
+        + (f" --sample {args.sample} --seed {args.seed}" if args.sample else "")
+        + (f" -j {args.jobs}" if args.jobs > 1 else "")
+        + (f" --table {args.table.as_posix()}" if args.table else "")
+    )
     text = table(graded, command, args.seed)
     if args.records:
         with args.records.open("w", encoding="utf-8") as handle:
             for item in graded:
                 fields = dataclasses.asdict(item.mutant)
                 fields.pop("source")
-                handle.write(json.dumps({**fields, "class": item.verdict_class,
-                                         "wrong": item.wrong(), "hints": item.hints,
-                                         "causes": item.causes,
-                                         "verdicts": item.verdicts}) + "\n")
+                handle.write(
+                    json.dumps(
+                        {
+                            **fields,
+                            "class": item.verdict_class,
+                            "wrong": item.wrong(),
+                            "hints": item.hints,
+                            "causes": item.causes,
+                            "verdicts": item.verdicts,
+                        }
+                    )
+                    + "\n"
+                )
     if args.table:
         args.table.write_text(text, encoding="utf-8")
     else:

@@ -54,13 +54,17 @@ def run(args, *, cwd, env, timeout, module="grader"):
     """``subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, env=env,
     capture_output=True, text=True, timeout=timeout)``, forked from the module's server."""
     address = _address(module)
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
-            open(os.devnull, "rb") as stdin, \
-            socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as channel:
+    with (
+        tempfile.TemporaryFile() as out,
+        tempfile.TemporaryFile() as err,
+        open(os.devnull, "rb") as stdin,
+        socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as channel,
+    ):
         channel.connect(address)
         request = {"argv": [str(arg) for arg in args], "cwd": str(cwd), "env": dict(env)}
-        socket.send_fds(channel, [json.dumps(request).encode()],
-                        [stdin.fileno(), out.fileno(), err.fileno()])
+        socket.send_fds(
+            channel, [json.dumps(request).encode()], [stdin.fileno(), out.fileno(), err.fileno()]
+        )
         pid = json.loads(channel.recv(1 << 16))["pid"]
         channel.settimeout(timeout)
         command = [sys.executable, "-m", module, *args]
@@ -74,12 +78,14 @@ def run(args, *, cwd, env, timeout, module="grader"):
             except TimeoutError:
                 raise RuntimeError(f"{command} outlived SIGKILL to its process group") from None
             # As subprocess.run's: what was captured, as bytes whatever ``text`` said, or None.
-            raise subprocess.TimeoutExpired(command, timeout, _read(out) or None,
-                                            _read(err) or None) from None
+            raise subprocess.TimeoutExpired(
+                command, timeout, _read(out) or None, _read(err) or None
+            ) from None
         if not answer:
             raise RuntimeError(f"the preloaded {module} server ended while {command} ran")
-        return subprocess.CompletedProcess(command, json.loads(answer)["code"], _text(out),
-                                           _text(err))
+        return subprocess.CompletedProcess(
+            command, json.loads(answer)["code"], _text(out), _text(err)
+        )
 
 
 def _read(stream):
@@ -110,14 +116,18 @@ def _address(module):
             ready_read, ready_write = os.pipe()
             process = subprocess.Popen(
                 [sys.executable, os.path.abspath(__file__), address, str(ready_write), module],
-                stdin=subprocess.DEVNULL, pass_fds=[ready_write])
+                stdin=subprocess.DEVNULL,
+                pass_fds=[ready_write],
+            )
             os.close(ready_write)
             with os.fdopen(ready_read, "rb") as ready:
                 said = ready.read()
             if said != b"ready":
                 process.kill()
-                raise RuntimeError(f"the preloaded {module} server did not start (exit code "
-                                   f"{process.wait()}); see its stderr above")
+                raise RuntimeError(
+                    f"the preloaded {module} server did not start (exit code "
+                    f"{process.wait()}); see its stderr above"
+                )
             atexit.register(_stop, process, folder)
             server = _servers[module] = (process, address)
         return server[1]
@@ -136,6 +146,7 @@ def _stop(process, folder):
 
 
 # ----------------------------------------------------------------------------- the server
+
 
 def _serve(address, ready_fd):
     """Accept requests and fork a child for each; tell each client its child's exit. Returns
@@ -229,21 +240,27 @@ def shim_environment(env):
             for name in ("python", "python3"):
                 path = os.path.join(folder, name)
                 with open(path, "w", encoding="utf-8") as stream:
-                    stream.write(f'#!/bin/sh\nexec "{sys.executable}" '
-                                 f'"{os.path.abspath(__file__)}" --shim "$@"\n')
+                    stream.write(
+                        f'#!/bin/sh\nexec "{sys.executable}" '
+                        f'"{os.path.abspath(__file__)}" --shim "$@"\n'
+                    )
                 os.chmod(path, 0o755)
             atexit.register(shutil.rmtree, folder, ignore_errors=True)
             _shim_folder = folder
     shim = {"bin": _shim_folder, "servers": {module: _address(module) for module in PRELOADED}}
-    return {**env, "PATH": os.pathsep.join([shim["bin"], env.get("PATH", "")]),
-            SHIM: json.dumps(shim)}
+    return {
+        **env,
+        "PATH": os.pathsep.join([shim["bin"], env.get("PATH", "")]),
+        SHIM: json.dumps(shim),
+    }
 
 
 def _through_shim(args):
     """``python ARGS`` as the shim runs it (``shim_environment``); what it starts sees no shim."""
     shim = json.loads(os.environ.pop(SHIM))
     os.environ["PATH"] = os.pathsep.join(
-        folder for folder in os.environ.get("PATH", "").split(os.pathsep) if folder != shim["bin"])
+        folder for folder in os.environ.get("PATH", "").split(os.pathsep) if folder != shim["bin"]
+    )
     if args[:1] != ["-m"] or len(args) < 2 or args[1] not in shim["servers"]:
         os.execv(sys.executable, [sys.executable, *args])
     with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as channel:
@@ -265,8 +282,9 @@ def main():
     for name in PRELOADED[module]:
         importlib.import_module(name)
     if tempfile.tempdir is not None:
-        raise RuntimeError("an import chose the temporary folder: a child would not follow "
-                           "its own TMPDIR")
+        raise RuntimeError(
+            "an import chose the temporary folder: a child would not follow its own TMPDIR"
+        )
     own = set(_own_paths())
     base_path = [path for path in sys.path[1:] if path not in own]  # [0]: this script's folder
     _become(module, base_path, *_serve(address, ready_fd))

@@ -44,8 +44,11 @@ def snapshot(seen):
             continue  # not ours to read, or it ended meanwhile
         entry = seen.get(process.pid)
         if entry is None:
-            entry = seen[process.pid] = {"ppid": info["ppid"], "argv": [info["name"] or "?"],
-                                         "test": _test(process)}
+            entry = seen[process.pid] = {
+                "ppid": info["ppid"],
+                "argv": [info["name"] or "?"],
+                "test": _test(process),
+            }
         if info["cmdline"]:  # the latest: one seen between its fork and its exec had its parent's
             entry["argv"] = info["cmdline"]
         entry["cpu_s"] = info["cpu_times"].user + info["cpu_times"].system
@@ -140,8 +143,10 @@ def measure(command, every=0.2):
 
 
 def report(wall, busy, kinds):
-    lines = [f"{wall:.1f} s of wall time; the machine was busy for {busy:.1f} CPU seconds",
-             f"{'CPU s':>9} {'processes':>9}  kind"]
+    lines = [
+        f"{wall:.1f} s of wall time; the machine was busy for {busy:.1f} CPU seconds",
+        f"{'CPU s':>9} {'processes':>9}  kind",
+    ]
     for name, (count, cpu_s) in sorted(kinds.items(), key=lambda item: -item[1][1]):
         lines.append(f"{cpu_s:9.1f} {count:9d}  {name}")
     lines.append(f"{sum(cpu for _, cpu in kinds.values()):9.1f} {'':9}  in all (a lower bound)")
@@ -158,16 +163,25 @@ def report_tests(tests, count):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m grader.tests.process_cpu",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--every", type=float, default=0.2, metavar="S",
-                        help="seconds between two readings of /proc (default: 0.2)")
+    parser = argparse.ArgumentParser(
+        prog="python -m grader.tests.process_cpu", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--every",
+        type=float,
+        default=0.2,
+        metavar="S",
+        help="seconds between two readings of /proc (default: 0.2)",
+    )
     parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
-    parser.add_argument("--by-test", type=int, default=0, metavar="N",
-                        help="also name the N tests whose processes cost most (for a pytest "
-                             "command)")
-    parser.add_argument("command", nargs=argparse.REMAINDER,
-                        help="the command to run, after --")
+    parser.add_argument(
+        "--by-test",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also name the N tests whose processes cost most (for a pytest command)",
+    )
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="the command to run, after --")
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
@@ -182,11 +196,20 @@ def main(argv=None):
         print(report_tests(tests, args.by_test), file=sys.stderr)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as stream:
-            json.dump({"wall_s": wall, "busy_cpu_s": busy, "returncode": code,
-                       "kinds": {name: {"processes": count, "cpu_s": cpu_s}
-                                 for name, (count, cpu_s) in kinds.items()},
-                       "tests": {test: dict(costs) for test, costs in tests.items()}},
-                      stream, indent=1)
+            json.dump(
+                {
+                    "wall_s": wall,
+                    "busy_cpu_s": busy,
+                    "returncode": code,
+                    "kinds": {
+                        name: {"processes": count, "cpu_s": cpu_s}
+                        for name, (count, cpu_s) in kinds.items()
+                    },
+                    "tests": {test: dict(costs) for test, costs in tests.items()},
+                },
+                stream,
+                indent=1,
+            )
     return code
 
 

@@ -33,12 +33,17 @@ def append(text, code):
 def replace_function(text, name, new):
     """``text`` with the top-level function ``name`` (decorators included) replaced by ``new``."""
     tree = ast.parse(text)
-    node = next(item for item in tree.body
-                if isinstance(item, ast.FunctionDef) and item.name == name)
+    node = next(
+        item for item in tree.body if isinstance(item, ast.FunctionDef) and item.name == name
+    )
     first = min([node.lineno] + [decorator.lineno for decorator in node.decorator_list])
     lines = text.splitlines(keepends=True)
-    return "".join(lines[:first - 1]) + textwrap.dedent(new).strip("\n") + "\n" + \
-        "".join(lines[node.end_lineno:])
+    return (
+        "".join(lines[: first - 1])
+        + textwrap.dedent(new).strip("\n")
+        + "\n"
+        + "".join(lines[node.end_lineno :])
+    )
 
 
 def appended(code):
@@ -74,8 +79,9 @@ def write_class(folder, catalogue, names=None):
     folder = pathlib.Path(folder)
     for name in names or catalogue:
         (folder / name).mkdir(parents=True, exist_ok=True)
-        (folder / name / "ninetoothed_gemm.py").write_text(catalogue[name].source(name),
-                                                           encoding="utf-8")
+        (folder / name / "ninetoothed_gemm.py").write_text(
+            catalogue[name].source(name), encoding="utf-8"
+        )
     return folder
 
 
@@ -84,27 +90,35 @@ def class_command(catalogue, module, what, argv=None):
     class to grade, with --help and the names checked (``--help`` once became a folder)."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog=f"python -m {module}",
-                                     description=f"Write {what} as a class to grade: one "
-                                                 "folder per variant, each with its "
-                                                 "ninetoothed_gemm.py.")
+    parser = argparse.ArgumentParser(
+        prog=f"python -m {module}",
+        description=f"Write {what} as a class to grade: one "
+        "folder per variant, each with its "
+        "ninetoothed_gemm.py.",
+    )
     parser.add_argument("folder", metavar="FOLDER", help="where the class goes")
-    parser.add_argument("names", metavar="NAME", nargs="*",
-                        help=f"only these (default: all {len(catalogue)}): "
-                             + ", ".join(catalogue))
+    parser.add_argument(
+        "names",
+        metavar="NAME",
+        nargs="*",
+        help=f"only these (default: all {len(catalogue)}): " + ", ".join(catalogue),
+    )
     args = parser.parse_args(argv)
     unknown = [name for name in args.names if name not in catalogue]
     if unknown:
-        parser.error(f"NAME: no variant {', '.join(map(repr, unknown))}; "
-                     f"choose from {', '.join(catalogue)}")
+        parser.error(
+            f"NAME: no variant {', '.join(map(repr, unknown))}; choose from {', '.join(catalogue)}"
+        )
     print(write_class(args.folder, catalogue, args.names or None))
 
 
 def writer(folder, catalogue):
     """``path(name)``: the variant's file in ``folder``, written on first use."""
+
     @functools.cache
     def path(name):
         target = pathlib.Path(folder) / f"{name}.py"
         target.write_text(catalogue[name].source(name), encoding="utf-8")
         return target
+
     return path

@@ -21,8 +21,13 @@ def sources():
     """Every submission of the kit's own test material as (name, text), in a stable order."""
     demo = ROOT / "grader" / "demo_class"
     files = sorted(demo.glob("*/ninetoothed_gemm.py")) + sorted(demo.glob("*.py"))
-    pool = [(path.parent.name if path.name == "ninetoothed_gemm.py" else path.stem,
-             path.read_text(encoding="utf-8")) for path in files]
+    pool = [
+        (
+            path.parent.name if path.name == "ninetoothed_gemm.py" else path.stem,
+            path.read_text(encoding="utf-8"),
+        )
+        for path in files
+    ]
     for catalogue in (ATTACKS, VARIANTS):
         pool += [(name, catalogue[name].source(name)) for name in sorted(catalogue)]
     return pool
@@ -41,8 +46,9 @@ def make(out_dir, students):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m grader.tests.stress_class",
-                                     description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m grader.tests.stress_class", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("out_dir", metavar="OUT_DIR", help="a new folder for the class")
     parser.add_argument("--students", type=int, default=100, help="how many (default: 100)")
     args = parser.parse_args(argv)

@@ -12,7 +12,9 @@ from grader.batch.status import ExitCode
 from grader.core import backend
 
 OLD_INTERPRETER = 'scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data))\n'
-FIXED_INTERPRETER = 'scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.squeeze()))\n'
+FIXED_INTERPRETER = (
+    'scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.squeeze()))\n'
+)
 
 
 @pytest.fixture
@@ -20,6 +22,7 @@ def environment(monkeypatch):
     def set_up(numpy_refuses, source):
         monkeypatch.setattr(backend, "_numpy_refuses_one_element_ints", lambda: numpy_refuses)
         monkeypatch.setattr(backend, "_interpreter_source", lambda: source)
+
     return set_up
 
 
@@ -29,11 +32,14 @@ def test_old_triton_with_new_numpy_is_named_with_its_fix(environment):
     assert "triton-lang/triton#9171" in problem and 'pip install "numpy<2.4"' in problem
 
 
-@pytest.mark.parametrize(("numpy_refuses", "source"), [
-    (True, FIXED_INTERPRETER),  # a Triton with the fix
-    (False, OLD_INTERPRETER),  # a numpy before 2.4
-    (True, None),  # no triton installed: nothing to say here
-])
+@pytest.mark.parametrize(
+    ("numpy_refuses", "source"),
+    [
+        (True, FIXED_INTERPRETER),  # a Triton with the fix
+        (False, OLD_INTERPRETER),  # a numpy before 2.4
+        (True, None),  # no triton installed: nothing to say here
+    ],
+)
 def test_no_problem_without_both_halves_of_the_clash(environment, numpy_refuses, source):
     environment(numpy_refuses, source)
     assert backend.interpreter_problem() is None
@@ -81,8 +87,9 @@ def test_an_overflowing_kernel_computes_the_same_with_or_without_the_checks(monk
     import triton.language as tl
 
     builder = _interpreter_builder()
-    monkeypatch.setattr(builder, "options",
-                        dataclasses.replace(builder.options, sanitize_overflow=sanitize))
+    monkeypatch.setattr(
+        builder, "options", dataclasses.replace(builder.options, sanitize_overflow=sanitize)
+    )
 
     @triton.jit
     def square(source, target, count: tl.constexpr):
@@ -90,7 +97,7 @@ def test_an_overflowing_kernel_computes_the_same_with_or_without_the_checks(monk
         values = tl.load(source + offsets)
         tl.store(target + offsets, values * values + values)
 
-    source = torch.tensor([3, 46341, 2**31 - 1, -2**31], dtype=torch.int32)
+    source = torch.tensor([3, 46341, 2**31 - 1, -(2**31)], dtype=torch.int32)
     target = torch.empty_like(source)
     square[(1,)](source, target, 4)
     wide = source.to(torch.int64)

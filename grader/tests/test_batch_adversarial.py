@@ -19,18 +19,39 @@ from grader.tests.batch_helpers import DEMO, gradebook, run_grader, small_cases,
 from grader.tests.source_edits import write_class
 
 EXPECTED = {
-    "alice": "passed", "bob": "failed",
-    "hang_at_import": "timeout", "hang_in_call": "timeout",
-    "segfault": "crashed", "exit_os": "crashed", "exit_sys": "crashed",
-    "memory_hog": "memory_limit", "memory_error": "failed",
-    "patch_allclose": "failed", "forge_reports": "passed", "overwrite_neighbours": "passed",
-    "cheat_einsum": "flagged", "cheat_overwrite": "flagged", "cheat_elementwise": "flagged",
-    "raises_in_call": "failed", "missing_name": "import_error",
+    "alice": "passed",
+    "bob": "failed",
+    "hang_at_import": "timeout",
+    "hang_in_call": "timeout",
+    "segfault": "crashed",
+    "exit_os": "crashed",
+    "exit_sys": "crashed",
+    "memory_hog": "memory_limit",
+    "memory_error": "failed",
+    "patch_allclose": "failed",
+    "forge_reports": "passed",
+    "overwrite_neighbours": "passed",
+    "cheat_einsum": "flagged",
+    "cheat_overwrite": "flagged",
+    "cheat_elementwise": "flagged",
+    "raises_in_call": "failed",
+    "missing_name": "import_error",
 }
 # One secret for both batches: "graded exactly as alone" compares hidden cases too, and
 # without it each batch makes a secret (and hidden shapes) of its own.
-OPTIONS = ["-j", "2", "--timeout", "10", "--memory-limit", "1", "--cases", small_cases(),
-           "--no-progress", "--seed", "5eed" * 8]
+OPTIONS = [
+    "-j",
+    "2",
+    "--timeout",
+    "10",
+    "--memory-limit",
+    "1",
+    "--cases",
+    small_cases(),
+    "--no-progress",
+    "--seed",
+    "5eed" * 8,
+]
 
 
 def _neighbours(folder):
@@ -81,9 +102,17 @@ def test_forged_reports_never_reach_the_output(batch):
     base = batch[0]
     book = gradebook(base / "out")
     assert book["forge_reports"]["score"] == book["forge_reports"]["max_score"] != "999"
-    expected = {"gradebook.csv", "summary.csv", "summary.png", "students.csv",
-                "environment.json", "batch.json", "skipped.csv", ".grader-key",
-                ".grader-secret"} | set(EXPECTED)
+    expected = {
+        "gradebook.csv",
+        "summary.csv",
+        "summary.png",
+        "students.csv",
+        "environment.json",
+        "batch.json",
+        "skipped.csv",
+        ".grader-key",
+        ".grader-secret",
+    } | set(EXPECTED)
     assert {path.name for path in (base / "out").iterdir()} == expected
     results = json.loads((base / "out" / "forge_reports" / "results.json").read_text())
     assert results["score"] != 999

@@ -84,7 +84,8 @@ def public_ks():
 
 def _alice_source():
     return sources.reference().replace(
-        "import functools\n", f"import functools  # {MARKER}: alice's own work\n", 1)
+        "import functools\n", f"import functools  # {MARKER}: alice's own work\n", 1
+    )
 
 
 def _seed_options(seed_file):
@@ -96,20 +97,44 @@ def grade(base, submissions, out, timeout_s=TIMEOUT_S):
     """Grade ``submissions`` into ``out`` the way an instructor would, with the secrets set."""
     scratch = base / "tmp"
     scratch.mkdir(exist_ok=True)
-    env = {**os.environ, "TMPDIR": str(scratch), "PYTHONPATH": str(GRADER_ROOT),
-           "GITHUB_TOKEN": SECRET, "NTGEMM_BACKEND": "interpreter"}
-    command = [sys.executable, "-m", "grader", "grade", str(submissions), "--out", str(out),
-               "-j", "2", "--timeout", f"{timeout_s:g}", "--memory-limit", "1",
-               "--cases", case_ids(), "--no-progress", *_seed_options(base / "secret-seed.txt")]
+    env = {
+        **os.environ,
+        "TMPDIR": str(scratch),
+        "PYTHONPATH": str(GRADER_ROOT),
+        "GITHUB_TOKEN": SECRET,
+        "NTGEMM_BACKEND": "interpreter",
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "grader",
+        "grade",
+        str(submissions),
+        "--out",
+        str(out),
+        "-j",
+        "2",
+        "--timeout",
+        f"{timeout_s:g}",
+        "--memory-limit",
+        "1",
+        "--cases",
+        case_ids(),
+        "--no-progress",
+        *_seed_options(base / "secret-seed.txt"),
+    ]
     try:
-        return subprocess.run(command, cwd=GRADER_ROOT, capture_output=True, text=True,
-                              timeout=600, env=env)
+        return subprocess.run(
+            command, cwd=GRADER_ROOT, capture_output=True, text=True, timeout=600, env=env
+        )
     except subprocess.TimeoutExpired as error:  # still a result: the tests say what is missing
+
         def text(value):
             return value.decode("utf-8", "replace") if isinstance(value, bytes) else value or ""
 
-        return subprocess.CompletedProcess(command, -9, text(error.stdout),
-                                           f"the grader ran past 600 s\n{text(error.stderr)}")
+        return subprocess.CompletedProcess(
+            command, -9, text(error.stdout), f"the grader ran past 600 s\n{text(error.stderr)}"
+        )
 
 
 def write_submission(classdir, name, attack):
@@ -173,8 +198,11 @@ def processes_matching(words, token, base):
             line = " ".join(process.info["cmdline"] or [])
         except psutil.Error:
             continue
-        if process.pid != os.getpid() and any(word in line for word in words) \
-                and _belongs(process, token, base):
+        if (
+            process.pid != os.getpid()
+            and any(word in line for word in words)
+            and _belongs(process, token, base)
+        ):
             found.append((process.pid, line[:200]))
     return found
 
@@ -197,9 +225,13 @@ def host_leftovers(token, *folders):
     """Files named after ``token`` directly in the host's /tmp and /dev/shm, in any cache
     folder the daemon aims at, or anywhere under ``folders``; each is removed once seen."""
     paths = [path for folder in HOST_SCRATCH for path in folder.glob(f"*{token}*")]
-    for pattern in ("/tmp/*/home/.ninetoothed", "/tmp/*/*/home/.ninetoothed",
-                    "/tmp/*/*/*/home/.ninetoothed", "/home/*/.ninetoothed",
-                    "/tmp/home/.ninetoothed"):
+    for pattern in (
+        "/tmp/*/home/.ninetoothed",
+        "/tmp/*/*/home/.ninetoothed",
+        "/tmp/*/*/*/home/.ninetoothed",
+        "/home/*/.ninetoothed",
+        "/tmp/home/.ninetoothed",
+    ):
         for folder in glob.glob(pattern):
             paths += pathlib.Path(folder).glob(f"*{token}*")
     paths += [path for folder in folders for path in pathlib.Path(folder).rglob(f"*{token}*")]
@@ -225,8 +257,9 @@ def batch(tmp_path_factory):
     classdir.mkdir()
     # (An older grader under test may run the attacks unsandboxed: then only its own
     # checkout is offered to the tamperer, never the shared working tree.)
-    attacks = sources.attacks(token, public_ks(), fence=f"{base}/",
-                              graders=(f"{GRADER_ROOT / 'grader'}/",))
+    attacks = sources.attacks(
+        token, public_ks(), fence=f"{base}/", graders=(f"{GRADER_ROOT / 'grader'}/",)
+    )
     attacks = {name: attack for name, attack in attacks.items() if name not in SKIPPED}
     for name, attack in attacks.items():
         write_submission(classdir, name, attack)
@@ -238,17 +271,26 @@ def batch(tmp_path_factory):
     finally:
         # What the batch left behind, looked at (and cleaned up) at once, whatever happened.
         left_processes = survivors(
-            [token, "grader.batch.inside.worker", "grader.batch.inside.forkserver"], token,
-            base / "tmp")
+            [token, "grader.batch.inside.worker", "grader.batch.inside.forkserver"],
+            token,
+            base / "tmp",
+        )
         left_files = host_leftovers(token, base / "tmp", caches)
         changed = tampered_sources(before_sources, token)
     alone = base / "alone"
     alone.mkdir()
     write_neighbours(alone)
     quiet = grade(base, alone, base / "alone-out")
-    return {"base": base, "token": token, "attacks": attacks, "result": result,
-            "quiet": quiet, "processes": left_processes, "files": left_files,
-            "changed": changed}
+    return {
+        "base": base,
+        "token": token,
+        "attacks": attacks,
+        "result": result,
+        "quiet": quiet,
+        "processes": left_processes,
+        "files": left_files,
+        "changed": changed,
+    }
 
 
 def _book(out):
@@ -272,28 +314,39 @@ def _record(out, student):
 def _shown(out, student):
     """What the student is handed back: feedback.md and results.json."""
     folder = _folder(out, student)
-    return "\n".join((folder / name).read_text(encoding="utf-8")
-                     for name in ("feedback.md", "results.json"))
+    return "\n".join(
+        (folder / name).read_text(encoding="utf-8") for name in ("feedback.md", "results.json")
+    )
 
 
 def _everyone(batch):
-    return [sources.student_of(name, attack) for name, attack in batch["attacks"].items()] + \
-        list(NEIGHBOURS)
+    return [sources.student_of(name, attack) for name, attack in batch["attacks"].items()] + list(
+        NEIGHBOURS
+    )
 
 
 def _expected(batch):
-    expected = {sources.student_of(name, attack): attack.expected
-                for name, attack in batch["attacks"].items()}
+    expected = {
+        sources.student_of(name, attack): attack.expected
+        for name, attack in batch["attacks"].items()
+    }
     return {**expected, **NEIGHBOURS}
 
 
 def _secrets(batch):
     base = batch["base"]
-    return [str(SEED), SECRET, MARKER, str(base / "out"), str(base / "class"),
-            str(base / "secret-seed.txt")]
+    return [
+        str(SEED),
+        SECRET,
+        MARKER,
+        str(base / "out"),
+        str(base / "class"),
+        str(base / "secret-seed.txt"),
+    ]
 
 
 # --------------------------------------------------------------------------- the batch
+
 
 def test_the_batch_survives_and_grades_everyone(batch):
     result = batch["result"]
@@ -301,8 +354,11 @@ def test_the_batch_survives_and_grades_everyone(batch):
     assert set(_book(batch["base"] / "out")) == set(_everyone(batch))
 
 
-@pytest.mark.parametrize("name", [name for name in sources.attacks("TOKEN", {192, 130})
-                                  if name not in SKIPPED] + list(NEIGHBOURS))
+@pytest.mark.parametrize(
+    "name",
+    [name for name in sources.attacks("TOKEN", {192, 130}) if name not in SKIPPED]
+    + list(NEIGHBOURS),
+)
 def test_each_attack_gets_its_status(batch, name):
     attack = batch["attacks"].get(name)
     student = sources.student_of(name, attack) if attack else name
@@ -310,7 +366,8 @@ def test_each_attack_gets_its_status(batch, name):
     assert row["status"] in _expected(batch)[student], (
         f"{name} ({attack.what if attack else 'neighbour'}): status {row['status']}, score "
         f"{row['score']}/{row['max_score']}, flags {row['flags']!r}; message: "
-        f"{_record(batch['base'] / 'out', student)['message'][:600]}")
+        f"{_record(batch['base'] / 'out', student)['message'][:600]}"
+    )
 
 
 def test_forged_report_gains_nothing(batch):
@@ -329,8 +386,9 @@ def test_no_worker_ever_saw_a_secret(batch):
     out = batch["base"] / "out"
     for student in _everyone(batch):
         folder = _folder(out, student)
-        logs = (folder / "stderr.log").read_text(encoding="utf-8") + \
-            (folder / "stdout.log").read_text(encoding="utf-8")
+        logs = (folder / "stderr.log").read_text(encoding="utf-8") + (
+            folder / "stdout.log"
+        ).read_text(encoding="utf-8")
         for secret in _secrets(batch):
             assert secret not in logs, (student, secret)
     assert "FORGE-SAW" in (_folder(out, "forge_report") / "stderr.log").read_text()
@@ -347,8 +405,9 @@ def test_neighbours_are_graded_exactly_as_alone(batch):
     crowded, alone = _book(base / "out"), _book(base / "alone-out")
     for student in NEIGHBOURS:
         assert crowded[student] == alone[student]
-        assert _record(base / "out", student)["cases"] == \
-            _record(base / "alone-out", student)["cases"]
+        assert (
+            _record(base / "out", student)["cases"] == _record(base / "alone-out", student)["cases"]
+        )
 
 
 def test_no_worker_or_daemon_survives_the_batch(batch):
@@ -373,19 +432,31 @@ def test_the_grader_sources_are_byte_identical(batch):
 def test_the_output_folder_holds_only_what_the_grader_wrote(batch):
     out = batch["base"] / "out"
     folders = {_folder(out, student).name for student in _everyone(batch)}
-    expected = {"gradebook.csv", "summary.csv", "summary.png", "students.csv",
-                "environment.json", "batch.json", "skipped.csv", ".grader-key",
-                ".grader-secret"} | folders
+    expected = {
+        "gradebook.csv",
+        "summary.csv",
+        "summary.png",
+        "students.csv",
+        "environment.json",
+        "batch.json",
+        "skipped.csv",
+        ".grader-key",
+        ".grader-secret",
+    } | folders
     assert {path.name for path in out.iterdir()} == expected
     for student in _everyone(batch):
         folder = _folder(out, student)
         record = reports.read_record(out, folder.name)
         assert record is not None and record["student"] == student, student
         assert {path.name for path in folder.iterdir()} == {
-            "record.json", "results.json", "feedback.md", "stdout.log", "stderr.log"}
+            "record.json",
+            "results.json",
+            "feedback.md",
+            "stdout.log",
+            "stderr.log",
+        }
     assert not [path for path in out.rglob(f"*{batch['token']}*")]
-    for name in ("gradebook.csv", "students.csv", "summary.csv", "batch.json",
-                 "environment.json"):
+    for name in ("gradebook.csv", "students.csv", "summary.csv", "batch.json", "environment.json"):
         text = (out / name).read_text(encoding="utf-8")
         assert batch["token"] not in text and ",999," not in text, name
 
@@ -412,9 +483,16 @@ def test_a_plain_wrong_kernel_is_told_no_hidden_shape(batch):
     shown = _shown(batch["base"] / "out", "bob")
     assert str(SEED) not in shown
     for case in hidden_cases():
-        for text in (f"{case.m}x{case.n}x{case.k}", f"K={case.k}", f"M={case.m}",
-                     f"N={case.n}", f"of K={case.k}", f"of {case.m * case.n} elements",
-                     f"{case.k} columns", f":{case.k}"):
+        for text in (
+            f"{case.m}x{case.n}x{case.k}",
+            f"K={case.k}",
+            f"M={case.m}",
+            f"N={case.n}",
+            f"of K={case.k}",
+            f"of {case.m * case.n} elements",
+            f"{case.k} columns",
+            f":{case.k}",
+        ):
             assert text not in shown, text
 
 
@@ -448,9 +526,20 @@ def test_leftovers_and_sleepers_are_gone(batch):
     assert not [line for _, line in batch["processes"] if "leftover" in line]
 
 
-@pytest.mark.parametrize("name", ["escape_default", "escape_decorator", "escape_constant_call",
-                                  "escape_ntl_core", "escape_dunder", "escape_continuation",
-                                  "escape_symbol_env", "escape_symbol_walrus", "leak_hidden_k"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "escape_default",
+        "escape_decorator",
+        "escape_constant_call",
+        "escape_ntl_core",
+        "escape_dunder",
+        "escape_continuation",
+        "escape_symbol_env",
+        "escape_symbol_walrus",
+        "leak_hidden_k",
+    ],
+)
 def test_whitelist_escapes_score_nothing_and_nothing_ran(batch, name):
     out, token = batch["base"] / "out", batch["token"]
     attack = batch["attacks"][name]
@@ -459,13 +548,17 @@ def test_whitelist_escapes_score_nothing_and_nothing_ran(batch, name):
     ran = [path for path in batch["files"] if "pwned" in path]
     assert f"PWNED-{token}" not in logs and not ran, (
         f"{name}: code from the file ran in the kernel run (status {record['status']}, "
-        f"score {record['score']}/{record['max_score']}); stderr: {logs[:400]!r}")
+        f"score {record['score']}/{record['max_score']}); stderr: {logs[:400]!r}"
+    )
     assert record["status"] in attack.expected and record["score"] == 0, (
-        f"{name}: {record['status']} {record['score']}/{record['max_score']}")
+        f"{name}: {record['status']} {record['score']}/{record['max_score']}"
+    )
     if attack.flag_lines:  # a construct in the kernel's own code: named, with its line
         flags = " ".join(record["flags"])
         assert any(f"line {line}" in flags for line in attack.flag_lines), (
-            flags, attack.flag_lines)
+            flags,
+            attack.flag_lines,
+        )
 
 
 def test_awkward_ids_are_graded_and_shown_as_text(batch):
@@ -487,6 +580,7 @@ def test_awkward_ids_are_graded_and_shown_as_text(batch):
 
 # --------------------------------------------------------------------------- a CPU hog
 
+
 @pytest.fixture(scope="module")
 def hog_batch(tmp_path_factory):
     base = tmp_path_factory.mktemp("hog")
@@ -495,8 +589,7 @@ def hog_batch(tmp_path_factory):
     classdir.mkdir()
     (classdir / "hog").mkdir()
     token = f"ntghog{uuid.uuid4().hex[:10]}"
-    (classdir / "hog" / "ninetoothed_gemm.py").write_text(sources.cpu_hog(token),
-                                                          encoding="utf-8")
+    (classdir / "hog" / "ninetoothed_gemm.py").write_text(sources.cpu_hog(token), encoding="utf-8")
     for index in range(1, 4):
         (classdir / f"victim_{index}").mkdir()
         (classdir / f"victim_{index}" / "ninetoothed_gemm.py").write_text(sources.reference())
@@ -513,16 +606,21 @@ def test_a_cpu_hog_cannot_push_a_neighbour_past_the_timeout(hog_batch):
     base, result = hog_batch
     assert result.returncode == 0, result.stderr[-3000:]
     book = _book(base / "out")
-    hurt = {student: (row["status"], row["score"]) for student, row in book.items()
-            if student.startswith("victim") and row["status"] != "passed"}
+    hurt = {
+        student: (row["status"], row["score"])
+        for student, row in book.items()
+        if student.startswith("victim") and row["status"] != "passed"
+    }
     assert hurt == {}, f"neighbours of the CPU hog lost their points: {hurt}"
 
 
 # --------------------------------------------------------------------------- units
 
+
 def _signed_record(out_dir):
-    reports.store_record(out_dir, Record(student="zoe", folder="zoe", score=1, max_score=4,
-                                         status="failed", key="k"))
+    reports.store_record(
+        out_dir, Record(student="zoe", folder="zoe", score=1, max_score=4, status="failed", key="k")
+    )
     return out_dir / "zoe" / "record.json"
 
 
@@ -566,17 +664,26 @@ def test_the_protocol_reads_no_unasked_payload():
 
 def _runs_payload(text, marker):
     """Whether importing ``text`` (the rebuilt kernel file) prints ``marker`` to stderr."""
-    probe = subprocess.run([sys.executable, "-c", text], capture_output=True, text=True,
-                           timeout=300, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    probe = subprocess.run(
+        [sys.executable, "-c", text],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     return marker in probe.stderr
 
 
 REBUILD_ESCAPES = {
-    "continuation": sources.append(sources.wrong(), '''
+    "continuation": sources.append(
+        sources.wrong(),
+        """
         _X = 1 if 1 else \\
         __import__("os").write(2, b"PWNED-unit-continuation"); _WIDTH = (1 +
             0)
-    '''),
+    """,
+    ),
     "string_parity": sources.string_parity_escape(),
 }
 
@@ -591,7 +698,8 @@ def test_the_rebuild_never_keeps_code_it_did_not_check(name):
         return
     assert not _runs_payload(rebuilt.text, "PWNED-"), (
         "no violation, and the rebuilt file runs code the whitelist never saw:\n"
-        + "\n".join(line for line in rebuilt.text.splitlines() if "PWNED" in line))
+        + "\n".join(line for line in rebuilt.text.splitlines() if "PWNED" in line)
+    )
 
 
 @pytest.mark.parametrize("name", ["escape_symbol_env", "escape_symbol_walrus"])

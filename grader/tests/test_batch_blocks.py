@@ -11,17 +11,27 @@ from grader.tests import build_variants
 from grader.tests.batch_helpers import NEEDS_INTERPRETER, gradebook, graded_class
 
 BLOCK_CASES = [case.id for case in cases.all_fixed_cases() if case.blocks]
-OPTIONS = ["--cases", ",".join(BLOCK_CASES + ["square-64x64x64"]), "--no-speed",
-           "--no-progress", "-j", "2"]
+OPTIONS = [
+    "--cases",
+    ",".join(BLOCK_CASES + ["square-64x64x64"]),
+    "--no-speed",
+    "--no-progress",
+    "-j",
+    "2",
+]
 # name: (score, the first hint's key); each case is worth a point
-EXPECTED = {"other_style": (3, None), "rhs_tile_order": (1, "block_order"),
-            "tiles_written_in": (1, "fixed_tiles")}
+EXPECTED = {
+    "other_style": (3, None),
+    "rhs_tile_order": (1, "block_order"),
+    "tiles_written_in": (1, "fixed_tiles"),
+}
 
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    return graded_class(tmp_path_factory.mktemp("blocks"), build_variants.VARIANTS, *OPTIONS,
-                        names=list(EXPECTED))
+    return graded_class(
+        tmp_path_factory.mktemp("blocks"), build_variants.VARIANTS, *OPTIONS, names=list(EXPECTED)
+    )
 
 
 @NEEDS_INTERPRETER

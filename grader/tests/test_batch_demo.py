@@ -19,21 +19,49 @@ import pytest
 
 from grader.batch.outputs.share import SHARED_CLASS_FILES
 from grader.core import cases
-from grader.tests.batch_helpers import (DEMO, ROOT, SEED, batch_backend, copy_class, environment,
-                                        grader_command, gradebook, run_grader, small_cases,
-                                        tree_digest)
+from grader.tests.batch_helpers import (
+    DEMO,
+    ROOT,
+    SEED,
+    batch_backend,
+    copy_class,
+    environment,
+    grader_command,
+    gradebook,
+    run_grader,
+    small_cases,
+    tree_digest,
+)
 
 EXPECTED = {
-    "ada": "passed", "ben": "not_implemented", "chen": "failed", "dana": "failed",
-    "eli": "failed", "fay": "flagged", "gus": "timeout", "hana": "import_error",
-    "ivan": "missing_file", "kai": "crashed", "mia": "passed", "李华": "passed",
+    "ada": "passed",
+    "ben": "not_implemented",
+    "chen": "failed",
+    "dana": "failed",
+    "eli": "failed",
+    "fay": "flagged",
+    "gus": "timeout",
+    "hana": "import_error",
+    "ivan": "missing_file",
+    "kai": "crashed",
+    "mia": "passed",
+    "李华": "passed",
 }
 # 10 s per run, as the adversarial batch: time a run spends waiting for a core is not
 # charged, and each run's limit grows by 0.25 s per tile step of its cases, so a loaded 2-core
 # CI box does not push an honest run (about 3.5 s of its own here) to the limit (40 s was
 # needed when the wall clock was charged). gus's hang spins for the whole limit.
-OPTIONS = ["-j", "2", "--timeout", "10", "--cases", small_cases(), "--no-progress",
-           "--seed", str(SEED)]
+OPTIONS = [
+    "-j",
+    "2",
+    "--timeout",
+    "10",
+    "--cases",
+    small_cases(),
+    "--no-progress",
+    "--seed",
+    str(SEED),
+]
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +81,16 @@ def test_every_demo_submission_gets_its_status(graded):
     for student, status in EXPECTED.items():  # the results on stdout, the notes on stderr
         assert f"  {student}: {status} " in result.stdout
         assert f"  {student}: {status} " not in result.stderr
-    assert set(EXPECTED.values()) >= {"passed", "failed", "not_implemented", "import_error",
-                                      "missing_file", "timeout", "crashed", "flagged"}
+    assert set(EXPECTED.values()) >= {
+        "passed",
+        "failed",
+        "not_implemented",
+        "import_error",
+        "missing_file",
+        "timeout",
+        "crashed",
+        "flagged",
+    }
 
 
 def test_readme_lists_each_demo_submission_with_its_status():
@@ -72,14 +108,29 @@ def test_gradebook_columns_and_flags(graded):
     base = graded[0]
     book = gradebook(base / "out", drop_times=False)
     columns = list(next(iter(book.values())))
-    assert columns[:12] == ["student", "score", "max_score", "status", "flags", "message",
-                            "likely_mistake", "lms_id", "lms", "late", "graded_file", "seen"]
+    assert columns[:12] == [
+        "student",
+        "score",
+        "max_score",
+        "status",
+        "flags",
+        "message",
+        "likely_mistake",
+        "lms_id",
+        "lms",
+        "late",
+        "graded_file",
+        "seen",
+    ]
     assert columns[-3:] == ["wall_time_s", "isolation", "overrides"]
     assert columns[12:-3] == small_cases().split(",")
     # the key of each page's first hint: what the next lecture could take up
     assert (book["chen"]["likely_mistake"], book["ada"]["likely_mistake"]) == ("expand_axis", "")
     assert (book["eli"]["lms_id"], book["eli"]["lms"], book["eli"]["late"]) == (
-        "4711", "canvas", "True")
+        "4711",
+        "canvas",
+        "True",
+    )
     assert (book["ada"]["lms_id"], book["ada"]["lms"], book["ada"]["late"]) == ("", "", "False")
     assert "did not return its kernel's output" in book["fay"]["flags"]
     # why each status, in one line: the flag, the first error, the first failed case
@@ -99,8 +150,11 @@ def test_hand_in_csvs_are_read_and_checked_as_far_as_a_cpu_can(graded):
     students = json.loads((out / "batch.json").read_text())["students"]
     for student in ("ada", "mia"):
         record = json.loads((out / students[student] / "record.json").read_text())
-        assert record["handin"]["verdict"] == ("not compared" if batch_backend() == "interpreter"
-                                               else {"ada": "consistent", "mia": "mismatch"}[student])
+        assert record["handin"]["verdict"] == (
+            "not compared"
+            if batch_backend() == "interpreter"
+            else {"ada": "consistent", "mia": "mismatch"}[student]
+        )
         assert record["handin"]["file"].endswith(".csv")
     record = json.loads((out / students["mia"] / "record.json").read_text())
     assert record["tiles"] == [128, 64, 32]
@@ -152,8 +206,18 @@ def test_class_files(graded):
     assert f": {first['likely_mistake']}" in said.split("likely mistakes: ")[1].split(";")[0]
     assert (out / "summary.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     env = json.loads((out / "environment.json").read_text())
-    for key in ("gpu", "driver", "cuda", "torch", "triton", "ninetoothed", "grader_revision",
-                "secret_fingerprint", "timestamp", "backend"):
+    for key in (
+        "gpu",
+        "driver",
+        "cuda",
+        "torch",
+        "triton",
+        "ninetoothed",
+        "grader_revision",
+        "secret_fingerprint",
+        "timestamp",
+        "backend",
+    ):
         assert key in env
     assert env["secret_fingerprint"] == cases.fingerprint(SEED)
     assert env["backend"] == batch_backend()
@@ -162,8 +226,11 @@ def test_class_files(graded):
     # Where the batch's seconds went, phase by phase (no second grading nor timing on the
     # interpreter), and the grader's own CPU beside its workers'.
     phases = list(env["phase_s"])
-    assert phases == ["grading"] if batch_backend() == "interpreter" else \
-        phases[0] == "grading" and set(phases) <= {"grading", "confirming", "timing"}
+    assert (
+        phases == ["grading"]
+        if batch_backend() == "interpreter"
+        else phases[0] == "grading" and set(phases) <= {"grading", "confirming", "timing"}
+    )
     assert 0 < sum(env["phase_s"].values()) <= env["elapsed_s"]
     assert 0 < env["grader_cpu_s"]
     # One compile per distinct generated kernel: ada, fay, gus and kai differ only in nt_gemm.
@@ -186,16 +253,28 @@ def test_share_hands_back_feedback_and_nothing_that_names_a_hidden_case(graded):
     assert result.returncode == 0, result.stderr
     hidden = [case for case in cases.catalogue(SEED, batch_backend()) if case.name == "hidden_1"][0]
     folders = json.loads((base / "out" / "batch.json").read_text())["students"]
-    shared = sorted(str(path.relative_to(base / "share"))
-                    for path in (base / "share").rglob("*") if path.is_file())
+    shared = sorted(
+        str(path.relative_to(base / "share"))
+        for path in (base / "share").rglob("*")
+        if path.is_file()
+    )
     board = [name for name in SHARED_CLASS_FILES if (base / "out" / name).is_file()]  # on a GPU
-    drawn = [f"{folder}/arrangement.png" for folder in folders.values()
-             if (base / "out" / folder / "arrangement.png").is_file()]
+    drawn = [
+        f"{folder}/arrangement.png"
+        for folder in folders.values()
+        if (base / "out" / folder / "arrangement.png").is_file()
+    ]
     assert "chen/arrangement.png" in drawn
-    assert shared == sorted(["index.csv"] + board + drawn + [f"{folder}/{name}"
-                                                             for folder in folders.values()
-                                                             for name in ("feedback.md",
-                                                                          "results.json")])
+    assert shared == sorted(
+        ["index.csv"]
+        + board
+        + drawn
+        + [
+            f"{folder}/{name}"
+            for folder in folders.values()
+            for name in ("feedback.md", "results.json")
+        ]
+    )
     for path in (base / "share").rglob("*.*"):
         if path.suffix != ".png":
             assert hidden.label not in path.read_text(encoding="utf-8"), path
@@ -228,21 +307,26 @@ def regraded(graded):
     first = base / "shard1"
     process = subprocess.Popen(
         grader_command("grade", str(again), "--out", str(first), "--shard", "1/2", *OPTIONS),
-        cwd=ROOT, env=environment(base), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True)
+        cwd=ROOT,
+        env=environment(base),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 300
     while len(list(first.glob("*/record.json"))) < 3 and time.monotonic() < deadline:
         time.sleep(0.2)
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
     done = len(list(first.glob("*/record.json")))
-    resumed = run_grader(base, "grade", str(again), "--out", str(first), "--shard", "1/2",
-                         *OPTIONS)
-    second = run_grader(base, "grade", str(again), "--out", str(base / "shard2"), "--shard",
-                        "2/2", *OPTIONS)
+    resumed = run_grader(base, "grade", str(again), "--out", str(first), "--shard", "1/2", *OPTIONS)
+    second = run_grader(
+        base, "grade", str(again), "--out", str(base / "shard2"), "--shard", "2/2", *OPTIONS
+    )
     assert second.returncode == 0, second.stderr
-    merged = run_grader(base, "merge", str(first), str(base / "shard2"),
-                        "--out", str(base / "merged"))
+    merged = run_grader(
+        base, "merge", str(first), str(base / "shard2"), "--out", str(base / "merged")
+    )
     assert merged.returncode == 0, merged.stderr
     return done, resumed
 
@@ -258,15 +342,22 @@ def test_a_batch_killed_midway_resumes(graded, regraded):
 
 def test_regrading_and_merging_shards_give_the_single_run_s_rows(graded, regraded):
     base = graded[0]
-    single = {student: row for student, row in gradebook(base / "out").items()
-              if student in AGAIN}
+    single = {student: row for student, row in gradebook(base / "out").items() if student in AGAIN}
     assert set(single) == set(AGAIN)
     assert not set(gradebook(base / "shard1")) & set(gradebook(base / "shard2"))
     assert gradebook(base / "merged") == single
     assert list(gradebook(base / "merged")) == list(single)
     assert (base / "merged" / "ada" / "feedback.md").is_file()
-    reuse = run_grader(base, "grade", str(base / "again"), "--out", str(base / "shard2"),
-                       "--shard", "2/2", *OPTIONS)
+    reuse = run_grader(
+        base,
+        "grade",
+        str(base / "again"),
+        "--out",
+        str(base / "shard2"),
+        "--shard",
+        "2/2",
+        *OPTIONS,
+    )
     assert re.search(r"(\d+) already graded, 0 to grade", reuse.stderr), reuse.stderr
     kept = gradebook(base / "shard2")
     assert kept == {student: row for student, row in single.items() if student in kept}
@@ -277,8 +368,9 @@ def test_a_merge_missing_a_result_is_refused(graded, regraded):
     shutil.copytree(base / "shard2", base / "shard2-broken")
     victim = next((base / "shard2-broken").glob("*/record.json"))
     victim.unlink()
-    incomplete = run_grader(base, "merge", str(base / "shard1"), str(base / "shard2-broken"),
-                            "--out", str(base / "bad"))
+    incomplete = run_grader(
+        base, "merge", str(base / "shard1"), str(base / "shard2-broken"), "--out", str(base / "bad")
+    )
     assert incomplete.returncode == 1 and "no finished result" in incomplete.stderr
 
 
@@ -286,8 +378,17 @@ def test_the_demo_gradebook_exports_to_canvas_with_its_names_as_written(graded):
     """Read back as a spreadsheet reads it: the BOM says UTF-8, every cell is text."""
     base = graded[0]
     target = base / "canvas.csv"
-    result = run_grader(base, "export", str(base / "out"), "--format", "canvas", "--out",
-                        str(target), "--assignment", "NineToothed GEMM (1234)")
+    result = run_grader(
+        base,
+        "export",
+        str(base / "out"),
+        "--format",
+        "canvas",
+        "--out",
+        str(target),
+        "--assignment",
+        "NineToothed GEMM (1234)",
+    )
     assert result.returncode == 0, result.stderr
     data = target.read_bytes()
     assert data.startswith(b"\xef\xbb\xbf")
@@ -296,6 +397,7 @@ def test_the_demo_gradebook_exports_to_canvas_with_its_names_as_written(graded):
     assert rows["李华"]["NineToothed GEMM (1234)"] == gradebook(base / "out")["李华"]["score"]
     assert rows["eli"]["ID"] == "4711" and rows["ada"]["ID"] == ""
     assert "have no LMS id" in result.stderr and "李华" in result.stderr
-    moodle = run_grader(base, "export", str(base / "out"), "--format", "moodle", "--out",
-                        str(base / "moodle.csv"))
+    moodle = run_grader(
+        base, "export", str(base / "out"), "--format", "moodle", "--out", str(base / "moodle.csv")
+    )
     assert moodle.returncode == 1 and "eli (Canvas id 4711)" in moodle.stderr

@@ -15,8 +15,15 @@ from grader.batch.record import Record
 from grader.batch.grade import intake, machine
 from grader.batch.isolation import launch
 from grader.batch.status import ExitCode
-from grader.tests.batch_helpers import (DEMO, NEEDS_INTERPRETER, environment,
-                                        gradebook, run_grader, run_pytest, small_cases)
+from grader.tests.batch_helpers import (
+    DEMO,
+    NEEDS_INTERPRETER,
+    environment,
+    gradebook,
+    run_grader,
+    run_pytest,
+    small_cases,
+)
 from solutions import MODEL_ANSWER
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -45,19 +52,22 @@ def test_intake_reads_every_layout(tmp_path):
     assert found["dave"].problem and not found["dave"].data
 
 
-@pytest.mark.parametrize("member, words", [
-    ("../escape/ninetoothed_gemm.py", "outside"),
-    ("/abs/ninetoothed_gemm.py", "outside"),
-    ("symlink", "symbolic link"),
-    ("many", "members"),
-    ("bomb", "uncompressed"),
-])
+@pytest.mark.parametrize(
+    "member, words",
+    [
+        ("../escape/ninetoothed_gemm.py", "outside"),
+        ("/abs/ninetoothed_gemm.py", "outside"),
+        ("symlink", "symbolic link"),
+        ("many", "members"),
+        ("bomb", "uncompressed"),
+    ],
+)
 def test_zip_guards_reject_dangerous_archives(tmp_path, member, words):
     path = tmp_path / "mallory.zip"
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         if member == "symlink":
             info = zipfile.ZipInfo("ninetoothed_gemm.py")
-            info.external_attr = (0o120777 << 16)
+            info.external_attr = 0o120777 << 16
             archive.writestr(info, "/etc/passwd")
         elif member == "many":
             for index in range(intake.MAX_ZIP_MEMBERS + 1):
@@ -80,8 +90,9 @@ def test_two_entries_for_one_student_are_one_row_graded_from_the_latest(tmp_path
     os.utime(tmp_path / "amy.py", (2_000_000, 2_000_000))
     (amy,) = intake.discover(tmp_path)
     assert (amy.student, amy.origin, amy.data) == ("amy", "amy.py", b"new = 1\n")
-    assert amy.seen == [("amy/ninetoothed_gemm.py",
-                         "an older entry of the same student; graded amy.py, the latest")]
+    assert amy.seen == [
+        ("amy/ninetoothed_gemm.py", "an older entry of the same student; graded amy.py, the latest")
+    ]
 
 
 def test_shards_partition_the_class_deterministically():
@@ -114,15 +125,18 @@ def test_default_jobs_fit_the_host():
     assert default_jobs(2, 0) == 2  # the interpreter: one per core
 
 
-@pytest.mark.parametrize("args, words", [
-    (["grade", "no-such-dir", "--out", "x"], "SUBMISSIONS_DIR"),
-    (["grade", "grader/demo_class", "--out", "x", "-j", "0"], "-j/--jobs"),
-    (["grade", "grader/demo_class", "--out", "x", "--timeout", "-1"], "--timeout"),
-    (["grade", "grader/demo_class", "--out", "x", "--memory-limit", "lots"], "--memory-limit"),
-    (["grade", "grader/demo_class", "--out", "x", "--shard", "3/2"], "--shard"),
-    (["grade", "grader/demo_class", "--out", "grader/demo_class/out"], "--out"),
-    (["merge", "no-such-out", "--out", "x"], "no-such-out"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["grade", "no-such-dir", "--out", "x"], "SUBMISSIONS_DIR"),
+        (["grade", "grader/demo_class", "--out", "x", "-j", "0"], "-j/--jobs"),
+        (["grade", "grader/demo_class", "--out", "x", "--timeout", "-1"], "--timeout"),
+        (["grade", "grader/demo_class", "--out", "x", "--memory-limit", "lots"], "--memory-limit"),
+        (["grade", "grader/demo_class", "--out", "x", "--shard", "3/2"], "--shard"),
+        (["grade", "grader/demo_class", "--out", "grader/demo_class/out"], "--out"),
+        (["merge", "no-such-out", "--out", "x"], "no-such-out"),
+    ],
+)
 def test_bad_arguments_are_named(tmp_path, args, words):
     args = [str(tmp_path / a) if a == "x" else a for a in args]
     result = run_grader(tmp_path, *args)
@@ -133,8 +147,16 @@ def test_bad_arguments_are_named(tmp_path, args, words):
 
 def test_help_lists_the_options(tmp_path):
     result = run_grader(tmp_path, "grade", "--help")
-    for option in ("--out", "-j", "--timeout", "--memory-limit", "--seed", "--force", "--shard",
-                   "--gpus"):
+    for option in (
+        "--out",
+        "-j",
+        "--timeout",
+        "--memory-limit",
+        "--seed",
+        "--force",
+        "--shard",
+        "--gpus",
+    ):
         assert option in result.stdout
 
 
@@ -143,8 +165,14 @@ def test_handout_leaves_out_staff_tools_and_the_modules_that_import_them():
 
     shipped = {str(relative) for _, relative in handout._handout_files()}
     assert {"benchmarks/harness.py", "benchmarks/cli.py", "benchmarks/lessons/ledger.py"} <= shipped
-    for staff in ("explore_variants", "run_baselines", "tma_kernels", "triton_ceiling",
-                  "persistent_arrangement", "split_k"):
+    for staff in (
+        "explore_variants",
+        "run_baselines",
+        "tma_kernels",
+        "triton_ceiling",
+        "persistent_arrangement",
+        "split_k",
+    ):
         assert f"benchmarks/lab/{staff}.py" not in shipped
     assert not any(name.startswith(("grader/batch/", "solutions/")) for name in shipped)
 
@@ -152,21 +180,33 @@ def test_handout_leaves_out_staff_tools_and_the_modules_that_import_them():
 def test_import_closure_follows_absolute_relative_and_circular_imports(tmp_path):
     from grader.batch import import_graph
 
-    modules = {"staff": "REFERENCE = 1", "absolute": "from benchmarks.lab.staff import X",
-               "relative": "from .staff import X", "package": "from benchmarks.lab import staff",
-               "chain": "from . import relative", "plain": "import math",
-               "loop_a": "from benchmarks.lab import loop_b", "loop_b": "from .loop_a import Y"}
+    modules = {
+        "staff": "REFERENCE = 1",
+        "absolute": "from benchmarks.lab.staff import X",
+        "relative": "from .staff import X",
+        "package": "from benchmarks.lab import staff",
+        "chain": "from . import relative",
+        "plain": "import math",
+        "loop_a": "from benchmarks.lab import loop_b",
+        "loop_b": "from .loop_a import Y",
+    }
     (tmp_path / "benchmarks" / "lab").mkdir(parents=True)
     for init in ("benchmarks", "benchmarks/lab"):
         (tmp_path / init / "__init__.py").write_text("")
     for name, source in modules.items():
         (tmp_path / "benchmarks" / "lab" / f"{name}.py").write_text(source + "\n")
-    reaches_staff = {name for name in modules
-                     if "benchmarks.lab.staff" in import_graph.closure((f"benchmarks.lab.{name}",),
-                                                                       tmp_path)}
+    reaches_staff = {
+        name
+        for name in modules
+        if "benchmarks.lab.staff" in import_graph.closure((f"benchmarks.lab.{name}",), tmp_path)
+    }
     assert reaches_staff == {"staff", "absolute", "relative", "package", "chain"}
     assert import_graph.closure(("benchmarks.lab.loop_a",), tmp_path) == (
-        "benchmarks", "benchmarks.lab", "benchmarks.lab.loop_a", "benchmarks.lab.loop_b")
+        "benchmarks",
+        "benchmarks.lab",
+        "benchmarks.lab.loop_a",
+        "benchmarks.lab.loop_b",
+    )
 
 
 def test_handout_holds_no_solution_and_its_public_tests_run(tmp_path):
@@ -177,10 +217,12 @@ def test_handout_holds_no_solution_and_its_public_tests_run(tmp_path):
         names = bundle.namelist()
         bundle.extractall(tmp_path / "student")
     reference = MODEL_ANSWER.read_bytes()
-    assert not any("solutions" in name or "/tests/" in name or "demo_class" in name
-                   for name in names)
-    assert not any(name.endswith(("grader/batch/grade/grading.py", "grader/batch/cli.py"))
-                   for name in names)
+    assert not any(
+        "solutions" in name or "/tests/" in name or "demo_class" in name for name in names
+    )
+    assert not any(
+        name.endswith(("grader/batch/grade/grading.py", "grader/batch/cli.py")) for name in names
+    )
     with zipfile.ZipFile(archive) as bundle:
         assert all(bundle.read(name) != reference for name in names)
     folder = tmp_path / "student" / "ntgemm-handout"
@@ -192,12 +234,30 @@ def test_handout_holds_no_solution_and_its_public_tests_run(tmp_path):
     (tmp_path / "mine").mkdir()
     solution = tmp_path / "mine" / "ninetoothed_gemm.py"
     solution.write_bytes(REFERENCE.read_bytes())
-    solved = run_pytest("assignment", "-q", "-p", "no:cacheprovider", "--submission",
-                        str(solution), cwd=folder, env=env)
+    solved = run_pytest(
+        "assignment",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--submission",
+        str(solution),
+        cwd=folder,
+        env=env,
+    )
     assert solved.returncode == 0, solved.stdout + solved.stderr
     # The student guide's self-check, `pytest grader --submission PATH`, needs the suite.
-    suite = run_pytest("grader", "-q", "-p", "no:cacheprovider", "--submission", str(solution),
-                       "-k", "arrangement or tail_mnk", cwd=folder, env=env)
+    suite = run_pytest(
+        "grader",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--submission",
+        str(solution),
+        "-k",
+        "arrangement or tail_mnk",
+        cwd=folder,
+        env=env,
+    )
     assert suite.returncode == 0, suite.stdout + suite.stderr
     assert "2 passed" in suite.stdout, suite.stdout
 
@@ -209,9 +269,12 @@ def test_the_handout_imports_from_itself_alone(tmp_path):
     from grader.tests.batch_helpers import kit_files_loaded_alone
 
     folder, _ = handout.build(tmp_path)
-    modules = sorted(".".join(path.relative_to(folder).with_suffix("").parts)
-                     for package in ("ledger", "grader", "benchmarks") for path in
-                     (folder / package).rglob("*.py") if path.name != "__init__.py")
+    modules = sorted(
+        ".".join(path.relative_to(folder).with_suffix("").parts)
+        for package in ("ledger", "grader", "benchmarks")
+        for path in (folder / package).rglob("*.py")
+        if path.name != "__init__.py"
+    )
     imports = f"import importlib\n[importlib.import_module(m) for m in {modules!r}]"
     loaded = kit_files_loaded_alone(folder, imports + "\nimport conftest")
     assert len(loaded) > len(modules) and all(path.startswith(str(folder)) for path in loaded)
@@ -244,17 +307,34 @@ def test_a_refused_handout_is_an_error_message_not_a_traceback(tmp_path, monkeyp
 
     monkeypatch.setattr(handout, "build", refuse)
     assert cli.main(["handout", "--out", str(tmp_path)]) == ExitCode.FAILURE
-    assert "cannot build the handout: assignment/ninetoothed_gemm.py is a copy" \
+    assert (
+        "cannot build the handout: assignment/ninetoothed_gemm.py is a copy"
         in capsys.readouterr().err
+    )
 
 
 def test_flagged_public_case_says_why_in_results_json():
     from grader.batch.outputs.feedback import results_json
 
-    record = Record.from_json({
-        "status": "flagged", "score": 0, "max_score": 1, "message": "", "cases": [
-        {"id": "tail_m-65x128x128", "name": "tail_m", "visibility": "public", "status": "flagged",
-         "points": 0, "max_points": 1, "message": ""}]})
+    record = Record.from_json(
+        {
+            "status": "flagged",
+            "score": 0,
+            "max_score": 1,
+            "message": "",
+            "cases": [
+                {
+                    "id": "tail_m-65x128x128",
+                    "name": "tail_m",
+                    "visibility": "public",
+                    "status": "flagged",
+                    "points": 0,
+                    "max_points": 1,
+                    "message": "",
+                }
+            ],
+        }
+    )
     (test,) = results_json(record)["tests"]
     assert test["status"] == "failed"
     assert "anti-cheat" in test["output"]
@@ -267,18 +347,38 @@ def test_a_message_cannot_close_its_code_block_in_feedback_md():
 
     forged = "**Score / 得分: 28 / 28**"
     message = f"AssertionError: no\n```\n{forged}\n````\n{forged}"
-    record = Record.from_json({
-        "student": "eve", "status": "failed", "score": 0, "max_score": 1, "flags": [],
-              "message": message, "cases": [
-                  {"id": "tail_m-65x128x128", "name": "tail_m", "visibility": "public",
-                   "status": "failed", "points": 0, "max_points": 1, "message": message}]})
+    record = Record.from_json(
+        {
+            "student": "eve",
+            "status": "failed",
+            "score": 0,
+            "max_score": 1,
+            "flags": [],
+            "message": message,
+            "cases": [
+                {
+                    "id": "tail_m-65x128x128",
+                    "name": "tail_m",
+                    "visibility": "public",
+                    "status": "failed",
+                    "points": 0,
+                    "max_points": 1,
+                    "message": message,
+                }
+            ],
+        }
+    )
     fence, outside = None, []
     for line in feedback_markdown(record, []).splitlines():
         run = re.match(r"`{3,}", line)
         if fence is None and run:
             fence = run.group()
-        elif fence is not None and line.strip() and set(line.strip()) == {"`"} \
-                and len(line.strip()) >= len(fence):
+        elif (
+            fence is not None
+            and line.strip()
+            and set(line.strip()) == {"`"}
+            and len(line.strip()) >= len(fence)
+        ):
             fence = None
         elif fence is None:
             outside.append(line)
@@ -322,8 +422,9 @@ def test_share_refuses_what_is_not_a_fresh_place_or_not_a_gradebook(tmp_path):
     (out / "ada").mkdir(parents=True)
     with pytest.raises(ValueError, match="no students.csv"):
         share.build(out, tmp_path / "share")
-    (out / "students.csv").write_text("student,folder,origin,status\nada,ada,ada.py,passed\n"
-                                      "eve,../eve,eve.py,passed\n")
+    (out / "students.csv").write_text(
+        "student,folder,origin,status\nada,ada,ada.py,passed\neve,../eve,eve.py,passed\n"
+    )
     with pytest.raises(ValueError, match="inside"):
         share.build(out, out / "share")
     (tmp_path / "busy").mkdir()
@@ -343,17 +444,29 @@ def test_grade_prints_its_results_on_stdout_and_its_notes_on_stderr(tmp_path, pr
     (tmp_path / "class" / "\x1b[31mivan").mkdir(parents=True)
     (tmp_path / "class" / "ben.py").write_bytes(SKELETON.read_bytes())
     out = tmp_path / "out"
-    done = run_grader(tmp_path, "grade", str(tmp_path / "class"), "--out", str(out),
-                      "--unsafe-no-sandbox", "--cases", "tail_mnk-65x97x130",
-                      *([] if progress else ["--no-progress"]))
+    done = run_grader(
+        tmp_path,
+        "grade",
+        str(tmp_path / "class"),
+        "--out",
+        str(out),
+        "--unsafe-no-sandbox",
+        "--cases",
+        "tail_mnk-65x97x130",
+        *([] if progress else ["--no-progress"]),
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()  # the students in the order they finish
-    assert sorted(lines[:2]) == ["  \\x1b[31mivan: missing_file 0/1 (0.0 s)",
-                                 "  ben: not_implemented 0/1 (0.0 s)"]
+    assert sorted(lines[:2]) == [
+        "  \\x1b[31mivan: missing_file 0/1 (0.0 s)",
+        "  ben: not_implemented 0/1 (0.0 s)",
+    ]
     assert "\x1b" not in done.stdout + done.stderr
-    assert lines[2:] == ["statuses: missing_file 1, not_implemented 1",
-                         "likely mistakes: 1 student: not_implemented",
-                         f"gradebook: {out / 'gradebook.csv'}"]
+    assert lines[2:] == [
+        "statuses: missing_file 1, not_implemented 1",
+        "likely mistakes: 1 student: not_implemented",
+        f"gradebook: {out / 'gradebook.csv'}",
+    ]
     assert "ntgemm grader: 2 submission(s)" in done.stderr
     assert ": not_implemented" not in done.stderr and "statuses:" not in done.stderr
     assert ("grading" in done.stderr) == progress  # the bar's description
@@ -384,9 +497,14 @@ def test_a_grader_bug_one_file_triggers_is_that_file_s_row_and_the_class_is_grad
         shutil.copy(DEMO / "ada" / "ninetoothed_gemm.py", submissions / name)
     out = tmp_path / "out"
     options = ["--out", str(out), "--no-progress", "--cases", small_cases()]
-    broken = subprocess.run([sys.executable, "-c", GRADE_WITH_A_BUG_FOR_EVE, "grade",
-                             str(submissions), *options], cwd=ROOT, capture_output=True,
-                            text=True, timeout=600, env=environment(tmp_path))
+    broken = subprocess.run(
+        [sys.executable, "-c", GRADE_WITH_A_BUG_FOR_EVE, "grade", str(submissions), *options],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=environment(tmp_path),
+    )
     assert broken.returncode == ExitCode.OK, broken.stderr[-3000:]
     assert "eve: the grader failed while grading this file" in broken.stderr
     assert "ValueError: a bug in the grader that eve's file triggers" in broken.stderr
@@ -399,7 +517,9 @@ def test_a_grader_bug_one_file_triggers_is_that_file_s_row_and_the_class_is_grad
     assert again.returncode == 0, again.stderr[-3000:]
     assert "1 already graded, 1 to grade" in again.stderr
     assert {name: row["status"] for name, row in gradebook(out).items()} == {
-        "ada": "passed", "eve": "passed"}
+        "ada": "passed",
+        "eve": "passed",
+    }
 
 
 def test_an_interrupt_kills_the_runs_still_going_and_no_pid_an_ended_run_had(monkeypatch):
@@ -433,8 +553,9 @@ def test_a_whole_class_download_given_as_an_archive_is_refused_saying_to_unzip_i
         intake.discover(download)
 
 
-def test_an_entry_whose_reading_raises_is_its_own_row_and_the_others_are_read(tmp_path,
-                                                                                monkeypatch):
+def test_an_entry_whose_reading_raises_is_its_own_row_and_the_others_are_read(
+    tmp_path, monkeypatch
+):
     (tmp_path / "ada.py").write_text("a = 1\n")
     (tmp_path / "bob.py").write_text("b = 1\n")
     (tmp_path / "cy_77_1_ninetoothed_gemm.py").write_text("c = 1\n")
@@ -452,4 +573,5 @@ def test_an_entry_whose_reading_raises_is_its_own_row_and_the_others_are_read(tm
         assert not found[student].data
         assert found[student].problem.startswith(
             f"could not read this entry (UnicodeError: a reader's bug on {student}); the "
-            "grader gave it no points: open it, and grade it by hand or fix it")
+            "grader gave it no points: open it, and grade it by hand or fix it"
+        )

@@ -38,55 +38,74 @@ def _statements(text, filename="<string>"):
     return compile(text, filename, "exec")
 
 
-@pytest.mark.parametrize("event, args", [
-    ("open", ("/etc/passwd", "r", 0)),
-    ("open", (os.path.expanduser("~/.ssh/id_rsa"), "r", 0)),
-    ("open", (sys.prefix + "/evil.py", "w", 0)),
-    ("import", ("imaplib", None, [], [], [])),
-    ("import", ("socket", None, [], [], [])),
-    ("subprocess.Popen", ("/bin/sh", ["/bin/sh", "-c", "true"], None, None)),
-    ("subprocess.Popen", (sys.executable, [sys.executable, "-c", "print(1)"], None, None)),
-    ("os.system", (b"true",)),
-    ("os.exec", ("/bin/sh", ["sh"], None)),
-    ("os.fork", ()),
-    ("os.kill", (1, 9)),
-    ("os.putenv", (b"X", b"1")),
-    ("os.listdir", ("/etc",)),
-    ("os.remove", (sys.prefix + "/lib",)),
-    ("socket.connect", (None, ("127.0.0.1", 80))),
-    ("sys.addaudithook", ()),
-    ("sys.settrace", (None,)),
-    ("gc.get_objects", (None,)),
-    ("code.__new__", (None,) * 8),
-    ("exec", (_code("__import__('os').system('true')"),)),
-    ("exec", (_code("0", "/tmp/not-a-library-file.py"),)),
-    ("exec", (_code("0", os.__file__),)),  # a library's code, but not run by the import system
-    ("object.__setattr__", (len, "__code__", None)),
-    ("os.posix_spawn", ("/bin/sh", ["/bin/sh", "-c", "true"], {})),
-    ("subprocess.Popen", (None, "cat /etc/passwd", None, None)),
-    ("import", ("cuda_utils", "/tmp/elsewhere/cuda_utils.so", [], [], [])),
-    ("object.__setattr__", (kernel_source.KernelSource, "ok", True)),
-])
+@pytest.mark.parametrize(
+    "event, args",
+    [
+        ("open", ("/etc/passwd", "r", 0)),
+        ("open", (os.path.expanduser("~/.ssh/id_rsa"), "r", 0)),
+        ("open", (sys.prefix + "/evil.py", "w", 0)),
+        ("import", ("imaplib", None, [], [], [])),
+        ("import", ("socket", None, [], [], [])),
+        ("subprocess.Popen", ("/bin/sh", ["/bin/sh", "-c", "true"], None, None)),
+        ("subprocess.Popen", (sys.executable, [sys.executable, "-c", "print(1)"], None, None)),
+        ("os.system", (b"true",)),
+        ("os.exec", ("/bin/sh", ["sh"], None)),
+        ("os.fork", ()),
+        ("os.kill", (1, 9)),
+        ("os.putenv", (b"X", b"1")),
+        ("os.listdir", ("/etc",)),
+        ("os.remove", (sys.prefix + "/lib",)),
+        ("socket.connect", (None, ("127.0.0.1", 80))),
+        ("sys.addaudithook", ()),
+        ("sys.settrace", (None,)),
+        ("gc.get_objects", (None,)),
+        ("code.__new__", (None,) * 8),
+        ("exec", (_code("__import__('os').system('true')"),)),
+        ("exec", (_code("0", "/tmp/not-a-library-file.py"),)),
+        ("exec", (_code("0", os.__file__),)),  # a library's code, but not run by the import system
+        ("object.__setattr__", (len, "__code__", None)),
+        ("os.posix_spawn", ("/bin/sh", ["/bin/sh", "-c", "true"], {})),
+        ("subprocess.Popen", (None, "cat /etc/passwd", None, None)),
+        ("import", ("cuda_utils", "/tmp/elsewhere/cuda_utils.so", [], [], [])),
+        ("object.__setattr__", (kernel_source.KernelSource, "ok", True)),
+    ],
+)
 def test_what_no_build_needs_is_refused(policy, event, args):
     assert policy.judge(event, args) is not None
 
 
-@pytest.mark.parametrize("event, args", [
-    ("import", ("triton.language.extra", None, [], [], [])),
-    ("import", ("grader.core.gpu_compile", None, [], [], [])),
-    ("subprocess.Popen", (sys.executable, [sys.executable, "-m", "grader.core.gpu_compile",
-                                           "kernel.py", "sm_90"], None, None)),
-    ("exec", (_code("Integer(4096)"),)),
-    ("exec", (_code("2 * 3 + 1"),)),
-    ("compile", (b"x + 1", "<unknown>")),
-    ("open", (os.__file__, "r", 0)),
-    ("open", (3, "rb", 0)),
-    ("builtins.id", (1,)),
-    ("object.__setattr__", (type("Fresh", (), {}), "__doc__", "")),
-    ("open", ("/dev/null", "r", 0)),
-    ("os.posix_spawn", (sys.executable, [sys.executable, "-m", "grader.core.gpu_compile",
-                                         "kernel.py", "sm_90"], {})),
-])
+@pytest.mark.parametrize(
+    "event, args",
+    [
+        ("import", ("triton.language.extra", None, [], [], [])),
+        ("import", ("grader.core.gpu_compile", None, [], [], [])),
+        (
+            "subprocess.Popen",
+            (
+                sys.executable,
+                [sys.executable, "-m", "grader.core.gpu_compile", "kernel.py", "sm_90"],
+                None,
+                None,
+            ),
+        ),
+        ("exec", (_code("Integer(4096)"),)),
+        ("exec", (_code("2 * 3 + 1"),)),
+        ("compile", (b"x + 1", "<unknown>")),
+        ("open", (os.__file__, "r", 0)),
+        ("open", (3, "rb", 0)),
+        ("builtins.id", (1,)),
+        ("object.__setattr__", (type("Fresh", (), {}), "__doc__", "")),
+        ("open", ("/dev/null", "r", 0)),
+        (
+            "os.posix_spawn",
+            (
+                sys.executable,
+                [sys.executable, "-m", "grader.core.gpu_compile", "kernel.py", "sm_90"],
+                {},
+            ),
+        ),
+    ],
+)
 def test_what_a_build_needs_passes(policy, event, args):
     assert policy.judge(event, args) is None
 
@@ -131,13 +150,18 @@ def test_triton_s_binder_may_name_only_its_own_names_and_the_kernel_s_parameters
     import triton.runtime.jit
 
     binder = triton.runtime.jit.__file__
-    written = _statements("def dynamic_func(ninetoothed_a, ninetoothed_b=default_ninetoothed_b, "
-                    "**options):\n    params = {'a': ninetoothed_a}\n    specialization = "
-                    "[specialize_impl(backend, ninetoothed_a, False, True, True)]\n"
-                    "    return params, specialization, options\n")
+    written = _statements(
+        "def dynamic_func(ninetoothed_a, ninetoothed_b=default_ninetoothed_b, "
+        "**options):\n    params = {'a': ninetoothed_a}\n    specialization = "
+        "[specialize_impl(backend, ninetoothed_a, False, True, True)]\n"
+        "    return params, specialization, options\n"
+    )
     assert _judged_from(policy, binder, "exec", (written,)) is None
-    for payload in ("__import__('os').system('true')", "open('/etc/passwd')",
-                    "ninetoothed_a.__class__"):
+    for payload in (
+        "__import__('os').system('true')",
+        "open('/etc/passwd')",
+        "ninetoothed_a.__class__",
+    ):
         assert _judged_from(policy, binder, "exec", (_code(payload),)) is not None, payload
 
 
@@ -211,8 +235,7 @@ def test_a_relative_path_is_judged_in_the_folder_of_its_descriptor(policy, tmp_p
 def test_triton_s_compiled_launcher_imports_from_the_run_s_cache_only(policy, tmp_path):
     cached = tmp_path / "home" / ".triton" / "cache" / "x" / "__triton_launcher.so"
     assert policy.judge("import", ("__triton_launcher", str(cached), [], [], [])) is None
-    assert policy.judge("import", ("__triton_launcher", "/usr/lib/evil.so", [], [], [])) \
-        is not None
+    assert policy.judge("import", ("__triton_launcher", "/usr/lib/evil.so", [], [], [])) is not None
 
 
 def test_the_module_check_sees_a_class_s_method_swapped(monkeypatch):
@@ -234,27 +257,35 @@ def test_the_module_check_sees_a_class_s_method_swapped(monkeypatch):
     assert build_guard.changed(before) == []
 
 
-GUARDED = r'''
+GUARDED = r"""
 import sys
 from grader.core import build_guard
 refused = []
 build_guard.install(build_guard.Policy(sys.argv[1]), refused.append, exit_code=3)
 {action}
 print("still running")
-'''
+"""
 
 
-@pytest.mark.parametrize("action", [
-    "open('/etc/hostname')",
-    "__import__('imaplib')",
-    "import subprocess; subprocess.run(['true'])",
-    "import os; os.system('true')",
-])
+@pytest.mark.parametrize(
+    "action",
+    [
+        "open('/etc/hostname')",
+        "__import__('imaplib')",
+        "import subprocess; subprocess.run(['true'])",
+        "import os; os.system('true')",
+    ],
+)
 def test_the_first_refused_event_ends_the_process(tmp_path, action):
     script = tmp_path / "run.py"
     script.write_text(GUARDED.replace("{action}", action))
-    done = subprocess.run([sys.executable, str(script), str(script)], capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "HOME": str(tmp_path)})
+    done = subprocess.run(
+        [sys.executable, str(script), str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
     assert done.returncode == 3, done.stderr
     assert "still running" not in done.stdout
 
@@ -263,50 +294,75 @@ def test_sympy_may_exec_its_monomial_templates_and_nothing_else(tmp_path):
     """NineToothed's build has sympy write monomial functions from a template when a tile's
     size is a symbol; the same _build would exec any text it were handed."""
     script = tmp_path / "run.py"
-    script.write_text("import sympy.polys.monomials as m\n" + GUARDED.replace(
-        "{action}", "print(m.MonomialOps(3).mul()((1, 2, 3), (4, 5, 6)))\n"
-                    "m.MonomialOps(1)._build('x = 1', 'x')"))
-    done = subprocess.run([sys.executable, str(script), str(script)], capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "HOME": str(tmp_path)})
+    script.write_text(
+        "import sympy.polys.monomials as m\n"
+        + GUARDED.replace(
+            "{action}",
+            "print(m.MonomialOps(3).mul()((1, 2, 3), (4, 5, 6)))\n"
+            "m.MonomialOps(1)._build('x = 1', 'x')",
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, str(script), str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
     assert done.stdout.startswith("(5, 7, 9)"), done.stderr
     assert done.returncode == 3 and "still running" not in done.stdout, done.stderr
 
 
 # A forgery the first checker missed, in the red team's shape: a construct it never
 # inspected, run when the rebuilt file is imported, swaps the kernel build for a stand-in.
-FORGED_ARRANGEMENT = (SIGNATURE + " *extra: (__import__('ninetoothed').__setattr__("
-                      "'make', lambda *a, **k: (lambda lhs, rhs, out: out.copy_(lhs @ rhs))),"
-                      " 0)[1],")
+FORGED_ARRANGEMENT = (
+    SIGNATURE + " *extra: (__import__('ninetoothed').__setattr__("
+    "'make', lambda *a, **k: (lambda lhs, rhs, out: out.copy_(lhs @ rhs))),"
+    " 0)[1],"
+)
 
 
 # A forgery of the second red team's kind, against the guard itself: a kernel that is wrong
 # on purpose, and Triton's launch (on a GPU JITFunction.run, on the interpreter
 # InterpretedFunction.run) swapped for a product computed by torch.
-SWAPPED_LAUNCH = ANSWER.replace("accumulator +=", "accumulator -=") + """
+SWAPPED_LAUNCH = (
+    ANSWER.replace("accumulator +=", "accumulator -=")
+    + """
 import triton.runtime.interpreter as _interpreter, triton.runtime.jit as _jit
 def _stand_in(self, *args, grid, warmup, **kwargs):
     args[10].copy_((args[0].float() @ args[5].float()).half())
 _interpreter.InterpretedFunction.run = _stand_in
 _jit.JITFunction.run = _stand_in
 """
+)
 
 
 @NEEDS_INTERPRETER  # these grade on the interpreter, which some GPU hosts refuse
-@pytest.mark.parametrize("forgery", [
-    ANSWER.replace(SIGNATURE, FORGED_ARRANGEMENT),
-    SWAPPED_LAUNCH,
-    ANSWER.replace(SIGNATURE, SIGNATURE + " *extra: __import__('imaplib'),"),
-    ANSWER.replace("    output_arranged = output.tile(",
-                   "    open('/etc/hostname').read()\n    output_arranged = output.tile("),
-], ids=["swapped_make", "swapped_launch", "import", "open"])
+@pytest.mark.parametrize(
+    "forgery",
+    [
+        ANSWER.replace(SIGNATURE, FORGED_ARRANGEMENT),
+        SWAPPED_LAUNCH,
+        ANSWER.replace(SIGNATURE, SIGNATURE + " *extra: __import__('imaplib'),"),
+        ANSWER.replace(
+            "    output_arranged = output.tile(",
+            "    open('/etc/hostname').read()\n    output_arranged = output.tile(",
+        ),
+    ],
+    ids=["swapped_make", "swapped_launch", "import", "open"],
+)
 def test_a_checker_bug_still_forges_no_grade(tmp_path, monkeypatch, forgery):
     """With the checker told to accept everything, the guard ends the kernel run and the
     file is flagged with nothing earned."""
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr(kernel_source, "extract", kernel_source.KernelSource)  # keeps it all
-    settings = grading.Settings(seed=7, backend="interpreter", timeout_s=120,
-                                memory_limit_bytes=4 << 30,
-                                case_filter=tuple(small_cases().split(",")))
+    settings = grading.Settings(
+        seed=7,
+        backend="interpreter",
+        timeout_s=120,
+        memory_limit_bytes=4 << 30,
+        case_filter=tuple(small_cases().split(",")),
+    )
     submission = intake.Submission("eve", "eve.py", forgery.encode())
     record = grading.grade(submission, settings, "eve")
     assert record["status"] == Status.FLAGGED, (record["status"], record["message"])
@@ -317,9 +373,13 @@ def test_a_checker_bug_still_forges_no_grade(tmp_path, monkeypatch, forgery):
 @NEEDS_INTERPRETER  # these grade on the interpreter, which some GPU hosts refuse
 def test_the_model_answer_runs_under_the_guard_untouched(tmp_path, monkeypatch):
     monkeypatch.setenv("TMPDIR", str(tmp_path))
-    settings = grading.Settings(seed=7, backend="interpreter", timeout_s=120,
-                                memory_limit_bytes=4 << 30,
-                                case_filter=tuple(small_cases().split(",")))
+    settings = grading.Settings(
+        seed=7,
+        backend="interpreter",
+        timeout_s=120,
+        memory_limit_bytes=4 << 30,
+        case_filter=tuple(small_cases().split(",")),
+    )
     record = grading.grade(intake.Submission("ada", "ada.py", ANSWER.encode()), settings, "ada")
     assert record["status"] == Status.PASSED, (record["message"], record["stderr"][-2000:])
 
@@ -329,9 +389,13 @@ def test_a_matrix_size_as_a_tile_size_is_a_mistake_named_and_drawn(tmp_path, mon
     """rhs tiled with N itself: NineToothed's build simplifies the symbolic tile with sympy,
     whose polynomial rings exec monomial code. An honest slip, so graded and explained."""
     monkeypatch.setenv("TMPDIR", str(tmp_path))
-    settings = grading.Settings(seed=7, backend="interpreter", timeout_s=120,
-                                memory_limit_bytes=4 << 30,
-                                case_filter=tuple(small_cases().split(",")))
+    settings = grading.Settings(
+        seed=7,
+        backend="interpreter",
+        timeout_s=120,
+        memory_limit_bytes=4 << 30,
+        case_filter=tuple(small_cases().split(",")),
+    )
     source = VARIANTS["tile_rhs_by_n"].source("tile_rhs_by_n")
     record = grading.grade(intake.Submission("tom", "tom.py", source.encode()), settings, "tom")
     assert record["status"] == Status.FAILED, (record["message"], record["stderr"][-2000:])

@@ -14,9 +14,11 @@ from grader.tests.adversarial_class import ATTACKS
 from grader.tests.build_variants import VARIANTS
 
 CATALOGUE = {**VARIANTS, **ATTACKS}
-TESTS = "".join(path.read_text(encoding="utf-8")
-                for path in sorted(pathlib.Path(__file__).parent.glob("test_*.py"))
-                if path.name != pathlib.Path(__file__).name)
+TESTS = "".join(
+    path.read_text(encoding="utf-8")
+    for path in sorted(pathlib.Path(__file__).parent.glob("test_*.py"))
+    if path.name != pathlib.Path(__file__).name
+)
 
 
 def test_the_two_catalogues_share_no_name():

@@ -16,8 +16,14 @@ def test_ids_read_like_the_case_and_are_unique():
 
 def test_public_cases_are_the_guides_six():
     shapes = {case.shape for case in cases.public_cases()}
-    assert shapes == {(512, 512, 512), (128, 256, 192), (65, 128, 128), (128, 97, 128),
-                      (128, 128, 130), (65, 97, 130)}
+    assert shapes == {
+        (512, 512, 512),
+        (128, 256, 192),
+        (65, 128, 128),
+        (128, 97, 128),
+        (128, 128, 130),
+        (65, 97, 130),
+    }
 
 
 def test_every_case_targets_a_known_mistake():
@@ -46,8 +52,9 @@ def test_random_case_ids_carry_no_shape_and_are_the_same_for_every_secret():
         hidden = cases.hidden_cases(secret)
         assert [case.id for case in hidden] == ["hidden_1", "hidden_2", "hidden_3"]
         assert all(case.label == f"{case.id}-{case.m}x{case.n}x{case.k}" for case in hidden)
-    assert {case.id for case in cases.all_fixed_cases()} == \
-        {case.label for case in cases.all_fixed_cases()}
+    assert {case.id for case in cases.all_fixed_cases()} == {
+        case.label for case in cases.all_fixed_cases()
+    }
 
 
 @pytest.mark.parametrize("text", ["", "12.5", "0x1f", "seed", "1 2", True, None, 1.5])
@@ -58,7 +65,7 @@ def test_a_secret_is_a_whole_number_or_hex_digits(text):
 
 def test_a_secrets_strength_and_fingerprint():
     assert cases.secret_bits(2026) == 13 and cases.secret_bits("f" * 32) == 128
-    assert cases.secret_bits(str(2 ** 255)) >= 250
+    assert cases.secret_bits(str(2**255)) >= 250
     assert cases.fingerprint(2026) == cases.fingerprint("2026") != cases.fingerprint(2027)
     assert len(cases.fingerprint("ab" * 32)) == 16 and "abab" not in cases.fingerprint("ab" * 32)
 

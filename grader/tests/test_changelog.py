@@ -18,8 +18,9 @@ def releases(text):
 
 def test_the_newest_release_is_the_package_version():
     listed = releases((ROOT / "CHANGELOG.md").read_text(encoding="utf-8"))
-    project = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(
-        encoding="utf-8"), re.M)[1]  # tomllib is Python 3.11's; the kit runs on 3.10
+    project = re.search(
+        r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(encoding="utf-8"), re.M
+    )[1]  # tomllib is Python 3.11's; the kit runs on 3.10
     assert listed, "CHANGELOG.md has no '## X.Y.Z' release heading"
     assert listed[0] == grader.__version__ == project, (listed[0], grader.__version__, project)
 
@@ -31,5 +32,6 @@ def test_releases_are_listed_newest_first_once_each():
 
 
 def test_a_heading_is_read_as_a_release_only_with_its_version():
-    assert releases("# Changelog\n\n## 1.2.0 (unreleased)\n\n### 1.1.9\n## 1.1.0 (2026-01-02)\n"
-                    "## Unreleased\n") == ["1.2.0", "1.1.0"]
+    assert releases(
+        "# Changelog\n\n## 1.2.0 (unreleased)\n\n### 1.1.9\n## 1.1.0 (2026-01-02)\n## Unreleased\n"
+    ) == ["1.2.0", "1.1.0"]

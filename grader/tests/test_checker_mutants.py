@@ -24,10 +24,12 @@ MUTANTS = checker_mutants.mutants()
 
 def test_every_kind_of_the_grammar_has_a_template():
     expressions, statements = checker_mutants.grammar_kinds()
-    assert expressions <= set(checker_mutants.EXPRESSIONS), \
-        expressions - set(checker_mutants.EXPRESSIONS)
-    assert statements <= set(checker_mutants.STATEMENTS), \
-        statements - set(checker_mutants.STATEMENTS)
+    assert expressions <= set(checker_mutants.EXPRESSIONS), expressions - set(
+        checker_mutants.EXPRESSIONS
+    )
+    assert statements <= set(checker_mutants.STATEMENTS), statements - set(
+        checker_mutants.STATEMENTS
+    )
 
 
 @pytest.fixture(scope="module")
@@ -55,18 +57,25 @@ def runs(accepted, tmp_path_factory):
         if text not in texts:
             texts[text] = f"text-{len(texts):04d}"
             (folder / f"{texts[text]}.py").write_text(text)
-    control = MUTANTS[0].source.replace(checker_mutants.ARRANGEMENT_BODY, "    open('/etc/hostname')"
-                                        "\n" + checker_mutants.ARRANGEMENT_BODY)
+    control = MUTANTS[0].source.replace(
+        checker_mutants.ARRANGEMENT_BODY,
+        "    open('/etc/hostname')\n" + checker_mutants.ARRANGEMENT_BODY,
+    )
     (folder / "control.py").write_text(control)
-    done = subprocess.run([sys.executable, "-m", "grader.tests.checker_mutants", str(folder)],
-                          capture_output=True, text=True, timeout=1200, cwd=ROOT,
-                          env={**os.environ, "HOME": str(home), "TMPDIR": str(home),
-                               "PYTHONPATH": str(ROOT)})
+    done = subprocess.run(
+        [sys.executable, "-m", "grader.tests.checker_mutants", str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        cwd=ROOT,
+        env={**os.environ, "HOME": str(home), "TMPDIR": str(home), "PYTHONPATH": str(ROOT)},
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     ran = {row["name"]: row for row in map(json.loads, done.stdout.splitlines())}
     assert set(ran) == set(texts.values()) | {"control"}, "a file was not built and launched"
-    return {"control": ran["control"]} | {name: ran[texts[text]]
-                                         for name, (_, text) in accepted.items()}
+    return {"control": ran["control"]} | {
+        name: ran[texts[text]] for name, (_, text) in accepted.items()
+    }
 
 
 def test_the_mutants_cover_every_place_and_kind():
@@ -77,16 +86,20 @@ def test_the_mutants_cover_every_place_and_kind():
 def test_no_hostile_payload_survives_the_rebuild(accepted):
     """A hostile module constant the kernel never uses is dropped, not kept: the file is
     accepted, its payload is gone. Kept, it would be a hole."""
-    kept = sorted(name for name, (mutant, text) in accepted.items()
-                  if mutant.hostile and checker_mutants.PAYLOADS[mutant.payload] in text)
+    kept = sorted(
+        name
+        for name, (mutant, text) in accepted.items()
+        if mutant.hostile and checker_mutants.PAYLOADS[mutant.payload] in text
+    )
     assert not kept, kept[:20]
 
 
 def test_what_the_checker_accepts_does_nothing_a_build_does_not_need(runs, accepted):
     assert runs["control"]["refused"], "the harness must see a hostile file's events"
     assert set(runs) == set(accepted) | {"control"}
-    doing = {name: row["refused"] for name, row in runs.items()
-             if row["refused"] and name != "control"}
+    doing = {
+        name: row["refused"] for name, row in runs.items() if row["refused"] and name != "control"
+    }
     assert not doing, dict(list(doing.items())[:10])
 
 

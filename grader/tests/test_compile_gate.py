@@ -58,18 +58,26 @@ class _FakePool:
         self.program = PRELUDE + program
 
     def take(self, device):
-        return sandbox.Worker(backend_name="interpreter", limits=LIMITS,
-                              inner=[sys.executable, "-c", self.program])
+        return sandbox.Worker(
+            backend_name="interpreter", limits=LIMITS, inner=[sys.executable, "-c", self.program]
+        )
 
 
 def _run(data, gate, program=HONEST, limits=LIMITS):
-    return conversation.run("kernel", data, [], backend_name="interpreter", limits=limits,
-                            pool=_FakePool(program), gate=gate)
+    return conversation.run(
+        "kernel",
+        data,
+        [],
+        backend_name="interpreter",
+        limits=limits,
+        pool=_FakePool(program),
+        gate=gate,
+    )
 
 
 def _said_build(report):
     line = next(line for line in report.ending.stderr.splitlines() if line.startswith("BUILD "))
-    return gpu_compile.Build.from_fields(json.loads(line[len("BUILD "):]))
+    return gpu_compile.Build.from_fields(json.loads(line[len("BUILD ") :]))
 
 
 @pytest.fixture(scope="module")
@@ -98,6 +106,7 @@ def _gate():
 
 # --------------------------------------------------------------------------- through a run
 
+
 def test_two_runs_of_one_kernel_share_the_grader_s_one_compile(reference, compiles):
     data, kernel = reference
     gate = _gate()
@@ -124,8 +133,7 @@ HOSTILE = {
 
 
 @pytest.mark.parametrize("name", HOSTILE)
-def test_a_kernel_the_check_refuses_is_never_compiled_and_ends_the_run(name, reference,
-                                                                        compiles):
+def test_a_kernel_the_check_refuses_is_never_compiled_and_ends_the_run(name, reference, compiles):
     call_out = b"__import__('os').system('true')\n    triton.language.store("
     data = HOSTILE[name] or reference[0].replace(b"triton.language.store(", call_out, 1)
     assert data != reference[0]
@@ -139,14 +147,16 @@ def test_a_kernel_the_check_refuses_is_never_compiled_and_ends_the_run(name, ref
     assert compiles == []
 
 
-@pytest.mark.parametrize("program, why", [
-    ("send_kernel(b'x' * (protocol.MAX_SOURCE + 1))\nhear()\n", "bytes (1 to"),
-    ("send_kernel(b'')\nhear()\n", "bytes (1 to"),
-    ("send_kernel(declared=10**6)\nhear()\n", "carries"),
-    ("send_kernel()\nprint_build()\nsend_kernel()\nhear()\n", "compile before diagnosis"),
-])
-def test_a_malformed_or_repeated_compile_request_ends_the_run(program, why, reference,
-                                                               compiles):
+@pytest.mark.parametrize(
+    "program, why",
+    [
+        ("send_kernel(b'x' * (protocol.MAX_SOURCE + 1))\nhear()\n", "bytes (1 to"),
+        ("send_kernel(b'')\nhear()\n", "bytes (1 to"),
+        ("send_kernel(declared=10**6)\nhear()\n", "carries"),
+        ("send_kernel()\nprint_build()\nsend_kernel()\nhear()\n", "compile before diagnosis"),
+    ],
+)
+def test_a_malformed_or_repeated_compile_request_ends_the_run(program, why, reference, compiles):
     gate = _gate()
     report = _run(reference[0], gate, program)
     assert report.ending.kind == "crashed" and why in report.ending.detail, report.ending
@@ -207,6 +217,7 @@ def test_the_memory_limit_holds_while_the_parent_waits_for_the_gate(reference):
 
 # --------------------------------------------------------------------------- the gate alone
 
+
 def _done(returncode=0, stdout="", over=""):
     return one_shot.Done(returncode, stdout, "", over)
 
@@ -227,23 +238,42 @@ def test_runs_waiting_for_one_kernel_wait_for_one_compile(reference, monkeypatch
         time.sleep(0.5)
         release.set()
         results = [future.result() for future in futures]
-    assert len(calls) == 1 and sorted(answer.shared for answer in results) == [False, True,
-                                                                                True, True]
+    assert len(calls) == 1 and sorted(answer.shared for answer in results) == [
+        False,
+        True,
+        True,
+        True,
+    ]
     # Each is charged the one compile's seconds (conversation._compile), waiting or not.
     assert all(answer.build.registers == 40 and answer.compile_s >= 0.5 for answer in results)
     digest = hashlib.sha256(reference[0]).hexdigest()
     assert calls[0] == gpu_compile.child_arguments("/job/file", digest, "sm_90")
 
 
-@pytest.mark.parametrize("done, kept", [
-    (_done(over="time"), False),
-    (_done(over="memory"), False),
-    (_done(returncode=1), False),  # it printed no Build: the compile could not run
-    (_done(stdout=json.dumps(gpu_compile.Build("sm_90", False, "out of resources").to_fields())),
-     True),
-    (_done(stdout=json.dumps(gpu_compile.Build("sm_90", False, "", checked=False,
-                                               refused="open of /etc").to_fields())), True),
-])
+@pytest.mark.parametrize(
+    "done, kept",
+    [
+        (_done(over="time"), False),
+        (_done(over="memory"), False),
+        (_done(returncode=1), False),  # it printed no Build: the compile could not run
+        (
+            _done(
+                stdout=json.dumps(gpu_compile.Build("sm_90", False, "out of resources").to_fields())
+            ),
+            True,
+        ),
+        (
+            _done(
+                stdout=json.dumps(
+                    gpu_compile.Build(
+                        "sm_90", False, "", checked=False, refused="open of /etc"
+                    ).to_fields()
+                )
+            ),
+            True,
+        ),
+    ],
+)
 def test_only_a_verdict_is_kept_for_the_batch(done, kept, reference, monkeypatch):
     calls = []
     monkeypatch.setattr(one_shot, "run", lambda *args, **kwargs: calls.append(1) or done)
@@ -272,15 +302,19 @@ BUILT = json.dumps(gpu_compile.Build("sm_90", True, registers=40).to_fields())
 
 
 def _stored_gate(folder, version="v1", target="sm_90"):
-    return compile_gate.CompileGate(backend_name="interpreter", sandboxed=True, target=target,
-                                    store=compile_store.Store(folder, version))
+    return compile_gate.CompileGate(
+        backend_name="interpreter",
+        sandboxed=True,
+        target=target,
+        store=compile_store.Store(folder, version),
+    )
 
 
-def test_a_later_batch_reads_a_kept_build_and_compiles_it_no_more(reference, monkeypatch,
-                                                                  tmp_path):
+def test_a_later_batch_reads_a_kept_build_and_compiles_it_no_more(reference, monkeypatch, tmp_path):
     calls = []
-    monkeypatch.setattr(one_shot, "run", lambda *args, **kwargs: calls.append(1) or _done(
-        stdout=BUILT))
+    monkeypatch.setattr(
+        one_shot, "run", lambda *args, **kwargs: calls.append(1) or _done(stdout=BUILT)
+    )
     made = _stored_gate(tmp_path).build(reference[0])
     later = _stored_gate(tmp_path)
     found = later.build(reference[0])
@@ -298,8 +332,7 @@ def test_a_later_batch_reads_a_kept_build_and_compiles_it_no_more(reference, mon
     assert len(calls) == 5 and len(list(tmp_path.glob("*.json"))) == 5
 
 
-def test_the_store_keeps_verdicts_only_and_rereads_a_broken_entry(reference, monkeypatch,
-                                                                  tmp_path):
+def test_the_store_keeps_verdicts_only_and_rereads_a_broken_entry(reference, monkeypatch, tmp_path):
     answers = [_done(over="time"), _done(stdout=BUILT), _done(stdout=BUILT)]
     monkeypatch.setattr(one_shot, "run", lambda *args, **kwargs: answers.pop(0))
     assert not _stored_gate(tmp_path).build(reference[0]).build.checked
@@ -338,8 +371,7 @@ def test_the_store_must_be_the_grader_s_alone(tmp_path, monkeypatch):
             compile_store.from_environment("v1")
 
 
-def test_a_folder_put_in_the_store_s_place_later_is_never_read(reference, monkeypatch,
-                                                              tmp_path):
+def test_a_folder_put_in_the_store_s_place_later_is_never_read(reference, monkeypatch, tmp_path):
     """Whoever may rename the store's parent swaps in a folder of forged entries after the
     batch checked the store: the batch goes on with the folder it opened."""
     monkeypatch.setattr(one_shot, "run", lambda *args, **kwargs: _done(stdout=BUILT))
@@ -350,10 +382,10 @@ def test_a_folder_put_in_the_store_s_place_later_is_never_read(reference, monkey
     real.rename(tmp_path / "moved")
     real.mkdir(mode=0o700)
     forged = gpu_compile.Build("sm_90", True, registers=1).to_fields()
-    (real / store._name(digest, "sm_90")).write_text(json.dumps({"build": forged,
-                                                                 "compile_s": 0}))
-    gate = compile_gate.CompileGate(backend_name="interpreter", sandboxed=True, target="sm_90",
-                                    store=store)
+    (real / store._name(digest, "sm_90")).write_text(json.dumps({"build": forged, "compile_s": 0}))
+    gate = compile_gate.CompileGate(
+        backend_name="interpreter", sandboxed=True, target="sm_90", store=store
+    )
     answer = gate.build(reference[0])
     assert answer.build.registers == 40 and not answer.shared
     assert (tmp_path / "moved" / store._name(digest, "sm_90")).is_file()
@@ -361,16 +393,23 @@ def test_a_folder_put_in_the_store_s_place_later_is_never_read(reference, monkey
 
 # --------------------------------------------------------------------------- its sandbox
 
-LOOK = ("import os, sys\n"
-        "print(sorted(os.listdir(os.path.dirname(sys.argv[1]))),"
-        " os.listdir(os.path.expanduser('~')), open(sys.argv[1]).read())\n")
+LOOK = (
+    "import os, sys\n"
+    "print(sorted(os.listdir(os.path.dirname(sys.argv[1]))),"
+    " os.listdir(os.path.expanduser('~')), open(sys.argv[1]).read())\n"
+)
 
 
 def test_a_compile_sandbox_holds_its_one_file_and_an_empty_home():
     """No fork server, no /tmp of an earlier run: an empty home, so an empty Triton cache."""
-    done = one_shot.run(lambda path: ["-c", LOOK, path], b"# the file\n",
-                        backend_name="interpreter", sandboxed=True, timeout_s=60,
-                        memory_bytes=2 << 30)
+    done = one_shot.run(
+        lambda path: ["-c", LOOK, path],
+        b"# the file\n",
+        backend_name="interpreter",
+        sandboxed=True,
+        timeout_s=60,
+        memory_bytes=2 << 30,
+    )
     assert done.returncode == 0 and not done.over, done
     assert done.stdout.strip() == "['lib', 'ninetoothed_gemm.py'] [] # the file"
 
@@ -412,9 +451,13 @@ def test_unsandboxed_a_compile_runs_as_a_worker_would_within_the_same_limits():
     try:
         look = "import os, sys\nprint(os.getuid(), open(sys.argv[1]).read())\n"
         plan = json.dumps([[look, 60], [SLOW, 1], [GREEDY, 30]])
-        completed = subprocess.run(view.command([sys.executable, "-c", UNSANDBOXED, plan]),
-                                   capture_output=True, text=True, timeout=120,
-                                   env={**os.environ, "TMPDIR": str(view.tmp)})
+        completed = subprocess.run(
+            view.command([sys.executable, "-c", UNSANDBOXED, plan]),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "TMPDIR": str(view.tmp)},
+        )
     finally:
         view.close()
     assert completed.returncode == 0, completed.stderr[-3000:]

@@ -22,6 +22,7 @@ def _reference_like(lhs_tile=(64, 64), rhs_tile=(64, 64), lhs_expand=None):
         rhs_arranged = rhs_arranged.expand((output_arranged.shape[0], -1))
         rhs_arranged.dtype = rhs_arranged.dtype.squeeze(1)
         return lhs_arranged, rhs_arranged, output_arranged
+
     return _arrangement_module(arrangement)
 
 
@@ -42,11 +43,14 @@ def test_inspection_never_raises_and_names_known_mistakes(backend):
 
     def placeholder(lhs, rhs, output):
         raise NotImplementedError
+
     assert _keys(layout.inspect_arrangement(_arrangement_module(placeholder))) == [
-        "not_implemented"]
+        "not_implemented"
+    ]
 
     untiled = layout.inspect_arrangement(
-        _arrangement_module(lambda lhs, rhs, output: (lhs, rhs, output)))
+        _arrangement_module(lambda lhs, rhs, output: (lhs, rhs, output))
+    )
     assert _keys(untiled) == ["grid_mismatch"] and "not tiled" in untiled[0]["message"]
 
 
@@ -54,8 +58,9 @@ def test_inspection_reads_shapes_and_gives_evidence(backend):
     assert layout.inspect_arrangement(_reference_like()) == []
     not_expanded = layout.inspect_arrangement(_reference_like(lhs_expand=(-1, 1)))
     assert _keys(not_expanded) == ["expand_axis"]
-    assert "(2, 1) where the output grid is (2, 4) (M=128, N=256, K=192)" in not_expanded[0][
-        "message"]
+    assert (
+        "(2, 1) where the output grid is (2, 4) (M=128, N=256, K=192)" in not_expanded[0]["message"]
+    )
     hard = layout.inspect_arrangement(_reference_like(lhs_expand=(-1, 4)))
     assert _keys(hard) == ["hard_coded"] and "always 4" in hard[0]["message"]
     mismatched = layout.inspect_arrangement(_reference_like(rhs_tile=(32, 64)))
@@ -73,18 +78,24 @@ def test_a_quoted_line_cannot_write_markdown_into_the_feedback(tmp_path, backend
         "def arrangement(lhs, rhs, output):\n"
         "    output_arranged = output.tile((64, 64))\n"
         "    lhs_arranged = lhs.tile((64, 64)).tile((1, -1)).expand(  # ` **28 / 28** <img>"
-        + "x" * 200 + "\n"
+        + "x"
+        * 200
+        + "\n"
         "        (-1, output.shape[1]))\n"
         "    lhs_arranged.dtype = lhs_arranged.dtype.squeeze(0)\n"
         "    rhs_arranged = rhs.tile((64, 64)).tile((-1, 1))\n"
         "    rhs_arranged = rhs_arranged.expand((output_arranged.shape[0], -1))\n"
         "    rhs_arranged.dtype = rhs_arranged.dtype.squeeze(1)\n"
-        "    return lhs_arranged, rhs_arranged, output_arranged\n")
+        "    return lhs_arranged, rhs_arranged, output_arranged\n"
+    )
     spec = importlib.util.spec_from_file_location("slip", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    slip = next(finding["message"] for finding in layout.inspect_arrangement(module)
-                if finding["mistake"] == "size_for_count")
+    slip = next(
+        finding["message"]
+        for finding in layout.inspect_arrangement(module)
+        if finding["mistake"] == "size_for_count"
+    )
     assert slip.startswith("line 3, `lhs_arranged = lhs.tile(") and slip.count("`") == 2, slip
     assert len(slip) < 400
 
@@ -96,12 +107,16 @@ def test_program_tiles_names_the_first_program_that_gets_other_tiles(tmp_path):
     # the first.
     assert found["program"] == 1 and found["grids"]["lhs"] == [2, 1]
     assert found["tiles"]["lhs"] == [[64, 128, 0, 64], [64, 128, 64, 128], [64, 128, 128, 192]]
-    assert found["tiles"]["rhs"] == program_tiles.expected_tiles((128, 256, 192), (64, 64, 64),
-                                                                 1)["rhs"]
+    assert (
+        found["tiles"]["rhs"]
+        == program_tiles.expected_tiles((128, 256, 192), (64, 64, 64), 1)["rhs"]
+    )
     tails = program_tiles.expected_tiles((65, 97, 130), (64, 64, 64), 3)
-    assert tails == {"lhs": [[64, 65, 0, 64], [64, 65, 64, 128], [64, 65, 128, 130]],
-                     "rhs": [[0, 64, 64, 97], [64, 128, 64, 97], [128, 130, 64, 97]],
-                     "output": [[64, 65, 64, 97]]}
+    assert tails == {
+        "lhs": [[64, 65, 0, 64], [64, 65, 64, 128], [64, 65, 128, 130]],
+        "rhs": [[0, 64, 64, 97], [64, 128, 64, 97], [128, 130, 64, 97]],
+        "output": [[64, 65, 64, 97]],
+    }
     drawn = tile_picture.draw(found, (64, 64, 64), tmp_path / "arrangement.png")
     assert drawn.read_bytes().startswith(b"\x89PNG")
 
@@ -142,13 +157,18 @@ def test_every_mistaken_layout_of_the_variants_gets_a_picture(tmp_path):
             module = load_submission(path)
         except Exception:  # noqa: BLE001 - a placeholder that does not load has no layout
             continue
-        found = set(_keys(layout.inspect_arrangement(module))) - {"missing_squeeze",
-                                                                   "build_error"}
+        found = set(_keys(layout.inspect_arrangement(module))) - {"missing_squeeze", "build_error"}
         if found:
             assert program_tiles.first_difference(module, public) is not None, (name, found)
             drawn.append(name)
-    assert {"expand_rhs_by_size", "expand_rhs_by_k", "expand_axis", "lhs_not_tiled_along_k",
-            "lhs_squeeze_axis", "rhs_grouped_by_row"} <= set(drawn)
+    assert {
+        "expand_rhs_by_size",
+        "expand_rhs_by_k",
+        "expand_axis",
+        "lhs_not_tiled_along_k",
+        "lhs_squeeze_axis",
+        "rhs_grouped_by_row",
+    } <= set(drawn)
 
 
 def test_tiles_of_one_cost_the_parent_no_more_drawing_than_usual(tmp_path, monkeypatch):
@@ -167,10 +187,14 @@ def test_tiles_of_one_cost_the_parent_no_more_drawing_than_usual(tmp_path, monke
         return save(figure, *args, **kwargs)
 
     monkeypatch.setattr(Figure, "savefig", counting_save)
-    picture = {"shape": [512, 512, 512], "program": 0, "grids": {role: [8, 8] for role in
-                                                                  program_tiles.ROLES},
-               "tiles": {role: [[0, 512, 0, 512]] * program_tiles.MAX_STEPS
-                         for role in program_tiles.ROLES}}
+    picture = {
+        "shape": [512, 512, 512],
+        "program": 0,
+        "grids": {role: [8, 8] for role in program_tiles.ROLES},
+        "tiles": {
+            role: [[0, 512, 0, 512]] * program_tiles.MAX_STEPS for role in program_tiles.ROLES
+        },
+    }
     for tiles in ((64, 64, 64), (1, 1, 1)):
         tile_picture.draw(picture, tiles, tmp_path / "arrangement.png")
     usual, ones = counts
@@ -189,8 +213,10 @@ def test_inspection_takes_milliseconds(backend):
 
 def _verdicts(failing, mistake=""):
     catalogue = cases.catalogue()
-    verdicts = [Verdict(case.id, case.id not in failing, "", mistake if case.id in failing else "")
-                for case in catalogue]
+    verdicts = [
+        Verdict(case.id, case.id not in failing, "", mistake if case.id in failing else "")
+        for case in catalogue
+    ]
     return verdicts, catalogue
 
 
@@ -209,8 +235,9 @@ def test_a_print_is_named_even_when_every_case_the_interpreter_ran_passed():
     assert [hint["key"] for hint in hints] == ["debug_print"]
     assert hints[0]["evidence"] == ["line 9: `print(k)` prints"]
     failing, catalogue = _verdicts({case.id for case in catalogue[:3]})
-    assert "debug_print" in [hint["key"] for hint in
-                             diagnosis.explain([printing], failing, catalogue)]
+    assert "debug_print" in [
+        hint["key"] for hint in diagnosis.explain([printing], failing, catalogue)
+    ]
 
 
 def test_explain_reads_the_accumulator_and_k_tail_patterns_without_tiles():
@@ -228,8 +255,7 @@ def test_explain_reads_the_accumulator_and_k_tail_patterns_without_tiles():
 
 def test_explain_reads_square_and_tail_patterns_with_tiles():
     catalogue = cases.catalogue()
-    uneven_grid = {case.id for case in catalogue
-                   if -(-case.m // 64) != -(-case.n // 64)}
+    uneven_grid = {case.id for case in catalogue if -(-case.m // 64) != -(-case.n // 64)}
     verdicts, _ = _verdicts(uneven_grid)
     keys = [hint["key"] for hint in diagnosis.explain([], verdicts, catalogue, tiles=(64, 64, 64))]
     assert keys == ["expand_axis"]
@@ -260,8 +286,10 @@ def test_explain_says_a_symbolic_finding_alone_and_accepts_dict_verdicts():
 
 def test_a_finding_on_a_line_is_said_before_and_instead_of_the_arranged_shapes():
     verdicts, catalogue = _verdicts({case.id for case in cases.catalogue()})
-    findings = [{"mistake": "expand_axis", "message": "lhs outer shape is (2, 1) where ..."},
-                {"mistake": "floor_count", "message": "line 49: `N // BLOCK_SIZE_N` counts ..."}]
+    findings = [
+        {"mistake": "expand_axis", "message": "lhs outer shape is (2, 1) where ..."},
+        {"mistake": "floor_count", "message": "line 49: `N // BLOCK_SIZE_N` counts ..."},
+    ]
     hints = diagnosis.explain(findings, verdicts, catalogue)
     assert [hint["key"] for hint in hints] == ["floor_count"]
     assert diagnosis.case_cause(verdicts[0], findings) == "floor_count"
@@ -276,18 +304,19 @@ def test_a_value_the_checks_recognise_is_said_only_where_they_name_every_failure
     for verdict in verdicts:
         if verdict.case_id == cancellation:
             verdict.mistake = "accumulator_dtype"
-    assert "accumulator_dtype" not in [hint["key"] for hint in
-                                       diagnosis.explain([], verdicts, catalogue)]
+    assert "accumulator_dtype" not in [
+        hint["key"] for hint in diagnosis.explain([], verdicts, catalogue)
+    ]
     named, _ = _verdicts({cancellation}, mistake="accumulator_dtype")
     assert [hint["key"] for hint in diagnosis.explain([], named, catalogue)] == [
-        "accumulator_dtype"]
+        "accumulator_dtype"
+    ]
 
 
 def test_a_case_that_did_not_build_names_no_cause_of_its_own():
     verdict = Verdict("square-64x64x64", False, "did not build", "build_error")
     assert diagnosis.case_cause(verdict, []) == ""
-    assert diagnosis.case_cause(verdict, [{"mistake": "k_untiled", "message": "x"}]) == \
-        "k_untiled"
+    assert diagnosis.case_cause(verdict, [{"mistake": "k_untiled", "message": "x"}]) == "k_untiled"
 
 
 def test_explain_says_nothing_when_no_pattern_fits():
@@ -312,8 +341,9 @@ def test_explain_keeps_hidden_shapes_hidden_by_default():
 
 
 def test_explain_keeps_findings_out_of_failures_they_cannot_explain():
-    verdicts, catalogue = _verdicts({case.id for case in cases.catalogue()[:5]},
-                                    mistake="wrong_dtype")
+    verdicts, catalogue = _verdicts(
+        {case.id for case in cases.catalogue()[:5]}, mistake="wrong_dtype"
+    )
     findings = [{"mistake": "missing_squeeze", "message": "an unusual but working layout"}]
     keys = [hint["key"] for hint in diagnosis.explain(findings, verdicts, catalogue)]
     assert keys == ["wrong_dtype"]
@@ -321,13 +351,22 @@ def test_explain_keeps_findings_out_of_failures_they_cannot_explain():
 
 def test_hints_never_quote_a_hidden_case_message():
     """A hidden case's message names its shape (K of a seed-drawn case): feedback must not."""
-    hidden = [case for case in cases.catalogue(918273645, "interpreter")
-              if case.visibility != "public"][-1]
-    message = (f"wrong\nthe output equals the product over K columns 64:{hidden.k} alone "
-               f"(the last K tile, of K={hidden.k})")
-    verdicts = [Verdict(hidden.id, False, message, "accumulator"),
-                Verdict(hidden.id, False, f"shape ({hidden.m}, 7), expected ({hidden.m}, "
-                        f"{hidden.n})", "wrong_dtype")]
+    hidden = [
+        case for case in cases.catalogue(918273645, "interpreter") if case.visibility != "public"
+    ][-1]
+    message = (
+        f"wrong\nthe output equals the product over K columns 64:{hidden.k} alone "
+        f"(the last K tile, of K={hidden.k})"
+    )
+    verdicts = [
+        Verdict(hidden.id, False, message, "accumulator"),
+        Verdict(
+            hidden.id,
+            False,
+            f"shape ({hidden.m}, 7), expected ({hidden.m}, {hidden.n})",
+            "wrong_dtype",
+        ),
+    ]
     hints = diagnosis.explain([], verdicts, [hidden])
     evidence = " ".join(line for hint in hints for line in hint["evidence"])
     assert {hint["key"] for hint in hints} >= {"accumulator"}

@@ -13,8 +13,13 @@ from grader.tests import diagnosis_mutants, diagnosis_table
 
 # Mistakes no single change of a correct file makes: a placeholder, a print, torch in the
 # kernel, state between calls, tiles too large for the GPU.
-EXPLAINS_NOTHING = {"not_implemented", "nondeterministic", "gpu_resources", "torch_in_kernel",
-                    "debug_print"}
+EXPLAINS_NOTHING = {
+    "not_implemented",
+    "nondeterministic",
+    "gpu_resources",
+    "torch_in_kernel",
+    "debug_print",
+}
 SAMPLE, SAMPLE_SEED = 12, 7  # about a minute on two cores
 
 
@@ -51,14 +56,26 @@ def test_a_mutant_names_the_part_of_the_gemm_it_changes(corpus):
     subjects = collections.defaultdict(set)
     for mutant in corpus:
         subjects[mutant.function].add(mutant.subject)
-    assert {"lhs.tile", "rhs.group", "lhs.expand", "rhs.squeeze", "output.tile",
-            "grid"} <= subjects["arrangement"]
+    assert {
+        "lhs.tile",
+        "rhs.group",
+        "lhs.expand",
+        "rhs.squeeze",
+        "output.tile",
+        "grid",
+    } <= subjects["arrangement"]
     assert subjects["application"] == {"accumulator", "loop", "step", "store"}
     assert subjects["nt_gemm"] == {"wrapper"}
-    swapped = next(mutant for mutant in corpus if mutant.base == "other_style"
-                   and "ntl.dot(b[step], a[step])" in mutant.what)
-    assert (swapped.function, swapped.subject, swapped.kind) == ("application", "step",
-                                                                 "argument_order")
+    swapped = next(
+        mutant
+        for mutant in corpus
+        if mutant.base == "other_style" and "ntl.dot(b[step], a[step])" in mutant.what
+    )
+    assert (swapped.function, swapped.subject, swapped.kind) == (
+        "application",
+        "step",
+        "argument_order",
+    )
 
 
 def test_every_mistake_a_change_can_make_declares_what_it_explains():
@@ -67,18 +84,21 @@ def test_every_mistake_a_change_can_make_declares_what_it_explains():
 
 
 def _mutant(subject="step", kind="argument_order", lines=(10, 10)):
-    return diagnosis_mutants.Mutant("reference", kind, "application", subject, lines, (5, 20),
-                                    "`a` -> `b`", "")
+    return diagnosis_mutants.Mutant(
+        "reference", kind, "application", subject, lines, (5, 20), "`a` -> `b`", ""
+    )
 
 
 def test_a_hint_explains_a_mutant_by_its_subject_kind_and_line():
     assert diagnosis_table.explains("dot_order", [], _mutant())
     assert not diagnosis_table.explains("dot_order", [], _mutant(kind="name"))
     assert not diagnosis_table.explains("expand_axis", [], _mutant())
-    assert diagnosis_table.explains("k_steps", ["line 10: `ntl.dot(lhs[k], rhs[0])` ..."],
-                                    _mutant())
-    assert not diagnosis_table.explains("k_steps", ["line 11: `ntl.dot(lhs[k], rhs[0])` ..."],
-                                        _mutant())
+    assert diagnosis_table.explains(
+        "k_steps", ["line 10: `ntl.dot(lhs[k], rhs[0])` ..."], _mutant()
+    )
+    assert not diagnosis_table.explains(
+        "k_steps", ["line 11: `ntl.dot(lhs[k], rhs[0])` ..."], _mutant()
+    )
     # A deleted statement has no line left: any line of its function may say why.
     deleted = _mutant(kind="deleted_statement")
     assert diagnosis_table.explains("k_steps", ["line 19: ..."], deleted)
@@ -90,8 +110,9 @@ def test_a_sample_graded_as_the_pytest_grader_grades_it_meets_the_goal(corpus):
     the goal's share is named; the whole corpus is measured by the table's command."""
     chosen = diagnosis_mutants.sample(SAMPLE, SAMPLE_SEED, corpus)
     graded = diagnosis_table.grade(chosen, jobs=2)
-    wrong = [(item.mutant.name, item.wrong()) for item in graded
-             if item.verdict_class == "misleading"]
+    wrong = [
+        (item.mutant.name, item.wrong()) for item in graded if item.verdict_class == "misleading"
+    ]
     assert not wrong, wrong
     counts = collections.Counter(item.verdict_class for item in graded)
     failing, named, _ = diagnosis_table.rates(counts)

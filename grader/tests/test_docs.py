@@ -76,8 +76,10 @@ KNOWN_WORDS = {"gpu", "fails", "skeleton", "slow", "skip", "output"}
 ANY_TEXT, LEFT_OUT = "…", "..."  # in the output shown under a command
 
 if os.environ.get(NESTED):
-    pytest.skip("a doc command is running the kit's tests: the doc check does not run inside "
-                "itself", allow_module_level=True)
+    pytest.skip(
+        "a doc command is running the kit's tests: the doc check does not run inside itself",
+        allow_module_level=True,
+    )
 
 FENCE = re.compile(r"^\s*(```|~~~)")
 ANNOTATION = re.compile(r"^\s*<!--\s*doc-check:(?P<body>.*?)-->\s*$")
@@ -107,7 +109,7 @@ def parse_annotation(body):
     match = SKIP_REASON.search(body)
     if match:
         reason = match.group("reason").strip()
-        body = body[: match.start()] + " skip " + body[match.end():]
+        body = body[: match.start()] + " skip " + body[match.end() :]
     words = frozenset(body.split())
     problem = ""
     unknown = words - KNOWN_WORDS
@@ -187,7 +189,9 @@ def repository_files():
     try:
         listing = subprocess.run(
             ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-            cwd=ROOT, capture_output=True, check=True,
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
         ).stdout.decode()
     except (OSError, subprocess.CalledProcessError):
         pytest.skip("not a git checkout: the doc check copies the files git knows")
@@ -283,8 +287,12 @@ _RESULTS = {}  # (checkout state, command) -> (the doc that ran it, CompletedPro
 
 def run(text, checkout):
     return subprocess.run(
-        ["bash", "-c", text], cwd=checkout, env=command_env(), capture_output=True,
-        text=True, timeout=TIMEOUT_S,
+        ["bash", "-c", text],
+        cwd=checkout,
+        env=command_env(),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
     )
 
 
@@ -317,29 +325,34 @@ def test_the_docs_have_commands():
 
 def test_the_convention_is_read_as_documented(tmp_path):
     doc = tmp_path / "doc.md"
-    doc.write_text("\n".join([
-        "Prose, then a plain block:",
-        "```",
-        "$ echo one",
-        "output, not run",
-        "```",
-        "<!-- doc-check: skeleton fails -->",
-        "",
-        "~~~",
-        "$ python -m pytest assignment \\",
-        "    -k tail",
-        "~~~",
-        "<!-- doc-check: skip reason=\"needs the class folder\" -->",
-        "```",
-        "$ python -m grader grade class/ --out out/",
-        "```",
-        "<!-- doc-check: gpus -->",
-        "```",
-        "$ true",
-        "```",
-        "<!-- ci: test command -->",
-        "$ python -m pip install -e .",
-    ]), encoding="utf-8")
+    doc.write_text(
+        "\n".join(
+            [
+                "Prose, then a plain block:",
+                "```",
+                "$ echo one",
+                "output, not run",
+                "```",
+                "<!-- doc-check: skeleton fails -->",
+                "",
+                "~~~",
+                "$ python -m pytest assignment \\",
+                "    -k tail",
+                "~~~",
+                '<!-- doc-check: skip reason="needs the class folder" -->',
+                "```",
+                "$ python -m grader grade class/ --out out/",
+                "```",
+                "<!-- doc-check: gpus -->",
+                "```",
+                "$ true",
+                "```",
+                "<!-- ci: test command -->",
+                "$ python -m pip install -e .",
+            ]
+        ),
+        encoding="utf-8",
+    )
     found = commands_in(doc, root=tmp_path)
     assert [(command.line, command.text) for command in found] == [
         (3, "echo one"),
@@ -355,16 +368,23 @@ def test_the_convention_is_read_as_documented(tmp_path):
     assert found[4].words == frozenset() and found[0].id == "doc.md:3"
     assert entry_point(found[1].text) == ("pytest", "")
     assert entry_point("NTGEMM_BACKEND=interpreter python docs/examples/x.py --k 3") == (
-        "script", "docs/examples/x.py")
-    assert entry_point("python -m benchmarks.lessons.ledger --sweep") == ("module", "benchmarks.lessons.ledger")
+        "script",
+        "docs/examples/x.py",
+    )
+    assert entry_point("python -m benchmarks.lessons.ledger --sweep") == (
+        "module",
+        "benchmarks.lessons.ledger",
+    )
 
 
 def test_shown_output_is_matched_line_by_line_with_gaps_and_any_text():
     printed = "ntgemm grader: 2 submission(s)\n  ben: failed 3/28 (17.4 s)\n  ada: passed 28/28 (26.5 s)\n"
-    assert unprinted(["  ada: passed 28/28 (… s)", "...", "  ben: failed 3/28 (… s)"],
-                     printed) == []
+    assert (
+        unprinted(["  ada: passed 28/28 (… s)", "...", "  ben: failed 3/28 (… s)"], printed) == []
+    )
     assert unprinted(["  ada: passed 27/28 (… s)", "ntgemm grader: …"], printed) == [
-        "  ada: passed 27/28 (… s)"]
+        "  ada: passed 27/28 (… s)"
+    ]
     assert unprinted(["ntgemm grader"], printed) == ["ntgemm grader"]  # whole lines only
 
 
@@ -375,8 +395,9 @@ def test_doc_command(command, checkouts, backend):
     if "skip" in command.words:
         pytest.skip(f"marked skip in the doc: {command.skip_reason}")
     if PIP_INSTALL.search(command.text):
-        pytest.skip("installs packages: not re-run, the environment running the check already "
-                    "has them")
+        pytest.skip(
+            "installs packages: not re-run, the environment running the check already has them"
+        )
     if "slow" in command.words and not SLOW:
         pytest.skip("marked slow in the doc: set NTGEMM_DOC_CHECK_SLOW=1 to run it")
 
@@ -396,7 +417,9 @@ def test_doc_command(command, checkouts, backend):
     interpreter = backend.name == "interpreter" or "NTGEMM_BACKEND=interpreter" in command.text
     problem = interpreter and backends.interpreter_problem()
     if problem:
-        pytest.skip(f"the interpreter cannot run on this machine, as the command would say: {problem}")
+        pytest.skip(
+            f"the interpreter cannot run on this machine, as the command would say: {problem}"
+        )
 
     state = "skeleton" if "skeleton" in command.words else "finished"
     ran = _RESULTS.get((state, command.text))
@@ -406,13 +429,16 @@ def test_doc_command(command, checkouts, backend):
     if result.returncode == 5 and entry and entry[0] == "pytest":
         not_there_yet("pytest collected no test here")
     if "fails" in command.words and result.returncode == 0:
-        pytest.fail("expected to fail, but it passed:\n" + transcript(command, result),
-                    pytrace=False)
+        pytest.fail(
+            "expected to fail, but it passed:\n" + transcript(command, result), pytrace=False
+        )
     if "fails" not in command.words and result.returncode != 0:
         pytest.fail(transcript(command, result), pytrace=False)
     if "output" in command.words and backend.name == "interpreter":
         missing = unprinted(command.shown, result.stdout + result.stderr)
         if missing:
-            pytest.fail("the doc shows output this command no longer prints (update the doc "
-                        "from the run):\n" + "\n".join(missing) + "\n\n"
-                        + transcript(command, result), pytrace=False)
+            pytest.fail(
+                "the doc shows output this command no longer prints (update the doc "
+                "from the run):\n" + "\n".join(missing) + "\n\n" + transcript(command, result),
+                pytrace=False,
+            )

@@ -16,11 +16,21 @@ def _batch(tmp_path):
     """An OUT_DIR with mia timed (a record from before ``why`` was kept) and ben not timed."""
     rows = json.loads(pandas.read_csv(MIA_CSV, dtype={"size": str}).to_json(orient="records"))
     records = [
-        {"student": "mia", "folder": "mia", "status": "passed",
-         "speed": {"status": "timed", "rows": rows}},
-        {"student": "ben", "folder": "ben", "status": "failed",
-         "speed": {"status": "not_timed", "message": "Speed: not timed: only a submission "
-                   "that passes every case is timed."}},
+        {
+            "student": "mia",
+            "folder": "mia",
+            "status": "passed",
+            "speed": {"status": "timed", "rows": rows},
+        },
+        {
+            "student": "ben",
+            "folder": "ben",
+            "status": "failed",
+            "speed": {
+                "status": "not_timed",
+                "message": "Speed: not timed: only a submission that passes every case is timed.",
+            },
+        },
     ]
     for record in records:
         (tmp_path / record["folder"]).mkdir()
@@ -49,8 +59,10 @@ def test_a_tampered_record_or_a_wrong_path_is_said_not_explained(tmp_path, capsy
     assert explain_speed.main([str(out_dir), "--student", "mia"]) == explain_speed.OK
     assert "signature does not hold" in capsys.readouterr().out
     assert explain_speed.main([str(out_dir / "missing")]) == explain_speed.UNUSABLE
-    assert explain_speed.main([str(ROOT / "benchmarks" / "baselines" /
-                                   "explore-round5-tma.csv")]) == explain_speed.UNUSABLE
+    assert (
+        explain_speed.main([str(ROOT / "benchmarks" / "baselines" / "explore-round5-tma.csv")])
+        == explain_speed.UNUSABLE
+    )
     assert "benchmark's columns" in capsys.readouterr().err
 
 
@@ -65,8 +77,13 @@ def test_a_hand_in_csv_with_hostile_cells_is_said_not_explained(tmp_path, capsys
     """The staff run it on students' hand-in CSVs, whose cells may be anything: an empty
     torch.mm rate, an infinite K, a tile of 1e308 or a negative size each crashed it."""
     frame = pandas.read_csv(MIA_CSV, dtype=str)
-    for column, cell in (("torch_mm_tflops", ""), ("k", "inf"), ("block_m", "1e308"),
-                         ("m", "-1"), ("median_ms", "0")):
+    for column, cell in (
+        ("torch_mm_tflops", ""),
+        ("k", "inf"),
+        ("block_m", "1e308"),
+        ("m", "-1"),
+        ("median_ms", "0"),
+    ):
         frame[column] = cell
         path = tmp_path / "hand-in.csv"
         frame.to_csv(path, index=False)
@@ -81,20 +98,37 @@ def test_each_card_is_explained_by_its_own_figures_even_from_an_older_record(tmp
     and the best torch.mm of its own run, never the H200's; an H200 run's, the H200's."""
     from benchmarks import why_speed
 
-    runs = {"h100": ("reference-autotune-targets-round8-2-h100.csv", "H100 SXM", "H200"),
-            "h200": ("reference-autotune-targets.csv", "H200", "H100")}
+    runs = {
+        "h100": ("reference-autotune-targets-round8-2-h100.csv", "H100 SXM", "H200"),
+        "h200": ("reference-autotune-targets.csv", "H200", "H100"),
+    }
     for student, (name, _, _) in runs.items():
-        rows = json.loads(pandas.read_csv(ROOT / "benchmarks" / "baselines" / name,
-                                          dtype={"size": str}).to_json(orient="records"))
-        older = [{key: value for key, value in why.items()
-                  if key not in ("card", "feed_recorded_on", "practical_from_run")}
-                 for why in why_speed.explain_rows(rows)]
+        rows = json.loads(
+            pandas.read_csv(ROOT / "benchmarks" / "baselines" / name, dtype={"size": str}).to_json(
+                orient="records"
+            )
+        )
+        older = [
+            {
+                key: value
+                for key, value in why.items()
+                if key not in ("card", "feed_recorded_on", "practical_from_run")
+            }
+            for why in why_speed.explain_rows(rows)
+        ]
         (tmp_path / student).mkdir()
-        reports.store_record(tmp_path, Record(student=student, folder=student, status="passed",
-                                              speed={"status": "timed", "rows": rows,
-                                                     "why": older}))
-    (tmp_path / "students.csv").write_text("student,folder\nh100,h100\nh200,h200\n",
-                                           encoding="utf-8")
+        reports.store_record(
+            tmp_path,
+            Record(
+                student=student,
+                folder=student,
+                status="passed",
+                speed={"status": "timed", "rows": rows, "why": older},
+            ),
+        )
+    (tmp_path / "students.csv").write_text(
+        "student,folder\nh100,h100\nh200,h200\n", encoding="utf-8"
+    )
     for student, (name, card, other) in runs.items():
         assert explain_speed.main([str(tmp_path), "--student", student]) == explain_speed.OK
         printed = capsys.readouterr().out

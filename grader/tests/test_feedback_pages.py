@@ -15,15 +15,38 @@ FILE_NAME = re.compile(r"[\w.-]+\.(?:png|log|csv|json|md)\b")
 def record_of(status, passed_points):
     """A record of two public cases, the first passed with ``passed_points``, the second
     not run; one program's tiles were off, so an arrangement picture was drawn."""
-    return Record.from_json({
-            "student": "ada", "status": status, "score": passed_points, "max_score": 2,
-            "message": "", "flags": [], "backend": "interpreter",
+    return Record.from_json(
+        {
+            "student": "ada",
+            "status": status,
+            "score": passed_points,
+            "max_score": 2,
+            "message": "",
+            "flags": [],
+            "backend": "interpreter",
             "arrangement": {"shape": [128, 256, 192], "program": "(0, 1)"},
             "cases": [
-                {"id": "tail_m-65x128x128", "name": "tail_m", "visibility": "public",
-                 "status": "passed", "points": passed_points, "max_points": 1, "message": ""},
-                {"id": "tail_n-128x97x128", "name": "tail_n", "visibility": "public",
-                 "status": "not_run", "points": 0, "max_points": 1, "message": "not run"}]})
+                {
+                    "id": "tail_m-65x128x128",
+                    "name": "tail_m",
+                    "visibility": "public",
+                    "status": "passed",
+                    "points": passed_points,
+                    "max_points": 1,
+                    "message": "",
+                },
+                {
+                    "id": "tail_n-128x97x128",
+                    "name": "tail_n",
+                    "visibility": "public",
+                    "status": "not_run",
+                    "points": 0,
+                    "max_points": 1,
+                    "message": "not run",
+                },
+            ],
+        }
+    )
 
 
 @pytest.mark.parametrize("status", ["timeout", "crashed", "flagged"])
@@ -32,7 +55,8 @@ def test_a_zeroed_status_says_why_its_passed_cases_score_0(status):
     assert f"score 0 because the status `{status}` sets the whole score to 0" in text
     assert f"因为状态 `{status}` 使整份成绩记为 0 分" in text
     assert "sets the whole score to 0" not in feedback.feedback_markdown(
-        record_of("failed", 1), [])  # passed cases that keep their points
+        record_of("failed", 1), []
+    )  # passed cases that keep their points
 
 
 def test_the_shared_feedback_names_only_files_share_copies_beside_it():
@@ -45,8 +69,9 @@ def test_the_shared_feedback_names_only_files_share_copies_beside_it():
 
 def test_gradescope_output_names_no_file_and_says_how_to_draw_the_picture():
     """Gradescope shows the page alone: a picture link there is a broken image."""
-    text = gradescope._student_output(record_of("failed", 1),
-                                      {"hidden_visibility": "visible", "seed": 0})
+    text = gradescope._student_output(
+        record_of("failed", 1), {"hidden_visibility": "visible", "seed": 0}
+    )
     assert FILE_NAME.findall(text) == []
     assert feedback.DRAW_COMMAND in text and "program (0, 1)" in text
 
@@ -68,6 +93,7 @@ def test_files_whose_arrangement_gives_the_same_tiles_share_one_drawing(tmp_path
         reports.write_arrangement(tmp_path / name, Record(arrangement=PICTURE, tiles=tiles))
         pictures[name] = (tmp_path / name / feedback.ARRANGEMENT_PICTURE).read_bytes()
         assert sorted(path.name for path in (tmp_path / name).iterdir()) == [
-            feedback.ARRANGEMENT_PICTURE]  # no scratch folder left
+            feedback.ARRANGEMENT_PICTURE
+        ]  # no scratch folder left
     assert len(drawn) == 2 and pictures["ana"] == pictures["bo"] != pictures["cy"]
     assert pictures["cy"] == real(PICTURE, [32, 64, 64], tmp_path / "again.png").read_bytes()

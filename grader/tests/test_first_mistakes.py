@@ -18,15 +18,23 @@ from solutions import MODEL_ANSWER
 # variant -> (the key that names it, its line's text where the evidence names a line, or
 # None, and what the evidence must say)
 NAMED = {
-    "returns_accumulator": ("unwritten_output", "return accumulator",
-                            "application() returns its result; NineToothed ignores a return "
-                            "value: assign it instead, `output = accumulator`"),
-    "output_never_assigned": ("unwritten_output", "def application(",
-                              "never assigns `output`"),
-    "lhs_not_tiled_along_k": ("k_untiled", None,
-                              "`lhs.tile((BLOCK_SIZE_M, BLOCK_SIZE_K)).tile((1, -1))`"),
-    "rhs_not_tiled_along_k": ("k_untiled", None,
-                              "`rhs.tile((BLOCK_SIZE_K, BLOCK_SIZE_N)).tile((-1, 1))`"),
+    "returns_accumulator": (
+        "unwritten_output",
+        "return accumulator",
+        "application() returns its result; NineToothed ignores a return "
+        "value: assign it instead, `output = accumulator`",
+    ),
+    "output_never_assigned": ("unwritten_output", "def application(", "never assigns `output`"),
+    "lhs_not_tiled_along_k": (
+        "k_untiled",
+        None,
+        "`lhs.tile((BLOCK_SIZE_M, BLOCK_SIZE_K)).tile((1, -1))`",
+    ),
+    "rhs_not_tiled_along_k": (
+        "k_untiled",
+        None,
+        "`rhs.tile((BLOCK_SIZE_K, BLOCK_SIZE_N)).tile((-1, 1))`",
+    ),
     "lhs_squeeze_axis": ("squeeze_axis", None, "`lhs_arranged.dtype.squeeze(0)`"),
     "rhs_squeeze_axis": ("squeeze_axis", None, "`rhs_arranged.dtype.squeeze(1)`"),
     "lhs_grouped_by_column": ("group_axis", None, "lhs's outer shape is (1, 4)"),
@@ -41,23 +49,40 @@ NAMED = {
     "python_matmul": ("matmul_operator", "accumulator +=", "`lhs[k] @ rhs[k]`"),
     "torch_matmul": ("torch_in_kernel", "accumulator +=", "`torch.matmul`"),
     "accumulator_of_lhs_shape": ("accumulator_shape", "accumulator = ntl.zeros", "`lhs.shape`"),
-    "accumulator_with_block_k": ("accumulator_shape", "accumulator = ntl.zeros",
-                                 "holds BLOCK_SIZE_K"),
-    "accumulator_with_global_blocks": ("global_in_application", "accumulator = ntl.zeros",
-                                       "application() uses `BLOCK_SIZE_M`, `BLOCK_SIZE_N` "
-                                       "from your file's globals"),
-    "global_constant_in_application": ("global_in_application", "output = accumulator",
-                                       "application() uses `ALPHA` from your file's globals"),
+    "accumulator_with_block_k": (
+        "accumulator_shape",
+        "accumulator = ntl.zeros",
+        "holds BLOCK_SIZE_K",
+    ),
+    "accumulator_with_global_blocks": (
+        "global_in_application",
+        "accumulator = ntl.zeros",
+        "application() uses `BLOCK_SIZE_M`, `BLOCK_SIZE_N` from your file's globals",
+    ),
+    "global_constant_in_application": (
+        "global_in_application",
+        "output = accumulator",
+        "application() uses `ALPHA` from your file's globals",
+    ),
     "debug_print": ("debug_print", "print(", "prints in every program at every step"),
-    "dot_imported_by_name": ("global_in_application", "accumulator += dot(",
-                             "application() uses `dot` from your file's globals"),
-    "helper_default_argument": ("global_in_application", "accumulator = add_product",
-                                "add_product() is called here without `scale`"),
+    "dot_imported_by_name": (
+        "global_in_application",
+        "accumulator += dot(",
+        "application() uses `dot` from your file's globals",
+    ),
+    "helper_default_argument": (
+        "global_in_application",
+        "accumulator = add_product",
+        "add_product() is called here without `scale`",
+    ),
     "returns_two": ("arrangement_return", "return lhs_arranged", "returns 2 tensors"),
     "returns_list": ("arrangement_return", "return [", "returns a list"),
     "returns_dict": ("arrangement_return", "return {", "returns a dict"),
-    "returns_in_other_order": ("arrangement_return", "return output_arranged",
-                               "returns the arranged `output`, `lhs`, `rhs` in that order"),
+    "returns_in_other_order": (
+        "arrangement_return",
+        "return output_arranged",
+        "returns the arranged `output`, `lhs`, `rhs` in that order",
+    ),
 }
 NEW_KEYS = {key for key, _, _ in NAMED.values()}
 CORRECT = sorted(build_variants.CORRECT)
@@ -71,14 +96,16 @@ def variant_path(tmp_path_factory):
 def _findings(path):
     """What the pytest grader and the batch worker find before any case: the file's lines,
     then its arrangement."""
-    return (source_mistakes.inspect_file(path)
-            + layout.inspect_arrangement(load_submission(path)))
+    return source_mistakes.inspect_file(path) + layout.inspect_arrangement(load_submission(path))
 
 
 def _line(path, start):
     """The number of the file's first line that starts, less its indentation, with ``start``."""
-    return next(number for number, text in enumerate(path.read_text().splitlines(), 1)
-                if text.strip().startswith(start))
+    return next(
+        number
+        for number, text in enumerate(path.read_text().splitlines(), 1)
+        if text.strip().startswith(start)
+    )
 
 
 def test_every_first_mistake_is_listed_here():
@@ -94,8 +121,7 @@ def test_a_first_mistake_is_named_by_its_cause(name, failed_with, variant_path):
     path = variant_path(name)
     findings = _findings(path)
     catalogue = cases.catalogue()
-    verdicts = [Verdict(case.id, False, "the stack's own words", failed_with)
-                for case in catalogue]
+    verdicts = [Verdict(case.id, False, "the stack's own words", failed_with) for case in catalogue]
     hints = diagnosis.explain(findings, verdicts, catalogue)
     assert hints[0]["key"] == key, (name, hints)
     evidence = hints[0]["evidence"][0]
@@ -130,11 +156,14 @@ def test_no_picture_says_why(variant_path):
     assert "look at application()" in suite.no_picture(reference, failing)[0]
 
 
-@pytest.mark.parametrize("source", [
-    "def application(lhs, rhs, output:\n",
-    "def application(lhs, rhs, output):\n    output = " + "-" * 2000 + "1\n",
-    "def application(lhs, rhs, output):\n    output = " + "-" * 50000 + "1\n",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def application(lhs, rhs, output:\n",
+        "def application(lhs, rhs, output):\n    output = " + "-" * 2000 + "1\n",
+        "def application(lhs, rhs, output):\n    output = " + "-" * 50000 + "1\n",
+    ],
+)
 def test_reading_the_source_never_raises(source):
     """A file that does not parse, or nests deeper than a reading can recurse, has no finding:
     its load, or its cases, say what is wrong."""
@@ -142,25 +171,35 @@ def test_reading_the_source_never_raises(source):
 
 
 def _run_grader(path, *extra):
-    return run_pytest("grader", "--submission", str(path), "-q", "-p", "no:cacheprovider",
-                      "-k", "square-64x64x64", *extra).stdout
+    return run_pytest(
+        "grader",
+        "--submission",
+        str(path),
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-k",
+        "square-64x64x64",
+        *extra,
+    ).stdout
 
 
 def test_pytest_grader_names_a_returned_result_with_its_line(tmp_path, variant_path):
     path = variant_path("returns_accumulator")
     shown = _run_grader(path, "--pictures", str(tmp_path))
-    causes = shown[shown.index("likely causes"):]
+    causes = shown[shown.index("likely causes") :]
     assert causes.splitlines()[1].endswith("[unwritten_output]"), causes
-    assert (f"- line {_line(path, 'return accumulator')}: application() returns its "
-            "result") in causes
+    assert (
+        f"- line {_line(path, 'return accumulator')}: application() returns its result"
+    ) in causes
     assert "[build_error]" not in causes and "ntl.dot gets 2-D tiles" not in shown
     assert "no picture of the arrangement: " in shown and "look at application()" in shown
 
 
 def test_pytest_grader_names_an_operand_not_tiled_along_k(variant_path):
     shown = _run_grader(variant_path("lhs_not_tiled_along_k"))
-    failure = shown[shown.index("square-64x64x64 (exactly one tile) failed:"):]
+    failure = shown[shown.index("square-64x64x64 (exactly one tile) failed:") :]
     assert "upper_bound" not in failure.splitlines()[1], failure
     assert "likely cause, lhs or rhs is not tiled along K" in failure
-    causes = shown[shown.index("likely causes"):]
+    causes = shown[shown.index("likely causes") :]
     assert causes.splitlines()[1].endswith("[k_untiled]"), causes

@@ -17,49 +17,93 @@ from grader.tests.source_edits import Variant, model_answer
 STORE = kit.STORE
 # name: (the honest mistake, the rule it comes close to, its status)
 HONEST = {
-    "slice_store": (Variant("a numpy habit: the tile stored through a slice",
-                            ((STORE, "    output[:, :] = accumulator\n"),)),
-                    "the generated kernel's check (NineToothed writes no file that parses)",
-                    "failed"),
-    "ellipsis_store": (Variant("the tile stored through `...`",
-                               ((STORE, "    output[...] = accumulator\n"),)),
-                       "the source's allowlist (constants are numbers)", "failed"),
-    "augmented_store": (Variant("the product added into the output, no accumulator",
-                                ((f"    {kit.ZEROS}\n", ""),
-                                 (kit.DOT, "output += ntl.dot(lhs[k], rhs[k])"),
-                                 (STORE, ""))),
-                        "the generated kernel's check (reads the output)", "failed"),
-    "global_blocks": (kit.VARIANTS["accumulator_with_global_blocks"],
-                      "the generated kernel's check (names of the file's globals)", "failed"),
-    "print_in_arrangement": (Variant("arrangement() prints the grid it made",
-                                     (("    grid_m, grid_n = output_arranged.shape\n",
-                                       "    grid_m, grid_n = output_arranged.shape\n"
-                                       "    print('grid', grid_m, grid_n)\n"),)),
-                             "the build guard (Python run while the kernel builds)", "passed"),
-    "helper_in_arrangement": (Variant("arrangement() tiles through a helper of the file",
-                                      ((kit.OUTPUT_TILE, "_tiled(output, block_size_m, "
-                                                         "block_size_n)"),
-                                       ("def arrangement(", "def _tiled(tensor, rows, columns):\n"
-                                                            "    return tensor.tile((rows, "
-                                                            "columns))\n\n\ndef arrangement("))),
-                              "the source's allowlist (what arrangement() may call)", "passed"),
-    "contiguous_inputs": (Variant("nt_gemm makes its inputs contiguous first",
-                                  ((kit.RETURN, "    lhs, rhs = lhs.contiguous(), "
-                                                "rhs.contiguous()\n" + kit.RETURN),)),
-                          "torch calls (only nt_gemm makes them)", "passed"),
-    "returns_a_copy": (Variant("nt_gemm returns a copy of its output",
-                               ((kit.RETURN, kit.RETURN.replace("return output",
-                                                                "return output.clone()")),)),
-                       "nt_gemm returning what its kernel did not write", "passed"),
+    "slice_store": (
+        Variant(
+            "a numpy habit: the tile stored through a slice",
+            ((STORE, "    output[:, :] = accumulator\n"),),
+        ),
+        "the generated kernel's check (NineToothed writes no file that parses)",
+        "failed",
+    ),
+    "ellipsis_store": (
+        Variant("the tile stored through `...`", ((STORE, "    output[...] = accumulator\n"),)),
+        "the source's allowlist (constants are numbers)",
+        "failed",
+    ),
+    "augmented_store": (
+        Variant(
+            "the product added into the output, no accumulator",
+            (
+                (f"    {kit.ZEROS}\n", ""),
+                (kit.DOT, "output += ntl.dot(lhs[k], rhs[k])"),
+                (STORE, ""),
+            ),
+        ),
+        "the generated kernel's check (reads the output)",
+        "failed",
+    ),
+    "global_blocks": (
+        kit.VARIANTS["accumulator_with_global_blocks"],
+        "the generated kernel's check (names of the file's globals)",
+        "failed",
+    ),
+    "print_in_arrangement": (
+        Variant(
+            "arrangement() prints the grid it made",
+            (
+                (
+                    "    grid_m, grid_n = output_arranged.shape\n",
+                    "    grid_m, grid_n = output_arranged.shape\n"
+                    "    print('grid', grid_m, grid_n)\n",
+                ),
+            ),
+        ),
+        "the build guard (Python run while the kernel builds)",
+        "passed",
+    ),
+    "helper_in_arrangement": (
+        Variant(
+            "arrangement() tiles through a helper of the file",
+            (
+                (kit.OUTPUT_TILE, "_tiled(output, block_size_m, block_size_n)"),
+                (
+                    "def arrangement(",
+                    "def _tiled(tensor, rows, columns):\n"
+                    "    return tensor.tile((rows, "
+                    "columns))\n\n\ndef arrangement(",
+                ),
+            ),
+        ),
+        "the source's allowlist (what arrangement() may call)",
+        "passed",
+    ),
+    "contiguous_inputs": (
+        Variant(
+            "nt_gemm makes its inputs contiguous first",
+            ((kit.RETURN, "    lhs, rhs = lhs.contiguous(), rhs.contiguous()\n" + kit.RETURN),),
+        ),
+        "torch calls (only nt_gemm makes them)",
+        "passed",
+    ),
+    "returns_a_copy": (
+        Variant(
+            "nt_gemm returns a copy of its output",
+            ((kit.RETURN, kit.RETURN.replace("return output", "return output.clone()")),),
+        ),
+        "nt_gemm returning what its kernel did not write",
+        "passed",
+    ),
 }
-CASES = ["--cases", "square-64x64x64,tail_mnk-65x97x130", "--no-speed", "--no-progress",
-         "-j", "2"]
+CASES = ["--cases", "square-64x64x64,tail_mnk-65x97x130", "--no-speed", "--no-progress", "-j", "2"]
 
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    return graded_class(tmp_path_factory.mktemp("honest"),
-                        {name: variant for name, (variant, _, _) in HONEST.items()}, *CASES)
+    return graded_class(
+        tmp_path_factory.mktemp("honest"),
+        {name: variant for name, (variant, _, _) in HONEST.items()},
+        *CASES,
+    )
 
 
 @NEEDS_INTERPRETER
@@ -77,10 +121,14 @@ def test_an_honest_mistake_near_a_flag_rule_is_not_flagged(graded, name):
 @pytest.mark.parametrize("name", ["slice_store", "ellipsis_store"])
 def test_a_slice_store_fails_on_the_students_line(graded, name):
     record = json.loads((graded / name / "record.json").read_text(encoding="utf-8"))
-    line = next(number for number, text in enumerate(
-        HONEST[name][0].source(name).splitlines(), 1) if text.strip().startswith("output["))
-    assert record["message"].startswith(f"your kernel cannot run as written: line {line}: "), \
+    line = next(
+        number
+        for number, text in enumerate(HONEST[name][0].source(name).splitlines(), 1)
+        if text.strip().startswith("output[")
+    )
+    assert record["message"].startswith(f"your kernel cannot run as written: line {line}: "), (
         record["message"]
+    )
     assert "generated line" not in record["message"]
 
 

@@ -12,9 +12,29 @@ from grader.batch.outputs import reports, student_folders as folders
 from grader.tests.batch_helpers import ROOT, gradebook, run_grader
 
 AS_WRITTEN = ["alice", "李华", "Li Hua", "Zoë", "a_b", "O'Neil", "2+3", "王芳 (2)"]
-ESCAPED = ["../etc", "..", ".", ".hidden", "a/b", "a\\b", "x:y", "why?", "con", "NUL.txt",
-           "COM1", "trail.", " lead", "tail ", "x" * 200, "a\u200bb", "李" * 60, "\\x1b[31m",
-           "-2+3", "=HYPERLINK(1)", "@x"]
+ESCAPED = [
+    "../etc",
+    "..",
+    ".",
+    ".hidden",
+    "a/b",
+    "a\\b",
+    "x:y",
+    "why?",
+    "con",
+    "NUL.txt",
+    "COM1",
+    "trail.",
+    " lead",
+    "tail ",
+    "x" * 200,
+    "a\u200bb",
+    "李" * 60,
+    "\\x1b[31m",
+    "-2+3",
+    "=HYPERLINK(1)",
+    "@x",
+]
 
 
 @pytest.mark.parametrize("student", AS_WRITTEN)
@@ -47,7 +67,10 @@ def test_ids_that_differ_only_by_case_get_folders_a_case_blind_disk_keeps_apart(
 def test_a_folder_an_earlier_run_gave_is_kept_and_a_bad_one_is_not():
     kept = {"李华": "student-ba9d5fb7d4", "ben": "../../outside"}
     assert folders.assign(["李华", "ben", "ada"], kept) == {
-        "李华": "student-ba9d5fb7d4", "ben": "ben", "ada": "ada"}
+        "李华": "student-ba9d5fb7d4",
+        "ben": "ben",
+        "ada": "ada",
+    }
 
 
 def test_an_output_folder_of_the_old_naming_resumes_in_its_own_folders(tmp_path):
@@ -59,8 +82,14 @@ def test_an_output_folder_of_the_old_naming_resumes_in_its_own_folders(tmp_path)
     for student in ("ben", "李华"):
         shutil.copy(skeleton, submissions / f"{student}.py")
     out = tmp_path / "out"
-    options = ["--cases", "nonsquare-128x256x192", "--no-speed", "--no-progress",
-               "--seed", "5eed5eed5eed5eed5eed5eed5eed5eed"]
+    options = [
+        "--cases",
+        "nonsquare-128x256x192",
+        "--no-speed",
+        "--no-progress",
+        "--seed",
+        "5eed5eed5eed5eed5eed5eed5eed5eed",
+    ]
     first = run_grader(tmp_path, "grade", str(submissions), "--out", str(out), *options)
     assert first.returncode == 0, first.stderr
     assert (out / "李华" / "feedback.md").is_file()

@@ -164,8 +164,9 @@ def test_a_reader_never_finds_a_partial_file(writer, cache_dir, paused_writes):
 
 
 @pytest.mark.parametrize("writer", ["in place", "kit"])
-def test_a_late_second_writer_never_cuts_a_file_already_imported(writer, cache_dir,
-                                                                 paused_writes, monkeypatch):
+def test_a_late_second_writer_never_cuts_a_file_already_imported(
+    writer, cache_dir, paused_writes, monkeypatch
+):
     """The second writer checked for the file before the first one had written it."""
     import triton
     from ninetoothed.jit import import_from_path
@@ -213,9 +214,12 @@ def _contender(home, tag, barrier, results):
             barrier.wait(120)
             out = torch.full((20, 10), float("nan"), dtype=torch.float16, device=device)
             try:
-                make(reference.arrangement, reference.application,
-                     (Tensor(2), Tensor(2), Tensor(2)), kernel_name=f"gemm_{tag}_{index}")(
-                         lhs, rhs, out)
+                make(
+                    reference.arrangement,
+                    reference.application,
+                    (Tensor(2), Tensor(2), Tensor(2)),
+                    kernel_name=f"gemm_{tag}_{index}",
+                )(lhs, rhs, out)
                 if not torch.allclose(out.float(), want, atol=0.05, rtol=0.01):
                     failures.append(f"build {index}: wrong result")
             except Exception as error:  # noqa: BLE001
@@ -231,8 +235,10 @@ def test_processes_sharing_a_home_all_build_the_same_kernels(tmp_path):
     context = multiprocessing.get_context("spawn")
     barrier, results = context.Barrier(PROCESSES), context.Queue()
     tag = uuid.uuid4().hex[:8]
-    processes = [context.Process(target=_contender, args=(str(tmp_path), tag, barrier, results))
-                 for _ in range(PROCESSES)]
+    processes = [
+        context.Process(target=_contender, args=(str(tmp_path), tag, barrier, results))
+        for _ in range(PROCESSES)
+    ]
     for process in processes:
         process.start()
     failures = [failure for _ in processes for failure in results.get(timeout=300)]

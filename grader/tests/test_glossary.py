@@ -25,16 +25,18 @@ def glossary():
 
 def retired_in(path):
     text = (ROOT / path).read_text(encoding="utf-8")
-    return [(path, word) for _, retired in glossary().values() for word in retired
-            if word in text]
+    return [(path, word) for _, retired in glossary().values() for word in retired if word in text]
 
 
 def kit_files():
-    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard",
-                             "*.py", "*.md"], cwd=ROOT, capture_output=True, text=True,
-                            check=True).stdout.split()
-    return [path for path in listed
-            if (ROOT / path).is_file() and path != "docs/glossary.md"]
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "*.py", "*.md"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    return [path for path in listed if (ROOT / path).is_file() and path != "docs/glossary.md"]
 
 
 def test_arrangement_is_pai_bu_and_both_guides_link_the_glossary():
@@ -46,4 +48,3 @@ def test_arrangement_is_pai_bu_and_both_guides_link_the_glossary():
 
 def test_no_doc_or_message_uses_a_retired_rendering():
     assert [hit for path in kit_files() for hit in retired_in(path)] == []
-

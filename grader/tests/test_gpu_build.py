@@ -36,6 +36,7 @@ def variant(tmp_path_factory):
             path = MODEL_ANSWER if name == "reference" else path_of(name)
             made[name] = (path, load_submission(path))
         return made[name]
+
     return make
 
 
@@ -49,6 +50,7 @@ def _case(case_id):
 
 # --------------------------------------------------------------------------- the gate
 
+
 def test_the_reference_builds_and_reports_what_it_uses(variant):
     build = _build(variant("reference")[1])
     assert build.ok and build.checked, build
@@ -59,11 +61,14 @@ def test_the_reference_builds_and_reports_what_it_uses(variant):
     assert "寄存器" in gpu_compile.summary_zh(build)
 
 
-@pytest.mark.parametrize("name, mistake, line", [
-    ("fp16_accumulator", "accumulator_dtype", "for k in range(lhs.shape[0]):"),
-    ("accumulator_in_loop", "accumulator", "output = accumulator"),
-    ("dot_swapped_rect_tiles", "build_error", "accumulator += ntl.dot(rhs[k], lhs[k])"),
-])
+@pytest.mark.parametrize(
+    "name, mistake, line",
+    [
+        ("fp16_accumulator", "accumulator_dtype", "for k in range(lhs.shape[0]):"),
+        ("accumulator_in_loop", "accumulator", "output = accumulator"),
+        ("dot_swapped_rect_tiles", "build_error", "accumulator += ntl.dot(rhs[k], lhs[k])"),
+    ],
+)
 def test_a_kernel_the_gpu_rejects_fails_every_case_with_its_line(variant, name, mistake, line):
     path, module = variant(name)
     build = _build(module)
@@ -94,8 +99,15 @@ def test_a_check_that_cannot_run_judges_nothing():
 
 
 def test_build_fields_from_a_worker_are_type_checked():
-    build = gpu_compile.Build.from_fields({"target": "sm_90", "ok": "yes", "registers": 2**40,
-                                           "shared_bytes": True, "message": "x" * 10**5})
+    build = gpu_compile.Build.from_fields(
+        {
+            "target": "sm_90",
+            "ok": "yes",
+            "registers": 2**40,
+            "shared_bytes": True,
+            "message": "x" * 10**5,
+        }
+    )
     assert build.ok is False and build.registers is None and build.shared_bytes is None
     assert len(build.message) <= gpu_compile.MESSAGE_LIMIT
     assert gpu_compile.Build.from_fields("nonsense") is None
@@ -154,8 +166,9 @@ def test_a_worker_names_its_cache_before_anything_is_compiled(monkeypatch, tmp_p
     assert gpu_compile.triton_key() == f"{triton.__version__}-one-run"
 
 
-@pytest.mark.parametrize("text, expected", [("sm_90", "sm_90"), ("90", "sm_90"),
-                                            ("SM_80", "sm_80")])
+@pytest.mark.parametrize(
+    "text, expected", [("sm_90", "sm_90"), ("90", "sm_90"), ("SM_80", "sm_80")]
+)
 def test_targets_parse(text, expected):
     assert gpu_compile.parse_target(text) == expected
 
@@ -176,6 +189,7 @@ def test_pytest_grader_fails_a_float16_accumulator_at_once_and_names_it(variant)
 
 
 # --------------------------------------------------------------------------- fail fast
+
 
 def test_a_grid_that_cannot_line_up_fails_before_launch(variant, backend):
     _, module = variant("expand_by_size")
@@ -199,13 +213,19 @@ def test_a_correct_grid_is_never_stopped(variant):
 
 # --------------------------------------------------------------------------- application
 
-@pytest.mark.parametrize("name, case_ids, mistake", [
-    ("dot_swapped", ["nonsquare-128x256x192", "tail_mnk-65x97x130", "long_k-64x64x1024"],
-     "dot_order"),
-    ("output_transposed", ["nonsquare-128x256x192", "square-256x256x256"], "output_tile"),
-])
-def test_application_mistakes_are_named_from_the_output(variant, backend, name, case_ids,
-                                                        mistake):
+
+@pytest.mark.parametrize(
+    "name, case_ids, mistake",
+    [
+        (
+            "dot_swapped",
+            ["nonsquare-128x256x192", "tail_mnk-65x97x130", "long_k-64x64x1024"],
+            "dot_order",
+        ),
+        ("output_transposed", ["nonsquare-128x256x192", "square-256x256x256"], "output_tile"),
+    ],
+)
+def test_application_mistakes_are_named_from_the_output(variant, backend, name, case_ids, mistake):
     _, module = variant(name)
     selected = [_case(case_id) for case_id in case_ids]
     verdicts = []
@@ -221,15 +241,19 @@ def test_application_mistakes_are_named_from_the_output(variant, backend, name, 
 
 def test_a_float16_running_sum_fails_only_the_cancellation_case(variant, backend):
     if not backend.is_interpreter:
-        pytest.skip("on a GPU a float16 running sum also fails other cases (21 of 33 on an "
-                    "H200, 2026-11-30): only the interpreter isolates the cancellation case")
+        pytest.skip(
+            "on a GPU a float16 running sum also fails other cases (21 of 33 on an "
+            "H200, 2026-11-30): only the interpreter isolates the cancellation case"
+        )
     _, module = variant("fp16_running_sum")
     cancellation = _case("cancellation-64x64x384")
     # Not long_k-64x64x1024: there a float16 sum misses the tolerance by an element or so on
     # most secrets' inputs, none on others.
     others = [_case("nonsquare-128x256x192"), _case("square-256x256x256")]
-    verdicts = [checks.judge(case, execution.produce(case, module, SEED, "cpu"), SEED, "cpu")
-                for case in [cancellation] + others]
+    verdicts = [
+        checks.judge(case, execution.produce(case, module, SEED, "cpu"), SEED, "cpu")
+        for case in [cancellation] + others
+    ]
     assert not verdicts[0].passed and all(verdict.passed for verdict in verdicts[1:])
     hints = diagnosis.explain([], verdicts, [cancellation] + others)
     assert hints[0]["key"] == "accumulator_dtype", hints
@@ -242,20 +266,35 @@ def test_the_reference_passes_the_cancellation_case(variant, backend):
 
 
 def test_a_wrong_value_rules_out_causes_it_cannot_be():
-    wrong = checks.Verdict("x", False, "", details={"mismatches": 3, "samples": [
-        {"index": [0, 0], "got": 1.0, "expected": 2.0}]})
+    wrong = checks.Verdict(
+        "x",
+        False,
+        "",
+        details={"mismatches": 3, "samples": [{"index": [0, 0], "got": 1.0, "expected": 2.0}]},
+    )
     assert ruled_out("nondeterministic", wrong) and ruled_out("wrong_dtype", wrong)
     assert ruled_out("unwritten_output", wrong) and not ruled_out("accumulator", wrong)
-    nan = checks.Verdict("x", False, "", details={"mismatches": 1, "samples": [
-        {"index": [0, 0], "got": float("nan"), "expected": 2.0}]})
+    nan = checks.Verdict(
+        "x",
+        False,
+        "",
+        details={
+            "mismatches": 1,
+            "samples": [{"index": [0, 0], "got": float("nan"), "expected": 2.0}],
+        },
+    )
     assert not ruled_out("unwritten_output", nan)
 
 
 # --------------------------------------------------------------------------- time budget
 
+
 def test_the_budget_grows_with_the_tiles_steps():
-    jobs = [protocol.Job(0, 256, 256, 256, ("out",)), protocol.Job(1, 96, 80, 144,
-                                                                   ("first", "second"))]
+    jobs = [
+        protocol.Job(0, 256, 256, 256, ("out",)),
+        protocol.Job(1, 96, 80, 144, ("first", "second")),
+    ]
+
     def extra(tiles):
         return time_policy.extra_for("interpreter", jobs, tiles)
 
@@ -266,22 +305,37 @@ def test_the_budget_grows_with_the_tiles_steps():
     assert extra(None) == reference
 
 
-
 @NEEDS_INTERPRETER
 def test_a_cpu_batch_passes_32_cubed_tiles_with_default_limits_and_reports_builds(tmp_path):
     """The default limits on the interpreter (the issue: 32x32x32 used to time out)."""
     import csv
     import json
 
-    write_class(tmp_path / "class", build_variants.VARIANTS,
-                ["tiles_32x32x32", "fp16_accumulator"])
-    done = subprocess.run([sys.executable, "-m", "grader", "grade", str(tmp_path / "class"),
-                           "--out", str(tmp_path / "out"), "-j", "2", "--no-progress"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=1500,
-                          env={**__import__("os").environ, "NTGEMM_BACKEND": "interpreter"})
+    write_class(tmp_path / "class", build_variants.VARIANTS, ["tiles_32x32x32", "fp16_accumulator"])
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "grader",
+            "grade",
+            str(tmp_path / "class"),
+            "--out",
+            str(tmp_path / "out"),
+            "-j",
+            "2",
+            "--no-progress",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+        env={**__import__("os").environ, "NTGEMM_BACKEND": "interpreter"},
+    )
     assert done.returncode == 0, done.stderr[-2000:]
-    rows = {row["student"]: row for row in
-            csv.DictReader(open(tmp_path / "out" / "gradebook.csv", encoding="utf-8-sig"))}
+    rows = {
+        row["student"]: row
+        for row in csv.DictReader(open(tmp_path / "out" / "gradebook.csv", encoding="utf-8-sig"))
+    }
     assert rows["tiles_32x32x32"]["status"] == "passed", rows["tiles_32x32x32"]
     assert rows["fp16_accumulator"]["status"] == "failed"
     record = json.loads((tmp_path / "out" / "fp16_accumulator" / "record.json").read_text())
@@ -300,7 +354,7 @@ def test_a_float16_running_sum_is_named_from_the_output():
     lhs, rhs, ref = checks.judging_material(case, SEED, "cpu")
     total = torch.zeros_like(ref)
     for start in range(0, case.k, 32):
-        part = lhs[:, start:start + 32].float() @ rhs[start:start + 32, :].float()
+        part = lhs[:, start : start + 32].float() @ rhs[start : start + 32, :].float()
         total = (total.float() + part.half().float()).half()
     verdict = checks.judge(case, {"out": total}, SEED, "cpu")
     assert not verdict.passed and verdict.mistake == "accumulator_dtype", verdict.message

@@ -80,7 +80,7 @@ def _grade(module, case_ids, backend):
     for case in selected:
         try:
             outputs = execution.produce(case, module, SEED, backend.device)
-        except Exception as error:
+        except Exception as error:  # noqa: BLE001 - the kernel's own error is the verdict
             verdicts.append(checks.error_verdict(case, error))
         else:
             verdicts.append(checks.judge(case, outputs, SEED, backend.device))
@@ -124,14 +124,22 @@ CORRECT_VARIANTS = [
 ]
 # Other spellings of the same kernel: what they may break is the check of what runs, not
 # the tiles, so three cases tell (a ragged one, the coverage case, other block sizes).
-STYLE_VARIANTS = ["triton_language", "dot_accumulates", "while_loop", "helper_function",
-                  "debug_print"]  # debug_print: right, but named (it times out on a GPU)
+STYLE_VARIANTS = [
+    "triton_language",
+    "dot_accumulates",
+    "while_loop",
+    "helper_function",
+    "debug_print",
+]  # debug_print: right, but named (it times out on a GPU)
 STYLE_SUBSET = ["tail_mnk-65x97x130", "coverage-100x70x90", BLOCK_CASES[0]]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name, subset", [(name, CORRECT_SUBSET) for name in CORRECT_VARIANTS]
-                         + [(name, STYLE_SUBSET) for name in STYLE_VARIANTS])
+@pytest.mark.parametrize(
+    "name, subset",
+    [(name, CORRECT_SUBSET) for name in CORRECT_VARIANTS]
+    + [(name, STYLE_SUBSET) for name in STYLE_VARIANTS],
+)
 def test_correct_variant_gets_full_marks(name, subset, backend, variant_path):
     module = _module(name, variant_path)
     selected, verdicts = _grade(module, subset, backend)
@@ -172,54 +180,57 @@ def test_correct_variants_look_right_symbolically(variant_path):
 
 MISTAKE_VARIANTS = {
     "expand_axis": (
-        ["nonsquare-128x256x192", "nonsquare-256x128x192", "skinny-1x256x256",
-         "skinny-256x8x192"],
+        ["nonsquare-128x256x192", "nonsquare-256x128x192", "skinny-1x256x256", "skinny-256x8x192"],
         ["square-64x64x64", "square-256x256x256", "tail_m-65x128x128"],
-        "expand_axis"),
+        "expand_axis",
+    ),
     "accumulator_in_loop": (
         ["long_k-64x64x1024", "tail_mnk-65x97x130", "skinny-16x256x192"],
         ["square-64x64x64", "tail_k_small-128x128x40", "tiny-1x2x3"],
-        "accumulator"),
+        "accumulator",
+    ),
     "assign_not_add": (
         ["long_k-64x64x1024", "tail_k-128x128x130", "skinny-16x256x192"],
         ["square-64x64x64", "tail_k_small-128x128x40", "tiny-2x3x1"],
-        "accumulator"),
+        "accumulator",
+    ),
     "missing_squeeze": (
         ["square-64x64x64", "tail_mnk-65x97x130", "skinny-16x256x192"],
         [],
-        "missing_squeeze"),
+        "missing_squeeze",
+    ),
     "k_tail_whole_tiles": (
         ["tail_k-128x128x130", "tail_mnk-65x97x130", "tail_k_small-128x128x40"],
         ["square-64x64x64", "tail_m-65x128x128", "tail_n-128x97x128"],
-        "k_tail"),
+        "k_tail",
+    ),
     "loop_stops_early": (
         ["tail_m-65x128x128", "tail_n-128x97x128", "tail_k-128x128x130", "square-256x256x256"],
         [],
-        "k_tail"),
+        "k_tail",
+    ),
     "floor_mode": (
         ["tail_m-65x128x128", "tail_n-128x97x128", "tail_k-128x128x130", "coverage-100x70x90"],
         ["square-64x64x64", "nonsquare-128x256x192"],
-        ("tail_mask", "k_tail")),
+        ("tail_mask", "k_tail"),
+    ),
     "hard_coded": (
         ["tail_mnk-65x97x130", "tail_k_small-128x128x40"],
         ["skinny-16x256x192", "square-256x256x256"],
-        "hard_coded"),
-    "tile_shape": (
-        ["square-64x64x64", "tiny-1x2x3"],
-        [],
-        "tile_shape"),
+        "hard_coded",
+    ),
+    "tile_shape": (["square-64x64x64", "tiny-1x2x3"], [], "tile_shape"),
     "rhs_tile_order": (
         BLOCK_CASES,
         ["square-64x64x64", "tail_mnk-65x97x130", "nonsquare-128x256x192"],
-        "block_order"),
-    "tiles_written_in": (
-        BLOCK_CASES,
-        ["square-64x64x64", "tail_mnk-65x97x130"],
-        "fixed_tiles"),
+        "block_order",
+    ),
+    "tiles_written_in": (BLOCK_CASES, ["square-64x64x64", "tail_mnk-65x97x130"], "fixed_tiles"),
     "wrong_dtype": (
         ["square-64x64x64", "tail_mnk-65x97x130"],
         ["coverage-100x70x90"],
-        "wrong_dtype"),
+        "wrong_dtype",
+    ),
 }
 
 
@@ -230,12 +241,22 @@ MISTAKE_VARIANTS = {
 #   stores stay masked, so M and N tails come out right; only K tails fail.
 GPU_DIFFERENCES = {
     "accumulator_in_loop": (
-        ["long_k-64x64x1024", "tail_mnk-65x97x130", "skinny-16x256x192", "square-64x64x64",
-         "tail_k_small-128x128x40", "tiny-1x2x3"],
-        [], "accumulator"),
+        [
+            "long_k-64x64x1024",
+            "tail_mnk-65x97x130",
+            "skinny-16x256x192",
+            "square-64x64x64",
+            "tail_k_small-128x128x40",
+            "tiny-1x2x3",
+        ],
+        [],
+        "accumulator",
+    ),
     "floor_mode": (  # the arrangement's floor_mode is seen first there too (H200, 2026-11-30)
         ["tail_k-128x128x130", "coverage-100x70x90"],
-        ["square-64x64x64", "nonsquare-128x256x192"], ("tail_mask", "k_tail")),
+        ["square-64x64x64", "nonsquare-128x256x192"],
+        ("tail_mask", "k_tail"),
+    ),
 }
 
 
@@ -278,8 +299,9 @@ def test_a_size_where_a_count_belongs_is_named_with_its_call(name, backend, vari
     size, call = SIZE_SLIPS[name]
     selected, verdicts = _grade(_module(name, variant_path), ["nonsquare-128x256x192"], backend)
     assert verdicts[0].mistake == "grid_mismatch", verdicts[0].message  # not launched
-    hints = diagnosis.explain(layout.inspect_arrangement(_module(name, variant_path)),
-                              verdicts, selected)
+    hints = diagnosis.explain(
+        layout.inspect_arrangement(_module(name, variant_path)), verdicts, selected
+    )
     assert hints[0]["key"] == "size_for_count", hints
     evidence = hints[0]["evidence"][0]
     assert size in evidence and call in evidence and "not a block" in evidence, evidence
@@ -289,8 +311,14 @@ def test_pytest_grader_names_the_size_and_draws_the_arrangement(tmp_path, varian
     """One case, which does not launch (the grids cannot line up): seconds, as the summary
     weighs it and draws the program that gets the wrong tiles."""
     pictures = tmp_path / "pictures"
-    done, _ = _run_grader(variant_path("expand_by_size"), tmp_path, "--pictures", str(pictures),
-                          "-k", "nonsquare-128x256x192")
+    done, _ = _run_grader(
+        variant_path("expand_by_size"),
+        tmp_path,
+        "--pictures",
+        str(pictures),
+        "-k",
+        "nonsquare-128x256x192",
+    )
     assert "[size_for_count]" in done.stdout and "N itself (256" in done.stdout, done.stdout
     assert f"picture of the arrangement: {pictures / 'arrangement.png'}" in done.stdout
     assert (pictures / "arrangement.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -300,12 +328,16 @@ def test_pytest_grader_names_the_tile_order(tmp_path, variant_path):
     """The cases at other block sizes and one at the file's own: a kernel right only while
     BLOCK_SIZE_N equals BLOCK_SIZE_K loses the first, with the hint that says which tiles
     rhs takes."""
-    done, junit = _run_grader(variant_path("rhs_tile_order"), tmp_path,
-                              "-k", "tiles_ or square-64x64x64")
+    done, junit = _run_grader(
+        variant_path("rhs_tile_order"), tmp_path, "-k", "tiles_ or square-64x64x64"
+    )
     assert done.returncode == 1, done.stdout[-3000:]
     assert "[block_order]" in done.stdout and "(BLOCK_SIZE_K, BLOCK_SIZE_N)" in done.stdout
-    failed = {testcase.get("name") for testcase in junit.iter("testcase")
-              if testcase.find("failure") is not None}
+    failed = {
+        testcase.get("name")
+        for testcase in junit.iter("testcase")
+        if testcase.find("failure") is not None
+    }
     assert failed == {f"test_case[{case_id}]" for case_id in BLOCK_CASES}
 
 
@@ -335,8 +367,16 @@ def test_every_variant_says_what_it_is_and_is_listed(variant_path):
 
 def _run_grader(submission, tmp_path, *extra):
     junit = tmp_path / "grader.xml"
-    done = run_pytest("grader", "--submission", str(submission), "-q", "-p", "no:cacheprovider",
-                      f"--junitxml={junit}", *extra)
+    done = run_pytest(
+        "grader",
+        "--submission",
+        str(submission),
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        f"--junitxml={junit}",
+        *extra,
+    )
     return done, ElementTree.parse(junit).getroot()
 
 
@@ -368,8 +408,9 @@ def test_pytest_grader_gives_the_reference_full_marks(tmp_path, backend):
 
     # What a JUnit consumer adds up, read with junitparser's xunit2 API
     # (docs/instructor-reference.md, "JUnit XML")
-    xunit2 = pytest.importorskip("junitparser.xunit2",
-                                 reason="the test extra: pip install -e '.[test]'")
+    xunit2 = pytest.importorskip(
+        "junitparser.xunit2", reason="the test extra: pip install -e '.[test]'"
+    )
     JUnitXml = xunit2.JUnitXml
 
     points = scores = 0
@@ -387,6 +428,7 @@ def test_pytest_grader_names_the_placeholder_without_tracebacks(tmp_path, varian
     assert done.returncode == 1
     assert "[not_implemented]" in done.stdout
     assert "Traceback" not in done.stdout
-    failures = [testcase for testcase in junit.iter("testcase")
-                if testcase.find("failure") is not None]
+    failures = [
+        testcase for testcase in junit.iter("testcase") if testcase.find("failure") is not None
+    ]
     assert failures and all(_properties(testcase)["points"] for testcase in failures)

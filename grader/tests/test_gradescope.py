@@ -32,15 +32,35 @@ def chosen_cases():
     catalogue = {case.name: case.id for case in cases.catalogue(SEED, batch_backend())}
     return ",".join(["nonsquare-128x256x192", "tail_mnk-65x97x130", catalogue["hidden_1"]])
 
+
 VISIBILITY = {"hidden", "after_due_date", "after_published", "visible"}
 FORMATS = {"text", "html", "simple_format", "md", "ansi"}
-TOP = {"score": (int, float), "execution_time": (int, float), "output": str,
-       "output_format": str, "test_output_format": str, "test_name_format": str,
-       "visibility": str, "stdout_visibility": str, "extra_data": dict, "tests": list,
-       "leaderboard": list}
-TEST = {"score": (int, float), "max_score": (int, float), "status": str, "name": str,
-        "name_format": str, "number": str, "output": str, "output_format": str, "tags": list,
-        "visibility": str, "extra_data": dict}
+TOP = {
+    "score": (int, float),
+    "execution_time": (int, float),
+    "output": str,
+    "output_format": str,
+    "test_output_format": str,
+    "test_name_format": str,
+    "visibility": str,
+    "stdout_visibility": str,
+    "extra_data": dict,
+    "tests": list,
+    "leaderboard": list,
+}
+TEST = {
+    "score": (int, float),
+    "max_score": (int, float),
+    "status": str,
+    "name": str,
+    "name_format": str,
+    "number": str,
+    "output": str,
+    "output_format": str,
+    "tags": list,
+    "visibility": str,
+    "extra_data": dict,
+}
 
 
 def check_results(results):
@@ -71,8 +91,19 @@ def check_results(results):
 @pytest.fixture(scope="module")
 def autograder(tmp_path_factory):
     base = tmp_path_factory.mktemp("gradescope")
-    result = run_grader(base, "gradescope", "--out", str(base), "--seed", str(SEED),
-                        "--timeout", "60", "--cases", chosen_cases(), timeout=120)
+    result = run_grader(
+        base,
+        "gradescope",
+        "--out",
+        str(base),
+        "--seed",
+        str(SEED),
+        "--timeout",
+        "60",
+        "--cases",
+        chosen_cases(),
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     source = base / "autograder" / "source"
     with zipfile.ZipFile(base / "autograder.zip") as archive:
@@ -91,9 +122,11 @@ def test_the_zip_holds_every_module_the_autograder_runs(autograder):
     """Imported without site (so without this checkout's editable install), the unpacked
     kit loads every module the grading process and its worker use from the zip alone."""
     kit = autograder / "autograder" / "source" / "ntgemm"
-    imports = ("import grader.batch.packaging.gradescope as g, grader.batch.inside.worker, "
-               "grader.core.gpu_compile"
-               "\ng._preload()")
+    imports = (
+        "import grader.batch.packaging.gradescope as g, grader.batch.inside.worker, "
+        "grader.core.gpu_compile"
+        "\ng._preload()"
+    )
     loaded = kit_files_loaded_alone(kit, imports, timeout=120)
     assert all(path.startswith(str(kit)) for path in loaded), loaded
 
@@ -107,21 +140,33 @@ def grade_in_tree(base, submission_file, name, uploaded=("ninetoothed_gemm.py",)
         (root / "submission" / upload).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(submission_file, root / "submission" / upload)
     (root / "results").mkdir()
-    environment = {**os.environ, "AUTOGRADER_ROOT": str(root), "NTGEMM_PYTHON": sys.executable,
-                   "TMPDIR": str(base)}
+    environment = {
+        **os.environ,
+        "AUTOGRADER_ROOT": str(root),
+        "NTGEMM_PYTHON": sys.executable,
+        "TMPDIR": str(base),
+    }
     environment.pop("PYTHONPATH", None)
-    completed = subprocess.run(["bash", str(root / "source" / "run_autograder")],
-                               capture_output=True, text=True, timeout=600, env=environment)
+    completed = subprocess.run(
+        ["bash", str(root / "source" / "run_autograder")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=environment,
+    )
     assert completed.returncode == 0, completed.stderr[-3000:]
     return json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
 
 
-@pytest.mark.parametrize("name, path, status", [
-    ("reference", MODEL_ANSWER, "passed"),
-    ("mistake", DEMO / "chen" / "ninetoothed_gemm.py", "failed"),
-    ("cheat", DEMO / "fay" / "ninetoothed_gemm.py", "flagged"),
-    ("crash", DEMO / "kai" / "ninetoothed_gemm.py", "crashed"),
-])
+@pytest.mark.parametrize(
+    "name, path, status",
+    [
+        ("reference", MODEL_ANSWER, "passed"),
+        ("mistake", DEMO / "chen" / "ninetoothed_gemm.py", "failed"),
+        ("cheat", DEMO / "fay" / "ninetoothed_gemm.py", "flagged"),
+        ("crash", DEMO / "kai" / "ninetoothed_gemm.py", "crashed"),
+    ],
+)
 def test_run_autograder_writes_spec_valid_results(autograder, name, path, status):
     results = grade_in_tree(autograder, path, name)
     check_results(results)
@@ -171,8 +216,9 @@ def test_a_long_upload_lists_its_first_names_and_counts_the_rest():
 
 
 def test_bad_visibility_is_refused_with_the_choices(tmp_path):
-    result = run_grader(tmp_path, "gradescope", "--out", str(tmp_path),
-                        "--hidden-visibility", "never", timeout=60)
+    result = run_grader(
+        tmp_path, "gradescope", "--out", str(tmp_path), "--hidden-visibility", "never", timeout=60
+    )
     assert result.returncode == 2 and "after_due_date" in result.stderr
 
 
@@ -185,13 +231,18 @@ def test_without_its_sandbox_it_refuses_to_grade_and_says_why(autograder, monkey
     root = tmp_path / "autograder"
     shutil.copytree(autograder / "autograder" / "source", root / "source")
     (root / "submission").mkdir()
-    shutil.copyfile(DEMO / "ada" / "ninetoothed_gemm.py", root / "submission" / "ninetoothed_gemm.py")
+    shutil.copyfile(
+        DEMO / "ada" / "ninetoothed_gemm.py", root / "submission" / "ninetoothed_gemm.py"
+    )
     monkeypatch.setattr(sandbox, "check", lambda gpu, device=None: "no user namespaces here")
     assert gradescope.run(root) == 0
     results = json.loads((root / "results" / "results.json").read_text())
     check_results(results)
     assert results["score"] == 0 and results["extra_data"]["status"] == "grader_error"
-    assert "no user namespaces here" in results["output"] and "--allow-unsandboxed" in results["output"]
+    assert (
+        "no user namespaces here" in results["output"]
+        and "--allow-unsandboxed" in results["output"]
+    )
 
 
 # A student file that is correct, and at its import (the nt_gemm run) starts a daemon that
@@ -269,9 +320,12 @@ def _running(pid, token):
         return False
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="the unsandboxed mode grades only as root, "
-                    "where it can run student code as another user (refused otherwise: "
-                    "test_unsandboxed_it_refuses_where_it_cannot_change_user)")
+@pytest.mark.skipif(
+    os.geteuid() != 0,
+    reason="the unsandboxed mode grades only as root, "
+    "where it can run student code as another user (refused otherwise: "
+    "test_unsandboxed_it_refuses_where_it_cannot_change_user)",
+)
 def test_unsandboxed_a_hostile_submission_cannot_touch_the_grade(autograder, tmp_path):
     """A container without bwrap, a zip built with --allow-unsandboxed, a submission whose
     daemon attacks the grader: results.json stays as the grader wrote it, the daemon is
@@ -297,29 +351,47 @@ def test_unsandboxed_a_hostile_submission_cannot_touch_the_grade(autograder, tmp
         (root / "results").mkdir()
         (root / "results").chmod(0o777)  # careless: the grader must close it
         hostile = HOSTILE
-        for name, value in (("ROOT", root), ("TMP", base / "tmp"), ("DROP", drop),
-                            ("HOLD", HOLD_S), ("TOKEN", token)):
+        for name, value in (
+            ("ROOT", root),
+            ("TMP", base / "tmp"),
+            ("DROP", drop),
+            ("HOLD", HOLD_S),
+            ("TOKEN", token),
+        ):
             hostile = hostile.replace(name, repr(str(value)))
         (root / "submission").mkdir()
         (root / "submission" / "ninetoothed_gemm.py").write_text(
-            MODEL_ANSWER.read_text(encoding="utf-8") + hostile, encoding="utf-8")
+            MODEL_ANSWER.read_text(encoding="utf-8") + hostile, encoding="utf-8"
+        )
         shim = base / "python"
         shim.write_text(  # run_autograder's interpreter, in a container where bwrap fails
             f"#!/bin/sh\nshift 2\nexec {sys.executable} -c 'import sys\n"
             "from grader.batch.isolation import sandbox\n"
             "from grader.batch.packaging import gradescope\n"
-            "sandbox.check = lambda gpu, device=None: \"no user namespaces in this container\"\n"
-            "sys.exit(gradescope.main(sys.argv[1:]))' \"$@\"\n")
+            'sandbox.check = lambda gpu, device=None: "no user namespaces in this container"\n'
+            'sys.exit(gradescope.main(sys.argv[1:]))\' "$@"\n'
+        )
         shim.chmod(0o755)
-        environment = {**os.environ, "AUTOGRADER_ROOT": str(root), "NTGEMM_PYTHON": str(shim),
-                       "TMPDIR": str(base / "tmp")}
+        environment = {
+            **os.environ,
+            "AUTOGRADER_ROOT": str(root),
+            "NTGEMM_PYTHON": str(shim),
+            "TMPDIR": str(base / "tmp"),
+        }
         environment.pop("PYTHONPATH", None)
-        grading = subprocess.Popen(view.command(["bash", str(root / "source" / "run_autograder")]),
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                   env=environment)
+        grading = subprocess.Popen(
+            view.command(["bash", str(root / "source" / "run_autograder")]),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=environment,
+        )
         deadline = time.monotonic() + 500
-        while not (drop / "notes.json").exists() and grading.poll() is None \
-                and time.monotonic() < deadline:
+        while (
+            not (drop / "notes.json").exists()
+            and grading.poll() is None
+            and time.monotonic() < deadline
+        ):
             time.sleep(0.1)
         beside = subprocess.Popen(["sleep", "300"])  # our user's, started while it grades
         stdout, stderr = grading.communicate(timeout=600)
@@ -339,8 +411,10 @@ def test_unsandboxed_a_hostile_submission_cannot_touch_the_grade(autograder, tmp
         assert results["extra_data"]["status"] == "passed", results["output"]
         assert results["extra_data"]["isolation"].endswith(f"student code ran as {who.name}")
         assert notes["uid"] == who.uid
-        assert all(notes[name] == "refused: PermissionError"
-                   for name in ("setuid", "setresuid", "config", "results")), notes
+        assert all(
+            notes[name] == "refused: PermissionError"
+            for name in ("setuid", "setresuid", "config", "results")
+        ), notes
         assert notes["seed"] in ("done: []", "refused: PermissionError"), notes
         assert written_at - notes["started"] < HOLD_S  # the grader did not wait on its pipes
         assert not _running(daemon, token)
@@ -361,20 +435,25 @@ def test_unsandboxed_it_refuses_where_it_cannot_change_user(autograder, monkeypa
     from grader.batch.packaging import gradescope
 
     for reason, identity, expected in (
-            (None, None, "not root"),
-            ("ntgemm-student may not search /opt/python", unprivileged.Identity(1, 1, "x"),
-             "may not search /opt/python")):
+        (None, None, "not root"),
+        (
+            "ntgemm-student may not search /opt/python",
+            unprivileged.Identity(1, 1, "x"),
+            "may not search /opt/python",
+        ),
+    ):
         root = tmp_path / expected.replace(" ", "-") / "autograder"
         shutil.copytree(autograder / "autograder" / "source", root / "source")
         config_file = root / "source" / "gradescope.json"
         config = json.loads(config_file.read_text(encoding="utf-8"))
         config_file.write_text(json.dumps({**config, "allow_unsandboxed": True}))
         (root / "submission").mkdir()
-        shutil.copyfile(DEMO / "ada" / "ninetoothed_gemm.py",
-                        root / "submission" / "ninetoothed_gemm.py")
+        shutil.copyfile(
+            DEMO / "ada" / "ninetoothed_gemm.py", root / "submission" / "ninetoothed_gemm.py"
+        )
         monkeypatch.setattr(sandbox, "check", lambda gpu, device=None: "no user namespaces here")
-        monkeypatch.setattr(sandbox, "check_unsandboxed", lambda: reason)
-        monkeypatch.setattr(unprivileged, "identity", lambda: identity)
+        monkeypatch.setattr(sandbox, "check_unsandboxed", lambda: reason)  # noqa: B023 - run below
+        monkeypatch.setattr(unprivileged, "identity", lambda: identity)  # noqa: B023 - run below
         assert gradescope.run(root) == 0
         results = json.loads((root / "results" / "results.json").read_text())
         check_results(results)
@@ -415,10 +494,15 @@ def test_setup_installs_the_stack_the_zip_was_built_with(tmp_path):
 
     archive = zipfile.ZipFile(gradescope.build(tmp_path, seed=SEED))
     setup = archive.read("setup.sh").decode()
-    assert f"-c /autograder/source/{gradescope.CONSTRAINTS} /autograder/source/ntgemm" \
+    assert (
+        f"-c /autograder/source/{gradescope.CONSTRAINTS} /autograder/source/ntgemm"
         in setup.replace("\\\n    ", "")
-    pinned = dict(line.split("==") for line in archive.read(gradescope.CONSTRAINTS).decode()
-                  .splitlines() if line and not line.startswith("#"))
+    )
+    pinned = dict(
+        line.split("==")
+        for line in archive.read(gradescope.CONSTRAINTS).decode().splitlines()
+        if line and not line.startswith("#")
+    )
     stack = constraints.installed_stack()
     assert set(pinned) == set(stack)
     for name in ("ninetoothed", "triton", "numpy", "pandas"):
@@ -437,8 +521,10 @@ def test_the_help_of_allow_unsandboxed_says_who_student_code_runs_as(tmp_path):
     assert result.returncode == 0
     assert "runs as root" not in text and "never as root" in text
     assert f"as {unprivileged.USER}, an unprivileged user that setup.sh creates" in text
-    assert f"useradd --system --no-create-home --user-group --shell /usr/sbin/nologin " \
-           f"{unprivileged.USER}" in gradescope.SETUP_INSTALL
+    assert (
+        f"useradd --system --no-create-home --user-group --shell /usr/sbin/nologin "
+        f"{unprivileged.USER}" in gradescope.SETUP_INSTALL
+    )
 
 
 def stand_ins(folder, version):
@@ -447,10 +533,14 @@ def stand_ins(folder, version):
     folder.mkdir()
     log = folder / "log"
     for name in ("python3", "apt-get", "dnf", "useradd"):
-        answer = (f'if [ "$1" = --version ]; then echo "Python {version}"; exit 0; fi\n'
-                  if name == "python3" else "")
-        (folder / name).write_text(f'#!/bin/sh\n{answer}echo "{name} $*" >> "{log}"\n',
-                                   encoding="utf-8")
+        answer = (
+            f'if [ "$1" = --version ]; then echo "Python {version}"; exit 0; fi\n'
+            if name == "python3"
+            else ""
+        )
+        (folder / name).write_text(
+            f'#!/bin/sh\n{answer}echo "{name} $*" >> "{log}"\n', encoding="utf-8"
+        )
         (folder / name).chmod(0o755)
     return log
 
@@ -458,54 +548,77 @@ def stand_ins(folder, version):
 def run_setup(script, tmp_path, version):
     """``script`` run by bash with the stand-ins first on the PATH: (its result, their log)."""
     log = stand_ins(tmp_path / "bin", version)
-    result = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60,
-                            env={**os.environ, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"})
+    result = subprocess.run(
+        ["bash", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"},
+    )
     return result, (log.read_text(encoding="utf-8").splitlines() if log.exists() else [])
 
 
-@pytest.mark.parametrize("version, goes_on", [("3.10.12", False), ("3.12.3", True),
-                                              ("3.16.0", False)])
-def test_setup_checks_the_images_python_before_it_installs(autograder, tmp_path, version,
-                                                           goes_on):
+@pytest.mark.parametrize(
+    "version, goes_on", [("3.10.12", False), ("3.12.3", True), ("3.16.0", False)]
+)
+def test_setup_checks_the_images_python_before_it_installs(autograder, tmp_path, version, goes_on):
     """It installed on the image's python3 whatever it was: on Gradescope's default Ubuntu
     22.04 (Python 3.10) pip failed half-way, on numpy 2.4.6, pandas 3.1.1 or triton 3.9.0,
     which need 3.11 or later, and nothing said which base image to pick."""
     result, log = run_setup(autograder / "autograder" / "source" / "setup.sh", tmp_path, version)
     if not goes_on:
         assert result.returncode == 1 and log == [], (result.stderr, log)  # nothing installed
-        assert f"this image has Python {version}, and the grading stack that constraints.txt " \
-               "pins installs on Python 3.11 to 3.15 only (" in result.stderr
+        assert (
+            f"this image has Python {version}, and the grading stack that constraints.txt "
+            "pins installs on Python 3.11 to 3.15 only (" in result.stderr
+        )
         assert "numpy 2.4.6 needs >=3.11" in result.stderr
-        assert "on the assignment's Configure Autograder page, choose the base image " \
-               "Fedora 38 (or Fedora 37), whose python3 is one of those" in result.stderr
-        assert "build the zip with python -m grader gradescope under the image's own Python " \
-               "(the kit needs 3.10 or newer)" in result.stderr
+        assert (
+            "on the assignment's Configure Autograder page, choose the base image "
+            "Fedora 38 (or Fedora 37), whose python3 is one of those" in result.stderr
+        )
+        assert (
+            "build the zip with python -m grader gradescope under the image's own Python "
+            "(the kit needs 3.10 or newer)" in result.stderr
+        )
         return
     assert result.returncode == 0, result.stderr
     assert log[:2] == ["apt-get update", "apt-get install -y python3-pip"]
-    assert any(line.startswith("python3 -m pip install") and line.endswith(
-        "-c /autograder/source/constraints.txt /autograder/source/ntgemm") for line in log), log
+    assert any(
+        line.startswith("python3 -m pip install")
+        and line.endswith("-c /autograder/source/constraints.txt /autograder/source/ntgemm")
+        for line in log
+    ), log
 
 
-@pytest.mark.parametrize("version, goes_on", [("3.12.3", False), ("3.12.4", True),
-                                              ("3.13.0", True), ("3.14.1", False),
-                                              ("4.12.4", False)])
-def test_the_check_follows_the_pins_requires_python_to_the_patch(monkeypatch, tmp_path,
-                                                                 version, goes_on):
+@pytest.mark.parametrize(
+    "version, goes_on",
+    [("3.12.3", False), ("3.12.4", True), ("3.13.0", True), ("3.14.1", False), ("4.12.4", False)],
+)
+def test_the_check_follows_the_pins_requires_python_to_the_patch(
+    monkeypatch, tmp_path, version, goes_on
+):
     from grader.batch.packaging import image_python
 
-    monkeypatch.setattr(image_python, "requirements",
-                        lambda stack: {"early 1.0": ">=3.12.4", "late 2.0": ">=3.8,<3.14"})
+    monkeypatch.setattr(
+        image_python,
+        "requirements",
+        lambda stack: {"early 1.0": ">=3.12.4", "late 2.0": ">=3.8,<3.14"},
+    )
     script = tmp_path / "check.sh"
-    script.write_text("set -euo pipefail\n" + image_python.setup_check({}) + "echo checked\n",
-                      encoding="utf-8")
+    script.write_text(
+        "set -euo pipefail\n" + image_python.setup_check({}) + "echo checked\n", encoding="utf-8"
+    )
     result, _ = run_setup(script, tmp_path, version)
     assert (result.returncode == 0 and result.stdout == "checked\n") == goes_on, result.stderr
     if not goes_on:
-        assert "installs on Python 3.12.4 to 3.13 only (early 1.0 needs >=3.12.4, late 2.0 " \
-               "needs >=3.8,<3.14)" in result.stderr
-        assert "no base image of Gradescope has such a python3; choose Ubuntu 22.04" \
-            in result.stderr
+        assert (
+            "installs on Python 3.12.4 to 3.13 only (early 1.0 needs >=3.12.4, late 2.0 "
+            "needs >=3.8,<3.14)" in result.stderr
+        )
+        assert (
+            "no base image of Gradescope has such a python3; choose Ubuntu 22.04" in result.stderr
+        )
 
 
 def test_a_stack_that_installs_on_python_3_10_names_the_default_image_first():

@@ -23,10 +23,15 @@ SKELETON = ROOT / "assignment" / "ninetoothed_gemm.py"
 def _marked_functions(text):
     """{name: source} of the functions inside the guide's answer markers."""
     inside = text.split(guide_answer.BEGIN)[1:]
-    blocks = [part.split(guide_answer.END)[0].split("```python\n")[1].split("```")[0]
-              for part in inside]
-    return {node.name: ast.get_source_segment(block, node) for block in blocks
-            for node in ast.parse(block).body if isinstance(node, ast.FunctionDef)}
+    blocks = [
+        part.split(guide_answer.END)[0].split("```python\n")[1].split("```")[0] for part in inside
+    ]
+    return {
+        node.name: ast.get_source_segment(block, node)
+        for block in blocks
+        for node in ast.parse(block).body
+        if isinstance(node, ast.FunctionDef)
+    }
 
 
 @pytest.mark.parametrize("guide", GUIDES, ids=str)
@@ -43,9 +48,11 @@ def test_the_marked_answer_pasted_into_the_skeleton_passes(tmp_path):
     source = SKELETON.read_text(encoding="utf-8")
     tree = ast.parse(source)
     lines = source.splitlines(keepends=True)
-    for node in sorted((n for n in tree.body if isinstance(n, ast.FunctionDef)
-                        and n.name in functions), key=lambda n: -n.lineno):
-        lines[node.lineno - 1:node.end_lineno] = [functions[node.name] + "\n"]
+    for node in sorted(
+        (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in functions),
+        key=lambda n: -n.lineno,
+    ):
+        lines[node.lineno - 1 : node.end_lineno] = [functions[node.name] + "\n"]
     pasted = tmp_path / "ninetoothed_gemm.py"
     pasted.write_text("".join(lines), encoding="utf-8")
     done = run_pytest("assignment", "-q", "-p", "no:cacheprovider", "--submission", str(pasted))
@@ -74,8 +81,10 @@ def _ship_guide(monkeypatch, tmp_path, text):
     """Make the builder read ``text`` as the English guide."""
     copy = tmp_path / "guide.md"
     copy.write_text(text, encoding="utf-8")
-    files = [(copy if relative == GUIDES[0] else source, relative)
-             for source, relative in handout._handout_files()]
+    files = [
+        (copy if relative == GUIDES[0] else source, relative)
+        for source, relative in handout._handout_files()
+    ]
     monkeypatch.setattr(handout, "_handout_files", lambda: files)
 
 
@@ -83,11 +92,15 @@ def test_remove_refuses_a_guide_that_shows_the_answer_unmarked(tmp_path, monkeyp
     text = (ROOT / GUIDES[0]).read_text(encoding="utf-8")
     unmarked = text.replace(guide_answer.BEGIN + "\n", "").replace(guide_answer.END + "\n", "")
     _ship_guide(monkeypatch, tmp_path, unmarked)
-    assert cli.main(["handout", "--out", str(tmp_path / "out"), "--answer", "remove"]) \
+    assert (
+        cli.main(["handout", "--out", str(tmp_path / "out"), "--answer", "remove"])
         == ExitCode.FAILURE
+    )
     error = capsys.readouterr().err
-    assert "cannot build the handout: docs/student-guide.en.md shows arrangement and " \
-           "application whole" in error
+    assert (
+        "cannot build the handout: docs/student-guide.en.md shows arrangement and "
+        "application whole" in error
+    )
     assert not (tmp_path / "out").exists()
     handout.build(tmp_path / "kept")  # keep ships it, as asked
 
@@ -95,16 +108,16 @@ def test_remove_refuses_a_guide_that_shows_the_answer_unmarked(tmp_path, monkeyp
 def test_a_marker_without_its_partner_is_refused(tmp_path, monkeypatch):
     text = (ROOT / GUIDES[0]).read_text(encoding="utf-8")
     _ship_guide(monkeypatch, tmp_path, text.replace(guide_answer.END + "\n", "", 1))
-    with pytest.raises(ValueError, match="docs/student-guide.en.md, line \\d+: "
-                                         "<!-- answer: begin --> without its"):
+    with pytest.raises(
+        ValueError, match="docs/student-guide.en.md, line \\d+: <!-- answer: begin --> without its"
+    ):
         handout.build(tmp_path / "out", answer="remove")
 
 
 def test_the_command_line_says_what_it_shipped(tmp_path, capsys):
     assert cli.main(["handout", "--out", str(tmp_path / "a")]) == ExitCode.OK
     assert "answer:         kept" in capsys.readouterr().err
-    assert cli.main(["handout", "--out", str(tmp_path / "b"), "--answer", "remove"]) \
-        == ExitCode.OK
+    assert cli.main(["handout", "--out", str(tmp_path / "b"), "--answer", "remove"]) == ExitCode.OK
     assert "answer:         removed" in capsys.readouterr().err
     with pytest.raises(SystemExit) as usage:
         cli.main(["handout", "--out", str(tmp_path / "c"), "--answer", "hide"])

@@ -49,8 +49,9 @@ def test_it_ships_the_container_the_guides_send_macos_and_windows_students_to(fo
     # The container's build is the README's set-up: the same pip lines, CPU-only torch first.
     dockerfile = (container / "Dockerfile").read_text(encoding="utf-8")
     runs = [line[4:].strip() for line in dockerfile.splitlines() if line.startswith("RUN ")]
-    assert [run for run in runs if "pip install" in run] == \
-        [line for line in commands(readme) if "pip install" in line]
+    assert [run for run in runs if "pip install" in run] == [
+        line for line in commands(readme) if "pip install" in line
+    ]
     # Each guide points to the README's section on the container by its title.
     for guide in ("en", "zh"):
         text = (folder / "docs" / f"student-guide.{guide}.md").read_text(encoding="utf-8")
@@ -72,10 +73,12 @@ def test_it_ships_the_examples_the_student_docs_run_and_no_staff_example(folder)
 
 def test_handout_warns_when_it_keeps_the_answer(tmp_path, capsys):
     assert cli.main(["handout", "--out", str(tmp_path / "kept")]) == ExitCode.OK
-    warnings = [line for line in capsys.readouterr().err.splitlines()
-                if line.startswith("warning:")]
+    warnings = [
+        line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")
+    ]
     assert warnings == [f"warning: {handout.KEPT_ANSWER}"]
     assert "full marks" in handout.KEPT_ANSWER and "--answer remove" in handout.KEPT_ANSWER
-    assert cli.main(["handout", "--out", str(tmp_path / "cut"), "--answer", "remove"]) \
-        == ExitCode.OK
+    assert (
+        cli.main(["handout", "--out", str(tmp_path / "cut"), "--answer", "remove"]) == ExitCode.OK
+    )
     assert "warning:" not in capsys.readouterr().err

@@ -35,7 +35,7 @@ def _filled_in(names):
     for name in names:
         first, last = _function("".join(lines), name)
         start, end = _function(reference, name)
-        lines[first - 1:last] = answer[start - 1:end]
+        lines[first - 1 : last] = answer[start - 1 : end]
     return "".join(lines)
 
 
@@ -45,13 +45,15 @@ def _ship(monkeypatch, tmp_path, text):
     assert handout.SKELETON in {relative for _, relative in files}
     copy = tmp_path / "ninetoothed_gemm.py"
     copy.write_text(text)
-    patched = [(copy if relative == handout.SKELETON else source, relative)
-               for source, relative in files]
+    patched = [
+        (copy if relative == handout.SKELETON else source, relative) for source, relative in files
+    ]
     monkeypatch.setattr(handout, "_handout_files", lambda: patched)
 
 
-@pytest.mark.parametrize("names", [("arrangement",), ("application",),
-                                   ("arrangement", "application")])
+@pytest.mark.parametrize(
+    "names", [("arrangement",), ("application",), ("arrangement", "application")]
+)
 def test_a_filled_in_skeleton_is_refused(names, tmp_path, monkeypatch):
     _ship(monkeypatch, tmp_path, _filled_in(names))
     with pytest.raises(ValueError) as refused:
@@ -68,8 +70,10 @@ def test_the_command_line_says_why_it_refuses(tmp_path, monkeypatch, capsys):
     _ship(monkeypatch, tmp_path, _filled_in(("arrangement",)))
     assert cli.main(["handout", "--out", str(tmp_path / "out")]) == ExitCode.FAILURE
     error = capsys.readouterr().err
-    assert "cannot build the handout: assignment/ninetoothed_gemm.py has arrangement() " \
-           "filled in" in error
+    assert (
+        "cannot build the handout: assignment/ninetoothed_gemm.py has arrangement() "
+        "filled in" in error
+    )
     assert "pristine skeleton only" in error
 
 

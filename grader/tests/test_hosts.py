@@ -17,8 +17,9 @@ import pytest
 from grader.batch.isolation import hosts, sandbox
 from grader.tests.batch_helpers import sandbox_probe
 
-pytestmark = pytest.mark.skipif(sandbox.check(False) is not None,
-                                reason=f"bubblewrap cannot start here: {sandbox.check(False)}")
+pytestmark = pytest.mark.skipif(
+    sandbox.check(False) is not None, reason=f"bubblewrap cannot start here: {sandbox.check(False)}"
+)
 LIMITS = sandbox.Limits(timeout_s=30, memory_bytes=2 << 30)
 SERVER = "os.stat('/tmp').st_dev"  # one per sandbox: its /tmp's file system
 
@@ -77,8 +78,9 @@ say(cache.triton_key.cache_info().currsize)
     assert second[3] == 0
 
 
-def test_python_bound_under_tmp_stays_while_what_a_run_left_beside_it_goes(tmp_path, monkeypatch,
-                                                                        one_sandbox):
+def test_python_bound_under_tmp_stays_while_what_a_run_left_beside_it_goes(
+    tmp_path, monkeypatch, one_sandbox
+):
     """Where Python's packages lie under /tmp (a --target install, say), the sandbox binds
     them there, read-only, on its /tmp: putting /tmp back leaves them in place."""
     from grader.batch.isolation import launch
@@ -91,14 +93,14 @@ def test_python_bound_under_tmp_stays_while_what_a_run_left_beside_it_goes(tmp_p
     hosts.close_all()
     code = f"""
 say({SERVER})
-say(open({str(packages / 'module.py')!r}).read())
-for attempt in ("os.unlink({str(packages / 'module.py')!r})", "open({str(packages / 'x')!r}, 'w')"):
+say(open({str(packages / "module.py")!r}).read())
+for attempt in ("os.unlink({str(packages / "module.py")!r})", "open({str(packages / "x")!r}, 'w')"):
     try:
         eval(attempt)
         say('did ' + attempt)
     except OSError:
         pass
-open({str(packages.parent / 'left')!r}, 'w').write('x')
+open({str(packages.parent / "left")!r}, 'w').write('x')
 say(sorted(os.listdir({str(packages.parent)!r})))
 """
     first, _ = _probe(code)
@@ -121,8 +123,9 @@ import time
 time.sleep(1)
 say(len([pid for pid in os.listdir('/proc') if pid.isdigit()]))
 """)
-    second, _ = _probe(f"say({SERVER})\n"
-                       "say(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))")
+    second, _ = _probe(
+        f"say({SERVER})\nsay(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))"
+    )
     assert first[0] == second[0] and one_sandbox() == 1 and first[1] >= 9
     assert second[1][:2] == [1, 2] and len(second[1]) == 3  # bubblewrap, the server, itself
 
@@ -192,19 +195,22 @@ say([os.getpriority(os.PRIO_PROCESS, 0), sorted(os.sched_getaffinity(0)), os.sch
 """
 
 
-@pytest.mark.parametrize("attack", [
-    "os.kill(2, 19)",  # the server stopped
-    "os.kill(2, 9)",  # the server killed
-    "os.setpriority(os.PRIO_PROCESS, 2, 19)",
-    "os.sched_setaffinity(2, {min(os.sched_getaffinity(0))})",
-    "os.sched_setscheduler(2, os.SCHED_IDLE, os.sched_param(0))",
-    "import resource\nresource.prlimit(2, resource.RLIMIT_NOFILE, (16, 16))",
-    "import resource\nresource.prlimit(2, resource.RLIMIT_AS, (1 << 30, 1 << 30))",
-    "import ctypes\nctypes.CDLL(None).syscall(251, 1, 2, (3 << 13) | 7)",  # ioprio_set: idle
-    "open('/dev/left', 'w').write('x')",  # /dev, which no wipe covers
-    "os.unlink('/dev/stdin')",
-    "os.nice(10)\nopen('/proc/self/oom_score_adj', 'w').write('1000')",  # on itself alone
-])
+@pytest.mark.parametrize(
+    "attack",
+    [
+        "os.kill(2, 19)",  # the server stopped
+        "os.kill(2, 9)",  # the server killed
+        "os.setpriority(os.PRIO_PROCESS, 2, 19)",
+        "os.sched_setaffinity(2, {min(os.sched_getaffinity(0))})",
+        "os.sched_setscheduler(2, os.SCHED_IDLE, os.sched_param(0))",
+        "import resource\nresource.prlimit(2, resource.RLIMIT_NOFILE, (16, 16))",
+        "import resource\nresource.prlimit(2, resource.RLIMIT_AS, (1 << 30, 1 << 30))",
+        "import ctypes\nctypes.CDLL(None).syscall(251, 1, 2, (3 << 13) | 7)",  # ioprio_set: idle
+        "open('/dev/left', 'w').write('x')",  # /dev, which no wipe covers
+        "os.unlink('/dev/stdin')",
+        "os.nice(10)\nopen('/proc/self/oom_score_adj', 'w').write('1000')",  # on itself alone
+    ],
+)
 def test_no_run_changes_what_the_runs_after_it_inherit(attack, one_sandbox):
     """The server's children inherit its attributes; a run can change some of the
     server's by its pid. The next run is forked from a server as it started, in a new
@@ -223,8 +229,9 @@ def test_an_ended_run_keeps_its_pid_until_its_sandbox_is_cleaned(one_sandbox):
     The server reaps it when the grader has it wipe the sandbox for the next run."""
     import psutil
 
-    worker = sandbox.Worker(backend_name="interpreter", limits=LIMITS,
-                            inner=[sys.executable, "-c", "pass"])
+    worker = sandbox.Worker(
+        backend_name="interpreter", limits=LIMITS, inner=[sys.executable, "-c", "pass"]
+    )
     assert worker.process.wait(timeout=60) == 0
     run = worker.process.handle
     assert run.status() == psutil.STATUS_ZOMBIE
@@ -253,14 +260,23 @@ def test_every_sandbox_ends_with_the_grader(tmp_path):
     import psutil
     import subprocess
 
-    code = ("from grader.batch.isolation import sandbox\n"
-            "sandbox.check(False)\nimport os\nprint(os.getpid(), flush=True)\n"
-            "import time\ntime.sleep(60)\n")
-    process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                               env={**os.environ, "TMPDIR": str(tmp_path)})
+    code = (
+        "from grader.batch.isolation import sandbox\n"
+        "sandbox.check(False)\nimport os\nprint(os.getpid(), flush=True)\n"
+        "import time\ntime.sleep(60)\n"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
     pid = int(process.stdout.readline())
-    servers = [child for child in psutil.Process(pid).children(recursive=True)
-               if "grader.batch.inside.forkserver" in " ".join(child.cmdline())]
+    servers = [
+        child
+        for child in psutil.Process(pid).children(recursive=True)
+        if "grader.batch.inside.forkserver" in " ".join(child.cmdline())
+    ]
     assert servers
     process.kill()
     process.wait()
@@ -315,8 +331,9 @@ def test_the_check_s_sandbox_serves_the_first_run_on_its_device(one_sandbox):
     that sandbox is then the one the first run there takes, not one more to warm up."""
     assert sandbox.check.__wrapped__(False, 0) is None  # not the cached answer: a new check
     assert one_sandbox() == 1
-    worker = sandbox.Worker(backend_name="interpreter", limits=LIMITS, device=0,
-                            inner=[sys.executable, "-c", "pass"])
+    worker = sandbox.Worker(
+        backend_name="interpreter", limits=LIMITS, device=0, inner=[sys.executable, "-c", "pass"]
+    )
     worker.finish()
     assert one_sandbox() == 1  # the run on device 0 took the check's sandbox
     notes, _ = _probe("say(1)")
@@ -328,8 +345,7 @@ def test_sandboxes_started_ahead_serve_the_first_runs_without_new_ones(one_sandb
     is idle once its imports are done, and a run takes it rather than start one more."""
     hosts.start_ahead("interpreter", [None, None])
     deadline = time.monotonic() + 120
-    while len(hosts._idle[hosts._key("interpreter", None)]) < 2 \
-            and time.monotonic() < deadline:
+    while len(hosts._idle[hosts._key("interpreter", None)]) < 2 and time.monotonic() < deadline:
         time.sleep(0.1)
     assert one_sandbox() == 2
     for _ in range(2):
@@ -339,7 +355,8 @@ def test_sandboxes_started_ahead_serve_the_first_runs_without_new_ones(one_sandb
 
 
 def test_a_run_taken_while_a_sandbox_starts_ahead_waits_for_it_rather_than_start_another(
-        one_sandbox):
+    one_sandbox,
+):
     """A batch's sandbox check and first runs come while the sandboxes started ahead still
     import: each takes one of those once it is idle, and none starts a sandbox of its own
     that would then leave one idle for nothing."""
@@ -370,8 +387,9 @@ def test_a_run_waiting_for_a_sandbox_gets_it_before_a_warm_up_asking_later(monke
     with hosts._changed:
         hosts._ahead[key] += 1  # one sandbox being started ahead
     taken = []
-    run = threading.Thread(target=lambda: taken.append(hosts.take("interpreter", None)),
-                           daemon=True)
+    run = threading.Thread(
+        target=lambda: taken.append(hosts.take("interpreter", None)), daemon=True
+    )
     run.start()
     deadline = time.monotonic() + 10
     while hosts._wanted[key] != 1 and time.monotonic() < deadline:
@@ -386,8 +404,9 @@ def test_a_run_waiting_for_a_sandbox_gets_it_before_a_warm_up_asking_later(monke
     assert hosts._wanted[key] == 0
 
 
-def test_a_run_waiting_for_a_sandbox_started_ahead_that_fails_starts_its_own(monkeypatch,
-                                                                            one_sandbox):
+def test_a_run_waiting_for_a_sandbox_started_ahead_that_fails_starts_its_own(
+    monkeypatch, one_sandbox
+):
     """A sandbox started ahead that never becomes ready must not leave the runs waiting
     for it: once it has failed, a run starts a sandbox of its own."""
     real, failed = hosts.Host.ready, []
@@ -408,8 +427,7 @@ def test_a_run_waiting_for_a_sandbox_started_ahead_that_fails_starts_its_own(mon
     assert len(failed) == 1 and one_sandbox() == 2
 
 
-def test_without_a_bwrap_nothing_is_started_ahead_and_nothing_fails_aside(monkeypatch,
-                                                                           one_sandbox):
+def test_without_a_bwrap_nothing_is_started_ahead_and_nothing_fails_aside(monkeypatch, one_sandbox):
     """The sandbox check tells an instructor with no bwrap what to do; the sandboxes
     started beside it must not print a thread's traceback first."""
     failures = []

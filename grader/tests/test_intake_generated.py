@@ -112,8 +112,9 @@ class Tree:
     def plain(self, name):
         """A student with no LMS id: a folder, a flat file, an archive, in NFC or NFD."""
         student = Student()
-        kinds = self.draw(st.lists(st.sampled_from(["folder", "py", "zip"]), min_size=1,
-                                   max_size=3))
+        kinds = self.draw(
+            st.lists(st.sampled_from(["folder", "py", "zip"]), min_size=1, max_size=3)
+        )
         used = set()
         for kind in kinds:
             form = self.draw(st.sampled_from(["NFC", "NFD"]))
@@ -127,9 +128,22 @@ class Tree:
                 path = self.write(entry, data)
                 student.units.append(Unit({entry}, data, entry, self.touch(path)))
             elif kind == "zip":
-                blob, data, member = self.archive(self.draw(st.sampled_from(
-                    ["file", "file_csv", "nested", "other_py", "empty", "corrupt",
-                     "symlink_member", "no_py"])))
+                blob, data, member = self.archive(
+                    self.draw(
+                        st.sampled_from(
+                            [
+                                "file",
+                                "file_csv",
+                                "nested",
+                                "other_py",
+                                "empty",
+                                "corrupt",
+                                "symlink_member",
+                                "no_py",
+                            ]
+                        )
+                    )
+                )
                 path = self.write(entry, blob)
                 student.units.append(Unit({entry}, data, f"{entry}:{member}", self.touch(path)))
             else:
@@ -137,13 +151,17 @@ class Tree:
         self.students.append(student)
 
     def folder(self, entry):
-        content = self.draw(st.sampled_from(["file", "deep", "other_py", "two_py", "empty",
-                                             "zip_inside"]))
+        content = self.draw(
+            st.sampled_from(["file", "deep", "other_py", "two_py", "empty", "zip_inside"])
+        )
         os.makedirs(os.path.join(self.root, entry))
         self.write(f"{entry}/notes.txt", b"notes")
         if content in ("file", "deep", "other_py"):
-            inside = {"file": "ninetoothed_gemm.py", "deep": "src/ninetoothed_gemm.py",
-                      "other_py": "solution.py"}[content]
+            inside = {
+                "file": "ninetoothed_gemm.py",
+                "deep": "src/ninetoothed_gemm.py",
+                "other_py": "solution.py",
+            }[content]
             data = self.marker()
             path = self.write(f"{entry}/{inside}", data)
             return Unit({entry}, data, f"{entry}/{inside}", self.touch(path))
@@ -158,10 +176,25 @@ class Tree:
 
     def canvas(self, name, uid):
         """A Canvas user's flat files: re-uploads, other names, a CSV, an archive."""
-        uploads = self.draw(st.lists(st.sampled_from(
-            ["ninetoothed_gemm.py", "ninetoothed_gemm-1.py", "ninetoothed_gemm-2.py",
-             "solution.py", "helper.py", "notes.txt", "bench.csv", "ninetoothed_gemm.zip"]),
-            min_size=1, max_size=4, unique=True))
+        uploads = self.draw(
+            st.lists(
+                st.sampled_from(
+                    [
+                        "ninetoothed_gemm.py",
+                        "ninetoothed_gemm-1.py",
+                        "ninetoothed_gemm-2.py",
+                        "solution.py",
+                        "helper.py",
+                        "notes.txt",
+                        "bench.csv",
+                        "ninetoothed_gemm.zip",
+                    ]
+                ),
+                min_size=1,
+                max_size=4,
+                unique=True,
+            )
+        )
         late = self.draw(st.booleans())
         entries, files = set(), {}
         for number, upload in enumerate(uploads):
@@ -173,13 +206,20 @@ class Tree:
             path = self.write(entry, blob)
             entries.add(entry)
             files[upload] = (entry, data, path)
-        named = sorted((u for u in uploads if u.startswith("ninetoothed_gemm")
-                        and u.endswith(".py")),
-                       key=lambda u: int(u[:-3].rpartition("-")[2] if "-" in u else 0))
+        named = sorted(
+            (u for u in uploads if u.startswith("ninetoothed_gemm") and u.endswith(".py")),
+            key=lambda u: int(u[:-3].rpartition("-")[2] if "-" in u else 0),
+        )
         python = [u for u in uploads if u.endswith(".py")]
-        chosen = (named[-1] if named else python[0] if len(python) == 1
-                  else "ninetoothed_gemm.zip" if not python and "ninetoothed_gemm.zip" in files
-                  else None)
+        chosen = (
+            named[-1]
+            if named
+            else python[0]
+            if len(python) == 1
+            else "ninetoothed_gemm.zip"
+            if not python and "ninetoothed_gemm.zip" in files
+            else None
+        )
         if chosen is None:
             self.students.append(Student([Unit(entries, None)]))
             return
@@ -189,8 +229,9 @@ class Tree:
     def moodle(self, name, pid):
         """A Moodle participant: the file submission folder, the online text folder, or both."""
         student = Student()
-        parts = self.draw(st.lists(st.sampled_from(["file", "onlinetext"]), min_size=1,
-                                   max_size=2, unique=True))
+        parts = self.draw(
+            st.lists(st.sampled_from(["file", "onlinetext"]), min_size=1, max_size=2, unique=True)
+        )
         for part in parts:
             entry = f"{name}_{pid}_assignsubmission_{part}_"
             if part == "onlinetext":
@@ -211,22 +252,36 @@ class Tree:
 
 
 # Short names, and long ones up to what a file system takes with Moodle's suffix after them.
-names = st.one_of(st.text(LETTERS, min_size=1, max_size=12),
-                  st.text(LETTERS, min_size=40, max_size=60)).map(str.strip).filter(
-    lambda name: name and not name.startswith("-") and len(
-        unicodedata.normalize("NFD", name).encode()) <= 180)
+names = (
+    st.one_of(st.text(LETTERS, min_size=1, max_size=12), st.text(LETTERS, min_size=40, max_size=60))
+    .map(str.strip)
+    .filter(
+        lambda name: (
+            name
+            and not name.startswith("-")
+            and len(unicodedata.normalize("NFD", name).encode()) <= 180
+        )
+    )
+)
 
 
 @st.composite
 def downloads(draw, root):
     """A download tree written into ``root``: (its model, the entries it must skip)."""
     tree = Tree(root, draw)
-    plain = draw(st.lists(names, min_size=0, max_size=5,
-                          unique_by=lambda n: unicodedata.normalize("NFC", n)))
+    plain = draw(
+        st.lists(names, min_size=0, max_size=5, unique_by=lambda n: unicodedata.normalize("NFC", n))
+    )
     for name in plain:
         tree.plain(name)
-    canvas_names = draw(st.lists(st.sampled_from(["lihua", "ada", "bob"] + [
-        n.replace(" ", "") for n in plain if n.replace(" ", "")]), max_size=4))
+    canvas_names = draw(
+        st.lists(
+            st.sampled_from(
+                ["lihua", "ada", "bob"] + [n.replace(" ", "") for n in plain if n.replace(" ", "")]
+            ),
+            max_size=4,
+        )
+    )
     for uid, name in enumerate(canvas_names, start=4700):  # homonyms: a uid each
         tree.canvas(name, uid)
     moodle_names = draw(st.lists(names, max_size=3))
@@ -255,8 +310,11 @@ def reads(monkeypatch):
     return counts
 
 
-@settings(max_examples=60, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(data=st.data())
 def test_every_generated_download_is_read_whole_by_the_written_rules(data, reads):
     with tempfile.TemporaryDirectory() as root:
@@ -274,8 +332,11 @@ def test_every_generated_download_is_read_whole_by_the_written_rules(data, reads
     rows = {}
     for submission in found:
         tops = {top(submission.origin)} | {top(path) for path, _ in submission.seen}
-        if submission.handin_origin and "/" not in submission.handin_origin \
-                and submission.handin_origin in {e for s in students for e in s.entries}:
+        if (
+            submission.handin_origin
+            and "/" not in submission.handin_origin
+            and submission.handin_origin in {e for s in students for e in s.entries}
+        ):
             tops.add(submission.handin_origin)
         owner.update(tops)
         rows.update({entry: submission for entry in tops})
@@ -284,8 +345,9 @@ def test_every_generated_download_is_read_whole_by_the_written_rules(data, reads
     assert {entry for entry, _ in skipped} == noise
     # Each student's entries make one row, graded from the bytes the rules pick.
     for student in students:
-        (submission,) = {id(rows[printable(e)]): rows[printable(e)]
-                         for e in student.entries}.values()
+        (submission,) = {
+            id(rows[printable(e)]): rows[printable(e)] for e in student.entries
+        }.values()
         if student.expected is None:
             assert submission.problem and not submission.data
         else:

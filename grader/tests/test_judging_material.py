@@ -21,8 +21,12 @@ def test_threads_asking_for_a_case_at_once_build_its_reference_once(monkeypatch)
     checks._material.cache_clear()
     case = cases.public_cases()[0]
     got = []
-    threads = [threading.Thread(target=lambda: got.append(checks.judging_material(
-        case, cases.DEFAULT_SEED, "cpu"))) for _ in range(8)]
+    threads = [
+        threading.Thread(
+            target=lambda: got.append(checks.judging_material(case, cases.DEFAULT_SEED, "cpu"))
+        )
+        for _ in range(8)
+    ]
     try:
         for thread in threads:
             thread.start()

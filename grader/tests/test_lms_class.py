@@ -41,10 +41,14 @@ CANVAS = {  # the download's file name: what it holds
     "roster.csv": "name\n",
 }
 CANVAS_ROWS = {  # student: (status, LMS id, late)
-    "lihua (4711)": ("passed", "4711", "False"), "lihua (4712)": ("import_error", "4712", "False"),
-    "doejane": ("not_implemented", "777", "True"), "smithjohn": ("missing_file", "12345", "False"),
-    "amyw": ("not_implemented", "555", "False"), "chenwei": ("failed", "888", "False"),
-    "zhaolei": ("passed", "4713", "False"), "deepdan": ("failed", "4714", "False"),
+    "lihua (4711)": ("passed", "4711", "False"),
+    "lihua (4712)": ("import_error", "4712", "False"),
+    "doejane": ("not_implemented", "777", "True"),
+    "smithjohn": ("missing_file", "12345", "False"),
+    "amyw": ("not_implemented", "555", "False"),
+    "chenwei": ("failed", "888", "False"),
+    "zhaolei": ("passed", "4713", "False"),
+    "deepdan": ("failed", "4714", "False"),
 }
 MOODLE = {
     "Li Hua_2231_assignsubmission_file_/NineToothed_GEMM.py": SKELETON,
@@ -58,7 +62,8 @@ MOODLE = {
 MOODLE_ROWS = {
     "Li Hua (2231)": ("not_implemented", "2231", "False"),
     "Li Hua (2232)": ("import_error", "2232", "False"),
-    "Wang Fang": ("missing_file", "2233", "False"), "Chen Wei": ("failed", "2234", "False"),
+    "Wang Fang": ("missing_file", "2233", "False"),
+    "Chen Wei": ("failed", "2234", "False"),
     "Ada Lovelace": ("not_implemented", "2235", "False"),
 }
 JOSE = "Jos\u00e9"  # written once as NFC, once as NFD, as a Mac would
@@ -111,8 +116,9 @@ def test_every_student_has_exactly_one_right_row(graded):
     kind, _, out, _ = graded
     expected = ROWS[kind]
     book = gradebook(out)
-    assert {student: (row["status"], row["lms_id"], row["late"])
-            for student, row in book.items()} == expected
+    assert {
+        student: (row["status"], row["lms_id"], row["late"]) for student, row in book.items()
+    } == expected
 
 
 def test_the_lms_export_has_every_student(graded):
@@ -123,11 +129,13 @@ def test_the_lms_export_has_every_student(graded):
     assert export.export(out, kind, base / "export.csv", "NineToothed GEMM (1234)") == []
     rows = read_back(base / "export.csv")
     if kind == "canvas":
-        assert sorted((row["Student"], row["ID"]) for row in rows) == \
-            sorted((student, lms) for student, (_, lms, _) in expected.items())
+        assert sorted((row["Student"], row["ID"]) for row in rows) == sorted(
+            (student, lms) for student, (_, lms, _) in expected.items()
+        )
     else:
-        assert sorted((row["Full name"], row["Identifier"]) for row in rows) == \
-            sorted((student, f"Participant {lms}") for student, (_, lms, _) in expected.items())
+        assert sorted((row["Full name"], row["Identifier"]) for row in rows) == sorted(
+            (student, f"Participant {lms}") for student, (_, lms, _) in expected.items()
+        )
 
 
 def test_the_file_taken_and_the_hand_in_are_recorded(graded):
@@ -152,35 +160,42 @@ def record_of(out, student):
 def test_every_entry_is_one_row_or_one_skip_said_and_recorded(graded):
     kind, _, out, result = graded
     skipped = {item["entry"] for item in Manifest.read(out).skipped}
-    seen = {student: [(entry["path"], entry["why"]) for entry in record_of(out, student)["seen"]]
-            for student in ROWS[kind]}
+    seen = {
+        student: [(entry["path"], entry["why"]) for entry in record_of(out, student)["seen"]]
+        for student in ROWS[kind]
+    }
     assert skipped == ({"roster.csv"} if kind == "canvas" else set())
-    assert (out / "skipped.csv").read_text(encoding="utf-8-sig").splitlines() == \
-        ["entry,why"] + ["roster.csv,"
-                         "\"not a folder, .py or .zip, nor a file of an LMS download\""
-                         for _ in skipped]
+    assert (out / "skipped.csv").read_text(encoding="utf-8-sig").splitlines() == ["entry,why"] + [
+        'roster.csv,"not a folder, .py or .zip, nor a file of an LMS download"' for _ in skipped
+    ]
     if kind == "canvas":
         assert "skipped 'roster.csv': not a folder" in result.stderr
         assert seen["amyw"] == [("amyw_555_108_utils.py", "another file of the same upload")]
         assert record_of(out, "smithjohn")["origin"] == "smithjohn_12345_105_solution.py"
-        assert seen["smithjohn"] == [("smithjohn_12345_106_helper.py",
-                                      "another file of the same upload")]
+        assert seen["smithjohn"] == [
+            ("smithjohn_12345_106_helper.py", "another file of the same upload")
+        ]
         zipped = record_of(out, "zhaolei")
         assert zipped["origin"] == "zhaolei_4713_110_ninetoothed_gemm.zip:hw/ninetoothed_gemm.py"
         assert zipped["handin"]["file"] == "hw/ntgemm-bench.csv"
         deep = record_of(out, "deepdan")
         assert "line 1" in deep["message"] and "nests more than" in deep["message"]
     elif kind == "moodle":
-        assert seen["Ada Lovelace"] == [(
-            "Ada Lovelace_2235_assignsubmission_onlinetext_/",
-            "nothing to grade in it (no ninetoothed_gemm.py in the folder "
-            "Ada Lovelace_2235_assignsubmission_onlinetext_/)")]
+        assert seen["Ada Lovelace"] == [
+            (
+                "Ada Lovelace_2235_assignsubmission_onlinetext_/",
+                "nothing to grade in it (no ninetoothed_gemm.py in the folder "
+                "Ada Lovelace_2235_assignsubmission_onlinetext_/)",
+            )
+        ]
         assert "more than one Python file (a.py, b.py)" in record_of(out, "Wang Fang")["message"]
     else:
         book = gradebook(out)
         assert book["amy"]["graded_file"] == "amy.py"
-        assert book["amy"]["seen"] == ("amy/ninetoothed_gemm.py (an older entry of the same "
-                                       "student; graded amy.py, the latest)")
+        assert book["amy"]["seen"] == (
+            "amy/ninetoothed_gemm.py (an older entry of the same "
+            "student; graded amy.py, the latest)"
+        )
         nfd = unicodedata.normalize("NFD", JOSE)
         assert book[JOSE]["graded_file"] == f"{nfd}/ninetoothed_gemm.py"
         assert seen[JOSE][0][0] == f"{JOSE}.py"
@@ -201,7 +216,7 @@ def test_the_feedback_zip_names_each_page_as_the_lms_upload_matches_it(graded):
     users = sorted(pattern.fullmatch(name)["user"] for name in pages)
     assert users == sorted(lms for _, lms, _ in expected.values())
     for name in pages:  # the ids of one of that student's own downloaded files
-        prefix = name[:-len(feedback_zip.FILE_NAME)].rstrip("/")
+        prefix = name[: -len(feedback_zip.FILE_NAME)].rstrip("/")
         assert any(download.startswith(prefix) for download in files), name
     pictures = {name: pictures_of(Page(page)) for name, page in pages.items()}
     drawn = [name for name, found in pictures.items() if found]

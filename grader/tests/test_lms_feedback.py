@@ -61,66 +61,96 @@ def with_feedback(out, origins, picture=PNG + b"picture"):
             writer.writerow([student, folder, origin, "failed", ""])
             (out / folder).mkdir()
             record = dataclasses.replace(record_of("failed", 1), student=student)
-            (out / folder / "feedback.md").write_text(feedback.feedback_markdown(record, []),
-                                                      encoding="utf-8")
+            (out / folder / "feedback.md").write_text(
+                feedback.feedback_markdown(record, []), encoding="utf-8"
+            )
             if student == "eli":
                 (out / folder / feedback.ARRANGEMENT_PICTURE).write_bytes(picture)
     return out
 
 
-CANVAS_ORIGINS = {"eli": "eli_LATE_4711_90210_ninetoothed_gemm.py",
-                  "李华": "李华.zip:ninetoothed_gemm.py",
-                  "0042": "zed_0042_5_sub.zip:src/ninetoothed_gemm.py"}
+CANVAS_ORIGINS = {
+    "eli": "eli_LATE_4711_90210_ninetoothed_gemm.py",
+    "李华": "李华.zip:ninetoothed_gemm.py",
+    "0042": "zed_0042_5_sub.zip:src/ninetoothed_gemm.py",
+}
 
 
 def test_students_without_an_lms_id_are_listed_and_left_out(tmp_path):
     out = with_feedback(fake_out(tmp_path), CANVAS_ORIGINS)
     target = tmp_path / "canvas-feedback.zip"
-    result = run_grader(tmp_path, "export", str(out), "--format", "canvas-feedback",
-                        "--out", str(target), timeout=120)
+    result = run_grader(
+        tmp_path,
+        "export",
+        str(out),
+        "--format",
+        "canvas-feedback",
+        "--out",
+        str(target),
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
-    assert "note: 1 student(s) have no LMS id, so their feedback is left out of the zip: 李华" \
+    assert (
+        "note: 1 student(s) have no LMS id, so their feedback is left out of the zip: 李华"
         in result.stderr
+    )
     with zipfile.ZipFile(target) as archive:
-        assert sorted(archive.namelist()) == ["eli_LATE_4711_90210_ntgemm-feedback.html",
-                                              "zed_0042_5_ntgemm-feedback.html"]
+        assert sorted(archive.namelist()) == [
+            "eli_LATE_4711_90210_ntgemm-feedback.html",
+            "zed_0042_5_ntgemm-feedback.html",
+        ]
         assert all(CANVAS_NAME.fullmatch(name) for name in archive.namelist())
         page = Page(archive.read("eli_LATE_4711_90210_ntgemm-feedback.html").decode("utf-8"))
     assert pictures_of(page) == [PNG + b"picture"]
 
 
 def test_a_moodle_zip_has_a_folder_per_participant_named_as_in_the_download(tmp_path):
-    out = with_feedback(fake_out(tmp_path, "moodle"), {
-        "eli": "Eli Roe_4711_assignsubmission_file_/ninetoothed_gemm.py", "李华": "李华.py",
-        "0042": "Zed Poe_0042_assignsubmission_file_ninetoothed_gemm.py"})
+    out = with_feedback(
+        fake_out(tmp_path, "moodle"),
+        {
+            "eli": "Eli Roe_4711_assignsubmission_file_/ninetoothed_gemm.py",
+            "李华": "李华.py",
+            "0042": "Zed Poe_0042_assignsubmission_file_ninetoothed_gemm.py",
+        },
+    )
     target = tmp_path / "moodle-feedback.zip"
     assert feedback_zip.build(out, "moodle-feedback", target) == ["李华"]
     with zipfile.ZipFile(target) as archive:
         assert sorted(archive.namelist()) == [
             "Eli Roe_4711_assignsubmission_file_/ntgemm-feedback.html",
-            "Zed Poe_0042_assignsubmission_file_/ntgemm-feedback.html"]
-        assert [MOODLE_NAME.fullmatch(name)["user"] for name in sorted(archive.namelist())] \
-            == ["4711", "0042"]
+            "Zed Poe_0042_assignsubmission_file_/ntgemm-feedback.html",
+        ]
+        assert [MOODLE_NAME.fullmatch(name)["user"] for name in sorted(archive.namelist())] == [
+            "4711",
+            "0042",
+        ]
 
 
-@pytest.mark.parametrize("source, kind", [("moodle", "canvas-feedback"),
-                                          ("canvas", "moodle-feedback"),
-                                          ("gradescope", "canvas-feedback")])
+@pytest.mark.parametrize(
+    "source, kind",
+    [
+        ("moodle", "canvas-feedback"),
+        ("canvas", "moodle-feedback"),
+        ("gradescope", "canvas-feedback"),
+    ],
+)
 def test_the_ids_another_lms_gave_are_refused(tmp_path, source, kind):
     out = with_feedback(fake_out(tmp_path, source), CANVAS_ORIGINS)
-    with pytest.raises(ValueError, match=f"have ids that {export.NAMES[feedback_zip.FORMATS[kind]]}"
-                                         " did not give: eli"):
+    with pytest.raises(
+        ValueError,
+        match=f"have ids that {export.NAMES[feedback_zip.FORMATS[kind]]} did not give: eli",
+    ):
         feedback_zip.build(out, kind, tmp_path / "x.zip")
     assert not (tmp_path / "x.zip").exists()
 
 
-def test_the_page_is_the_feedback_with_its_picture_inside_and_no_markup_from_the_student(
-        tmp_path):
+def test_the_page_is_the_feedback_with_its_picture_inside_and_no_markup_from_the_student(tmp_path):
     record = dataclasses.replace(
-        record_of("failed", 1), student="<img src=x>",
-        message="```\n<script>alert(1)</script>\n**not bold** | not a cell")
-    (tmp_path / "feedback.md").write_text(feedback.feedback_markdown(record, []),
-                                          encoding="utf-8")
+        record_of("failed", 1),
+        student="<img src=x>",
+        message="```\n<script>alert(1)</script>\n**not bold** | not a cell",
+    )
+    (tmp_path / "feedback.md").write_text(feedback.feedback_markdown(record, []), encoding="utf-8")
     (tmp_path / feedback.ARRANGEMENT_PICTURE).write_bytes(PNG + b"tiles")
     text = feedback_html.page(tmp_path)
     page = Page(text)
@@ -138,7 +168,8 @@ def test_the_page_is_the_feedback_with_its_picture_inside_and_no_markup_from_the
 def test_a_picture_that_is_not_there_is_its_caption_not_a_link(tmp_path):
     (tmp_path / "feedback.md").write_text(
         feedback.feedback_markdown(record_of("failed", 1), []) + "\n![other](../secret.png)\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     (tmp_path.parent / "secret.png").write_bytes(PNG)
     page = Page(feedback_html.page(tmp_path))
     assert page.links == []

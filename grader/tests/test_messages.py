@@ -31,14 +31,19 @@ def fields_of(template):
 
 def marked(template):
     """``template`` with each field written as <its name>, whatever its format spec."""
-    return "".join(literal + (f"<{field}>" if field else "")
-                   for literal, field, _, _ in string.Formatter().parse(template))
+    return "".join(
+        literal + (f"<{field}>" if field else "")
+        for literal, field, _, _ in string.Formatter().parse(template)
+    )
 
 
 def facts(text):
     """What a message says in either language: its code, tuples, sizes and line numbers."""
-    return sorted(re.findall(r"`[^`]*`|\(\d+(?:, \d+)*\)|[MNK]=\d+|\d+(?:x\d+)+", text)
-                  + re.findall(r"\bline (\d+)", text) + re.findall(r"第 (\d+) 行", text))
+    return sorted(
+        re.findall(r"`[^`]*`|\(\d+(?:, \d+)*\)|[MNK]=\d+|\d+(?:x\d+)+", text)
+        + re.findall(r"\bline (\d+)", text)
+        + re.findall(r"第 (\d+) 行", text)
+    )
 
 
 def english_phrases():
@@ -62,10 +67,14 @@ def test_each_template_reads_back_as_its_own_chinese_with_the_same_facts(key):
     assert facts(marked(english)) == facts(marked(chinese))
     values = {field: SAMPLE.get(field, 7) for field in fields_of(english)}
     # the Chinese gets each field as the English wrote it, in Chinese where a template wrote it
-    texts = {field: format(values[field], spec)
-             for _, field, spec, _ in string.Formatter().parse(english) if field}
+    texts = {
+        field: format(values[field], spec)
+        for _, field, spec, _ in string.Formatter().parse(english)
+        if field
+    }
     assert messages.line_zh(messages.say(key, **values)) == chinese.format(
-        **{field: messages.line_zh(text) or text for field, text in texts.items()})
+        **{field: messages.line_zh(text) or text for field, text in texts.items()}
+    )
 
 
 @pytest.fixture(scope="module")
@@ -102,51 +111,85 @@ def test_the_page_shows_a_finding_in_both_languages(name, findings_of_variants):
     """A layout finding, a size slip and a mistake on a line of the file, as a student reads
     them under a likely mistake."""
     catalogue = cases.catalogue(cases.DEFAULT_SEED, "interpreter")
-    verdicts = [{"case_id": case.id, "passed": False, "mistake": "", "message": ""}
-                for case in catalogue]
+    verdicts = [
+        {"case_id": case.id, "passed": False, "mistake": "", "message": ""} for case in catalogue
+    ]
     hints = diagnosis.explain(findings_of_variants[name], verdicts, catalogue)
-    record = Record(student="ada", status="failed", score=0, max_score=1, message="",
-                    flags=[], cases=[])
+    record = Record(
+        student="ada", status="failed", score=0, max_score=1, message="", flags=[], cases=[]
+    )
     page = feedback.feedback_markdown(record, hints)
     evidence = [line for hint in hints for line in hint["evidence"]]
-    assert evidence and all(f"- evidence / 依据: {line}  \n  依据：{messages.line_zh(line)}\n"
-                            in page for line in evidence), page
+    assert evidence and all(
+        f"- evidence / 依据: {line}  \n  依据：{messages.line_zh(line)}\n" in page
+        for line in evidence
+    ), page
 
 
 def test_a_launch_the_layout_refuses_says_why_in_both_languages(tmp_path):
     module = load_submission(writer(tmp_path, build_variants.VARIANTS)("expand_axis"))
     why = layout.launch_mismatch(module, (128, 256, 192))
     verdict = checks.error_verdict(public_case(), why)
-    assert messages.chinese(verdict.message).startswith("kernel 没有启动：在 M=128, N=256, "
-                                                        "K=192 时，排布后三个张量的外层形状不同")
+    assert messages.chinese(verdict.message).startswith(
+        "kernel 没有启动：在 M=128, N=256, K=192 时，排布后三个张量的外层形状不同"
+    )
 
 
 def test_raw_error_text_has_no_chinese_and_a_quoted_kit_line_is_translated():
     assert messages.chinese("IndexError: out of range\n  File 'x.py', line 3") == ""
     line = messages.say("float16_sum", block_k=32)
     quoted = messages.say("failed_with", count=1, s="", line=line)
-    assert messages.line_zh(quoted) == ("1 个用例失败，信息为：输出恰好等于把 32 宽的 K tile "
-                                        "乘积逐个加进 float16 累加和的结果：累加器丢掉了 float32 "
-                                        "求和会保留的小项")
+    assert messages.line_zh(quoted) == (
+        "1 个用例失败，信息为：输出恰好等于把 32 宽的 K tile "
+        "乘积逐个加进 float16 累加和的结果：累加器丢掉了 float32 "
+        "求和会保留的小项"
+    )
 
 
 def public_case():
-    return next(case for case in cases.catalogue(cases.DEFAULT_SEED, "interpreter")
-                if case.visibility == "public" and case.check == cases.GEMM)
+    return next(
+        case
+        for case in cases.catalogue(cases.DEFAULT_SEED, "interpreter")
+        if case.visibility == "public" and case.check == cases.GEMM
+    )
 
 
 def test_a_mismatch_shows_its_chinese_under_the_english_and_the_gradebook_stays_english():
     case = public_case()
-    verdict = checks.compare(torch.zeros(case.m, case.n, dtype=torch.float16),
-                             torch.ones(case.m, case.n), case, cases.DEFAULT_SEED)
+    verdict = checks.compare(
+        torch.zeros(case.m, case.n, dtype=torch.float16),
+        torch.ones(case.m, case.n),
+        case,
+        cases.DEFAULT_SEED,
+    )
     verdict.message += "\nValueError: raw words of the stack"
-    entry = {"id": case.id, "name": case.id, "visibility": "public", "status": "failed",
-             "points": 0, "max_points": case.points, "message": verdict.message}
-    record = Record(student="ada", status="failed", score=0, max_score=case.points,
-                    message=messages.say("cases_failed", failing=1, total=1), flags=[],
-                    cases=[CaseEntry.from_json(entry)])
-    hints = [{"title": "t", "title_zh": "标题", "en": "e", "zh": "z",
-              "evidence": [messages.say("same_target", failed=case.id), "a raw line"]}]
+    entry = {
+        "id": case.id,
+        "name": case.id,
+        "visibility": "public",
+        "status": "failed",
+        "points": 0,
+        "max_points": case.points,
+        "message": verdict.message,
+    }
+    record = Record(
+        student="ada",
+        status="failed",
+        score=0,
+        max_score=case.points,
+        message=messages.say("cases_failed", failing=1, total=1),
+        flags=[],
+        cases=[CaseEntry.from_json(entry)],
+    )
+    hints = [
+        {
+            "title": "t",
+            "title_zh": "标题",
+            "en": "e",
+            "zh": "z",
+            "evidence": [messages.say("same_target", failed=case.id), "a raw line"],
+        }
+    ]
     page = feedback.feedback_markdown(record, hints)
     total = case.m * case.n
     assert f"{total} of {total} elements outside" in page
@@ -155,23 +198,44 @@ def test_a_mismatch_shows_its_chinese_under_the_english_and_the_gradebook_stays_
     assert f"  依据：每个失败的用例都是针对这个错误设计的（{case.id}）" in page
     assert "- evidence / 依据: a raw line\n" in page
     assert page.count("raw words of the stack") == 1  # the stack's words stay English alone
-    assert reason(record) == f"1 of 1 cases failed; first: {case.id}: {total} of {total} " \
+    assert (
+        reason(record) == f"1 of 1 cases failed; first: {case.id}: {total} of {total} "
         "elements outside |out - ref| <= 0.025 + 0.025*|ref|"
+    )
 
 
 def test_a_hidden_case_says_it_failed_in_both_languages():
-    entry = {"id": "hidden_1", "name": "hidden_1 (hidden)", "visibility": "hidden",
-             "status": "failed", "points": 0, "max_points": 2, "message": ""}
-    record = Record(student="ada", status="failed", score=0, max_score=2, message="",
-                    flags=[], cases=[CaseEntry.from_json(entry)])
+    entry = {
+        "id": "hidden_1",
+        "name": "hidden_1 (hidden)",
+        "visibility": "hidden",
+        "status": "failed",
+        "points": 0,
+        "max_points": 2,
+        "message": "",
+    }
+    record = Record(
+        student="ada",
+        status="failed",
+        score=0,
+        max_score=2,
+        message="",
+        flags=[],
+        cases=[CaseEntry.from_json(entry)],
+    )
     page = feedback.feedback_markdown(record, [])
-    assert "failed: the output does not match the reference on this hidden case  \n" \
-           "未通过：在这个隐藏用例上输出与参考结果不符" in page
+    assert (
+        "failed: the output does not match the reference on this hidden case  \n"
+        "未通过：在这个隐藏用例上输出与参考结果不符" in page
+    )
 
 
 def test_the_evidence_of_a_failure_pattern_has_its_chinese():
     catalogue = cases.catalogue(cases.DEFAULT_SEED, "interpreter")
-    verdicts = [{"case_id": case.id, "passed": case.k <= 32, "mistake": "", "message": ""}
-                for case in catalogue if case.check == cases.GEMM]
+    verdicts = [
+        {"case_id": case.id, "passed": case.k <= 32, "mistake": "", "message": ""}
+        for case in catalogue
+        if case.check == cases.GEMM
+    ]
     hints = diagnosis.explain([], verdicts, catalogue, tiles=(32, 32, 32))
     assert hints and all(messages.line_zh(line) for hint in hints for line in hint["evidence"])

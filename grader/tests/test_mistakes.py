@@ -23,8 +23,11 @@ def _reported(module):
     values = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Dict):
-            values += [value for key, value in zip(node.keys, node.values)
-                       if isinstance(key, ast.Constant) and key.value == "mistake"]
+            values += [
+                value
+                for key, value in zip(node.keys, node.values)
+                if isinstance(key, ast.Constant) and key.value == "mistake"
+            ]
         elif isinstance(node, ast.Assign):
             names = [getattr(target, "id", getattr(target, "attr", "")) for target in node.targets]
             values += [node.value] if "mistake" in names else []
@@ -32,24 +35,36 @@ def _reported(module):
             values.append(node.value)
         elif isinstance(node, ast.Call) and getattr(node.func, "id", "") == "Verdict":
             values += node.args[3:4]
-        elif isinstance(node, ast.Call) and getattr(node.func, "id", "") in ("_finding",
-                                                                              "finding"):
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", "") in ("_finding", "finding"):
             values += node.args[:1]
         elif isinstance(node, ast.FunctionDef) and node.name == "_named_build_error":
-            values += [ret.value.elts[0] for ret in ast.walk(node)
-                       if isinstance(ret, ast.Return) and isinstance(ret.value, ast.Tuple)]
-    return {constant.value for value in values for constant in ast.walk(value)
-            if isinstance(constant, ast.Constant) and isinstance(constant.value, str)
-            and constant.value}
+            values += [
+                ret.value.elts[0]
+                for ret in ast.walk(node)
+                if isinstance(ret, ast.Return) and isinstance(ret.value, ast.Tuple)
+            ]
+    return {
+        constant.value
+        for value in values
+        for constant in ast.walk(value)
+        if isinstance(constant, ast.Constant) and isinstance(constant.value, str) and constant.value
+    }
 
 
 def _patterns():
     tree = ast.parse((CORE / "diagnosis.py").read_text(encoding="utf-8"))
-    function = next(node for node in ast.walk(tree)
-                    if isinstance(node, ast.FunctionDef) and node.name == "_patterns")
-    return {node.value.elts[0].value for node in ast.walk(function)
-            if isinstance(node, ast.Yield) and isinstance(node.value, ast.Tuple)
-            and isinstance(node.value.elts[0], ast.Constant)}
+    function = next(
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef) and node.name == "_patterns"
+    )
+    return {
+        node.value.elts[0].value
+        for node in ast.walk(function)
+        if isinstance(node, ast.Yield)
+        and isinstance(node.value, ast.Tuple)
+        and isinstance(node.value.elts[0], ast.Constant)
+    }
 
 
 FOUND_IN = {
@@ -66,15 +81,20 @@ def test_a_declared_mistake_is_reported_where_it_says(key):
     mistake = mistakes.MISTAKES[key]
     assert mistake.found_by and set(mistake.found_by) <= set(mistakes.SOURCES), mistake.found_by
     for source in mistake.found_by:
-        assert key in FOUND_IN[source], f"{key} is declared as found by {source}, which never names it"
+        assert key in FOUND_IN[source], (
+            f"{key} is declared as found by {source}, which never names it"
+        )
 
 
 def test_every_reported_key_is_declared_where_explain_reads_it():
     for source in (mistakes.FILE, mistakes.SOURCE, mistakes.LAYOUT, mistakes.OUTPUT):
         assert FOUND_IN[source] <= set(mistakes.MISTAKES), FOUND_IN[source] - set(mistakes.MISTAKES)
     checked = _reported("checks")
-    undeclared = {key for key in checked
-                  if not {mistakes.OUTPUT, mistakes.FILE} & set(mistakes.MISTAKES[key].found_by)}
+    undeclared = {
+        key
+        for key in checked
+        if not {mistakes.OUTPUT, mistakes.FILE} & set(mistakes.MISTAKES[key].found_by)
+    }
     assert not undeclared, f"checks name {undeclared}, which explain() would drop"
 
 
@@ -102,8 +122,11 @@ def test_the_student_guides_list_the_same_mistakes_and_every_one_named_from_a_li
 def test_the_guides_name_each_mistake_by_its_title_in_their_language():
     """The feedback heads a likely mistake with its title in both languages: a student finds
     it in either guide's table under the same words."""
-    for guide, row, title in (("student-guide.en.md", r"^\| ([^|]*?) \(`(\w+)`\) \|", "title"),
-                              ("student-guide.zh.md", r"^\| ([^|]*?)（`(\w+)`） \|", "title_zh")):
+    for guide, row, title in (
+        ("student-guide.en.md", r"^\| ([^|]*?) \(`(\w+)`\) \|", "title"),
+        ("student-guide.zh.md", r"^\| ([^|]*?)（`(\w+)`） \|", "title_zh"),
+    ):
         rows = re.findall(row, (DOCS / guide).read_text(encoding="utf-8"), re.M)
         assert rows and {key: named for named, key in rows} == {
-            key: getattr(mistakes.MISTAKES[key], title) for _, key in rows}, guide
+            key: getattr(mistakes.MISTAKES[key], title) for _, key in rows
+        }, guide

@@ -27,8 +27,10 @@ def nested_blocks(pairs, innermost):
     """A helper of ``pairs`` functions each holding an ``if``, one inside another."""
     lines = []
     for level in range(pairs):
-        lines += ["    " * 2 * level + f"def helper_{level}(a):",
-                  "    " * (2 * level + 1) + "if a:"]
+        lines += [
+            "    " * 2 * level + f"def helper_{level}(a):",
+            "    " * (2 * level + 1) + "if a:",
+        ]
     return "\n".join(lines + ["    " * 2 * pairs + innermost])
 
 
@@ -56,14 +58,20 @@ DEEP = {
     # The issue's file: 16 KB, on which Python's own compiler gives up.
     "chain": at_module_end("a constant X = 1 + 1 + ... + 1 of 4000 terms", f"X = {chain(4000)}"),
     # The old kernel check's recursion gave out at about 600 terms.
-    "kernel_chain": in_function("600 terms added up in application()",
-                                f"scale = {chain(600)}"),
-    "brackets": in_function("lists 150 deep in arrangement()",
-                            f"nested = {'[' * 150}1{']' * 150}", ARRANGEMENT_LINE),
-    "calls": in_function("abs(abs(...)) 150 deep in application()",
-                         f"scale = {'abs(' * 150}1{')' * 150}"),
-    "blocks": (Variant("45 functions, each with an if, inside one another",
-                       (appended(nested_blocks(45, INNERMOST)),)), INNERMOST),
+    "kernel_chain": in_function("600 terms added up in application()", f"scale = {chain(600)}"),
+    "brackets": in_function(
+        "lists 150 deep in arrangement()", f"nested = {'[' * 150}1{']' * 150}", ARRANGEMENT_LINE
+    ),
+    "calls": in_function(
+        "abs(abs(...)) 150 deep in application()", f"scale = {'abs(' * 150}1{')' * 150}"
+    ),
+    "blocks": (
+        Variant(
+            "45 functions, each with an if, inside one another",
+            (appended(nested_blocks(45, INNERMOST)),),
+        ),
+        INNERMOST,
+    ),
     # Shapes on which Python's parser gives up before any tree: a power chain, lambdas.
     "power": at_module_end("a 3000-term power chain", "Y = " + " ** ".join(["2"] * 3000)),
     "lambdas": at_module_end("3000 lambdas inside one another", "F = " + "lambda: " * 3000 + "1"),
@@ -86,10 +94,14 @@ def test_a_deep_file_is_refused_at_its_line(name):
     error = nesting.too_deep(source)
     assert error is not None and error.lineno == line_of(source, DEEP[name][1])
     shown = nesting.message(error, "ninetoothed_gemm.py")
-    assert shown.startswith(f"ninetoothed_gemm.py, line {error.lineno}: the code there nests "
-                            f"more than {nesting.LIMIT} levels deep")
-    assert (f"ninetoothed_gemm.py 第 {error.lineno} 行：这里的代码嵌套超过了 {nesting.LIMIT} 层"
-            in messages.chinese(shown))
+    assert shown.startswith(
+        f"ninetoothed_gemm.py, line {error.lineno}: the code there nests "
+        f"more than {nesting.LIMIT} levels deep"
+    )
+    assert (
+        f"ninetoothed_gemm.py 第 {error.lineno} 行：这里的代码嵌套超过了 {nesting.LIMIT} 层"
+        in messages.chinese(shown)
+    )
     # Every reading of the file says so, or nothing, and none of them gives up.
     for read in (kernel_source.extract, kernel_source.defined_names, loading.unfinished_functions):
         with pytest.raises(nesting.TooDeep):
@@ -106,25 +118,33 @@ def test_the_limit_is_what_it_says():
 def test_no_file_of_the_kit_comes_near_the_limit(monkeypatch):
     """The reference, the demo class, the skeleton and every other Python file of the kit
     pass at half the limit."""
-    files = [path for folder in ("assignment", "solutions", "grader", "benchmarks", "docs")
-             for path in (ROOT / folder).rglob("*.py")]
+    files = [
+        path
+        for folder in ("assignment", "solutions", "grader", "benchmarks", "docs")
+        for path in (ROOT / folder).rglob("*.py")
+    ]
     assert len(files) > 100
     monkeypatch.setattr(nesting, "LIMIT", nesting.LIMIT // 2)
     assert [path for path in files if nesting.too_deep(loading.read_source(path))] == []
 
 
 def test_the_guides_state_the_limit():
-    guides = {name: (ROOT / "docs" / name).read_text(encoding="utf-8")
-              for name in ("student-guide.en.md", "student-guide.zh.md", "instructor-reference.md")}
-    assert f"read none nested more than {nesting.LIMIT} levels deep" in \
-        guides["student-guide.en.md"]
+    guides = {
+        name: (ROOT / "docs" / name).read_text(encoding="utf-8")
+        for name in ("student-guide.en.md", "student-guide.zh.md", "instructor-reference.md")
+    }
+    assert (
+        f"read none nested more than {nesting.LIMIT} levels deep" in guides["student-guide.en.md"]
+    )
     assert f"嵌套超过 {nesting.LIMIT} 层的文件一概不读" in guides["student-guide.zh.md"]
-    assert f"nested more than {nesting.LIMIT} syntax-tree levels deep" in \
-        guides["instructor-reference.md"].replace("\n   ", " ")
+    assert f"nested more than {nesting.LIMIT} syntax-tree levels deep" in guides[
+        "instructor-reference.md"
+    ].replace("\n   ", " ")
 
 
 def deepest_kernel():
     """The model answer with the longest chain in application() that the check lets through."""
+
     def with_chain(terms):
         return replace_once(model_answer(), *before(KERNEL_LINE, f"scale = {chain(terms)}"))
 
@@ -164,8 +184,18 @@ def test_the_batch_fails_each_deep_file_on_its_own_row(tmp_path):
         (folder / name).mkdir(parents=True)
         (folder / name / "ninetoothed_gemm.py").write_text(deep_source(name), encoding="utf-8")
     out = tmp_path / "out"
-    done = run_grader(tmp_path, "grade", str(folder), "--out", str(out), "--no-progress",
-                      "--no-speed", "--cases", "square-64x64x64", timeout=300)
+    done = run_grader(
+        tmp_path,
+        "grade",
+        str(folder),
+        "--out",
+        str(out),
+        "--no-progress",
+        "--no-speed",
+        "--cases",
+        "square-64x64x64",
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     rows = gradebook(out)
     assert sorted(rows) == sorted(DEEP_CLASS)
@@ -174,8 +204,9 @@ def test_the_batch_fails_each_deep_file_on_its_own_row(tmp_path):
         record = json.loads((out / name / "results.json").read_text(encoding="utf-8"))
         assert rows[name]["status"] == "failed" and float(rows[name]["score"]) == 0
         assert record["extra_data"]["status"] == "failed"
-        assert f"ninetoothed_gemm.py, line {line}: the code there nests more than" in \
-            record["output"]
+        assert (
+            f"ninetoothed_gemm.py, line {line}: the code there nests more than" in record["output"]
+        )
         page = (out / name / "feedback.md").read_text(encoding="utf-8")
         assert f"第 {line} 行：这里的代码嵌套超过了 {nesting.LIMIT} 层" in page
 
@@ -184,12 +215,22 @@ def test_the_pytest_grader_fails_a_deep_file_with_its_line(tmp_path):
     path = tmp_path / "ninetoothed_gemm.py"
     path.write_text(deep_source("chain"), encoding="utf-8")
     line = line_of(deep_source("chain"), DEEP["chain"][1])
-    done = run_pytest("grader", "--submission", str(path), "-q", "-p", "no:cacheprovider",
-                      "-k", "square-64x64x64 or batch_grader")
+    done = run_pytest(
+        "grader",
+        "--submission",
+        str(path),
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-k",
+        "square-64x64x64 or batch_grader",
+    )
     shown = done.stdout + done.stderr
     assert done.returncode == 1, shown[-3000:]
-    assert (f"[failed] ninetoothed_gemm.py, line {line}: the code there nests more than "
-            f"{nesting.LIMIT} levels deep") in shown
+    assert (
+        f"[failed] ninetoothed_gemm.py, line {line}: the code there nests more than "
+        f"{nesting.LIMIT} levels deep"
+    ) in shown
     assert "RecursionError" not in shown and "Traceback" not in shown
 
 
@@ -200,13 +241,13 @@ def test_gradescope_fails_a_deep_file_with_its_line(request):
     check_results(results)
     line = line_of(deep_source("chain"), DEEP["chain"][1])
     assert results["extra_data"]["status"] == "failed"
-    assert f"line {line}: the code there nests more than {nesting.LIMIT} levels deep" in \
-        results["output"]
+    assert (
+        f"line {line}: the code there nests more than {nesting.LIMIT} levels deep"
+        in results["output"]
+    )
     assert all(test["score"] == 0 for test in results["tests"])
 
 
 def write(path, text):
     pathlib.Path(path).write_text(text, encoding="utf-8")
     return path
-
-

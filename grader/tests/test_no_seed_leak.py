@@ -26,8 +26,7 @@ SEARCH = range(4096)  # the red team's search, cut to keep this test short
 
 
 def _case(check=cases.GEMM):
-    return cases.Case("small", 24, 20, 40, "tail", "tail_mask", visibility="public",
-                      check=check)
+    return cases.Case("small", 24, 20, 40, "tail", "tail_mask", visibility="public", check=check)
 
 
 def _assert_no_seed(verdict, case):
@@ -60,12 +59,19 @@ def test_judge_messages_name_no_secret_for_every_kind_of_check():
     assert named.mistake == "accumulator"
     _assert_no_seed(named, case)
     determinism = _case(cases.DETERMINISM)
-    _assert_no_seed(checks.judge(determinism, {"first": _wrong(determinism),
-                                               "second": _wrong(determinism)}, SECRET, "cpu"),
-                    determinism)
+    _assert_no_seed(
+        checks.judge(
+            determinism,
+            {"first": _wrong(determinism), "second": _wrong(determinism)},
+            SECRET,
+            "cpu",
+        ),
+        determinism,
+    )
     coverage = _case(cases.COVERAGE)
-    _assert_no_seed(checks.judge(coverage, {"prefilled": _wrong(coverage)}, SECRET, "cpu"),
-                    coverage)
+    _assert_no_seed(
+        checks.judge(coverage, {"prefilled": _wrong(coverage)}, SECRET, "cpu"), coverage
+    )
 
 
 def test_public_inputs_ignore_the_secret_and_hidden_shapes_and_inputs_follow_it():
@@ -73,12 +79,15 @@ def test_public_inputs_ignore_the_secret_and_hidden_shapes_and_inputs_follow_it(
         mine = checks.make_inputs(case, SECRET, "cpu")
         theirs = checks.make_inputs(case, OTHER, "cpu")
         assert all(torch.equal(a, b) for a, b in zip(mine, theirs)), case.id
-    assert [c.shape for c in cases.hidden_cases(SECRET)] != \
-        [c.shape for c in cases.hidden_cases(OTHER)]
+    assert [c.shape for c in cases.hidden_cases(SECRET)] != [
+        c.shape for c in cases.hidden_cases(OTHER)
+    ]
     for case in cases.catalogue(SECRET):
         if case.visibility != "public" and case.m * case.k > 1:
-            mine, theirs = checks.make_inputs(case, SECRET, "cpu")[0], \
-                checks.make_inputs(case, OTHER, "cpu")[0]
+            mine, theirs = (
+                checks.make_inputs(case, SECRET, "cpu")[0],
+                checks.make_inputs(case, OTHER, "cpu")[0],
+            )
             assert not torch.equal(mine, theirs), case.label
 
 
@@ -133,9 +142,19 @@ def test_a_search_over_small_seeds_no_longer_finds_the_hidden_shapes(secret):
 # --------------------------------------------------------------------------- a batch
 
 # Every public case of the interpreter, the random cases and a few fixed hidden ones.
-BATCH_CASES = ["nonsquare-128x256x192", "tail_m-65x128x128", "tail_n-128x97x128",
-               "tail_k-128x128x130", "tail_mnk-65x97x130", "square-16x16x16",
-               "tail_k_small-128x128x40", "tiny-1x2x3", "hidden_1", "hidden_2", "hidden_3"]
+BATCH_CASES = [
+    "nonsquare-128x256x192",
+    "tail_m-65x128x128",
+    "tail_n-128x97x128",
+    "tail_k-128x128x130",
+    "tail_mnk-65x97x130",
+    "square-16x16x16",
+    "tail_k_small-128x128x40",
+    "tiny-1x2x3",
+    "hidden_1",
+    "hidden_2",
+    "hidden_3",
+]
 
 
 @pytest.fixture(scope="module")
@@ -144,8 +163,19 @@ def graded(tmp_path_factory):
     base = tmp_path_factory.mktemp("secret")
     (base / "class").mkdir()
     (base / "class" / "dana.py").write_bytes((DEMO / "dana.py").read_bytes())
-    command = ["grade", str(base / "class"), "--out", str(base / "out"), "-j", "1",
-               "--timeout", "60", "--cases", ",".join(BATCH_CASES), "--no-progress"]
+    command = [
+        "grade",
+        str(base / "class"),
+        "--out",
+        str(base / "out"),
+        "-j",
+        "1",
+        "--timeout",
+        "60",
+        "--cases",
+        ",".join(BATCH_CASES),
+        "--no-progress",
+    ]
     first = run_grader(base, *command)
     kept = (base / "out" / ".grader-secret").read_bytes()
     again = run_grader(base, *command)
@@ -154,19 +184,28 @@ def graded(tmp_path_factory):
 
 def _shape_texts(case):
     m, n, k = case.shape
-    return {f"{m}x{n}x{k}", f"{m} x {n} x {k}", f"({m}, {n})", f"({m}, {k})", f"({k}, {n})",
-            f"K={k}", f"[{m}, {n}]", f"M={m}", f"N={n}"}
+    return {
+        f"{m}x{n}x{k}",
+        f"{m} x {n} x {k}",
+        f"({m}, {n})",
+        f"({m}, {k})",
+        f"({k}, {n})",
+        f"K={k}",
+        f"[{m}, {n}]",
+        f"M={m}",
+        f"N={n}",
+    }
 
 
 def _hidden_traces(secret):
     """What of the hidden cases must appear nowhere: each random shape, written as the
     kit writes shapes (less what a public case writes alike: a hidden K of 130 beside the
     public tail_k-128x128x130 is no trace), and the first input bytes of every hidden case."""
-    chosen = [case for case in cases.catalogue(secret, batch_backend())
-              if case.id in BATCH_CASES]
+    chosen = [case for case in cases.catalogue(secret, batch_backend()) if case.id in BATCH_CASES]
     public = set().union(*(_shape_texts(case) for case in chosen if case.group != cases.HIDDEN))
-    texts = sorted(set().union(*(_shape_texts(case) for case in chosen
-                                 if case.group == cases.HIDDEN)) - public)
+    texts = sorted(
+        set().union(*(_shape_texts(case) for case in chosen if case.group == cases.HIDDEN)) - public
+    )
     raw = []
     for case in chosen:
         if case.visibility != "public" and case.m * case.k >= 8:
@@ -186,29 +225,41 @@ def test_nothing_in_the_output_folder_carries_the_secret_or_a_hidden_case(graded
     chosen, texts, raw = _hidden_traces(secret)
     public = {case.id: case for case in chosen if case.visibility == "public"}
     files = [p for p in out.rglob("*") if p.is_file() and p != path]
-    assert {"feedback.md", "results.json", "record.json", "stderr.log", "stdout.log",
-            "gradebook.csv", "batch.json", "environment.json"} <= {p.name for p in files}
+    assert {
+        "feedback.md",
+        "results.json",
+        "record.json",
+        "stderr.log",
+        "stdout.log",
+        "gradebook.csv",
+        "batch.json",
+        "environment.json",
+    } <= {p.name for p in files}
     for file in files:
         data = file.read_bytes()
         assert secret.encode() not in data, (file.name, "the secret")
         for trace in texts:  # whole numbers: a hidden K=19 is not the public K=192
-            assert not re.search(rb"(?<![0-9])" + re.escape(trace.encode()) + rb"(?![0-9])",
-                                 data), (file.name, trace)
+            assert not re.search(
+                rb"(?<![0-9])" + re.escape(trace.encode()) + rb"(?![0-9])", data
+            ), (file.name, trace)
         for pattern in raw:
             assert pattern not in data, (file.name, "hidden input bytes")
     for stream in (first.stdout, first.stderr):
         for trace in [secret] + texts:
             assert trace not in stream, trace
     # Every value a file prints as expected is a public case's.
-    references = {case_id: checks.judging_material(case, secret, "cpu")[2]
-                  for case_id, case in public.items()}
+    references = {
+        case_id: checks.judging_material(case, secret, "cpu")[2] for case_id, case in public.items()
+    }
     feedback = (out / "dana" / "feedback.md").read_text(encoding="utf-8")
     printed = SAMPLE.findall(feedback)
     assert printed, "dana fails public cases: their messages show samples"
     for i, j, want in printed:
         i, j = int(i), int(j)
-        assert any(i < ref.shape[0] and j < ref.shape[1] and f"{float(ref[i, j]):.5g}" == want
-                   for ref in references.values()), (i, j, want)
+        assert any(
+            i < ref.shape[0] and j < ref.shape[1] and f"{float(ref[i, j]):.5g}" == want
+            for ref in references.values()
+        ), (i, j, want)
     record = json.loads((out / "dana" / "record.json").read_text())
     for entry in record["cases"]:
         if entry["visibility"] != "public":
@@ -218,8 +269,12 @@ def test_nothing_in_the_output_folder_carries_the_secret_or_a_hidden_case(graded
     fingerprint = cases.fingerprint(secret)
     manifest = json.loads((out / "batch.json").read_text())
     environment = json.loads((out / "environment.json").read_text())
-    assert record["secret_fingerprint"] == manifest["secret_fingerprint"] == \
-        environment["secret_fingerprint"] == fingerprint
+    assert (
+        record["secret_fingerprint"]
+        == manifest["secret_fingerprint"]
+        == environment["secret_fingerprint"]
+        == fingerprint
+    )
     assert not {"seed"} & (set(record) | set(manifest) | set(environment))
 
 

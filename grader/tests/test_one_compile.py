@@ -27,8 +27,9 @@ class _Handle:
 
 def _patterns(function):
     """The specialization Triton's binder gives each case-like set of arguments."""
-    binder = create_function_from_signature(function.signature, function.params,
-                                            make_backend(GPUTarget("cuda", 90, 32)))
+    binder = create_function_from_signature(
+        function.signature, function.params, make_backend(GPUTarget("cuda", 90, 32))
+    )
     data = torch.empty(64, dtype=torch.float16)
     arguments = [(data, 1, 1), (data, 16, 32), (data, 17, 3), (data[1:], 17, 3)]
     return {str(binder(*values, BLOCK=16)[1]) for values in arguments}
@@ -38,10 +39,15 @@ def test_without_it_triton_compiles_a_kernel_once_per_pattern_of_values():
     assert len(_patterns(JITFunction(_kernel))) == 4
 
 
-@pytest.mark.parametrize("wrap", [lambda fn: fn,
-                                  lambda fn: triton.autotune([triton.Config({})], key=[])(fn),
-                                  lambda fn: triton.heuristics({})(fn)],
-                         ids=["plain", "autotuned", "heuristics"])
+@pytest.mark.parametrize(
+    "wrap",
+    [
+        lambda fn: fn,
+        lambda fn: triton.autotune([triton.Config({})], key=[])(fn),
+        lambda fn: triton.heuristics({})(fn),
+    ],
+    ids=["plain", "autotuned", "heuristics"],
+)
 def test_every_case_shares_one_compile_after_compile_once(wrap):
     function = JITFunction(_kernel)
     handle = _Handle(wrap(function))

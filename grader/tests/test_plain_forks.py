@@ -144,8 +144,13 @@ def reports():
         pytest.skip(view.problem)
     script = f"REPORT = {REPORT!r}\nSEARCH = {SEARCH!r}\n{SCRIPT}"
     try:
-        done = subprocess.run(view.command([sys.executable, "-c", script]), capture_output=True,
-                              text=True, timeout=600, env={**os.environ, "TMPDIR": str(view.tmp)})
+        done = subprocess.run(
+            view.command([sys.executable, "-c", script]),
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env={**os.environ, "TMPDIR": str(view.tmp)},
+        )
     finally:
         view.close()
     assert done.returncode == 0, done.stderr[-3000:]

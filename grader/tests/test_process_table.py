@@ -11,10 +11,13 @@ import pytest
 from grader.batch.isolation import process_table
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]
-PARENT = [sys.executable, "-c",
-          "import subprocess, sys, time\n"
-          "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
-          "print('started', flush=True)\ntime.sleep(60)"]
+PARENT = [
+    sys.executable,
+    "-c",
+    "import subprocess, sys, time\n"
+    "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+    "print('started', flush=True)\ntime.sleep(60)",
+]
 
 
 @pytest.fixture
@@ -56,8 +59,7 @@ def test_looks_at_the_same_time_share_one_reading(monkeypatch):
     read = process_table._read
     monkeypatch.setattr(process_table, "_read", lambda: reads.append(1) or read())
     process_table.descendants(1)  # a fresh reading, now 0 s old
-    threads = [threading.Thread(target=process_table.descendants, args=(1, 30.0))
-               for _ in range(8)]
+    threads = [threading.Thread(target=process_table.descendants, args=(1, 30.0)) for _ in range(8)]
     for thread in threads:
         thread.start()
     for thread in threads:

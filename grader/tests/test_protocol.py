@@ -10,8 +10,9 @@ from grader.batch.inside import protocol
 from grader.batch.isolation import conversation
 from grader.core.gpu_compile import Build
 
-BUILD = Build("sm_90", True, registers=128, spilled_bytes=0, shared_bytes=65536, num_warps=4,
-              num_stages=3)
+BUILD = Build(
+    "sm_90", True, registers=128, spilled_bytes=0, shared_bytes=65536, num_warps=4, num_stages=3
+)
 
 
 def _over_the_pipe(record, payload=b""):
@@ -23,25 +24,32 @@ def _over_the_pipe(record, payload=b""):
     return json.loads(json.dumps(message.fields))
 
 
-@pytest.mark.parametrize("record", [
-    protocol.Loaded("ok"),
-    protocol.Loaded("import_error", "NameError: name 'ntl' is not defined"),
-    protocol.Diagnosis([{"mistake": "expand_axis", "message": "lhs repeats over M"}],
-                       [64, 64, 32]),
-    protocol.Diagnosis([], None),
-    protocol.Diagnosis([], [64, 64, 64], True),
-    protocol.CaseResult(3, seconds=0.25),
-    protocol.CaseResult(0, error="nt_gemm asked the process to exit (SystemExit(0))",
-                        exited=True),
-    protocol.Ready("", 8, 3),
-    protocol.SizeTiming(4096, 4096, 4096, "PASS", kernel=(0.5, 0.49, 0.51),
-                        torch=(0.2, 0.19, 0.21)),
-    protocol.SizeTiming(4095, 4095, 4095, "FAIL", wrong=12),
-    protocol.Stopped("open of '/etc/passwd'"),
-    protocol.Stopped("the generated kernel breaks the kit's rules", ("BLOCK_SIZE_M", "ALPHA"),
-                     True),
-    protocol.Stopped("the generated kernel breaks the kit's rules", (), True),
-])
+@pytest.mark.parametrize(
+    "record",
+    [
+        protocol.Loaded("ok"),
+        protocol.Loaded("import_error", "NameError: name 'ntl' is not defined"),
+        protocol.Diagnosis(
+            [{"mistake": "expand_axis", "message": "lhs repeats over M"}], [64, 64, 32]
+        ),
+        protocol.Diagnosis([], None),
+        protocol.Diagnosis([], [64, 64, 64], True),
+        protocol.CaseResult(3, seconds=0.25),
+        protocol.CaseResult(
+            0, error="nt_gemm asked the process to exit (SystemExit(0))", exited=True
+        ),
+        protocol.Ready("", 8, 3),
+        protocol.SizeTiming(
+            4096, 4096, 4096, "PASS", kernel=(0.5, 0.49, 0.51), torch=(0.2, 0.19, 0.21)
+        ),
+        protocol.SizeTiming(4095, 4095, 4095, "FAIL", wrong=12),
+        protocol.Stopped("open of '/etc/passwd'"),
+        protocol.Stopped(
+            "the generated kernel breaks the kit's rules", ("BLOCK_SIZE_M", "ALPHA"), True
+        ),
+        protocol.Stopped("the generated kernel breaks the kit's rules", (), True),
+    ],
+)
 def test_a_record_arrives_as_it_was_sent(record):
     fields = _over_the_pipe(record, b"\x00\x3c" * 4 if record.KIND == "case" else b"")
     if isinstance(record, protocol.SizeTiming):
@@ -56,14 +64,16 @@ def test_an_unknown_load_status_is_a_protocol_error():
 
 
 def test_what_the_parent_keeps_of_a_hostile_report_is_bounded_and_typed():
-    case = protocol.CaseResult.from_fields({"index": 1, "error": "x" * 10**6 + "\x1b[2J",
-                                            "exited": "yes", "seconds": "fast"})
+    case = protocol.CaseResult.from_fields(
+        {"index": 1, "error": "x" * 10**6 + "\x1b[2J", "exited": "yes", "seconds": "fast"}
+    )
     assert len(case.error) < 9000 and "\x1b" not in case.error
     assert case.exited is True and case.seconds == 0.0
     ready = protocol.Ready.from_fields({"note": None, "num_warps": True, "num_stages": 10**9})
     assert (ready.note, ready.num_warps, ready.num_stages) == ("", "unknown", "unknown")
-    found = protocol.Diagnosis.from_fields({"findings": [{"mistake": 3}] * 50, "tiles": [64, 0, 64],
-                                            "build": BUILD.to_fields()})
+    found = protocol.Diagnosis.from_fields(
+        {"findings": [{"mistake": 3}] * 50, "tiles": [64, 0, 64], "build": BUILD.to_fields()}
+    )
     # A worker's claim of a build is not even read: the parent's compile gate makes it.
     assert found == protocol.Diagnosis([], None)
     assert Build.from_fields({"target": "sm_90", "ok": "yes"}).ok is False
@@ -71,14 +81,15 @@ def test_what_the_parent_keeps_of_a_hostile_report_is_bounded_and_typed():
     for unbound in ("BLOCK_SIZE_M", ["a b"], ["x"] * 21, [["x"]], ["x" * 101], [3]):
         assert protocol.Stopped.from_fields({"why": "", "unbound": unbound}).unbound == ()
     for claim in ("yes", 1, [True], None):  # only True itself is a claim of a kernel that
-        assert protocol.Stopped.from_fields({"why": "", "unbuildable": claim}).unbuildable \
-            is False  # cannot build (the parent then reads the source for its cause)
+        assert (
+            protocol.Stopped.from_fields({"why": "", "unbuildable": claim}).unbuildable is False
+        )  # cannot build (the parent then reads the source for its cause)
 
 
 def test_a_pass_without_both_timings_is_an_error():
-    timing = protocol.SizeTiming.from_fields((64, 64, 64), {"verdict": "PASS",
-                                                            "kernel": [0.1, 0.1, 0.1],
-                                                            "torch": [0.3, 0.2, 0.1]})
+    timing = protocol.SizeTiming.from_fields(
+        (64, 64, 64), {"verdict": "PASS", "kernel": [0.1, 0.1, 0.1], "torch": [0.3, 0.2, 0.1]}
+    )
     assert timing.verdict == "ERROR" and timing.kernel is None and timing.torch is None
 
 
@@ -92,15 +103,22 @@ def test_matrices_cross_as_the_job_says():
     first, second = torch.randn(3, 5).half(), torch.full((3, 5), float("nan")).half()
     outputs = job.outputs(protocol.matrices([first, second.t().contiguous().t()]))
     assert list(outputs) == ["first", "second"] and torch.equal(outputs["first"], first)
-    assert outputs["second"].isnan().all() and len(protocol.matrices([first])) == job.output_bytes // 2
+    assert (
+        outputs["second"].isnan().all() and len(protocol.matrices([first])) == job.output_bytes // 2
+    )
     assert job.outputs(b"") == {}
 
 
-PICTURE = {"shape": [128, 256, 192], "program": 4,
-           "grids": {"lhs": [2, 256], "rhs": [2, 4], "output": [2, 4]},
-           "tiles": {"lhs": [[0, 64, 0, 64], [0, 64, 64, 128], [0, 64, 128, 192]],
-                     "rhs": [[0, 64, 0, 64], [64, 128, 0, 64], [128, 192, 0, 64]],
-                     "output": [[64, 128, 0, 64]]}}
+PICTURE = {
+    "shape": [128, 256, 192],
+    "program": 4,
+    "grids": {"lhs": [2, 256], "rhs": [2, 4], "output": [2, 4]},
+    "tiles": {
+        "lhs": [[0, 64, 0, 64], [0, 64, 64, 128], [0, 64, 128, 192]],
+        "rhs": [[0, 64, 0, 64], [64, 128, 0, 64], [128, 192, 0, 64]],
+        "output": [[64, 128, 0, 64]],
+    },
+}
 
 
 def test_a_phase_s_inputs_become_bytes_once_and_stay_the_bytes_of_those_inputs(monkeypatch):
@@ -116,8 +134,9 @@ def test_a_phase_s_inputs_become_bytes_once_and_stay_the_bytes_of_those_inputs(m
     assert conversation._inputs_payload([lhs, rhs]) == real([lhs, rhs]) and len(made) == 1
     assert conversation._inputs_payload([lhs, rhs]) == real([lhs, rhs]) and len(made) == 1
     assert conversation._inputs_payload([rhs, lhs]) == real([rhs, lhs]) and len(made) == 2
-    others = [[torch.full((2, 2), float(index)).half()]
-              for index in range(conversation.PAYLOADS_KEPT)]
+    others = [
+        [torch.full((2, 2), float(index)).half()] for index in range(conversation.PAYLOADS_KEPT)
+    ]
     for tensors in others:
         assert conversation._inputs_payload(tensors) == real(tensors)
     assert conversation._inputs_payload([lhs, rhs]) == real([lhs, rhs])
@@ -129,11 +148,13 @@ def test_an_arrangement_arrives_as_sent_only_at_a_public_shape_and_in_bounds():
     assert protocol.Arrangement.from_fields(fields, {(128, 256, 192)}).picture == PICTURE
     with pytest.raises(protocol.ProtocolError, match="no public case"):
         protocol.Arrangement.from_fields(fields, {(65, 97, 130)})  # a hidden shape, say
-    hostile = [{**PICTURE, "program": -1},
-               {**PICTURE, "grids": {**PICTURE["grids"], "rhs": [2] * 9}},
-               {**PICTURE, "tiles": {**PICTURE["tiles"], "output": [[0, 64, 0, 300]]}},
-               {**PICTURE, "tiles": {**PICTURE["tiles"], "lhs": [[0, 64, 0, 64]] * 65}},
-               {**PICTURE, "tiles": {**PICTURE["tiles"], "rhs": [[5, 5, 0, 1]]}}]
+    hostile = [
+        {**PICTURE, "program": -1},
+        {**PICTURE, "grids": {**PICTURE["grids"], "rhs": [2] * 9}},
+        {**PICTURE, "tiles": {**PICTURE["tiles"], "output": [[0, 64, 0, 300]]}},
+        {**PICTURE, "tiles": {**PICTURE["tiles"], "lhs": [[0, 64, 0, 64]] * 65}},
+        {**PICTURE, "tiles": {**PICTURE["tiles"], "rhs": [[5, 5, 0, 1]]}},
+    ]
     for picture in hostile:
         with pytest.raises(protocol.ProtocolError):
             protocol.Arrangement.from_fields(picture, {(128, 256, 192)})
@@ -151,8 +172,11 @@ def test_an_arrangement_whose_shape_is_not_whole_numbers_ends_the_run_not_the_ba
         """A worker that says hello, loads, and sends one arrangement in the public phase."""
 
         def __init__(self):
-            self.messages = [("hello", {}), ("loaded", {"status": "ok", "message": ""}),
-                             ("arrangement", {**PICTURE, "shape": shape})]
+            self.messages = [
+                ("hello", {}),
+                ("loaded", {"status": "ok", "message": ""}),
+                ("arrangement", {**PICTURE, "shape": shape}),
+            ]
             self.ended = None
 
         def receive(self, accept):
@@ -168,10 +192,23 @@ def test_an_arrangement_whose_shape_is_not_whole_numbers_ends_the_run_not_the_ba
 
     worker, report = Scripted(), conversation.RunReport(ending=None, stage="starting")
     job = protocol.Job(0, 128, 256, 192, ("output",))
-    phase = [(job, torch.zeros(128, 192, dtype=torch.float16),
-              torch.zeros(192, 256, dtype=torch.float16))]
-    conversation._converse(worker, lambda kind, fields: 0, [phase], report, gate=None, grow=None,
-                           extend=lambda tiles: None, steps=conversation._Steps(report))
+    phase = [
+        (
+            job,
+            torch.zeros(128, 192, dtype=torch.float16),
+            torch.zeros(192, 256, dtype=torch.float16),
+        )
+    ]
+    conversation._converse(
+        worker,
+        lambda kind, fields: 0,
+        [phase],
+        report,
+        gate=None,
+        grow=None,
+        extend=lambda tiles: None,
+        steps=conversation._Steps(report),
+    )
     assert worker.ended[0] == "crashed" and "malformed" in worker.ended[1]
     assert report.arrangement is None
 
@@ -224,8 +261,12 @@ def test_a_header_nested_hundreds_deep_is_refused_before_anything_reprs_it():
     stream.seek(0)
     with pytest.raises(protocol.ProtocolError, match="nested"):
         protocol.receive(stream, lambda kind, fields: 0)
-    arrangement = {"shape": [64, 64, 64], "program": 0, "grids": {"lhs": [1, 1]},
-                   "tiles": {"lhs": [[0, 64, 0, 32]]}}
+    arrangement = {
+        "shape": [64, 64, 64],
+        "program": 0,
+        "grids": {"lhs": [1, 1]},
+        "tiles": {"lhs": [[0, 64, 0, 32]]},
+    }
     stream = io.BytesIO()
     protocol.send(stream, "arrangement", **arrangement)
     stream.seek(0)

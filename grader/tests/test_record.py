@@ -14,26 +14,70 @@ from grader.batch.record import VERSION, CaseEntry, Record
 
 # A record.json as the grader wrote it before record_version (its keys, in its order).
 BEFORE_VERSION = {
-    "student": "ada", "folder": "ada", "origin": "ada/ninetoothed_gemm.py", "taken": "",
-    "seen": [{"path": "ada/old.py", "why": "not the graded file"}], "lms_id": "", "late": False,
-    "sha256": "ab" * 32, "key": "k" * 64, "grader_version": "0.2.0+0123456789ab",
-    "secret_fingerprint": "f" * 16, "backend": "interpreter", "isolation": "bubblewrap",
-    "status": "failed", "message": "1 of 2 case(s) failed", "score": 1, "max_score": 2,
+    "student": "ada",
+    "folder": "ada",
+    "origin": "ada/ninetoothed_gemm.py",
+    "taken": "",
+    "seen": [{"path": "ada/old.py", "why": "not the graded file"}],
+    "lms_id": "",
+    "late": False,
+    "sha256": "ab" * 32,
+    "key": "k" * 64,
+    "grader_version": "0.2.0+0123456789ab",
+    "secret_fingerprint": "f" * 16,
+    "backend": "interpreter",
+    "isolation": "bubblewrap",
+    "status": "failed",
+    "message": "1 of 2 case(s) failed",
+    "score": 1,
+    "max_score": 2,
     "flags": [],
     "cases": [
-        {"id": "square_64", "name": "square_64", "visibility": "public", "points": 1,
-         "max_points": 1, "mistake": "", "flags": [], "status": "passed", "passed": True,
-         "message": "", "details": {}},
-        {"id": "hidden_0", "name": "hidden_0 (hidden)", "visibility": "hidden", "points": 0,
-         "max_points": 1, "mistake": "expand_axis", "flags": [], "status": "failed",
-         "passed": False, "message": "a hidden case", "details": {}}],
-    "findings": [], "tiles": [64, 64, 64], "arrangement": None,
+        {
+            "id": "square_64",
+            "name": "square_64",
+            "visibility": "public",
+            "points": 1,
+            "max_points": 1,
+            "mistake": "",
+            "flags": [],
+            "status": "passed",
+            "passed": True,
+            "message": "",
+            "details": {},
+        },
+        {
+            "id": "hidden_0",
+            "name": "hidden_0 (hidden)",
+            "visibility": "hidden",
+            "points": 0,
+            "max_points": 1,
+            "mistake": "expand_axis",
+            "flags": [],
+            "status": "failed",
+            "passed": False,
+            "message": "a hidden case",
+            "details": {},
+        },
+    ],
+    "findings": [],
+    "tiles": [64, 64, 64],
+    "arrangement": None,
     "speed": {"status": "not_measured", "message": "interpreter", "message_zh": "解释器"},
-    "handin": None, "wall_time_s": 3.5, "stdout": "", "stderr": "[kernel run: finished ]",
-    "peak_cores": 1.0, "cpu_time_s": 3.1, "cpu_wait_s": 0.0,
-    "seconds": {"kernel run": {"load": 1.0}, "grader": {"judge": 0.1}}, "layout_ok": True,
-    "gpu_build": None, "gpu_build_shared": False,
-    "hints": [{"key": "expand_axis", "message": "m"}], "overrides": [], "overrides_withheld": [],
+    "handin": None,
+    "wall_time_s": 3.5,
+    "stdout": "",
+    "stderr": "[kernel run: finished ]",
+    "peak_cores": 1.0,
+    "cpu_time_s": 3.1,
+    "cpu_wait_s": 0.0,
+    "seconds": {"kernel run": {"load": 1.0}, "grader": {"judge": 0.1}},
+    "layout_ok": True,
+    "gpu_build": None,
+    "gpu_build_shared": False,
+    "hints": [{"key": "expand_axis", "message": "m"}],
+    "overrides": [],
+    "overrides_withheld": [],
 }
 
 
@@ -50,8 +94,9 @@ def test_a_record_before_the_version_reads_with_its_keys_kept():
     written = record.to_json()
     assert written["record_version"] == VERSION and written["retired_key"] == [1, 2]
     # Consumers read the same keys as before, with the same values.
-    assert {key: written[key] for key in BEFORE_VERSION if written.get(key) is not None} == \
-        {key: value for key, value in BEFORE_VERSION.items() if value is not None}
+    assert {key: written[key] for key in BEFORE_VERSION if written.get(key) is not None} == {
+        key: value for key, value in BEFORE_VERSION.items() if value is not None
+    }
 
 
 def test_a_record_of_a_newer_grader_is_refused_by_name():
@@ -83,11 +128,13 @@ def test_a_stored_record_reads_back_and_its_file_is_the_version(tmp_path):
 def test_writing_the_feedback_changes_no_record(tmp_path):
     from grader.batch.grade.grading import Settings
 
-    record = Record.from_json({**BEFORE_VERSION, "hints": None, "overrides": None,
-                               "overrides_withheld": None})
+    record = Record.from_json(
+        {**BEFORE_VERSION, "hints": None, "overrides": None, "overrides_withheld": None}
+    )
     before = copy.deepcopy(record)
-    cases_list = Settings(seed="2026", backend="interpreter", timeout_s=60,
-                          memory_limit_bytes=1 << 30).cases()
+    cases_list = Settings(
+        seed="2026", backend="interpreter", timeout_s=60, memory_limit_bytes=1 << 30
+    ).cases()
     reports.write_feedback(tmp_path, record, cases_list)
     assert record == before
     stored = reports.read_record(tmp_path, "ada")

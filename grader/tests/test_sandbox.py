@@ -25,8 +25,9 @@ from grader.tests.batch_helpers import NEEDS_INTERPRETER, sandbox_probe
 from grader.batch.status import ExitCode
 from grader.tests.batch_helpers import DEMO, run_grader
 
-pytestmark = pytest.mark.skipif(sandbox.check(False) is not None,
-                                reason=f"bubblewrap cannot start here: {sandbox.check(False)}")
+pytestmark = pytest.mark.skipif(
+    sandbox.check(False) is not None, reason=f"bubblewrap cannot start here: {sandbox.check(False)}"
+)
 LIMITS = sandbox.Limits(timeout_s=30, memory_bytes=2 << 30)
 
 
@@ -45,7 +46,7 @@ def test_a_worker_sees_only_itself_and_writes_only_its_tmpfs(tmp_path, monkeypat
 say(sorted(p for p in os.listdir('/proc') if p.isdigit()))
 say(os.getuid())
 say(os.path.exists({str(secret)!r}) or os.path.exists({str(pathlib.Path.home())!r} + '/.bashrc'))
-say(os.path.exists({str(import_graph.ROOT / 'grader' / 'batch' / 'grade' / 'grading.py')!r}))
+say(os.path.exists({str(import_graph.ROOT / "grader" / "batch" / "grade" / "grading.py")!r}))
 for target in ('/usr/x', '/job/x', '/etc/x', {str(tmp_path)!r} + '/x'):
     try:
         open(target, 'w').write('x')
@@ -76,8 +77,10 @@ open('/dev/shm/ntgemm-leftover-probe', 'w').write('x' * 1000)
 say('spawned')
 """)
     assert notes == "spawned"
-    assert not any("time.sleep(300)" in " ".join(process.info["cmdline"] or [])
-                   for process in psutil.process_iter(["cmdline"]))
+    assert not any(
+        "time.sleep(300)" in " ".join(process.info["cmdline"] or [])
+        for process in psutil.process_iter(["cmdline"])
+    )
     assert not os.path.exists("/dev/shm/ntgemm-leftover-probe")
 
 
@@ -101,22 +104,30 @@ def test_the_parent_observes_the_ending_a_worker_cannot_choose():
     assert ending.kind == "crashed" and "exit code 3" in ending.detail
     _, ending = _probe("say('up')\nraise MemoryError('not really')\n")
     assert ending.kind == "crashed"
-    _, ending = _probe("say('up')\nimport time\ntime.sleep(60)\n",
-                       sandbox.Limits(timeout_s=3, memory_bytes=2 << 30))
+    _, ending = _probe(
+        "say('up')\nimport time\ntime.sleep(60)\n",
+        sandbox.Limits(timeout_s=3, memory_bytes=2 << 30),
+    )
     assert ending.kind == "timeout"
-    _, ending = _probe("say('up')\nx = bytearray(1500 << 20)\nimport time\ntime.sleep(60)\n",
-                       sandbox.Limits(timeout_s=30, memory_bytes=1 << 30))
+    _, ending = _probe(
+        "say('up')\nx = bytearray(1500 << 20)\nimport time\ntime.sleep(60)\n",
+        sandbox.Limits(timeout_s=30, memory_bytes=1 << 30),
+    )
     assert ending.kind == "memory_limit"
 
 
 def test_a_report_sent_before_the_parent_listens_is_read_not_lost():
     """The worker speaks at once; the parent asks only later (under load, it may). The
     reader thread once found no ``accept`` then, died, and the run became a timeout."""
-    program = ("import os\nfrom grader.batch.inside import protocol\n"
-               "protocol.send(os.fdopen(os.dup(1), 'wb'), 'hello', note='early')\n")
-    worker = sandbox.Worker(backend_name="interpreter",
-                            limits=sandbox.Limits(timeout_s=20, memory_bytes=2 << 30),
-                            inner=[sys.executable, "-c", program])
+    program = (
+        "import os\nfrom grader.batch.inside import protocol\n"
+        "protocol.send(os.fdopen(os.dup(1), 'wb'), 'hello', note='early')\n"
+    )
+    worker = sandbox.Worker(
+        backend_name="interpreter",
+        limits=sandbox.Limits(timeout_s=20, memory_bytes=2 << 30),
+        inner=[sys.executable, "-c", program],
+    )
     time.sleep(3)  # the worker has long since written its report
     started = time.monotonic()
     message = worker.receive(lambda kind, fields: 0)
@@ -129,11 +140,15 @@ def test_time_spent_waiting_for_a_core_held_by_others_is_not_charged():
     """Busy processes outside the run, four for each core, starve it: it gets 1.5 s of CPU in
     far more than its 4 s limit of wall time, and still ends by itself. A plain wall clock
     stopped such runs (a correct file, in CI, got 3 s of CPU in 40 s)."""
-    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
-            for _ in range(4 * len(os.sched_getaffinity(0)))]  # sessions: see cpu_hog
+    hogs = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+        for _ in range(4 * len(os.sched_getaffinity(0)))
+    ]  # sessions: see cpu_hog
     try:
-        busy = "import time\nstart = time.process_time()\n" \
-               "while time.process_time() - start < 1.5: pass\n"
+        busy = (
+            "import time\nstart = time.process_time()\n"
+            "while time.process_time() - start < 1.5: pass\n"
+        )
         _, ending = _probe(f"say('up')\n{busy}", sandbox.Limits(timeout_s=4, memory_bytes=2 << 30))
     finally:
         for hog in hogs:
@@ -160,11 +175,14 @@ def test_a_run_that_lowers_its_own_priority_is_not_credited_its_waits():
     _probe("say(1)")  # a sandbox left idle for the run below: it starts at once
     # The hog ends by itself: the run's niced threads, which its kill must wake, then die
     # within 15 s at most (on a loaded box they took up to 40 s while it ran, 2026-12-06).
-    spin = (f"import os, time\nos.sched_setaffinity(0, {{{core}}})\n"
-            "end = time.monotonic() + 15\nwhile time.monotonic() < end: pass")
+    spin = (
+        f"import os, time\nos.sched_setaffinity(0, {{{core}}})\n"
+        "end = time.monotonic() + 15\nwhile time.monotonic() < end: pass"
+    )
     hog = subprocess.Popen([sys.executable, "-c", spin], start_new_session=True)
     try:
-        _, ending = _probe(f"""
+        _, ending = _probe(
+            f"""
 import threading, time
 try:
     open('/proc/self/autogroup', 'w').write('19')
@@ -178,7 +196,9 @@ for _ in range(2):
     threading.Thread(target=wait_by_choice, daemon=True).start()
 say('up')
 while True: time.sleep(0.05)
-""", sandbox.Limits(timeout_s=2, memory_bytes=2 << 30))
+""",
+            sandbox.Limits(timeout_s=2, memory_bytes=2 << 30),
+        )
     finally:
         hog.kill()
         hog.wait()
@@ -214,13 +234,15 @@ class _Reaped:
         if self.gone:
             raise psutil.NoSuchProcess(self.pid)
         return collections.namedtuple("Times", "user system children_user children_system")(
-            self.own, 0.0, self.children, 0.0)
+            self.own, 0.0, self.children, 0.0
+        )
 
 
 @pytest.mark.parametrize("gap", [0.0, 2.0], ids=["sampled on", "then 2 s unsampled"])
 @pytest.mark.parametrize("reaped", ["after the parent's reading", "before it"])
 def test_a_child_reaped_while_a_sample_is_read_is_not_counted_as_cores_kept_busy(
-        monkeypatch, reaped, gap):
+    monkeypatch, reaped, gap
+):
     """A worker waits on its compiler child (3 s of CPU), which ends and is reaped while a
     sample is read. Reaped after the worker's reading, the child is in neither (read raw,
     that sample later starts the window and one busy core looks like two: in CI a mistaken
@@ -262,7 +284,8 @@ def test_a_child_reaped_while_a_sample_is_read_is_not_counted_as_cores_kept_busy
 
 @pytest.mark.parametrize("churn", [False, True], ids=["quiet", "a child vanishing at each read"])
 def test_cores_kept_busy_after_a_process_left_the_tree_are_seen_within_the_window(
-        monkeypatch, churn):
+    monkeypatch, churn
+):
     """The other side of the test above: a process that ran 40 s on one core and left the
     tree (reaped outside it, by the sandbox's server) takes its seconds with it; four busy
     cores after that must still be seen as soon as the window holds them, not once they
@@ -297,9 +320,9 @@ def test_a_warm_worker_s_warm_up_is_not_charged_to_its_run():
     warm-up counts against the run's limit whenever its CPU time is what it is charged."""
     import types
 
-    warm = subprocess.Popen([sys.executable, "-c",
-                             "import time\nwhile time.process_time() < 1.0: pass\n"
-                             "time.sleep(30)"])
+    warm = subprocess.Popen(
+        [sys.executable, "-c", "import time\nwhile time.process_time() < 1.0: pass\ntime.sleep(30)"]
+    )
     try:
         tree = usage.TreeUsage(psutil.Process(warm.pid))
         while sum(psutil.Process(warm.pid).cpu_times()[:2]) < 0.9:  # ticks: never quite 1.0
@@ -313,15 +336,19 @@ def test_a_warm_worker_s_warm_up_is_not_charged_to_its_run():
         warm.wait()
 
 
-@pytest.mark.parametrize("garbage", [
-    b"\xff" * 64,
-    protocol.struct.pack("<Q", 1 << 40),
-    protocol.struct.pack("<Q", 40) + b'{"kind": "case", "payload": 10000000000}',
-])
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        b"\xff" * 64,
+        protocol.struct.pack("<Q", 1 << 40),
+        protocol.struct.pack("<Q", 40) + b'{"kind": "case", "payload": 10000000000}',
+    ],
+)
 def test_a_malformed_or_huge_report_ends_the_run_not_the_parent(garbage):
     before = psutil.Process().memory_info().rss
-    notes, ending = _probe(f"say('up')\nout.write({garbage!r})\nout.flush()\n"
-                           "import time\ntime.sleep(5)\n")
+    notes, ending = _probe(
+        f"say('up')\nout.write({garbage!r})\nout.flush()\nimport time\ntime.sleep(5)\n"
+    )
     assert ending.kind == "crashed" and "malformed" in ending.detail
     assert psutil.Process().memory_info().rss - before < 256 << 20
 
@@ -332,8 +359,9 @@ def test_no_sandbox_means_no_grading_unless_asked(tmp_path, monkeypatch, capsys)
     (tmp_path / "class" / "ivan").mkdir(parents=True)
     shutil.copytree(DEMO / "ada", tmp_path / "class" / "ada")
     monkeypatch.setattr(sandbox, "check", lambda gpu, device=None: "no bwrap here (a test)")
-    code = cli.main(["grade", str(tmp_path / "class"), "--out", str(tmp_path / "out"),
-                     "--no-progress"])
+    code = cli.main(
+        ["grade", str(tmp_path / "class"), "--out", str(tmp_path / "out"), "--no-progress"]
+    )
     assert code == ExitCode.FAILURE
     assert "--unsafe-no-sandbox" in capsys.readouterr().err
     assert not (tmp_path / "out" / "gradebook.csv").exists()
@@ -342,12 +370,28 @@ def test_no_sandbox_means_no_grading_unless_asked(tmp_path, monkeypatch, capsys)
 
 def test_the_seed_file_keeps_the_seed_out_of_the_command_line(tmp_path):
     (tmp_path / "seed").write_text("not a number\n")
-    result = run_grader(tmp_path, "grade", str(DEMO), "--out", str(tmp_path / "out"),
-                        "--seed-file", str(tmp_path / "seed"))
+    result = run_grader(
+        tmp_path,
+        "grade",
+        str(DEMO),
+        "--out",
+        str(tmp_path / "out"),
+        "--seed-file",
+        str(tmp_path / "seed"),
+    )
     assert result.returncode == 2 and "--seed-file" in result.stderr
     (tmp_path / "seed").write_text("918273645\n")
-    result = run_grader(tmp_path, "grade", str(DEMO), "--out", str(tmp_path / "out"),
-                        "--seed", "1", "--seed-file", str(tmp_path / "seed"))
+    result = run_grader(
+        tmp_path,
+        "grade",
+        str(DEMO),
+        "--out",
+        str(tmp_path / "out"),
+        "--seed",
+        "1",
+        "--seed-file",
+        str(tmp_path / "seed"),
+    )
     assert result.returncode == 2 and "not allowed with" in result.stderr
 
 
@@ -365,16 +409,26 @@ def test_a_hang_s_message_names_the_student_s_line(tmp_path, monkeypatch):
     source = (DEMO / "gus" / "ninetoothed_gemm.py").read_text(encoding="utf-8")
     loop = "    while output.shape[0] > 0:"
     assert source.count(loop) == 1
-    source = source.replace(loop, "    import signal, sys\n"
-                                  "    signal.signal(signal.SIGUSR1, lambda *_: None)\n"
-                                  "    sys.stderr = None\n" + loop)
+    source = source.replace(
+        loop,
+        "    import signal, sys\n"
+        "    signal.signal(signal.SIGUSR1, lambda *_: None)\n"
+        "    sys.stderr = None\n" + loop,
+    )
     source = source.encode()
-    settings = grading.Settings(seed=7, backend="interpreter", timeout_s=8,
-                                memory_limit_bytes=4 << 30,
-                                case_filter=tuple(small_cases().split(",")[:1]))
+    settings = grading.Settings(
+        seed=7,
+        backend="interpreter",
+        timeout_s=8,
+        memory_limit_bytes=4 << 30,
+        case_filter=tuple(small_cases().split(",")[:1]),
+    )
     record = grading.grade(intake.Submission("gus", "gus.py", source), settings, "gus")
-    line = next(number for number, text in enumerate(source.decode().splitlines(), 1)
-                if "while output.shape[0] > 0" in text)
+    line = next(
+        number
+        for number, text in enumerate(source.decode().splitlines(), 1)
+        if "while output.shape[0] > 0" in text
+    )
     assert record["status"] == "timeout", record["message"]
     assert f"your code was at line {line}, in `while output.shape[0] > 0:" in record["message"]
     # For staff, every thread's stack as the time ran out, the grader's frames too.
@@ -382,8 +436,11 @@ def test_a_hang_s_message_names_the_student_s_line(tmp_path, monkeypatch):
 
 
 def _stack(head, *frames):
-    return head + " (most recent call first):\n" + "".join(
-        f'  File "{path}", line {line} in {name}\n' for path, line, name in frames)
+    return (
+        head
+        + " (most recent call first):\n"
+        + "".join(f'  File "{path}", line {line} in {name}\n' for path, line, name in frames)
+    )
 
 
 def test_the_hang_site_is_read_from_the_stack_of_the_thread_the_worker_named():
@@ -392,13 +449,22 @@ def test_the_hang_site_is_read_from_the_stack_of_the_thread_the_worker_named():
     the student printed names."""
     main, other = 0x7F00AA, 0x7F00BB
     student = "/job/ninetoothed_gemm.py"
-    dump = "\n".join([
-        f"{protocol.HANG_SITE} thread {other:#x}",  # printed by the student's code
-        _stack("Current thread 0x00007f00cc", ("/g/grader/batch/inside/worker.py", 9, "where")),
-        _stack(f"Thread 0x{other:016x}", (student, 12, "helper")),
-        _stack(f"Thread 0x{main:016x}", ("/site/torch/x.py", 3, "f"), (student, 85, "nt_gemm"),
-               (student, 120, "<module>"), ("/g/grader/batch/inside/worker.py", 300, "main")),
-        f"{protocol.HANG_SITE} thread {main:#x}", ""])
+    dump = "\n".join(
+        [
+            f"{protocol.HANG_SITE} thread {other:#x}",  # printed by the student's code
+            _stack("Current thread 0x00007f00cc", ("/g/grader/batch/inside/worker.py", 9, "where")),
+            _stack(f"Thread 0x{other:016x}", (student, 12, "helper")),
+            _stack(
+                f"Thread 0x{main:016x}",
+                ("/site/torch/x.py", 3, "f"),
+                (student, 85, "nt_gemm"),
+                (student, 120, "<module>"),
+                ("/g/grader/batch/inside/worker.py", 300, "main"),
+            ),
+            f"{protocol.HANG_SITE} thread {main:#x}",
+            "",
+        ]
+    )
     assert sandbox.hang_site(dump) == (85, "nt_gemm")
     assert sandbox.hang_site(dump.replace(f"{main:#x}\n", "0x7f00dd\n")) is None  # no stack
     assert sandbox.hang_site(dump.replace(student, "/job/other.py")) is None  # no frame of it
@@ -410,9 +476,14 @@ def test_the_hang_site_is_read_from_the_stack_of_the_thread_the_worker_named():
     assert sandbox.hang_site(forged) == (120, "<module>")  # the next frame of the file
     started = time.monotonic()
     zeros = "0" * 32_000
-    assert sandbox.hang_site(f"Thread 0x{zeros * 3}ab (most recent call first):\n"
-                             f"  File \"{student}\", line 1 in f\n\n"
-                             f"{protocol.HANG_SITE} thread 0x{zeros}ab\n") is None
+    assert (
+        sandbox.hang_site(
+            f"Thread 0x{zeros * 3}ab (most recent call first):\n"
+            f'  File "{student}", line 1 in f\n\n'
+            f"{protocol.HANG_SITE} thread 0x{zeros}ab\n"
+        )
+        is None
+    )
     assert time.monotonic() - started < 0.5
 
 
@@ -421,8 +492,11 @@ def _count_looks(monkeypatch):
     process table the look accepted."""
     looks = []
     sample = usage.TreeUsage.sample
-    monkeypatch.setattr(usage.TreeUsage, "sample",
-                        lambda self, max_age=0.0: looks.append(max_age) or sample(self, max_age))
+    monkeypatch.setattr(
+        usage.TreeUsage,
+        "sample",
+        lambda self, max_age=0.0: looks.append(max_age) or sample(self, max_age),
+    )
     return looks
 
 
@@ -443,8 +517,10 @@ def test_a_run_past_half_its_memory_limit_is_looked_at_at_every_poll(monkeypatch
     """Memory fills faster than a few looks a second can follow: near its limit, a run is
     looked at every pipes.POLL_S, as before the looks were spaced."""
     looks = _count_looks(monkeypatch)
-    _, ending = _probe("x = bytearray(1200 << 20)\nsay('up')\nimport time\ntime.sleep(3)\n",
-                       sandbox.Limits(timeout_s=30, memory_bytes=2 << 30))
+    _, ending = _probe(
+        "x = bytearray(1200 << 20)\nsay('up')\nimport time\ntime.sleep(3)\n",
+        sandbox.Limits(timeout_s=30, memory_bytes=2 << 30),
+    )
     assert ending.kind == "crashed", ending.detail  # it ended by itself, under its limit
     assert len(looks) > 2 * (3 / sandbox.WATCH_S + 6) < 3 / pipes.POLL_S, len(looks)
     # Near the limit, each look reads a table of its own: a child that fills the rest is
@@ -455,8 +531,10 @@ def test_a_run_past_half_its_memory_limit_is_looked_at_at_every_poll(monkeypatch
 def test_memory_filled_in_one_burst_from_under_half_the_limit_is_still_stopped():
     """The spaced looks' weak spot: a run idles under half its limit, where it is looked at
     only every WATCH_S, then fills past the limit at once. The next look still stops it."""
-    code = ("small = bytearray(900 << 20)\nsay('up')\nimport time\ntime.sleep(1)\n"
-            "big = b'x' * (2500 << 20)\ntime.sleep(30)\n")
+    code = (
+        "small = bytearray(900 << 20)\nsay('up')\nimport time\ntime.sleep(1)\n"
+        "big = b'x' * (2500 << 20)\ntime.sleep(30)\n"
+    )
     _, ending = _probe(code, sandbox.Limits(timeout_s=30, memory_bytes=2 << 30))
     assert ending.kind == "memory_limit", ending.detail
     assert ending.wall_time_s < 10
@@ -466,10 +544,12 @@ def test_memory_filled_by_a_child_started_after_the_shared_table_was_read_is_sto
     """The shared process table's weak spot (grader.batch.isolation.process_table): a child
     started since the last reading is not in it. A run that idles, then starts a child that
     fills past the limit at once, is still stopped, by a look at most SHARED_S later."""
-    code = ("say('up')\nimport subprocess, time\ntime.sleep(1)\n"
-            "subprocess.Popen([sys.executable, '-c', "
-            "'import time; big = b\"x\" * (2500 << 20); time.sleep(60)'])\n"
-            "time.sleep(30)\n")
+    code = (
+        "say('up')\nimport subprocess, time\ntime.sleep(1)\n"
+        "subprocess.Popen([sys.executable, '-c', "
+        "'import time; big = b\"x\" * (2500 << 20); time.sleep(60)'])\n"
+        "time.sleep(30)\n"
+    )
     _, ending = _probe(code, sandbox.Limits(timeout_s=30, memory_bytes=2 << 30))
     assert ending.kind == "memory_limit", ending.detail
     assert ending.wall_time_s < 10
@@ -479,8 +559,11 @@ def test_a_run_that_ends_as_soon_as_it_is_let_go_is_still_watched_and_reported()
     """A forked run starts at its go, and may end before the parent has made its handle on
     the run (under CI's load, a probe did). The handle is made while the run waits for its
     go, so the run's ending is reported, never a crash of the parent."""
-    worker = sandbox.Worker(backend_name="interpreter", limits=LIMITS,
-                            inner=[sys.executable, "-c", "pass"],
-                            on_start=lambda process: process.wait(timeout=30))
+    worker = sandbox.Worker(
+        backend_name="interpreter",
+        limits=LIMITS,
+        inner=[sys.executable, "-c", "pass"],
+        on_start=lambda process: process.wait(timeout=30),
+    )
     assert worker.receive(lambda kind, fields: 0) is None
     assert worker.finish().kind == "crashed"  # it ended without the protocol's closing

@@ -16,8 +16,12 @@ from grader.batch.isolation import hosts, sandbox
 from grader.batch.status import GraderError
 from grader.tests.batch_helpers import DEMO, NEEDS_INTERPRETER, SEED, small_cases
 
-REFUSED = {"ben": "not_implemented", "hana": "import_error", "ivan": "missing_file",
-           "tom": "flagged"}
+REFUSED = {
+    "ben": "not_implemented",
+    "hana": "import_error",
+    "ivan": "missing_file",
+    "tom": "flagged",
+}
 
 
 def _class(root, runnable=()):
@@ -27,15 +31,20 @@ def _class(root, runnable=()):
     (root / "tom").mkdir()
     text = (DEMO / "ada" / "ninetoothed_gemm.py").read_text(encoding="utf-8")
     (root / "tom" / "ninetoothed_gemm.py").write_text(
-        text.replace("ntl.dot(lhs[k], rhs[k])", "torch.mm(lhs[k], rhs[k])"), encoding="utf-8")
+        text.replace("ntl.dot(lhs[k], rhs[k])", "torch.mm(lhs[k], rhs[k])"), encoding="utf-8"
+    )
     return root
 
 
 def _grade(tmp_path, classdir, monkeypatch):
     monkeypatch.setenv("NTGEMM_GPU_TARGET", "sm_90")
-    settings = grading.Settings(seed=str(SEED), backend="interpreter", timeout_s=60,
-                                memory_limit_bytes=2 << 30, case_filter=tuple(
-                                    small_cases().split(",")))
+    settings = grading.Settings(
+        seed=str(SEED),
+        backend="interpreter",
+        timeout_s=60,
+        memory_limit_bytes=2 << 30,
+        case_filter=tuple(small_cases().split(",")),
+    )
     return session.start(settings, tmp_path / "out", jobs=2, progress=False).run(classdir)
 
 
@@ -54,8 +63,7 @@ def checks(monkeypatch):
 
 
 @NEEDS_INTERPRETER
-def test_a_class_of_files_refused_before_they_run_starts_no_sandbox(tmp_path, monkeypatch,
-                                                                    checks):
+def test_a_class_of_files_refused_before_they_run_starts_no_sandbox(tmp_path, monkeypatch, checks):
     started = hosts.counts()["started"]
     statuses = _grade(tmp_path, _class(tmp_path / "class"), monkeypatch)
     assert statuses == {status: 1 for status in REFUSED.values()}
@@ -64,15 +72,20 @@ def test_a_class_of_files_refused_before_they_run_starts_no_sandbox(tmp_path, mo
 
 @NEEDS_INTERPRETER
 def test_the_first_file_to_run_checks_the_sandbox_and_a_failed_check_stops_the_batch(
-        tmp_path, monkeypatch, checks):
+    tmp_path, monkeypatch, checks
+):
     threads = threading.active_count()
-    with pytest.raises(GraderError, match="the sandbox \\(bubblewrap\\) cannot start here: no "
-                                          "user namespaces in this container\nFix that, or "
-                                          "pass --unsafe-no-sandbox"):
+    with pytest.raises(
+        GraderError,
+        match="the sandbox \\(bubblewrap\\) cannot start here: no "
+        "user namespaces in this container\nFix that, or "
+        "pass --unsafe-no-sandbox",
+    ):
         _grade(tmp_path, _class(tmp_path / "class", runnable=("ada", "mia")), monkeypatch)
     assert checks == ["ahead", (False, None)]  # once, though both slots' files asked
-    assert not any((tmp_path / "out" / student / "record.json").exists()
-                   for student in ("ada", "mia"))
+    assert not any(
+        (tmp_path / "out" / student / "record.json").exists() for student in ("ada", "mia")
+    )
     # Nothing of the batch goes on once it has stopped (a later test's judge met its threads).
     assert threading.active_count() == threads, threading.enumerate()
 
@@ -99,18 +112,32 @@ def test_the_first_wave_counts_only_files_that_may_run():
     """A sandbox is started ahead for each file of the first wave: the files the parent
     refuses for their text alone (missing, a placeholder, no parse) get none, while one
     the kernel check would refuse still counts (that check is not run twice)."""
+
     def submission(student, folder=None, problem=""):
-        data = (DEMO / (folder or student) / "ninetoothed_gemm.py").read_bytes() \
-            if not problem else b""
+        data = (
+            (DEMO / (folder or student) / "ninetoothed_gemm.py").read_bytes()
+            if not problem
+            else b""
+        )
         return intake.Submission(student, student, data=data, problem=problem)
 
     refused = [submission("ben"), submission("hana"), submission("ivan", problem="no file")]
     runnable = [submission("ada"), submission("mia")]
-    flagged = intake.Submission("tom", "tom", data=(DEMO / "ada" / "ninetoothed_gemm.py")
-                                .read_bytes().replace(b"ntl.dot(lhs[k], rhs[k])",
-                                                      b"torch.mm(lhs[k], rhs[k])"))
-    assert [grading.may_run(s) for s in refused + runnable + [flagged]] == \
-        [False, False, False, True, True, True]
+    flagged = intake.Submission(
+        "tom",
+        "tom",
+        data=(DEMO / "ada" / "ninetoothed_gemm.py")
+        .read_bytes()
+        .replace(b"ntl.dot(lhs[k], rhs[k])", b"torch.mm(lhs[k], rhs[k])"),
+    )
+    assert [grading.may_run(s) for s in refused + runnable + [flagged]] == [
+        False,
+        False,
+        False,
+        True,
+        True,
+        True,
+    ]
     assert session._first_files(refused + runnable[:1], 2) == 1
     assert session._first_files(refused + runnable, 2) == 2
     assert session._first_files(runnable + refused + [flagged], 2) == 2  # at most the slots
@@ -123,13 +150,15 @@ def test_the_first_wave_counts_only_files_that_may_run():
 
 
 @pytest.mark.parametrize("backend", ["interpreter", "gpu"])
-def test_the_parent_judges_on_one_torch_thread_on_the_interpreter_only(backend, tmp_path,
-                                                                      monkeypatch):
+def test_the_parent_judges_on_one_torch_thread_on_the_interpreter_only(
+    backend, tmp_path, monkeypatch
+):
     import torch
 
     asked = []
     monkeypatch.setattr(torch, "set_num_threads", asked.append)
-    settings = grading.Settings(seed=str(SEED), backend=backend, timeout_s=60,
-                                memory_limit_bytes=2 << 30)
+    settings = grading.Settings(
+        seed=str(SEED), backend=backend, timeout_s=60, memory_limit_bytes=2 << 30
+    )
     session.Session(settings, tmp_path / "out", slots=[None])
     assert asked == ([1] if backend == "interpreter" else [])

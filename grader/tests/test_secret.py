@@ -56,8 +56,9 @@ def _class(tmp_path, students=("ivan",)):
 
 
 def _grade(tmp_path, out, *options):
-    result = run_grader(tmp_path, "grade", str(tmp_path / "class"), "--out", str(out),
-                        "--no-progress", *options)
+    result = run_grader(
+        tmp_path, "grade", str(tmp_path / "class"), "--out", str(out), "--no-progress", *options
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return result
 
@@ -84,8 +85,14 @@ def test_merge_wants_shards_graded_with_one_secret(tmp_path):
     _class(tmp_path, ("ivan", "ivy"))
     for index in (1, 2):
         _grade(tmp_path, tmp_path / f"own-{index}", "--shard", f"{index}/2")
-    refused = run_grader(tmp_path, "merge", str(tmp_path / "own-1"), str(tmp_path / "own-2"),
-                         "--out", str(tmp_path / "own-merged"))
+    refused = run_grader(
+        tmp_path,
+        "merge",
+        str(tmp_path / "own-1"),
+        str(tmp_path / "own-2"),
+        "--out",
+        str(tmp_path / "own-merged"),
+    )
     assert refused.returncode == 1 and "different secret" in refused.stderr
     assert "--seed-file" in refused.stderr
     for index in (1, 2):
@@ -93,10 +100,22 @@ def test_merge_wants_shards_graded_with_one_secret(tmp_path):
     shared = tmp_path / "class-secret"
     shared.write_text(LONG)
     for index in (1, 2):
-        _grade(tmp_path, tmp_path / f"shared-{index}", "--shard", f"{index}/2",
-               "--seed-file", str(shared))
-    merged = run_grader(tmp_path, "merge", str(tmp_path / "shared-1"),
-                        str(tmp_path / "shared-2"), "--out", str(tmp_path / "merged"))
+        _grade(
+            tmp_path,
+            tmp_path / f"shared-{index}",
+            "--shard",
+            f"{index}/2",
+            "--seed-file",
+            str(shared),
+        )
+    merged = run_grader(
+        tmp_path,
+        "merge",
+        str(tmp_path / "shared-1"),
+        str(tmp_path / "shared-2"),
+        "--out",
+        str(tmp_path / "merged"),
+    )
     assert merged.returncode == 0, merged.stderr
     assert secret.stored(tmp_path / "merged") == LONG
     manifest = json.loads((tmp_path / "merged" / "batch.json").read_text())
@@ -108,15 +127,24 @@ def test_merge_wants_shards_graded_with_one_secret(tmp_path):
 
 def test_the_pytest_grader_reads_a_batchs_secret_file(tmp_path):
     (tmp_path / "secret").write_text(LONG)
-    result = run_pytest("grader", "--collect-only", "-q", "-p", "no:cacheprovider",
-                        "--seed-file", str(tmp_path / "secret"), env=environment(tmp_path),
-                        timeout=300)
+    result = run_pytest(
+        "grader",
+        "--collect-only",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--seed-file",
+        str(tmp_path / "secret"),
+        env=environment(tmp_path),
+        timeout=300,
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     for case in cases.hidden_cases(LONG):
         assert f"test_case[{case.id}]" in result.stdout
         assert f"{case.m}x{case.n}x{case.k}" not in result.stdout
-    bad = run_pytest("grader", "--collect-only", "-q", "--seed", "0x12",
-                     env=environment(tmp_path), timeout=300)
+    bad = run_pytest(
+        "grader", "--collect-only", "-q", "--seed", "0x12", env=environment(tmp_path), timeout=300
+    )
     assert bad.returncode != 0 and "--seed" in bad.stderr
 
 

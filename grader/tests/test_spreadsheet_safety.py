@@ -57,8 +57,14 @@ def written(tmp_path_factory):
     for kind in export.FORMATS:  # each LMS takes the ids it gave alone: a class of each
         book = out if kind == "csv" else base / kind
         if kind != "csv":
-            reports.write_class(book, [dataclasses.replace(record, origin=ORIGINS[kind].format(
-                record.lms_id)) for record in records], cases_list)
+            reports.write_class(
+                book,
+                [
+                    dataclasses.replace(record, origin=ORIGINS[kind].format(record.lms_id))
+                    for record in records
+                ],
+                cases_list,
+            )
         export.export(book, kind, base / "exports" / f"{kind}.csv", "GEMM (1234)")
     files = sorted(base.rglob("*.csv"))
     return out, base, {path.relative_to(base).as_posix(): read(path) for path in files}
@@ -75,16 +81,30 @@ def is_number(cell):
 
 def test_every_csv_the_batch_writes_is_there(written):
     _, _, tables = written
-    expected = {"out/gradebook.csv", "out/summary.csv", "out/students.csv", "out/leaderboard.csv",
-                "out/leaderboard-staff.csv", "share/index.csv", "exports/canvas.csv", "exports/moodle.csv", "exports/csv.csv"}
+    expected = {
+        "out/gradebook.csv",
+        "out/summary.csv",
+        "out/students.csv",
+        "out/leaderboard.csv",
+        "out/leaderboard-staff.csv",
+        "share/index.csv",
+        "exports/canvas.csv",
+        "exports/moodle.csv",
+        "exports/csv.csv",
+    }
     assert expected <= set(tables)
     assert sum(name.endswith("/speed.csv") for name in tables) == len(TIMED)
 
 
 def test_no_cell_of_any_csv_starts_like_a_formula(written):
     _, _, tables = written
-    dangerous = [(name, cell) for name, rows in tables.items() for row in rows for cell in row
-                 if cell.startswith(FORMULA_STARTS) and not is_number(cell)]
+    dangerous = [
+        (name, cell)
+        for name, rows in tables.items()
+        for row in rows
+        for cell in row
+        if cell.startswith(FORMULA_STARTS) and not is_number(cell)
+    ]
     assert not dangerous
 
 
@@ -97,14 +117,18 @@ def test_ids_keep_their_text_and_numbers_stay_numbers(written):
         assert is_number(row[header.index("score")]) and is_number(row[header.index("lms_id")])
     assert book['lee, "jo"'][header.index("flags")] == 'lee, "jo" is flagged for review'
     assert {row[header.index("message")] for row in book.values()} == {
-        "'" + MESSAGE.splitlines()[0]}
+        "'" + MESSAGE.splitlines()[0]
+    }
     staff = tables["out/leaderboard-staff.csv"]
     assert [row[1] for row in staff[1:]] == ["'-2+3", "李华"] and staff[1][0] == "1"
     public = tables["out/leaderboard.csv"]
     assert [row[1] for row in public[1:]] == [row[2] for row in staff[1:]]
     assert all(row[1].startswith("anon-") for row in public[1:])
-    speeds = [rows[1][rows[0].index("submission")] for name, rows in tables.items()
-              if name.endswith("/speed.csv")]
+    speeds = [
+        rows[1][rows[0].index("submission")]
+        for name, rows in tables.items()
+        if name.endswith("/speed.csv")
+    ]
     assert sorted(speeds) == sorted(["'-2+3", "李华"])
 
 
@@ -137,8 +161,10 @@ def test_feedback_shows_the_id_as_written(written):
 def test_a_csv_from_an_older_grader_is_made_safe_by_the_export(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
-    rows = [["student", "score", "max_score", "status", "flags", "lms_id", "late"],
-            ["=1+1", "-1", "32", "failed", "@x", "", "False"]]
+    rows = [
+        ["student", "score", "max_score", "status", "flags", "lms_id", "late"],
+        ["=1+1", "-1", "32", "failed", "@x", "", "False"],
+    ]
     buffer = io.StringIO()
     csv.writer(buffer).writerows(rows)
     (out / "gradebook.csv").write_text("\ufeff" + buffer.getvalue(), encoding="utf-8")

@@ -16,12 +16,16 @@ from grader.batch.status import reason
 from grader.core import messages
 from grader.tests import build_variants
 
-SETTINGS = grading.Settings(seed=2026, backend="interpreter", timeout_s=10,
-                            memory_limit_bytes=1 << 30)
+SETTINGS = grading.Settings(
+    seed=2026, backend="interpreter", timeout_s=10, memory_limit_bytes=1 << 30
+)
 SOURCES = {
     "syntax_error": ("import_error", "def arrangement(lhs, rhs, output:\n"),
     "names_missing": ("import_error", "BLOCK_SIZE_M = 64\n"),
-    "placeholder": ("not_implemented", build_variants.VARIANTS["placeholder"].source("placeholder")),
+    "placeholder": (
+        "not_implemented",
+        build_variants.VARIANTS["placeholder"].source("placeholder"),
+    ),
     "torch_matmul": ("flagged", build_variants.VARIANTS["torch_matmul"].source("torch_matmul")),
 }
 
@@ -58,35 +62,52 @@ def test_no_file_says_so_in_both_languages(tmp_path):
 
 FINISHED = Ending("finished", "", 1.0, "")
 ENDINGS = {
-    "timeout": Ending("timeout", messages.say("timeout", seconds=123.04, waited=21.9, limit=123),
-                      123.0, "", where=(2, "nt_gemm")),
-    "crashed": Ending("crashed", messages.say("process_ended",
-                                              how=messages.say("exit_code", code=7)), 1.0, ""),
+    "timeout": Ending(
+        "timeout",
+        messages.say("timeout", seconds=123.04, waited=21.9, limit=123),
+        123.0,
+        "",
+        where=(2, "nt_gemm"),
+    ),
+    "crashed": Ending(
+        "crashed", messages.say("process_ended", how=messages.say("exit_code", code=7)), 1.0, ""
+    ),
 }
 
 
 @pytest.mark.parametrize("kind", sorted(ENDINGS))
 def test_a_run_that_ended_early_says_how_in_both_languages(kind):
     cases_list = SETTINGS.cases()
-    record = Record(student="ada", max_score=1,
-                    cases=grading.case_entries_for(cases_list, messages.say("case_not_run")))
+    record = Record(
+        student="ada",
+        max_score=1,
+        cases=grading.case_entries_for(cases_list, messages.say("case_not_run")),
+    )
     kernel_run = RunReport(FINISHED, "done", 1, load_status="ok")
     wrapper_run = RunReport(ENDINGS[kind], "running", 0, load_status="ok")
     source = "def nt_gemm(lhs, rhs):\n    while True: pass\n"
-    verdict.decide(record, kernel_run, wrapper_run, types.SimpleNamespace(index=0), cases_list,
-                   source)
+    verdict.decide(
+        record, kernel_run, wrapper_run, types.SimpleNamespace(index=0), cases_list, source
+    )
     assert record["status"] == kind
     assert_bilingual(record)
     if kind == "timeout":
         assert "；当时你的代码在第 2 行，`while True: pass`" in page_of(record)
-        assert reason(record) == "running your nt_gemm: stopped at its time limit " \
-                                 "(feedback.md says more)"
+        assert (
+            reason(record) == "running your nt_gemm: stopped at its time limit "
+            "(feedback.md says more)"
+        )
 
 
 def test_an_nt_gemm_that_is_not_its_kernels_shows_its_flag_in_both_languages():
     flag = messages.say("not_its_kernel_flag", case="square-64x64x64", differing=10, total=4096)
-    record = Record(student="ada", status="flagged", max_score=1, flags=[flag],
-                    message=messages.say("not_its_kernel"))
+    record = Record(
+        student="ada",
+        status="flagged",
+        max_score=1,
+        flags=[flag],
+        message=messages.say("not_its_kernel"),
+    )
     page = page_of(record)
     assert f"- {flag}  \n  {messages.line_zh(flag)}\n" in page
     assert messages.chinese(record["message"]) in page

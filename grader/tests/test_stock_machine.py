@@ -15,8 +15,11 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 VENV_LINE = "python3 -m venv .venv && . .venv/bin/activate"
 CPU_TORCH = "python -m pip install torch --index-url https://download.pytorch.org/whl/cpu"
 # Each doc's set-up section: from its heading to the next heading of the same level.
-SET_UP = {"README.md": "## Set up and run", "docs/student-guide.en.md": "## 1. Set up",
-          "docs/student-guide.zh.md": "## 1. 准备环境"}
+SET_UP = {
+    "README.md": "## Set up and run",
+    "docs/student-guide.en.md": "## 1. Set up",
+    "docs/student-guide.zh.md": "## 1. 准备环境",
+}
 
 
 def set_up_commands(doc):
@@ -35,15 +38,19 @@ def test_the_set_up_makes_a_venv_before_any_python_command(doc):
     assert installs[0] == CPU_TORCH, doc
     assert any(command.startswith("python -m pip install -e .") for command in installs), doc
     assert not any(re.match(r"(sudo )?(pip3?|python3) ", command) for command in commands[1:]), (
-        f"{doc}: after the venv line, `python` is the venv's: no command needs python3 or pip")
+        f"{doc}: after the venv line, `python` is the venv's: no command needs python3 or pip"
+    )
 
 
 def stock_python(folder):
     """A folder holding only ``python3``, this machine's Python outside any venv, as on a stock
     Debian or Ubuntu: no ``python``, no ``pip``."""
     base = pathlib.Path(sys.base_prefix) / "bin"
-    real = next(path for path in (base / "python3", base / f"python3.{sys.version_info[1]}")
-                if path.is_file())
+    real = next(
+        path
+        for path in (base / "python3", base / f"python3.{sys.version_info[1]}")
+        if path.is_file()
+    )
     folder.mkdir()
     wrapper = folder / "python3"
     wrapper.write_text(f'#!/bin/sh\nexec "{real}" "$@"\n', encoding="utf-8")
@@ -54,13 +61,23 @@ def stock_python(folder):
 def test_after_the_readmes_first_line_python_and_its_pip_are_the_venvs(tmp_path):
     """The README began with ``python -m pip install``: ``python: command not found`` there."""
     first = set_up_commands("README.md")[0]
-    script = (f"{first} && command -v python && python -m pip --version && "
-              "python -c 'import sys; print(sys.prefix != sys.base_prefix)'")
+    script = (
+        f"{first} && command -v python && python -m pip --version && "
+        "python -c 'import sys; print(sys.prefix != sys.base_prefix)'"
+    )
     bin_dir = stock_python(tmp_path / "bin")
-    result = subprocess.run(["/bin/bash", "-c", script], cwd=tmp_path, capture_output=True,
-                            text=True, timeout=300,
-                            env={"PATH": str(bin_dir), "HOME": str(tmp_path),
-                                 "LANG": os.environ.get("LANG", "C.UTF-8")})
+    result = subprocess.run(
+        ["/bin/bash", "-c", script],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={
+            "PATH": str(bin_dir),
+            "HOME": str(tmp_path),
+            "LANG": os.environ.get("LANG", "C.UTF-8"),
+        },
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     python, pip, in_venv = result.stdout.splitlines()[-3:]
     venv = tmp_path / ".venv"

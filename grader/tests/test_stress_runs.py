@@ -20,6 +20,13 @@ def test_every_kept_stress_run_gives_each_student_the_same_verdict():
     assert len(files) >= 2
     first = _verdicts(files[0])
     assert len(first) == 100 and {status for status, _ in first.values()} >= {
-        "passed", "failed", "flagged", "timeout", "crashed", "import_error", "not_implemented"}
+        "passed",
+        "failed",
+        "flagged",
+        "timeout",
+        "crashed",
+        "import_error",
+        "not_implemented",
+    }
     for path in files[1:]:
         assert _verdicts(path) == first, path.name

@@ -21,8 +21,11 @@ def test_a_run_s_limit_is_the_timeout_plus_the_interpreter_s_steps_at_its_tiles(
     wrapper = [job(65, 97, 130)]  # 2 x 2 x 3 programs x K tiles at 64 x 64 x 64
     assert 120 + policy.extra_for("interpreter", wrapper, (64, 64, 64)) == 123
     assert policy.extra_for("interpreter", wrapper, None) == 3  # tiles unknown: 64 a side
-    assert policy.extra_for("interpreter", wrapper, (8, 8, 8)) == \
-        policy.extra_for("interpreter", wrapper, (16, 16, 16)) == 0.25 * 5 * 7 * 9
+    assert (
+        policy.extra_for("interpreter", wrapper, (8, 8, 8))
+        == policy.extra_for("interpreter", wrapper, (16, 16, 16))
+        == 0.25 * 5 * 7 * 9
+    )
     assert policy.extra_for("interpreter", [job(64, 64, 64, ("out", "again"))], None) == 0.5
     assert policy.extra_for("gpu", wrapper, (16, 16, 16)) == 0  # a GPU run: --timeout alone
     assert policy.timing_limit(120, what_if=False) == 120
@@ -89,15 +92,17 @@ def test_the_reference_states_the_module_s_policy_in_one_paragraph_with_its_numb
     bullet = reference.split("- **When a run stops: `--timeout S`**", 1)[1].split("\n- ", 1)[0]
     stated = " ".join(bullet.split()).split("time_policy.py`). ", 1)[1]
     assert stated == " ".join(policy.__doc__.split("\n\n")[1].split())
-    for number in (f"passes {policy.WALL_FACTOR:g} times its limit",
-                   f"more than {policy.CORES['interpreter']:g} CPU cores",
-                   f"or {policy.CORES['gpu']:g} on a GPU",
-                   f"every {policy.CPU_WINDOW_S:g}-second average for {policy.SUSTAIN_S:g} second",
-                   f"{policy.STEP_S:g} s for every program x K-tile step",
-                   f"at least {policy.SMALLEST} a side",
-                   " x ".join(str(size) for size in policy.DEFAULT_TILES),
-                   f"grows by {policy.WHAT_IF_ALLOWANCE_S} s with `--what-if`",
-                   f"S is over {policy.FIRST_PASS_S} s",
-                   f"at {policy.FIRST_PASS_S} charged seconds",
-                   f"that becomes {policy.TAIL_STALL_S} s"):
+    for number in (
+        f"passes {policy.WALL_FACTOR:g} times its limit",
+        f"more than {policy.CORES['interpreter']:g} CPU cores",
+        f"or {policy.CORES['gpu']:g} on a GPU",
+        f"every {policy.CPU_WINDOW_S:g}-second average for {policy.SUSTAIN_S:g} second",
+        f"{policy.STEP_S:g} s for every program x K-tile step",
+        f"at least {policy.SMALLEST} a side",
+        " x ".join(str(size) for size in policy.DEFAULT_TILES),
+        f"grows by {policy.WHAT_IF_ALLOWANCE_S} s with `--what-if`",
+        f"S is over {policy.FIRST_PASS_S} s",
+        f"at {policy.FIRST_PASS_S} charged seconds",
+        f"that becomes {policy.TAIL_STALL_S} s",
+    ):
         assert number in stated, number

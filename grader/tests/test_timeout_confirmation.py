@@ -29,8 +29,17 @@ class StandIns:
         self.calls, self.lock, self.slow_started = [], threading.Lock(), threading.Event()
         self.active, self.steps = set(), []
 
-    def grade(self, submission, settings, folder, device=None, on_start=None, pool=None,
-              stall=None, gate=None):
+    def grade(
+        self,
+        submission,
+        settings,
+        folder,
+        device=None,
+        on_start=None,
+        pool=None,
+        stall=None,
+        gate=None,
+    ):
         step_s = stall.seconds if stall is not None else None
         with self.lock:
             self.calls.append(submission.student)
@@ -42,11 +51,23 @@ class StandIns:
             if submission.student.startswith("stuck"):
                 self.slow_started.set()
                 if step_s is not None and step_s < 60:
-                    return Record(student=submission.student, status="timeout",
-                                  message="timeout", score=0, max_score=1,
-                                  wall_time_s=step_s, cut_short_s=step_s)
-                return Record(student=submission.student, status="passed", message="",
-                              score=1, max_score=1, wall_time_s=60.0)
+                    return Record(
+                        student=submission.student,
+                        status="timeout",
+                        message="timeout",
+                        score=0,
+                        max_score=1,
+                        wall_time_s=step_s,
+                        cut_short_s=step_s,
+                    )
+                return Record(
+                    student=submission.student,
+                    status="passed",
+                    message="",
+                    score=1,
+                    max_score=1,
+                    wall_time_s=60.0,
+                )
             if submission.student == "slow":
                 self.slow_started.set()
                 crowded = False
@@ -61,8 +82,14 @@ class StandIns:
                 self.slow_started.wait(5)
                 time.sleep(0.2)
                 status = "passed"
-            return Record(student=submission.student, status=status, message=status,
-                          score=0, max_score=1, wall_time_s=1.0)
+            return Record(
+                student=submission.student,
+                status=status,
+                message=status,
+                score=0,
+                max_score=1,
+                wall_time_s=1.0,
+            )
         finally:
             with self.lock:
                 self.active.discard(submission.student)
@@ -73,12 +100,19 @@ class StandIns:
         deadline = time.monotonic() + 1.5
         while stall is not None and time.monotonic() < deadline:
             if stall.seconds <= time_policy.TAIL_STALL_S:
-                return Record(student="lag", status="timeout", message="timeout",
-                              score=0, max_score=1, wall_time_s=stall.seconds,
-                              cut_short_s=stall.seconds)
+                return Record(
+                    student="lag",
+                    status="timeout",
+                    message="timeout",
+                    score=0,
+                    max_score=1,
+                    wall_time_s=stall.seconds,
+                    cut_short_s=stall.seconds,
+                )
             time.sleep(0.01)
-        return Record(student="lag", status="passed", message="", score=1,
-                      max_score=1, wall_time_s=1.5)
+        return Record(
+            student="lag", status="passed", message="", score=1, max_score=1, wall_time_s=1.5
+        )
 
 
 class NoPool:
@@ -104,8 +138,9 @@ def stand_ins(monkeypatch):
 
 
 def graded(backend, students, slots, tmp_path, timeout_s=1):
-    settings = grading.Settings(seed="1", backend=backend, timeout_s=timeout_s,
-                                memory_limit_bytes=1 << 30)
+    settings = grading.Settings(
+        seed="1", backend=backend, timeout_s=timeout_s, memory_limit_bytes=1 << 30
+    )
     chosen = [intake.Submission(name, f"{name}.py", b"x = 1\n") for name in students]
     folders = {name: name for name in students}
     run = session.Session(settings, tmp_path, slots, progress=False)
@@ -115,13 +150,18 @@ def graded(backend, students, slots, tmp_path, timeout_s=1):
 
 
 def test_a_gpu_timeout_beside_others_is_graded_again_and_the_second_verdict_stands(
-        stand_ins, tmp_path):
+    stand_ins, tmp_path
+):
     records = graded("gpu", ["slow", "quick"], [0, 0], tmp_path)
     assert stand_ins.calls.count("slow") == 2 and stand_ins.calls.count("quick") == 1
     slow = records["slow"]
     assert slow["status"] == "passed" and slow["neighbours"] == 0
-    assert slow["confirmed"] == {"first_status": "timeout", "first_message": "timeout",
-                                 "first_wall_time_s": 1.0, "first_neighbours": 1}
+    assert slow["confirmed"] == {
+        "first_status": "timeout",
+        "first_message": "timeout",
+        "first_wall_time_s": 1.0,
+        "first_neighbours": 1,
+    }
     assert records["quick"]["neighbours"] == 1 and "confirmed" not in records["quick"]
     assert not time_policy.unconfirmed(slow, "gpu")
 
@@ -140,8 +180,10 @@ def test_a_file_the_first_pass_cut_short_is_judged_under_the_full_limit(stand_in
     records = graded("gpu", ["stuck", "quick"], [0, 0], tmp_path, timeout_s=90)
     first = time_policy.FIRST_PASS_S
     # quick, started once stuck was due, may meet the pass's tail (the tests below)
-    assert sorted(stand_ins.steps[:2]) in ([("quick", first), ("stuck", first)],
-                                           [("quick", time_policy.TAIL_STALL_S), ("stuck", first)])
+    assert sorted(stand_ins.steps[:2]) in (
+        [("quick", first), ("stuck", first)],
+        [("quick", time_policy.TAIL_STALL_S), ("stuck", first)],
+    )
     assert stand_ins.steps[2:] == [("stuck", None)]  # graded again: the full limit alone
     assert records["stuck"]["status"] == "passed" and records["stuck"]["score"] == 1
     assert records["stuck"]["confirmed"]["first_status"] == "timeout"
@@ -150,7 +192,8 @@ def test_a_file_the_first_pass_cut_short_is_judged_under_the_full_limit(stand_in
 
 
 def test_the_first_pass_s_tail_cuts_a_stall_short_once_a_second_grading_has_a_slot_for_it(
-        stand_ins, tmp_path):
+    stand_ins, tmp_path
+):
     """``stuck`` is cut short at once, so a second grading is due; ``lag``, started last, stalls.
     Once ``quick`` is done, ``lag`` and ``stuck`` fit the two slots of the second grading,
     and ``lag`` is cut at the tail's limit instead of holding the first pass."""
@@ -161,12 +204,16 @@ def test_the_first_pass_s_tail_cuts_a_stall_short_once_a_second_grading_has_a_sl
     assert "confirmed" not in records["quick"]
 
 
-@pytest.mark.parametrize("students", [
-    ["quick", "lag"],  # no second grading is due: nothing is gained by a cut
-    ["stuck", "stuck2", "quick", "lag"],  # two due and lag: more than the two slots
-])
+@pytest.mark.parametrize(
+    "students",
+    [
+        ["quick", "lag"],  # no second grading is due: nothing is gained by a cut
+        ["stuck", "stuck2", "quick", "lag"],  # two due and lag: more than the two slots
+    ],
+)
 def test_the_first_pass_s_tail_keeps_its_limit_where_a_cut_gains_nothing(
-        stand_ins, tmp_path, students):
+    stand_ins, tmp_path, students
+):
     records = graded("gpu", students, [0, 0], tmp_path, timeout_s=90)
     assert records["lag"]["status"] == "passed" and "confirmed" not in records["lag"]
     assert stand_ins.calls.count("lag") == 1
@@ -180,8 +227,9 @@ def test_a_file_whose_kernel_prints_is_known_from_its_source():
 
     printing = VARIANTS["debug_print"].source("debug_print")
     assert grading.prints_in_its_kernel(submission(printing))
-    assert grading.prints_in_its_kernel(submission(printing.replace(
-        'print("k =", k)', 'ntl.device_print("k =", k)')))
+    assert grading.prints_in_its_kernel(
+        submission(printing.replace('print("k =", k)', 'ntl.device_print("k =", k)'))
+    )
     assert not grading.prints_in_its_kernel(submission(REFERENCE.read_text()))
     assert not grading.prints_in_its_kernel(submission(printing, problem="no file"))
     assert not grading.prints_in_its_kernel(submission("def application(:\n"))
@@ -194,24 +242,37 @@ def test_the_first_pass_grades_the_files_whose_kernel_prints_last(monkeypatch, t
 
     order = []
 
-    def grade(submission, settings, folder, device=None, on_start=None, pool=None,
-              stall=None, gate=None):
+    def grade(
+        submission, settings, folder, device=None, on_start=None, pool=None, stall=None, gate=None
+    ):
         order.append(submission.student)
-        return Record(student=submission.student, status="passed", message="",
-                      score=1, max_score=1, wall_time_s=0.1)
+        return Record(
+            student=submission.student,
+            status="passed",
+            message="",
+            score=1,
+            max_score=1,
+            wall_time_s=0.1,
+        )
 
     monkeypatch.setattr(grading, "grade", grade)
     monkeypatch.setattr(warm_pool, "WarmPool", NoPool)
     monkeypatch.setattr(reports, "write_student", lambda *args, **kwargs: None)
-    texts = {"printer": VARIANTS["debug_print"].source("debug_print").encode("utf-8"),
-             "ada": REFERENCE.read_bytes(), "bo": REFERENCE.read_bytes()}
+    texts = {
+        "printer": VARIANTS["debug_print"].source("debug_print").encode("utf-8"),
+        "ada": REFERENCE.read_bytes(),
+        "bo": REFERENCE.read_bytes(),
+    }
     chosen = [intake.Submission(name, f"{name}.py", texts[name]) for name in texts]
-    for backend, slots, expected in (("gpu", [0], ["printer", "ada", "bo"]),
-                                     ("gpu", [0, 0], ["ada", "bo", "printer"]),
-                                     ("interpreter", [None], ["printer", "ada", "bo"])):
+    for backend, slots, expected in (
+        ("gpu", [0], ["printer", "ada", "bo"]),
+        ("gpu", [0, 0], ["ada", "bo", "printer"]),
+        ("interpreter", [None], ["printer", "ada", "bo"]),
+    ):
         order.clear()
-        settings = grading.Settings(seed="1", backend=backend, timeout_s=90,
-                                    memory_limit_bytes=1 << 30)
+        settings = grading.Settings(
+            seed="1", backend=backend, timeout_s=90, memory_limit_bytes=1 << 30
+        )
         run = session.Session(settings, tmp_path, slots, progress=False)
         records = {}
         run._grade_class(chosen, {name: name for name in texts}, [], records)
@@ -222,21 +283,22 @@ def test_the_first_pass_grades_the_files_whose_kernel_prints_last(monkeypatch, t
             assert sorted(order[:2]) == expected[:2] and order[2] == "printer"
 
 
-def test_the_first_pass_s_tail_leaves_a_file_whose_kernel_prints_its_limit(stand_ins,
-                                                                          tmp_path):
+def test_the_first_pass_s_tail_leaves_a_file_whose_kernel_prints_its_limit(stand_ins, tmp_path):
     """Cut short, ``lag`` would print beside the files graded again, whose verdicts stand:
     where its kernel prints, the tail leaves its step limit as it was, and it finishes in
     the first pass (the same class as the tail test above)."""
     from grader.tests.build_variants import VARIANTS
 
     printing = VARIANTS["debug_print"].source("debug_print").encode("utf-8")
-    settings = grading.Settings(seed="1", backend="gpu", timeout_s=90,
-                                memory_limit_bytes=1 << 30)
-    chosen = [intake.Submission(name, f"{name}.py", printing if name == "lag" else b"x = 1\n")
-              for name in ("stuck", "quick", "lag")]
+    settings = grading.Settings(seed="1", backend="gpu", timeout_s=90, memory_limit_bytes=1 << 30)
+    chosen = [
+        intake.Submission(name, f"{name}.py", printing if name == "lag" else b"x = 1\n")
+        for name in ("stuck", "quick", "lag")
+    ]
     records = {}
     session.Session(settings, tmp_path, [0, 0], progress=False)._grade_class(
-        chosen, {s.student: s.student for s in chosen}, [], records)
+        chosen, {s.student: s.student for s in chosen}, [], records
+    )
     assert records["lag"]["status"] == "passed" and "confirmed" not in records["lag"]
     assert stand_ins.calls.count("lag") == 1 and records["stuck"]["confirmed"]
 
@@ -258,8 +320,10 @@ def test_a_run_being_stopped_keeps_the_limit_that_stopped_it():
 def test_a_lowered_stall_limit_reaches_the_runs_under_way_and_no_ended_run():
     stall = conversation.StallLimit(30)
     stuck, moving, ended = Clocked(90), Clocked(90), Clocked(90)
-    limits = {name: conversation._StepLimit(worker, stall)  # each watched from its start
-              for name, worker in (("stuck", stuck), ("moving", moving), ("ended", ended))}
+    limits = {
+        name: conversation._StepLimit(worker, stall)  # each watched from its start
+        for name, worker in (("stuck", stuck), ("moving", moving), ("ended", ended))
+    }
     moving.now = 25
     limits["moving"].step()  # its step began at 25 s
     ended.now = 12
@@ -361,45 +425,62 @@ class Scripted:
     set_time_limit, extend_limit = Clocked.set_time_limit, Clocked.extend_limit
 
 
-@pytest.mark.parametrize("loaded_at,step_s,ends,cut", [
-    (40, 30, "finished", False),  # each step within 30 s of the last: 40 s in all is fine
-    (40, None, "finished", False),
-    (50, 30, "timeout", True),  # 35 s without a step after the first: stalled
-    (95, None, "timeout", False),  # past the full limit: a timeout of its own
-])
+@pytest.mark.parametrize(
+    "loaded_at,step_s,ends,cut",
+    [
+        (40, 30, "finished", False),  # each step within 30 s of the last: 40 s in all is fine
+        (40, None, "finished", False),
+        (50, 30, "timeout", True),  # 35 s without a step after the first: stalled
+        (95, None, "timeout", False),  # past the full limit: a timeout of its own
+    ],
+)
 def test_a_run_s_steps_move_its_limit(monkeypatch, loaded_at, step_s, ends, cut):
     script = [(15, "hello", {}), (loaded_at, "loaded", {"status": "ok"})]
-    monkeypatch.setattr(conversation, "_worker",
-                        lambda mode, source, limits, pool, **options: Scripted(limits, script))
-    report = conversation.run("wrapper", b"", [], backend_name="gpu",
-                              limits=sandbox.Limits(90, 1 << 30),
-                              stall=step_s and conversation.StallLimit(step_s))
+    monkeypatch.setattr(
+        conversation,
+        "_worker",
+        lambda mode, source, limits, pool, **options: Scripted(limits, script),
+    )
+    report = conversation.run(
+        "wrapper",
+        b"",
+        [],
+        backend_name="gpu",
+        limits=sandbox.Limits(90, 1 << 30),
+        stall=step_s and conversation.StallLimit(step_s),
+    )
     assert report.ending.kind == ends and report.cut_short == (step_s if cut else 0)
     assert report.stage == ("done" if ends == "finished" else "importing")
 
 
 @pytest.mark.parametrize("kernel,wrapper", [(True, False), (False, True)])
 def test_a_run_the_step_limit_stopped_leaves_its_file_to_be_graded_again(
-        monkeypatch, kernel, wrapper):
+    monkeypatch, kernel, wrapper
+):
     seen = []
 
     def run(mode, source, phases, *, limits, stall=None, **options):
         seen.append((limits.timeout_s, stall and stall.seconds))
         hangs = kernel if mode == "kernel" else wrapper  # times out, cut short if it can be
         ending = Ending("timeout" if hangs else "finished", "", 1.0, "")
-        return RunReport(ending, "running", 0, load_status="ok",
-                         cut_short=stall.seconds if hangs and stall else 0.0)
+        return RunReport(
+            ending,
+            "running",
+            0,
+            load_status="ok",
+            cut_short=stall.seconds if hangs and stall else 0.0,
+        )
 
     monkeypatch.setattr(conversation, "run", run)
-    settings = grading.Settings(seed="1", backend="gpu", timeout_s=90,
-                                memory_limit_bytes=1 << 30)
+    settings = grading.Settings(seed="1", backend="gpu", timeout_s=90, memory_limit_bytes=1 << 30)
     submission = intake.Submission("gus", "gus.py", REFERENCE.read_bytes())
     cut = grading.grade(submission, settings, "gus", stall=conversation.StallLimit(30))
     assert seen == [(90, 30), (90, 30)] and cut["status"] == "timeout"
     assert cut["cut_short_s"] == 30
     assert time_policy.unconfirmed(dataclasses.replace(cut, neighbours=0), "gpu")
     assert not time_policy.unconfirmed(
-        dataclasses.replace(cut, confirmed={"first_status": "timeout"}), "gpu")
+        dataclasses.replace(cut, confirmed={"first_status": "timeout"}), "gpu"
+    )
     full = grading.grade(submission, settings, "gus")
     assert seen[2:] == [(90, None), (90, None)] and full["status"] == "timeout"
     assert "cut_short_s" not in full
@@ -412,15 +493,25 @@ def test_a_real_hang_is_stopped_a_step_limit_after_its_last_step(tmp_path, monke
     """gus loops for ever in nt_gemm: with a 5 s step limit inside a 120 s one, his nt_gemm
     run ends within seconds, and says it was cut short."""
     monkeypatch.setenv("TMPDIR", str(tmp_path))
-    settings = grading.Settings(seed="7", backend="interpreter", timeout_s=120,
-                                memory_limit_bytes=4 << 30,
-                                case_filter=tuple(small_cases().split(",")[:1]))
-    phases = grading._wrapper_phase(grading._phases(settings.cases(), settings.seed),
-                                    settings.cases())
+    settings = grading.Settings(
+        seed="7",
+        backend="interpreter",
+        timeout_s=120,
+        memory_limit_bytes=4 << 30,
+        case_filter=tuple(small_cases().split(",")[:1]),
+    )
+    phases = grading._wrapper_phase(
+        grading._phases(settings.cases(), settings.seed), settings.cases()
+    )
     started = time.monotonic()
-    report = conversation.run("wrapper", (DEMO / "gus" / "ninetoothed_gemm.py").read_bytes(),
-                              phases, backend_name="interpreter", limits=grading.limits(settings),
-                              stall=conversation.StallLimit(5))
+    report = conversation.run(
+        "wrapper",
+        (DEMO / "gus" / "ninetoothed_gemm.py").read_bytes(),
+        phases,
+        backend_name="interpreter",
+        limits=grading.limits(settings),
+        stall=conversation.StallLimit(5),
+    )
     assert report.ending.kind == "timeout" and report.cut_short, report.ending.detail
     assert "public cases" not in report.seconds and report.stage == "running"
     assert time.monotonic() - started < 60
@@ -430,7 +521,8 @@ def test_an_unconfirmed_gpu_timeout_is_graded_again_on_resume():
     first = Record(status="timeout", neighbours=3)
     assert time_policy.unconfirmed(first, "gpu")
     assert not time_policy.unconfirmed(
-        dataclasses.replace(first, confirmed={"first_status": "timeout"}), "gpu")
+        dataclasses.replace(first, confirmed={"first_status": "timeout"}), "gpu"
+    )
     assert not time_policy.unconfirmed(dataclasses.replace(first, neighbours=0), "gpu")
     assert not time_policy.unconfirmed(dataclasses.replace(first, status="failed"), "gpu")
     # a file the first pass cut short, whatever its status, until graded again
@@ -443,8 +535,13 @@ def test_an_unconfirmed_gpu_timeout_is_graded_again_on_resume():
 def test_a_confirmed_timeout_says_so_on_the_student_s_page():
     from grader.batch.outputs import feedback
 
-    record = Record(student="gus", status="timeout", max_score=35, message="still running",
-                    confirmed={"first_status": "timeout"})
+    record = Record(
+        student="gus",
+        status="timeout",
+        max_score=35,
+        message="still running",
+        confirmed={"first_status": "timeout"},
+    )
     page = feedback.feedback_markdown(record, [])
     assert "timed out twice" in page and "两次超时" in page
     record["confirmed"]["first_cut_short_s"] = 30
@@ -461,8 +558,9 @@ def test_a_file_s_feedback_is_written_while_the_next_file_takes_its_slot(monkeyp
     changed, active, most, started, place = threading.Condition(), [0], [0], [0], {}
     overlapped = []
 
-    def grade(submission, settings, folder, device=None, on_start=None, pool=None,
-              stall=None, gate=None):
+    def grade(
+        submission, settings, folder, device=None, on_start=None, pool=None, stall=None, gate=None
+    ):
         with changed:
             active[0] += 1
             most[0] = max(most[0], active[0])
@@ -472,13 +570,20 @@ def test_a_file_s_feedback_is_written_while_the_next_file_takes_its_slot(monkeyp
         time.sleep(0.1)
         with changed:
             active[0] -= 1
-        return {"student": submission.student, "status": "passed", "message": "", "score": 1,
-                "max_score": 1, "wall_time_s": 0.1}
+        return {
+            "student": submission.student,
+            "status": "passed",
+            "message": "",
+            "score": 1,
+            "max_score": 1,
+            "wall_time_s": 0.1,
+        }
 
     def write_student(out_dir, record, *args):
         with changed:  # the next file, graded while this one's feedback is written
-            overlapped.append(changed.wait_for(
-                lambda: started[0] > place[record["student"]], timeout=3))
+            overlapped.append(
+                changed.wait_for(lambda: started[0] > place[record["student"]], timeout=3)
+            )
 
     monkeypatch.setattr(grading, "grade", grade)
     monkeypatch.setattr(warm_pool, "WarmPool", NoPool)
@@ -489,7 +594,8 @@ def test_a_file_s_feedback_is_written_while_the_next_file_takes_its_slot(monkeyp
 
 
 def test_a_grader_failure_in_a_second_grading_leaves_only_that_file_ungraded(
-        stand_ins, monkeypatch, tmp_path):
+    stand_ins, monkeypatch, tmp_path
+):
     """A bug of the grader that one file triggers (here in its second grading) must not
     stop the class: the file is named as failed, its first-pass record is not kept, and
     every other verdict stands."""

@@ -24,11 +24,16 @@ from grader.batch.isolation import unprivileged
 from grader.tests.batch_helpers import DEMO, environment, gradebook, grader_command, small_cases
 from grader.tests.unprivileged_view import View
 
-ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="only a grader running as root "
-                               "changes user; as another user the worker runs as that user")
-PROBE = ("import os, sys\nfrom grader.batch.inside import protocol\n"
-         "out = os.fdopen(os.dup(1), 'wb')\n"
-         "def say(text):\n    protocol.send(out, 'hello', note=str(text))\n")
+ROOT_ONLY = pytest.mark.skipif(
+    os.geteuid() != 0,
+    reason="only a grader running as root "
+    "changes user; as another user the worker runs as that user",
+)
+PROBE = (
+    "import os, sys\nfrom grader.batch.inside import protocol\n"
+    "out = os.fdopen(os.dup(1), 'wb')\n"
+    "def say(text):\n    protocol.send(out, 'hello', note=str(text))\n"
+)
 SCRIPT = """
 import json, sys, time
 from grader.batch.isolation import plain_forks, sandbox, unprivileged
@@ -61,9 +66,13 @@ def probe(view, program, setup="", timeout=120):
     """Run ``program`` as an unsandboxed worker from a script of its own; what it said, and
     how it ended."""
     script = SCRIPT.format(setup=setup, program=PROBE + program)
-    completed = subprocess.run(view.command([sys.executable, "-c", script]), capture_output=True,
-                               text=True, timeout=timeout,
-                               env={**os.environ, "TMPDIR": str(view.tmp)})
+    completed = subprocess.run(
+        view.command([sys.executable, "-c", script]),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "TMPDIR": str(view.tmp)},
+    )
     assert completed.returncode == 0, completed.stderr[-3000:]
     return json.loads(completed.stdout.splitlines()[-1])
 
@@ -97,7 +106,9 @@ def test_an_unprivileged_worker_has_its_ids_limits_and_nothing_of_the_graders(vi
     secret = view.tmp / "seed"
     secret.write_text("918273645")
     secret.chmod(0o600)
-    report = probe(view, f"""
+    report = probe(
+        view,
+        f"""
 import ctypes, resource
 say([list(os.getresuid()), list(os.getresgid()), os.getgroups()])
 say([resource.getrlimit(getattr(resource, name)) for name, _ in {unprivileged.LIMITS!r}])
@@ -109,12 +120,13 @@ open(os.path.join(os.environ['HOME'], 'mine'), 'w').write('x')
 for attempt in (lambda: os.setuid(0), lambda: open({str(secret)!r}).read(),
                 lambda: os.listdir(os.path.dirname(job)),
                 lambda: open(os.path.join(job, 'x'), 'w'),
-                lambda: open({str(view.tmp / 'x')!r}, 'w')):
+                lambda: open({str(view.tmp / "x")!r}, 'w')):
     try:
         say('allowed: ' + repr(attempt()))
     except OSError as error:
         say('refused: ' + type(error).__name__)
-""")
+""",
+    )
     notes = report["notes"]
     assert notes[0] == str([[who.uid] * 3, [who.gid] * 3, []]), report["stderr"]
     for (soft, hard), (_, most) in zip(eval(notes[1]), unprivileged.LIMITS):
@@ -131,13 +143,17 @@ def test_finish_returns_while_a_leftover_process_holds_the_pipes(view, swept):
     if swept and view.who is None:
         pytest.skip("only a grader running as root sweeps a user's processes")
     token = f"ntgemm-daemon-{uuid.uuid4().hex}"
-    report = probe(view, f"""
+    report = probe(
+        view,
+        f"""
 import subprocess
 daemon = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)', {token!r}],
                           start_new_session=True, pass_fds=(out.fileno(),))
 say(daemon.pid)
 os._exit(0)
-""", setup="" if swept else "unprivileged.end_processes = lambda uid: 0")
+""",
+        setup="" if swept else "unprivileged.end_processes = lambda uid: 0",
+    )
     daemon = psutil.Process(int(report["notes"][0]))
     try:
         assert alive(daemon, token) != swept
@@ -150,11 +166,23 @@ os._exit(0)
 def test_unsafe_mode_grades_and_says_so(view, tmp_path):
     (tmp_path / "class").mkdir()
     shutil.copytree(DEMO / "ada", tmp_path / "class" / "ada")
-    command = grader_command("grade", str(tmp_path / "class"), "--out", str(tmp_path / "out"),
-                             "--unsafe-no-sandbox", "--cases", small_cases().split(",")[1],
-                             "--no-progress")
-    result = subprocess.run(view.command(command), capture_output=True, text=True, timeout=900,
-                            env={**environment(tmp_path), "TMPDIR": str(view.tmp)})
+    command = grader_command(
+        "grade",
+        str(tmp_path / "class"),
+        "--out",
+        str(tmp_path / "out"),
+        "--unsafe-no-sandbox",
+        "--cases",
+        small_cases().split(",")[1],
+        "--no-progress",
+    )
+    result = subprocess.run(
+        view.command(command),
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**environment(tmp_path), "TMPDIR": str(view.tmp)},
+    )
     assert result.returncode == 0, result.stderr
     row = gradebook(tmp_path / "out")["ada"]
     assert row["status"] == "passed" and row["isolation"].startswith("none")
@@ -163,12 +191,15 @@ def test_unsafe_mode_grades_and_says_so(view, tmp_path):
 def test_without_the_account_a_fixed_unused_id_stands_in(monkeypatch):
     unprivileged.identity.cache_clear()
     monkeypatch.setattr(os, "geteuid", lambda: 0)
-    monkeypatch.setattr(unprivileged.pwd, "getpwnam", lambda name: (_ for _ in ()).throw(
-        KeyError(name)))
-    monkeypatch.setattr(unprivileged.pwd, "getpwuid", lambda uid: (_ for _ in ()).throw(
-        KeyError(uid)))
-    monkeypatch.setattr(unprivileged.grp, "getgrgid", lambda gid: (_ for _ in ()).throw(
-        KeyError(gid)))
+    monkeypatch.setattr(
+        unprivileged.pwd, "getpwnam", lambda name: (_ for _ in ()).throw(KeyError(name))
+    )
+    monkeypatch.setattr(
+        unprivileged.pwd, "getpwuid", lambda uid: (_ for _ in ()).throw(KeyError(uid))
+    )
+    monkeypatch.setattr(
+        unprivileged.grp, "getgrgid", lambda gid: (_ for _ in ()).throw(KeyError(gid))
+    )
     try:
         who = unprivileged.identity()
         assert (who.uid, who.gid) == (unprivileged.FALLBACK_ID,) * 2 and "fallback" in who.name

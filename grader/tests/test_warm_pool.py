@@ -7,8 +7,9 @@ import pytest
 
 from grader.batch.isolation import folders, sandbox, warm_pool
 
-pytestmark = pytest.mark.skipif(sandbox.check(False) is not None,
-                                reason=f"bubblewrap cannot start here: {sandbox.check(False)}")
+pytestmark = pytest.mark.skipif(
+    sandbox.check(False) is not None, reason=f"bubblewrap cannot start here: {sandbox.check(False)}"
+)
 LIMITS = sandbox.Limits(timeout_s=60, memory_bytes=2 << 30)
 
 

@@ -26,15 +26,25 @@ CANDIDATES = what_if.candidates()
 
 
 def timing_of(config, ms):
-    return protocol.WhatIfTiming.of(config, what_if.TIMED, kernel=(ms, ms * 0.99, ms * 1.01),
-                                    torch=(0.2, 0.198, 0.202))
+    return protocol.WhatIfTiming.of(
+        config, what_if.TIMED, kernel=(ms, ms * 0.99, ms * 1.01), torch=(0.2, 0.198, 0.202)
+    )
 
 
 class WhatIfRun(FakeRun):
     """A made-up timing run that also reports a what-if: each candidate at ``ms``."""
 
-    def __init__(self, source, sizes, *, what_if_s=0, plan=protocol.WhatIfPlan(),
-                 found=None, done=True, **options):
+    def __init__(
+        self,
+        source,
+        sizes,
+        *,
+        what_if_s=0,
+        plan=protocol.WhatIfPlan(),  # noqa: B008 - frozen
+        found=None,
+        done=True,
+        **options,
+    ):
         super().__init__(source, sizes, kernel_ms=0.5, **options)
         self.what_if_s, self.what_if, self.what_ifs = what_if_s, None, []
         self.plan, self.found, self.what_if_done, self.what_if_gpu_s = plan, found, done, 3.2
@@ -44,8 +54,11 @@ class WhatIfRun(FakeRun):
         if self.what_if_s:
             self.what_if = self.plan
             if not self.plan.reason:
-                self.what_ifs = self.found if self.found is not None else [
-                    timing_of(config, 0.5 * 64 / config.block_m) for config in CANDIDATES[1:]]
+                self.what_ifs = (
+                    self.found
+                    if self.found is not None
+                    else [timing_of(config, 0.5 * 64 / config.block_m) for config in CANDIDATES[1:]]
+                )
         return results
 
 
@@ -56,21 +69,36 @@ def graded(monkeypatch, what_if_on=True, first_ends_early=False, **run_options):
 
     def fake(source, sizes, **options):
         made.append(options)
-        return WhatIfRun(source, sizes, ends_early=first_ends_early and len(made) == 1,
-                         **{**options, **run_options})
+        return WhatIfRun(
+            source,
+            sizes,
+            ends_early=first_ends_early and len(made) == 1,
+            **{**options, **run_options},
+        )
 
     monkeypatch.setattr(conversation, "TimingRun", fake)
     monkeypatch.setattr(speed, "_kernel_text", lambda submission: submission.data)
     record = passed_record("ada", tiles=(64, 64, 64))
-    settings = Settings(seed=0, backend="gpu", timeout_s=30, memory_limit_bytes=1 << 30,
-                        speed=speed.SpeedSettings(SIZES, what_if=what_if_on))
-    speed.time_class([(intake.Submission("ada", "ada.py", b"ada"), record)], settings, [0],
-                     on_timed=lambda _: None, stop=threading.Event(),
-                     environments={0: H200_ENV})
+    settings = Settings(
+        seed=0,
+        backend="gpu",
+        timeout_s=30,
+        memory_limit_bytes=1 << 30,
+        speed=speed.SpeedSettings(SIZES, what_if=what_if_on),
+    )
+    speed.time_class(
+        [(intake.Submission("ada", "ada.py", b"ada"), record)],
+        settings,
+        [0],
+        on_timed=lambda _: None,
+        stop=threading.Event(),
+        environments={0: H200_ENV},
+    )
     return record, made
 
 
 # --------------------------------------------------------------------------- the protocol
+
 
 def test_a_what_if_timing_is_kept_only_for_a_listed_candidate_with_a_known_status():
     sent = timing_of(CANDIDATES[2], 0.3).to_fields()
@@ -78,9 +106,12 @@ def test_a_what_if_timing_is_kept_only_for_a_listed_candidate_with_a_known_statu
     assert kept.config == what_if.CANDIDATES[2] and kept.kernel[0] == pytest.approx(0.3)
     floats = {**sent, "config": [float(v) for v in sent["config"]]}
     assert all(type(v) is int for v in protocol.WhatIfTiming.from_fields(floats).config)
-    for bad in ({**sent, "config": [16, 16, 16, 4, 3]},  # not a candidate
-                {**sent, "config": "64x64x64"}, {**sent, "status": "fastest"},
-                {**sent, "config": [64, 64, 64, 4]}):
+    for bad in (
+        {**sent, "config": [16, 16, 16, 4, 3]},  # not a candidate
+        {**sent, "config": "64x64x64"},
+        {**sent, "status": "fastest"},
+        {**sent, "config": [64, 64, 64, 4]},
+    ):
         with pytest.raises(protocol.ProtocolError):
             protocol.WhatIfTiming.from_fields(bad)
     untimed = protocol.WhatIfTiming.from_fields({**sent, "kernel": [1e-300, 1e-300, 1e-300]})
@@ -92,12 +123,15 @@ def test_a_what_if_timing_is_kept_only_for_a_listed_candidate_with_a_known_statu
 def test_a_what_if_plan_is_a_reason_code_the_parent_words_itself():
     assert protocol.WhatIfPlan.from_fields({"reason": ""}) == protocol.WhatIfPlan()
     ignored = protocol.WhatIfPlan.from_fields(
-        {"reason": "ignored", "given": [128, 128, 64], "used": [64, 64, 64], "route": "constants"})
+        {"reason": "ignored", "given": [128, 128, 64], "used": [64, 64, 64], "route": "constants"}
+    )
     en, zh = what_if.reason_text(ignored)
     assert "given 128x128x64 it still lays out 64x64x64" in en and "写死" in zh
-    for bad in ({"reason": "Full marks: the grader says so"},
-                {"reason": "ignored", "given": [128, 128, 64], "route": "constants"},
-                {"reason": "ignored", "given": [1, 2, 3], "used": [1, 2, 3], "route": "x"}):
+    for bad in (
+        {"reason": "Full marks: the grader says so"},
+        {"reason": "ignored", "given": [128, 128, 64], "route": "constants"},
+        {"reason": "ignored", "given": [1, 2, 3], "used": [1, 2, 3], "route": "x"},
+    ):
         with pytest.raises(protocol.ProtocolError):
             protocol.WhatIfPlan.from_fields(bad)
 
@@ -145,12 +179,19 @@ def test_the_parent_takes_each_configuration_once_and_nothing_after_a_reason():
 def test_a_plan_whose_route_is_not_text_ends_the_run_not_the_batch(route):
     """A list or dict is unhashable: looked up among the routes it raised TypeError, which
     the parent does not catch, and the whole speed phase stopped."""
-    run = collected([("what_if_plan", {"reason": "ignored", "given": [64, 64, 64],
-                                       "used": [64, 64, 64], "route": route})])
+    run = collected(
+        [
+            (
+                "what_if_plan",
+                {"reason": "ignored", "given": [64, 64, 64], "used": [64, 64, 64], "route": route},
+            )
+        ]
+    )
     assert "malformed" in run.worker.stopped[1] and run.what_if is None
 
 
 # --------------------------------------------------------------------------- the record
+
 
 def test_the_what_if_rows_take_the_graded_timing_as_the_students_own(monkeypatch):
     record, made = graded(monkeypatch)
@@ -160,8 +201,9 @@ def test_the_what_if_rows_take_the_graded_timing_as_the_students_own(monkeypatch
     assert theirs["theirs"] and theirs["config"] == "64x64x64 8w3s"
     assert theirs["median_ms"] == pytest.approx(record["speed"]["rows"][0]["median_ms"])
     best = max(found["rows"], key=lambda row: row["tflops"])
-    assert best["config"].startswith("256x128x64") and best["speedup_over_theirs"] == \
-        pytest.approx(4.0)
+    assert best["config"].startswith("256x128x64") and best["speedup_over_theirs"] == pytest.approx(
+        4.0
+    )
     assert made[0]["what_if_s"] == time_policy.WHAT_IF_S
     assert made[0]["limits"].timeout_s == 30 + time_policy.WHAT_IF_ALLOWANCE_S
 
@@ -187,8 +229,9 @@ def test_without_the_option_nothing_changes(monkeypatch):
     for key in ("status", "points", "message", "why"):
         assert record["speed"][key] == with_it["speed"][key]  # it never changes a grade
     measured = ("size", "verdict", "median_ms", "tflops", "ratio_vs_torch_mm")
-    assert [[row[k] for k in measured] for row in record["speed"]["rows"]] == \
-        [[row[k] for k in measured] for row in with_it["speed"]["rows"]]
+    assert [[row[k] for k in measured] for row in record["speed"]["rows"]] == [
+        [row[k] for k in measured] for row in with_it["speed"]["rows"]
+    ]
     assert record["score"] == with_it["score"] and record["flags"] == with_it["flags"]
 
 
@@ -204,8 +247,9 @@ def test_a_plan_that_raises_is_a_reason_not_a_crash_of_the_timing_run():
     def arrangement(lhs, rhs, output):
         raise ValueError("only my own tiles")
 
-    module = types.SimpleNamespace(arrangement=arrangement, application=None, BLOCK_SIZE_M=64,
-                                   BLOCK_SIZE_N=64, BLOCK_SIZE_K=64)
+    module = types.SimpleNamespace(
+        arrangement=arrangement, application=None, BLOCK_SIZE_M=64, BLOCK_SIZE_N=64, BLOCK_SIZE_K=64
+    )
     trials = what_if_probe.Trials(module, None, (128, 128, 128), "cpu", 60)
     trials.build()
     assert trials.plan.reason == what_if.UNREADABLE and trials.builds == []
@@ -223,10 +267,13 @@ def test_why_a_what_if_ended_is_short_and_never_empty(monkeypatch):
         assert message.endswith(words) and len(message) < 400
 
 
-@pytest.mark.parametrize("options, words", [
-    ({"plan": protocol.WhatIfPlan("autotuned")}, "autotuner already picks"),
-    ({"found": [], "done": False}, "ended before every configuration"),
-])
+@pytest.mark.parametrize(
+    "options, words",
+    [
+        ({"plan": protocol.WhatIfPlan("autotuned")}, "autotuner already picks"),
+        ({"found": [], "done": False}, "ended before every configuration"),
+    ],
+)
 def test_a_what_if_that_could_not_run_says_why(monkeypatch, options, words):
     record, _ = graded(monkeypatch, **options)
     found = record["speed"]["what_if"]
@@ -238,8 +285,10 @@ def test_feedback_shows_the_what_if_and_its_picture(monkeypatch, tmp_path):
     from grader.core import cases
 
     worker_note = "ValueError: ``` \n## Score: 100 / 29"
-    sent = [timing_of(CANDIDATES[1], 0.25),
-            protocol.WhatIfTiming.of(CANDIDATES[2], what_if.BUILD_FAILED, note=worker_note)]
+    sent = [
+        timing_of(CANDIDATES[1], 0.25),
+        protocol.WhatIfTiming.of(CANDIDATES[2], what_if.BUILD_FAILED, note=worker_note),
+    ]
     found = [protocol.WhatIfTiming.from_fields(item.to_fields()) for item in sent]
     record, _ = graded(monkeypatch, found=found)
     record.folder, record.message, record.cases = "ada", "", []
@@ -290,6 +339,7 @@ def test_a_regrade_without_a_what_if_leaves_no_old_picture_behind(monkeypatch, t
 
 # --------------------------------------------------------------------------- the worker
 
+
 class Channel:
     def __init__(self):
         self.sent = []
@@ -303,8 +353,16 @@ def test_the_worker_reports_a_plan_and_one_line_per_other_configuration(monkeypa
 
     module = load_submission(MODEL_ANSWER)
     monkeypatch.setattr(what_if_probe.speed_probe, "precompile", lambda *args: "")
-    monkeypatch.setattr(what_if_probe.speed_probe, "measure", lambda handle, m, n, k, device: {
-        "verdict": "PASS", "wrong": 0, "kernel": [0.4, 0.39, 0.41], "torch": [0.2, 0.19, 0.21]})
+    monkeypatch.setattr(
+        what_if_probe.speed_probe,
+        "measure",
+        lambda handle, m, n, k, device: {
+            "verdict": "PASS",
+            "wrong": 0,
+            "kernel": [0.4, 0.39, 0.41],
+            "torch": [0.2, 0.19, 0.21],
+        },
+    )
     trials = what_if_probe.Trials(module, None, (128, 128, 128), "cpu", budget_s=60)
     trials.build()
     trials.compile()
@@ -328,8 +386,12 @@ def test_hard_coded_tiles_send_a_reason_and_nothing_else(tmp_path):
     from grader.tests.build_variants import VARIANTS
 
     path = tmp_path / "hard_coded_tiles.py"
-    path.write_text(VARIANTS["other_style"].source("hard").replace(
-        "c.tile((BLOCK_SIZE_M, BLOCK_SIZE_N))", "c.tile((64, 64))"), encoding="utf-8")
+    path.write_text(
+        VARIANTS["other_style"]
+        .source("hard")
+        .replace("c.tile((BLOCK_SIZE_M, BLOCK_SIZE_N))", "c.tile((64, 64))"),
+        encoding="utf-8",
+    )
     trials = what_if_probe.Trials(load_submission(path), None, (128, 128, 128), "cpu", 60)
     trials.build()
     channel = Channel()
@@ -348,9 +410,13 @@ def test_a_sandboxed_timing_run_rebuilds_every_configuration_past_the_build_guar
     from grader.core import kernel_source
 
     source = kernel_source.extract(MODEL_ANSWER.read_text()).text
-    run = conversation.TimingRun(source.encode(), [(64, 64, 64)], backend_name="interpreter",
-                                 limits=Limits(300, 4 << 30, time_policy.cores_for("interpreter")),
-                                 what_if_s=120).prepare()
+    run = conversation.TimingRun(
+        source.encode(),
+        [(64, 64, 64)],
+        backend_name="interpreter",
+        limits=Limits(300, 4 << 30, time_policy.cores_for("interpreter")),
+        what_if_s=120,
+    ).prepare()
     assert run.ready, run.note
     run.measure()
     assert run.stopped == "" and run.what_if_done, (run.ending, run.what_ifs)
@@ -376,30 +442,42 @@ def test_a_rebuild_that_patches_triton_is_stopped_before_the_graded_timing():
         "    output_arranged = output.tile(",
         "    if block_size_m == 128:\n"
         "        triton.testing.do_bench = lambda *args, **kwargs: (1e-3, 1e-3, 1e-3)\n"
-        "    output_arranged = output.tile(", 1)
-    run = conversation.TimingRun(source.encode(), [(64, 64, 64)], backend_name="interpreter",
-                                 limits=Limits(300, 4 << 30, time_policy.cores_for("interpreter")),
-                                 what_if_s=120).prepare()
+        "    output_arranged = output.tile(",
+        1,
+    )
+    run = conversation.TimingRun(
+        source.encode(),
+        [(64, 64, 64)],
+        backend_name="interpreter",
+        limits=Limits(300, 4 << 30, time_policy.cores_for("interpreter")),
+        what_if_s=120,
+    ).prepare()
     run.measure()
     assert not run.ready and "triton.testing.do_bench" in run.stopped, run.ending
 
 
 # --------------------------------------------------------------------------- command line
 
-@pytest.mark.parametrize("arguments, message", [
-    (["--no-speed", "--what-if"], "--what-if needs speed: drop --no-speed"),
-    (["--what-if"], "--what-if needs a GPU"),
-])
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (["--no-speed", "--what-if"], "--what-if needs speed: drop --no-speed"),
+        (["--what-if"], "--what-if needs a GPU"),
+    ],
+)
 def test_what_if_without_a_timing_gpu_stops_before_grading(tmp_path, arguments, message):
     if batch_backend() == "gpu" and "--no-speed" not in arguments:
         pytest.skip("this machine has a GPU: the what-if runs here")
-    result = run_grader(tmp_path, "grade", str(DEMO), "--out", str(tmp_path / "out"),
-                        *arguments, timeout=120)
+    result = run_grader(
+        tmp_path, "grade", str(DEMO), "--out", str(tmp_path / "out"), *arguments, timeout=120
+    )
     assert result.returncode == 1 and message in result.stderr
     assert not (tmp_path / "out" / "gradebook.csv").exists()
 
 
 # --------------------------------------------------------------------------- on a GPU
+
 
 def test_the_what_if_times_other_tiles_of_the_course_default_on_a_gpu():
     torch = pytest.importorskip("torch")
@@ -409,9 +487,14 @@ def test_the_what_if_times_other_tiles_of_the_course_default_on_a_gpu():
     from grader.core import kernel_source
 
     source = kernel_source.extract(MODEL_ANSWER.read_text()).text
-    run = conversation.TimingRun(source.encode(), [(4096, 4096, 4096)], backend_name="gpu",
-                                 limits=Limits(300, 8 << 30, 4.0), device=0,
-                                 what_if_s=time_policy.WHAT_IF_S).prepare()
+    run = conversation.TimingRun(
+        source.encode(),
+        [(4096, 4096, 4096)],
+        backend_name="gpu",
+        limits=Limits(300, 8 << 30, 4.0),
+        device=0,
+        what_if_s=time_policy.WHAT_IF_S,
+    ).prepare()
     assert run.ready, run.note
     run.measure()
     assert run.what_if_done and run.stopped == "", run.ending

@@ -48,8 +48,11 @@ def _blocked(paths, who):
     for path in paths:
         path = pathlib.Path(path).resolve()
         for folder in reversed([path, *path.parents]):
-            if folder.is_dir() and folder not in found and unprivileged.unreachable(
-                    folder, who) == str(folder):
+            if (
+                folder.is_dir()
+                and folder not in found
+                and unprivileged.unreachable(folder, who) == str(folder)
+            ):
                 found.append(folder)
     return sorted(found, key=lambda folder: len(folder.parts))
 
@@ -69,12 +72,18 @@ class View:
         if not folders:
             return
         try:
-            subprocess.run(["unshare", "--mount", "--propagation", "private", "true"],
-                           check=True, capture_output=True, timeout=30)
+            subprocess.run(
+                ["unshare", "--mount", "--propagation", "private", "true"],
+                check=True,
+                capture_output=True,
+                timeout=30,
+            )
         except (OSError, subprocess.SubprocessError) as error:
-            self.problem = (f"{who.name} cannot reach this Python ({folders[0]} is closed to "
-                            "it), and no private mount namespace can open it here "
-                            f"(unshare --mount: {error})")
+            self.problem = (
+                f"{who.name} cannot reach this Python ({folders[0]} is closed to "
+                "it), and no private mount namespace can open it here "
+                f"(unshare --mount: {error})"
+            )
             return
         self.top = pathlib.Path(tempfile.mkdtemp(prefix="ntgemm-view-", dir="/tmp"))
         for number, folder in enumerate(folders):
@@ -84,8 +93,18 @@ class View:
     def command(self, argv):
         if not self.plan:
             return list(argv)
-        return ["unshare", "--mount", "--propagation", "private", "--", sys.executable, "-c",
-                SETUP, json.dumps(self.plan), *argv]
+        return [
+            "unshare",
+            "--mount",
+            "--propagation",
+            "private",
+            "--",
+            sys.executable,
+            "-c",
+            SETUP,
+            json.dumps(self.plan),
+            *argv,
+        ]
 
     def close(self):
         """Remove the stand-ins, once no command of the view runs (their mounts went with
@@ -100,4 +119,3 @@ class View:
                 if not os.path.islink(path) and stat.S_ISREG(os.lstat(path).st_mode):
                     assert os.lstat(path).st_size == 0, path
         shutil.rmtree(self.top)
-

@@ -61,13 +61,15 @@ class TuningCache:
     def environment_key(self):
         import triton
 
-        return " | ".join((
-            torch.cuda.get_device_name(),
-            f"torch {torch.__version__}",
-            f"triton {triton.__version__}",
-            f"ninetoothed {version('ninetoothed')}",
-            ",".join(config.name for config in self.configs),
-        ))
+        return " | ".join(
+            (
+                torch.cuda.get_device_name(),
+                f"torch {torch.__version__}",
+                f"triton {triton.__version__}",
+                f"ninetoothed {version('ninetoothed')}",
+                ",".join(config.name for config in self.configs),
+            )
+        )
 
 
 def read(path):

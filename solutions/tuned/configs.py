@@ -31,21 +31,32 @@ class TileConfig:
 
     def __post_init__(self):
         if self.transposed and not self.flat:
-            raise ValueError("a transposed TileConfig needs flat=True: only flat kernels swap roles")
+            raise ValueError(
+                "a transposed TileConfig needs flat=True: only flat kernels swap roles"
+            )
         if self.persistent and (self.flat or self.pad_n or self.tail):
-            raise ValueError("a persistent TileConfig takes its operands as they are: "
-                             "not flat, padded or wave-split")
+            raise ValueError(
+                "a persistent TileConfig takes its operands as they are: "
+                "not flat, padded or wave-split"
+            )
         if self.warp_specialize and not self.persistent:
-            raise ValueError("warp_specialize needs persistent=True: only the persistent "
-                             "kernel has a tile loop to specialise")
+            raise ValueError(
+                "warp_specialize needs persistent=True: only the persistent "
+                "kernel has a tile loop to specialise"
+            )
 
     @property
     def name(self):
-        kind = (("flat-t " if self.transposed else "flat " if self.flat else "")
-                + ("pad-n " if self.pad_n else "") + ("persistent-tma " if self.persistent else ""))
-        name = (f"{kind}{self.block_m}x{self.block_n}x{self.block_k} "
-                f"g{self.group_size_m} {self.num_warps}w{self.num_stages}s"
-                + (" ws" if self.warp_specialize else ""))
+        kind = (
+            ("flat-t " if self.transposed else "flat " if self.flat else "")
+            + ("pad-n " if self.pad_n else "")
+            + ("persistent-tma " if self.persistent else "")
+        )
+        name = (
+            f"{kind}{self.block_m}x{self.block_n}x{self.block_k} "
+            f"g{self.group_size_m} {self.num_warps}w{self.num_stages}s"
+            + (" ws" if self.warp_specialize else "")
+        )
         return f"waves {name} + tail {self.tail.name}" if self.tail else name
 
 
@@ -90,9 +101,7 @@ PADDED_N_CONFIGS = (
 # 132 SMs, the third wave 18% full): whole waves of 128x256 tiles, then the rows
 # left over in 64x128 tiles. The main kernel runs in plain row order: a group size
 # would have to divide its number of tile rows.
-WAVE_SPLIT_CONFIGS = (
-    TileConfig(128, 256, 64, 1, 8, 3, tail=TileConfig(64, 128, 64, 1, 4, 4)),
-)
+WAVE_SPLIT_CONFIGS = (TileConfig(128, 256, 64, 1, 8, 3, tail=TileConfig(64, 128, 64, 1, 4, 4)),)
 LAST_WAVE_SPLIT_BELOW = 0.25  # the split is tried when the last wave is less full than this
 # An aligned grid whose 128x256 tiles leave the last wave partly empty (6144x1024x4096:
 # 192 tiles on 132 SMs, the second wave 45% full): in 128x128 tiles the same product
@@ -117,10 +126,17 @@ PERSISTENT_CONFIGS = (
 # Where the 128x256 grid leaves its last wave partly empty (WAVE_TILE_CONFIGS' rule):
 # 6144x1024x4096 ran at 585-591 TFLOPS in persistent 128x128 tiles (0.88-0.90x), against
 # 538 (0.81x); warp-specialised, it was no faster.
-PERSISTENT_WAVE_TILE_CONFIGS = (
-    TileConfig(128, 128, 64, 8, 4, 4, persistent=True),
+PERSISTENT_WAVE_TILE_CONFIGS = (TileConfig(128, 128, 64, 8, 4, 4, persistent=True),)
+EVERY_CONFIG = (
+    LARGE_CONFIGS
+    + MEDIUM_CONFIGS
+    + SMALL_CONFIGS
+    + LARGE_FLAT_CONFIGS
+    + MEDIUM_FLAT_CONFIGS
+    + RAGGED_N_FLAT_CONFIGS
+    + PADDED_N_CONFIGS
+    + WAVE_SPLIT_CONFIGS
+    + WAVE_TILE_CONFIGS
+    + PERSISTENT_CONFIGS
+    + PERSISTENT_WAVE_TILE_CONFIGS
 )
-EVERY_CONFIG = (LARGE_CONFIGS + MEDIUM_CONFIGS + SMALL_CONFIGS
-                + LARGE_FLAT_CONFIGS + MEDIUM_FLAT_CONFIGS + RAGGED_N_FLAT_CONFIGS
-                + PADDED_N_CONFIGS + WAVE_SPLIT_CONFIGS + WAVE_TILE_CONFIGS
-                + PERSISTENT_CONFIGS + PERSISTENT_WAVE_TILE_CONFIGS)

@@ -29,11 +29,16 @@ def tuned_kernel(config):
     if config.pad_n:
         return padding_n(tuned_kernel(dataclasses.replace(config, pad_n=False)))
     if config.tail is not None:
-        return wave_split(tuned_kernel(dataclasses.replace(config, tail=None)),
-                          tuned_kernel(config.tail), config.block_m, config.block_n)
+        return wave_split(
+            tuned_kernel(dataclasses.replace(config, tail=None)),
+            tuned_kernel(config.tail),
+            config.block_m,
+            config.block_n,
+        )
     # Block sizes name C's tile; a transposed kernel tiles C^T.
-    block_m, block_n = ((config.block_n, config.block_m) if config.transposed
-                        else (config.block_m, config.block_n))
+    block_m, block_n = (
+        (config.block_n, config.block_m) if config.transposed else (config.block_m, config.block_n)
+    )
     block_sizes = dict(block_size_m=block_m, block_size_n=block_n, block_size_k=config.block_k)
     if config.group_size_m > 1 or config.flat:
         block_sizes["group_size_m"] = config.group_size_m
@@ -43,26 +48,43 @@ def tuned_kernel(config):
         tensors = (Tensor(2), Tensor(2), Tensor(2))
     elif config.flat:
         arrange = functools.partial(
-            arrangements.transposed_flat_arrangement if config.transposed
+            arrangements.transposed_flat_arrangement
+            if config.transposed
             else arrangements.flat_arrangement,
-            **block_sizes)
+            **block_sizes,
+        )
         constant = {"constexpr": True}
-        tensors = (Tensor(1, shape_options=constant), Tensor(1, shape_options=constant),
-                   Tensor(1, shape_options=constant))
+        tensors = (
+            Tensor(1, shape_options=constant),
+            Tensor(1, shape_options=constant),
+            Tensor(1, shape_options=constant),
+        )
     else:
         arrange = functools.partial(arrangements.grouped_arrangement, **block_sizes)
         tensors = (Tensor(2), Tensor(2), Tensor(2))
-    kernel = ninetoothed.make(arrange, ninetoothed_gemm.application, tensors,
-                              num_warps=config.num_warps, num_stages=config.num_stages)
+    kernel = ninetoothed.make(
+        arrange,
+        ninetoothed_gemm.application,
+        tensors,
+        num_warps=config.num_warps,
+        num_stages=config.num_stages,
+    )
     return flattening(kernel, config.transposed) if config.flat else kernel
 
 
 def flattening(kernel, transposed=False):
     """Wrap a flat_arrangement kernel to take 2-D contiguous operands."""
+
     def run(lhs, rhs, output):
         first, second = (rhs, lhs) if transposed else (lhs, rhs)
-        kernel(first.view(-1), second.view(-1), output.view(-1),
-               lhs_row=lhs.shape[1], rhs_row=rhs.shape[1], output_row=output.shape[1])
+        kernel(
+            first.view(-1),
+            second.view(-1),
+            output.view(-1),
+            lhs_row=lhs.shape[1],
+            rhs_row=rhs.shape[1],
+            output_row=output.shape[1],
+        )
 
     return run
 
@@ -75,6 +97,7 @@ def padding_n(kernel):
     at every K step, so its masked store costs little and it needs no copy. The
     grid does not change: cdiv(N padded, BN) == cdiv(N, BN) for BN a multiple of 16.
     """
+
     def run(lhs, rhs, output):
         kernel(lhs, torch.nn.functional.pad(rhs, (0, -rhs.shape[1] % 16)), output)
 
@@ -89,9 +112,11 @@ def wave_split(main, tail, block_m, block_n):
     tiles is 288 tiles on 132 SMs: three waves, the last one 18% full. Split, it
     is two full waves and 256 rows in 64x128 tiles, a short, well-filled wave.
     """
+
     def run(lhs, rhs, output):
-        split = waves.whole_wave_rows(lhs.shape[0], rhs.shape[1], block_m, block_n,
-                                      waves.sm_count(lhs.device))
+        split = waves.whole_wave_rows(
+            lhs.shape[0], rhs.shape[1], block_m, block_n, waves.sm_count(lhs.device)
+        )
         if split:
             main(lhs[:split], rhs, output[:split])
         tail(lhs[split:], rhs, output[split:])
@@ -106,14 +131,22 @@ def persistent(config):
     view that starts off a 16-byte boundary, which TMA would read wrong. That call
     runs the grouped kernel of the same tiles instead.
     """
+
     def run(lhs, rhs, output):
         if persistent_tma.tma_rows_problem(lhs, rhs, output):
-            return tuned_kernel(dataclasses.replace(config, persistent=False,
-                                                    warp_specialize=False))(lhs, rhs, output)
+            return tuned_kernel(
+                dataclasses.replace(config, persistent=False, warp_specialize=False)
+            )(lhs, rhs, output)
         launch = persistent_tma.unchecked_launcher(
-            config.block_m, config.block_n, config.block_k, config.num_warps,
-            config.num_stages, waves.sm_count(lhs.device), config.group_size_m,
-            warp_specialize=config.warp_specialize)
+            config.block_m,
+            config.block_n,
+            config.block_k,
+            config.num_warps,
+            config.num_stages,
+            waves.sm_count(lhs.device),
+            config.group_size_m,
+            warp_specialize=config.warp_specialize,
+        )
         return launch(lhs, rhs, output)
 
     return run

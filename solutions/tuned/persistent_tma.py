@@ -50,9 +50,11 @@ def tma_rows_problem(*tensors):
             return f"{name}: the TMA kernels take float16, got {tensor.dtype}"
         row_bytes = tensor.stride(0) * tensor.element_size()
         if tensor.stride(1) != 1 or row_bytes % 16 or tensor.data_ptr() % 16:
-            return (f"{name}: TMA loads need contiguous rows starting on 16-byte "
-                    f"boundaries; got strides {tuple(tensor.stride())} "
-                    f"({row_bytes} bytes per row)")
+            return (
+                f"{name}: TMA loads need contiguous rows starting on 16-byte "
+                f"boundaries; got strides {tuple(tensor.stride())} "
+                f"({row_bytes} bytes per row)"
+            )
     return None
 
 
@@ -67,7 +69,8 @@ def use_torch_scratch(device="cuda"):
     """Let Triton allocate descriptor scratch space through torch on ``device`` (for the
     current thread: Triton keeps the allocator in a context variable)."""
     triton.set_allocator(
-        lambda size, alignment, stream: torch.empty(size, device=device, dtype=torch.int8))
+        lambda size, alignment, stream: torch.empty(size, device=device, dtype=torch.int8)
+    )
 
 
 def every_program(tensor, block_shape):
@@ -87,8 +90,11 @@ def under_constants(tensor, block_shape, constants):
 def persistent_tma_arrangement(lhs, rhs, output):
     """A grid of PROGRAMS. The application reads BLOCK_M and BLOCK_K from lhs's blocks,
     BLOCK_N from rhs's and PROGRAMS and GROUP_M from output's per-program shape."""
-    return (every_program(lhs, (BLOCK_M, BLOCK_K)), every_program(rhs, (BLOCK_K, BLOCK_N)),
-            under_constants(output, (BLOCK_M, BLOCK_N), (PROGRAMS, GROUP_M)))
+    return (
+        every_program(lhs, (BLOCK_M, BLOCK_K)),
+        every_program(rhs, (BLOCK_K, BLOCK_N)),
+        under_constants(output, (BLOCK_M, BLOCK_N), (PROGRAMS, GROUP_M)),
+    )
 
 
 def walk_tiles(lhs, rhs, output, flatten, warp_specialize):
@@ -102,18 +108,32 @@ def walk_tiles(lhs, rhs, output, flatten, warp_specialize):
     k_size = lhs.source.shape[1]
     n_size = rhs.source.shape[1]
     lhs_tiles = ntl.make_tensor_descriptor(
-        lhs.source.data_ptr(), shape=[m_size, k_size], strides=[lhs.source.stride(0), 1],
-        block_shape=[lhs.dtype.shape[0], lhs.dtype.shape[1]])
+        lhs.source.data_ptr(),
+        shape=[m_size, k_size],
+        strides=[lhs.source.stride(0), 1],
+        block_shape=[lhs.dtype.shape[0], lhs.dtype.shape[1]],
+    )
     rhs_tiles = ntl.make_tensor_descriptor(
-        rhs.source.data_ptr(), shape=[k_size, n_size], strides=[rhs.source.stride(0), 1],
-        block_shape=[rhs.dtype.shape[0], rhs.dtype.shape[1]])
+        rhs.source.data_ptr(),
+        shape=[k_size, n_size],
+        strides=[rhs.source.stride(0), 1],
+        block_shape=[rhs.dtype.shape[0], rhs.dtype.shape[1]],
+    )
     output_tiles = ntl.make_tensor_descriptor(
-        output.source.data_ptr(), shape=[m_size, n_size], strides=[output.source.stride(0), 1],
-        block_shape=[lhs.dtype.shape[0], rhs.dtype.shape[1]])
+        output.source.data_ptr(),
+        shape=[m_size, n_size],
+        strides=[output.source.stride(0), 1],
+        block_shape=[lhs.dtype.shape[0], rhs.dtype.shape[1]],
+    )
     grid_m = ntl.cdiv(m_size, lhs.dtype.shape[0])
     per_group = output.shape[1] * ntl.cdiv(n_size, rhs.dtype.shape[1])
-    for tile in ntl.range(ntl.program_id(0), grid_m * ntl.cdiv(n_size, rhs.dtype.shape[1]),
-                          output.shape[0], flatten=flatten, warp_specialize=warp_specialize):
+    for tile in ntl.range(
+        ntl.program_id(0),
+        grid_m * ntl.cdiv(n_size, rhs.dtype.shape[1]),
+        output.shape[0],
+        flatten=flatten,
+        warp_specialize=warp_specialize,
+    ):
         first_row = (tile // per_group) * output.shape[1]
         rows = ntl.minimum(grid_m - first_row, output.shape[1])
         row = first_row + (tile % per_group) % rows
@@ -123,8 +143,9 @@ def walk_tiles(lhs, rhs, output, flatten, warp_specialize):
             a = lhs_tiles.load([row * lhs.dtype.shape[0], k * lhs.dtype.shape[1]])
             b = rhs_tiles.load([k * lhs.dtype.shape[1], column * rhs.dtype.shape[1]])
             accumulator = ntl.dot(a, b, accumulator)
-        output_tiles.store([row * lhs.dtype.shape[0], column * rhs.dtype.shape[1]],
-                           accumulator.to(ntl.float16))
+        output_tiles.store(
+            [row * lhs.dtype.shape[0], column * rhs.dtype.shape[1]], accumulator.to(ntl.float16)
+        )
 
 
 # tl.range takes flatten and warp_specialize as constants: one application per pair.
@@ -144,24 +165,39 @@ def flattened_warp_specialized_application(lhs, rhs, output):
     walk_tiles(lhs, rhs, output, True, True)
 
 
-APPLICATIONS = {(False, False): application, (True, False): flattened_application,
-                (False, True): warp_specialized_application,
-                (True, True): flattened_warp_specialized_application}
+APPLICATIONS = {
+    (False, False): application,
+    (True, False): flattened_application,
+    (False, True): warp_specialized_application,
+    (True, True): flattened_warp_specialized_application,
+}
 
 
 @functools.cache
 def persistent_tma_kernel(num_warps, num_stages, flatten, warp_specialize):
     """The NineToothed kernel; block sizes, GROUP_M and PROGRAMS are given at launch."""
     with generated_cache.staff_kernel():  # tensor descriptors: beyond a student's kernel
-        return ninetoothed.make(persistent_tma_arrangement,
-                                APPLICATIONS[bool(flatten), bool(warp_specialize)],
-                                (Tensor(2), Tensor(2), Tensor(2)),
-                                num_warps=num_warps, num_stages=num_stages)
+        return ninetoothed.make(
+            persistent_tma_arrangement,
+            APPLICATIONS[bool(flatten), bool(warp_specialize)],
+            (Tensor(2), Tensor(2), Tensor(2)),
+            num_warps=num_warps,
+            num_stages=num_stages,
+        )
 
 
 @functools.cache
-def unchecked_launcher(block_m, block_n, block_k, num_warps, num_stages, programs, group=8,
-                       flatten=True, warp_specialize=False):
+def unchecked_launcher(
+    block_m,
+    block_n,
+    block_k,
+    num_warps,
+    num_stages,
+    programs,
+    group=8,
+    flatten=True,
+    warp_specialize=False,
+):
     """``run(lhs, rhs, output)`` for operands already found TMA-readable
     (solutions.tuned.kernels.persistent checks them once, to pick a kernel): ``programs``
     programs (the SM count) in all, whatever the number of tiles; those past the last
@@ -170,14 +206,23 @@ def unchecked_launcher(block_m, block_n, block_k, num_warps, num_stages, program
 
     def run(lhs, rhs, output):
         use_torch_scratch(lhs.device)
-        kernel(lhs, rhs, output, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
-               GROUP_M=group, PROGRAMS=programs)
+        kernel(
+            lhs,
+            rhs,
+            output,
+            BLOCK_M=block_m,
+            BLOCK_N=block_n,
+            BLOCK_K=block_k,
+            GROUP_M=group,
+            PROGRAMS=programs,
+        )
 
     return run
 
 
 def refusing_misread_rows(launch):
     """``launch(lhs, rhs, output)``, after refusing operands TMA would read wrong."""
+
     def run(lhs, rhs, output):
         require_tma_rows(lhs, rhs, output)
         launch(lhs, rhs, output)

@@ -50,8 +50,7 @@ def candidates(lhs, rhs):
     # Not for a ragged K or N: rows like 3000's are whole 16-byte units, but there the
     # persistent kernels lost to the flat ones on an H100 (round 7). The output, made
     # here with rows of N halves, is then aligned too.
-    if (not ragged and waves.has_tma(lhs.device)
-            and not persistent_tma.tma_rows_problem(lhs, rhs)):
+    if not ragged and waves.has_tma(lhs.device) and not persistent_tma.tma_rows_problem(lhs, rhs):
         chosen += configs.PERSISTENT_CONFIGS
         if smaller_tiles:
             chosen += configs.PERSISTENT_WAVE_TILE_CONFIGS
@@ -70,9 +69,11 @@ def time_candidate(config, lhs, rhs, out):
         run = kernels.tuned_kernel(config)
         return triton.testing.do_bench(
             lambda: run(lhs, rhs, out),
-            warmup=5, rep=25, return_mode="median",
+            warmup=5,
+            rep=25,
+            return_mode="median",
         )
-    except Exception:  # a config the GPU cannot hold (shared memory, registers)
+    except Exception:  # noqa: BLE001 - a config the GPU cannot hold (shared memory, registers)
         return float("inf")
 
 
@@ -141,13 +142,17 @@ class Planner:
             # first candidate timed after a pause runs cooler than the rest.
             for candidate in offered + offered[::-1]:
                 timings.setdefault(candidate.name, []).append(
-                    time_candidate(candidate, lhs, rhs, out))
+                    time_candidate(candidate, lhs, rhs, out)
+                )
             timings = {name: sum(both) / 2 for name, both in timings.items()}
             ranked = sorted(offered, key=lambda candidate: timings[candidate.name])
             # Kernels within a few percent swap places from one timing to the next: the
             # close ones are timed again, in alternating rounds, and the runoff decides.
-            close = [candidate for candidate in ranked
-                     if timings[candidate.name] <= timings[ranked[0].name] * (1 + RUNOFF_WITHIN)]
+            close = [
+                candidate
+                for candidate in ranked
+                if timings[candidate.name] <= timings[ranked[0].name] * (1 + RUNOFF_WITHIN)
+            ]
             config = ranked[0]
             if len(close) > 1:
                 runoff_ms = runoff(close, lhs, rhs, out)
@@ -173,11 +178,19 @@ chosen_config = PLANNER.chosen_config
 def takes(lhs, rhs):
     """Whether the tuned kernels take these operands: non-empty float16 matrices on one
     GPU whose inner sizes match."""
-    return (isinstance(lhs, torch.Tensor) and isinstance(rhs, torch.Tensor)
-            and lhs.is_cuda and lhs.device == rhs.device
-            and lhs.dtype == torch.float16 and rhs.dtype == torch.float16
-            and lhs.ndim == 2 and rhs.ndim == 2 and lhs.numel() > 0 and rhs.numel() > 0
-            and lhs.shape[1] == rhs.shape[0])
+    return (
+        isinstance(lhs, torch.Tensor)
+        and isinstance(rhs, torch.Tensor)
+        and lhs.is_cuda
+        and lhs.device == rhs.device
+        and lhs.dtype == torch.float16
+        and rhs.dtype == torch.float16
+        and lhs.ndim == 2
+        and rhs.ndim == 2
+        and lhs.numel() > 0
+        and rhs.numel() > 0
+        and lhs.shape[1] == rhs.shape[0]
+    )
 
 
 def nt_gemm(lhs, rhs):

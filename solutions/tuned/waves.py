@@ -67,8 +67,10 @@ def smaller_tiles_pay(m, n, sms):
     better: then the tuner times them too."""
     large, smaller = configs.LARGE_CONFIGS[0], configs.WAVE_TILE_CONFIGS[0]
     share = last_wave_share(m, n, large.block_m, large.block_n, sms)
-    return (share < configs.SMALLER_TILES_BELOW
-            and last_wave_share(m, n, smaller.block_m, smaller.block_n, sms) > share)
+    return (
+        share < configs.SMALLER_TILES_BELOW
+        and last_wave_share(m, n, smaller.block_m, smaller.block_n, sms) > share
+    )
 
 
 def cdiv(a, b):

@@ -106,7 +106,12 @@ def _file_digest(path):
                 size += len(chunk)
         info = os.fstat(fd)  # too big, or it grew past the limit while read
         return b"file-metadata", b"%d %d %d %d %d" % (
-            info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_dev, info.st_ino)
+            info.st_size,
+            info.st_mtime_ns,
+            info.st_ctime_ns,
+            info.st_dev,
+            info.st_ino,
+        )
     except OSError as error:
         return b"file-unreadable", str(error.errno).encode()
     finally:

@@ -90,10 +90,14 @@ class Settings:
 def grader_version():
     """The version plus a digest of the grading code: any change to it means regrading."""
     digest = hashlib.sha256()
-    for relative in import_graph.closure_files(["grader.batch.grade.grading",
-                                                "grader.batch.inside.forkserver",
-                                                "grader.batch.inside.plain_forkserver",
-                                                "grader.batch.inside.worker"]):
+    for relative in import_graph.closure_files(
+        [
+            "grader.batch.grade.grading",
+            "grader.batch.inside.forkserver",
+            "grader.batch.inside.plain_forkserver",
+            "grader.batch.inside.worker",
+        ]
+    ):
         digest.update(relative.encode() + b"\0" + (import_graph.ROOT / relative).read_bytes())
     return f"{__version__}+{digest.hexdigest()[:12]}"
 
@@ -132,32 +136,44 @@ def syntax_problem(source):
 
 def case_entries_for(cases_list, reason):
     names = verdict.display_names(cases_list)
-    return [CaseEntry(case.id, names[case.id], case.visibility, 0, case.points, "not_run",
-                      reason) for case in cases_list]
+    return [
+        CaseEntry(case.id, names[case.id], case.visibility, 0, case.points, "not_run", reason)
+        for case in cases_list
+    ]
 
 
 def base_record(submission, settings, folder):
     cases_list = settings.cases()
     return Record(
-        student=submission.student, folder=folder, origin=submission.origin,
-        taken=submission.taken, seen=[{"path": path, "why": why} for path, why in submission.seen],
-        lms_id=submission.lms_id, late=submission.late, sha256=submission.sha256,
-        key=grading_key(submission, settings), grader_version=grader_version(),
-        secret_fingerprint=settings.fingerprint, backend=settings.backend,
+        student=submission.student,
+        folder=folder,
+        origin=submission.origin,
+        taken=submission.taken,
+        seen=[{"path": path, "why": why} for path, why in submission.seen],
+        lms_id=submission.lms_id,
+        late=submission.late,
+        sha256=submission.sha256,
+        key=grading_key(submission, settings),
+        grader_version=grader_version(),
+        secret_fingerprint=settings.fingerprint,
+        backend=settings.backend,
         isolation=settings.isolation,
         max_score=sum(case.points for case in cases_list)
         + (settings.speed.max_points if settings.timed else 0),
         cases=case_entries_for(cases_list, say("case_not_run")),
-        speed=_speed_placeholder(settings))
+        speed=_speed_placeholder(settings),
+    )
 
 
 def could_not_grade(submission, settings, folder, error):
     """The row of a file whose grading raised in the grader itself: 0 points, the error, and
     what the TA should do. ``could_not_grade`` makes the next run grade it again."""
-    return dataclasses.replace(base_record(submission, settings, folder),
-                               status=Status.CRASHED.value, could_not_grade=True,
-                               message=say("could_not_grade",
-                                           why=f"{type(error).__name__}: {error}"))
+    return dataclasses.replace(
+        base_record(submission, settings, folder),
+        status=Status.CRASHED.value,
+        could_not_grade=True,
+        message=say("could_not_grade", why=f"{type(error).__name__}: {error}"),
+    )
 
 
 def _speed_placeholder(settings):
@@ -177,11 +193,15 @@ def _static_verdict(source):
     problem = syntax_problem(source)
     if problem:
         return Status.IMPORT_ERROR, problem, []
-    missing = [name for name in loading.REQUIRED_NAMES
-               if name not in kernel_source.defined_names(source)]
+    missing = [
+        name for name in loading.REQUIRED_NAMES if name not in kernel_source.defined_names(source)
+    ]
     if missing:
-        return (Status.IMPORT_ERROR,
-                say("does_not_define", file="ninetoothed_gemm.py", names=", ".join(missing)), [])
+        return (
+            Status.IMPORT_ERROR,
+            say("does_not_define", file="ninetoothed_gemm.py", names=", ".join(missing)),
+            [],
+        )
     unfinished = loading.unfinished_functions(source)
     if unfinished:
         return Status.NOT_IMPLEMENTED, loading.not_implemented_message(unfinished), []
@@ -197,7 +217,7 @@ def may_run(submission):
         return False
     try:
         return _static_verdict(loading.source_text(submission.data)) is None
-    except Exception:  # what Python's parser gives up on: the file's own grading says so
+    except Exception:  # noqa: BLE001 - what Python's parser gives up on: the file's own grading says so
         return True
 
 
@@ -206,8 +226,7 @@ def _phases(cases_list, seed):
     public, hidden = [], []
     for index, case in enumerate(cases_list):
         lhs, rhs, _ = checks.judging_material(case, seed, "cpu")
-        job = protocol.Job(index, case.m, case.n, case.k, verdict.ROLES[case.check],
-                           case.blocks)
+        job = protocol.Job(index, case.m, case.n, case.k, verdict.ROLES[case.check], case.blocks)
         (public if case.visibility == "public" else hidden).append((job, lhs, rhs))
     return [phase for phase in (public, hidden) if phase]
 
@@ -222,8 +241,9 @@ def _wrapper_phase(phases, cases_list):
 RUNS = 2  # workers a graded file takes: the kernel run and the wrapper run
 
 
-def grade(submission, settings, folder, device=None, on_start=None, pool=None, stall=None,
-          gate=None):
+def grade(
+    submission, settings, folder, device=None, on_start=None, pool=None, stall=None, gate=None
+):
     """Grade one intake.Submission; returns its record (never raises for the student's doing).
     ``pool``: warm workers (grader.batch.isolation.warm_pool) expecting RUNS for this file;
     ``stall``: a first pass's limit per step (a conversation.StallLimit of
@@ -240,31 +260,49 @@ def grade(submission, settings, folder, device=None, on_start=None, pool=None, s
         return record
     phases = _phases(cases_list, settings.seed)
     wrapper_phases = _wrapper_phase(phases, cases_list)
-    options = dict(backend_name=settings.backend, device=device, sandboxed=settings.sandboxed,
-                   limits=limits(settings), on_start=on_start, pool=pool, stall=stall)
+    options = dict(
+        backend_name=settings.backend,
+        device=device,
+        sandboxed=settings.sandboxed,
+        limits=limits(settings),
+        on_start=on_start,
+        pool=pool,
+        stall=stall,
+    )
     # Side by side on a GPU, where they overlap; one after the other on the interpreter,
     # whose -j already keeps every core busy, and where the wrapper's time limit grows
     # with the tiles the kernel run showed (grader.batch.isolation.time_policy.extra_for).
     if settings.backend == "gpu":
         with concurrent.futures.ThreadPoolExecutor(max_workers=2) as threads:
-            kernel_future = threads.submit(conversation.run, "kernel",
-                                           kernel.text.encode("utf-8"), phases, gate=gate,
-                                           **options)
-            wrapper_future = threads.submit(conversation.run, "wrapper", submission.data,
-                                            wrapper_phases, **options)
+            kernel_future = threads.submit(
+                conversation.run,
+                "kernel",
+                kernel.text.encode("utf-8"),
+                phases,
+                gate=gate,
+                **options,
+            )
+            wrapper_future = threads.submit(
+                conversation.run, "wrapper", submission.data, wrapper_phases, **options
+            )
             kernel_run, wrapper_run = kernel_future.result(), wrapper_future.result()
     else:
-        kernel_run = conversation.run("kernel", kernel.text.encode("utf-8"), phases, gate=gate,
-                                      **options)
-        wrapper_run = conversation.run("wrapper", submission.data, wrapper_phases,
-                                       tiles=kernel_run.tiles, **options)
+        kernel_run = conversation.run(
+            "kernel", kernel.text.encode("utf-8"), phases, gate=gate, **options
+        )
+        wrapper_run = conversation.run(
+            "wrapper", submission.data, wrapper_phases, tiles=kernel_run.tiles, **options
+        )
     for run in (kernel_run, wrapper_run):
         if run.stage == "starting" and run.ending.kind == "crashed":
-            raise WorkerFailure(f"the grading worker failed before loading {submission.student}'s "
-                                f"file ({run.ending.detail}):\n{run.ending.stderr[-3000:]}")
+            raise WorkerFailure(
+                f"the grading worker failed before loading {submission.student}'s "
+                f"file ({run.ending.detail}):\n{run.ending.stderr[-3000:]}"
+            )
 
-    record.wall_time_s = round(max(kernel_run.ending.wall_time_s,
-                                      wrapper_run.ending.wall_time_s), 2)
+    record.wall_time_s = round(
+        max(kernel_run.ending.wall_time_s, wrapper_run.ending.wall_time_s), 2
+    )
     record.peak_cores = max(kernel_run.ending.peak_cores, wrapper_run.ending.peak_cores)
     record.cpu_time_s = max(kernel_run.ending.cpu_time_s, wrapper_run.ending.cpu_time_s)
     record.cpu_wait_s = max(kernel_run.ending.cpu_wait_s, wrapper_run.ending.cpu_wait_s)
@@ -274,7 +312,8 @@ def grade(submission, settings, folder, device=None, on_start=None, pool=None, s
         f"[kernel run: {kernel_run.ending.kind} {kernel_run.ending.detail}]\n"
         f"{kernel_run.ending.stderr}\n"
         f"[nt_gemm run: {wrapper_run.ending.kind} {wrapper_run.ending.detail}]"
-        f"\n{wrapper_run.ending.stderr}")
+        f"\n{wrapper_run.ending.stderr}"
+    )
     record.findings = kernel_run.findings
     record.tiles = kernel_run.tiles
     record.layout_ok = kernel_run.layout_ok
@@ -283,12 +322,17 @@ def grade(submission, settings, folder, device=None, on_start=None, pool=None, s
     record.gpu_build_shared = kernel_run.shared_build
     unbuilt = build if (build is not None and build.checked and not build.ok) else None
     judging = time.perf_counter()
-    record.cases = verdict.judge_cases(cases_list, kernel_run, settings.seed, unbuilt,
-                                          source, every=settings.backend == "interpreter")
+    record.cases = verdict.judge_cases(
+        cases_list,
+        kernel_run,
+        settings.seed,
+        unbuilt,
+        source,
+        every=settings.backend == "interpreter",
+    )
     # The grader's own CPU work per student, beside the workers (grader.core.checks).
     record.seconds["grader"] = {"judge": round(time.perf_counter() - judging, 2)}
-    record.arrangement = _failing_arrangement(kernel_run.arrangement, record.cases,
-                                                 cases_list)
+    record.arrangement = _failing_arrangement(kernel_run.arrangement, record.cases, cases_list)
     verdict.decide(record, kernel_run, wrapper_run, wrapper_phases[0][0][0], cases_list, source)
     record.score = sum(entry.points for entry in record.cases)
     if record.status == "passed" and settings.timed:
@@ -301,8 +345,9 @@ def grade(submission, settings, folder, device=None, on_start=None, pool=None, s
 
 def limits(settings):
     """What each run of a file is given (grader.batch.isolation.sandbox.Limits)."""
-    return Limits(settings.timeout_s, settings.memory_limit_bytes,
-                  time_policy.cores_for(settings.backend))
+    return Limits(
+        settings.timeout_s, settings.memory_limit_bytes, time_policy.cores_for(settings.backend)
+    )
 
 
 def prints_in_its_kernel(submission):
@@ -331,10 +376,13 @@ def _refused(record, submission, source, cases_list):
         return None
     kernel = kernel_source.extract(source)
     if kernel.violations:
-        status, message = verdict.refusal(record, source, say("kernel_refused"),
-                                          [f"kernel: {item}" for item in kernel.violations],
-                                          unbuildable=build_refusal.unbuildable(
-                                              kernel.violations))
+        status, message = verdict.refusal(
+            record,
+            source,
+            say("kernel_refused"),
+            [f"kernel: {item}" for item in kernel.violations],
+            unbuildable=build_refusal.unbuildable(kernel.violations),
+        )
         record.status, record.message = status, message
         record.cases = case_entries_for(cases_list, say("not_run", error=status))
         return None
@@ -346,6 +394,9 @@ def _failing_arrangement(picture, entries, cases_list):
     when a public case of its shape failed: the feedback draws it beside feedback.md."""
     if picture is None:
         return None
-    failed = {case.shape for case, entry in zip(cases_list, entries)
-              if case.visibility == "public" and entry.status != "passed"}
+    failed = {
+        case.shape
+        for case, entry in zip(cases_list, entries)
+        if case.visibility == "public" and entry.status != "passed"
+    }
     return picture if tuple(picture["shape"]) in failed else None

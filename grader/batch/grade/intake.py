@@ -138,17 +138,21 @@ def discover(root, skipped=None):
     (entry, why) for each top-level entry that is not a student's submission."""
     root = pathlib.Path(root)
     if not root.is_dir():
-        hint = (": it is an archive, as an LMS hands the whole class out; unzip it into a "
-                "folder (unzip -d FOLDER ARCHIVE) and give that folder"
-                if zipfile.is_zipfile(root) else "")
+        hint = (
+            ": it is an archive, as an LMS hands the whole class out; unzip it into a "
+            "folder (unzip -d FOLDER ARCHIVE) and give that folder"
+            if zipfile.is_zipfile(root)
+            else ""
+        )
         raise IntakeError(f"SUBMISSIONS_DIR {printable(str(root))!r} is not a folder{hint}")
     skipped = [] if skipped is None else skipped
     try:
         with os.scandir(root) as listing:
             entries = sorted(listing, key=lambda e: os.fsencode(e.name))
     except OSError as error:
-        raise IntakeError(f"SUBMISSIONS_DIR {printable(str(root))!r} cannot be listed: "
-                          f"{error.strerror or error}") from None
+        raise IntakeError(
+            f"SUBMISSIONS_DIR {printable(str(root))!r} cannot be listed: {error.strerror or error}"
+        ) from None
     found, uploads = [], {}
     for entry, mode in _visible(entries, skipped):
         name = display(entry.name)
@@ -156,7 +160,7 @@ def discover(root, skipped=None):
             skipped.append((name, "a symbolic link, which is not followed"))
             continue
         suffix = pathlib.PurePath(entry.name).suffix.lower()
-        stem = entry.name[:-len(suffix)] if suffix else entry.name
+        stem = entry.name[: -len(suffix)] if suffix else entry.name
         folder = stat.S_ISDIR(mode)
         who = identity(entry.name if folder else stem, folder=folder)
         if not folder and who.lms_id and who.uploaded:  # one of the files an LMS id uploaded
@@ -179,10 +183,11 @@ def _guarded(root, path, who, read, *args):
     (rule 2)."""
     try:
         return read(*args)
-    except Exception as error:  # one entry's trouble is that entry's row, never the class's
+    except Exception as error:  # noqa: BLE001 - one entry's trouble is that entry's row, never the class's
         why = f"{type(error).__name__}: {error}"
-        return Submission(who.student, _relative(root, path), problem=say("could_not_read",
-                                                                          why=why))
+        return Submission(
+            who.student, _relative(root, path), problem=say("could_not_read", why=why)
+        )
 
 
 @dataclasses.dataclass
@@ -221,9 +226,15 @@ def _from_uploads(root, files):
         chosen = max(archives, key=lambda upload: (upload.version, upload.name))
     if chosen is None:
         listed = ", ".join(sorted(upload.name for upload in files))
-        submission = Submission(who.student, _relative(root, files[0].path),
-                                problem=say("none_handed_in_of_several" if python
-                                            else "none_handed_in", file=FILE_NAME, listed=listed))
+        submission = Submission(
+            who.student,
+            _relative(root, files[0].path),
+            problem=say(
+                "none_handed_in_of_several" if python else "none_handed_in",
+                file=FILE_NAME,
+                listed=listed,
+            ),
+        )
     elif chosen.suffix == ".zip":
         submission = _from_zip(root, chosen.path, who.student)
     else:
@@ -238,8 +249,11 @@ def _from_uploads(root, files):
             submission.handin, submission.handin_origin = data, _relative(root, handin.path)
             used.add(handin.path)
     submission.lms_id, submission.late = who.lms_id, late
-    submission.seen += [(_relative(root, upload.path), say("seen_another_file"))
-                        for upload in files if upload.path not in used]
+    submission.seen += [
+        (_relative(root, upload.path), say("seen_another_file"))
+        for upload in files
+        if upload.path not in used
+    ]
     return submission
 
 
@@ -273,8 +287,11 @@ def _merge(group):
     group = sorted(group, key=lambda s: (bool(s.problem), -s.modified, s.origin))
     graded, others = group[0], group[1:]
     for other in others:
-        why = (say("seen_nothing_to_grade", why=other.problem) if other.problem
-               else say("seen_older", graded=graded.origin))
+        why = (
+            say("seen_nothing_to_grade", why=other.problem)
+            if other.problem
+            else say("seen_older", graded=graded.origin)
+        )
         graded.seen.append((other.origin, why))
         graded.seen += other.seen
         graded.late = graded.late or other.late
@@ -283,8 +300,7 @@ def _merge(group):
 
 def _from_file(root, path, student):
     data, problem = read_limited(path, MAX_FILE_BYTES)
-    return Submission(student, _relative(root, path), data or b"", problem,
-                      modified=_mtime(path))
+    return Submission(student, _relative(root, path), data or b"", problem, modified=_mtime(path))
 
 
 def _is_submission(name):
@@ -309,8 +325,9 @@ def _visible(entries, skipped=None):
     for entry in entries:
         if _hidden(entry.name):
             if skipped is not None:
-                skipped.append((display(entry.name), "hidden (a dot file, __MACOSX or "
-                                                     "__pycache__)"))
+                skipped.append(
+                    (display(entry.name), "hidden (a dot file, __MACOSX or __pycache__)")
+                )
             continue
         try:
             mode = os.lstat(entry.path).st_mode
@@ -369,16 +386,18 @@ def _from_folder(root, folder, student):
             return _from_zip(root, archives[0][1], student)
         listed = ", ".join(display(inside) for inside, _ in python)
         if len(python) != 1:
-            problem = say("none_in_folder", file=FILE_NAME,
-                          folder=f"{name}/" + (f" ({note})" if note else ""))
+            problem = say(
+                "none_in_folder", file=FILE_NAME, folder=f"{name}/" + (f" ({note})" if note else "")
+            )
             if python:
                 problem = say("several_python_files", evidence=problem, listed=listed)
             return Submission(student, origin, problem=problem)
         found, taken = python, listed
     path = found[0][1]
     data, problem = read_limited(path, MAX_FILE_BYTES)
-    submission = Submission(student, _relative(root, path), data or b"", problem, taken=taken,
-                            modified=_mtime(path))
+    submission = Submission(
+        student, _relative(root, path), data or b"", problem, taken=taken, modified=_mtime(path)
+    )
     handin, _ = _find_in_folder(folder, _is_handin)
     if handin:
         handin_data, handin_problem = read_limited(handin[0][1], MAX_FILE_BYTES)
@@ -405,14 +424,20 @@ def _from_zip(root, path, student):
     except NotRegular as error:
         return Submission(student, origin, problem=f"{name} is not a regular file (it is {error})")
     except OSError as error:
-        return Submission(student, origin,
-                          problem=say("archive_unreadable", why=error.strerror or error))
+        return Submission(
+            student, origin, problem=say("archive_unreadable", why=error.strerror or error)
+        )
     with os.fdopen(fd, "rb") as stream:
         size = os.fstat(fd).st_size
         if size > MAX_ZIP_BYTES:
-            return Submission(student, origin, problem=say(
-                "archive_rejected", why=f"{name} is {size} bytes, over the limit of "
-                                        f"{MAX_ZIP_BYTES}"))
+            return Submission(
+                student,
+                origin,
+                problem=say(
+                    "archive_rejected",
+                    why=f"{name} is {size} bytes, over the limit of {MAX_ZIP_BYTES}",
+                ),
+            )
         submission = _from_archive(stream, student, origin, name)
     submission.modified = modified
     return submission
@@ -437,17 +462,23 @@ def _from_archive(stream, student, origin, name, depth=1):
                     with archive.open(inner) as handle:
                         data = handle.read(MAX_ZIP_TOTAL_BYTES + 1)
                     inner_name = printable(decode_name(inner.filename))
-                    return _from_archive(io.BytesIO(data), student,
-                                         f"{origin}:{inner_name}", inner_name, depth + 1)
+                    return _from_archive(
+                        io.BytesIO(data), student, f"{origin}:{inner_name}", inner_name, depth + 1
+                    )
                 else:
-                    return Submission(student, origin,
-                                      problem=say("none_in_archive", file=FILE_NAME,
-                                                  archive=name))
+                    return Submission(
+                        student,
+                        origin,
+                        problem=say("none_in_archive", file=FILE_NAME, archive=name),
+                    )
             with archive.open(member) as handle:
                 data = handle.read(MAX_FILE_BYTES + 1)
             if len(data) > MAX_FILE_BYTES:
-                return Submission(student, origin, problem=say(
-                    "archive_rejected", why=f"{member.filename} is too large"))
+                return Submission(
+                    student,
+                    origin,
+                    problem=say("archive_rejected", why=f"{member.filename} is too large"),
+                )
             submission = Submission(student, f"{origin}:{member.filename}", data, taken=taken)
             handin = _member(archive, _is_handin)
             if handin is not None and handin.file_size <= MAX_FILE_BYTES:
@@ -455,8 +486,15 @@ def _from_archive(stream, student, origin, name, depth=1):
                     submission.handin = handle.read(MAX_FILE_BYTES + 1)[:MAX_FILE_BYTES]
                 submission.handin_origin = printable(decode_name(handin.filename))
             return submission
-    except (zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError, ValueError,
-            EOFError, zipfile.LargeZipFile) as error:
+    except (
+        zipfile.BadZipFile,
+        OSError,
+        RuntimeError,
+        NotImplementedError,
+        ValueError,
+        EOFError,
+        zipfile.LargeZipFile,
+    ) as error:
         return Submission(student, origin, problem=say("archive_unreadable", why=error))
 
 
@@ -474,8 +512,12 @@ def _check_archive(archive):
         if name.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", name) or ".." in parts:
             return f"member {name!r} would land outside the archive's folder", None
     member = _member(archive, _is_submission)
-    links = [info.filename for info in members if stat.S_ISLNK(info.external_attr >> 16)
-             and _is_submission(pathlib.PurePosixPath(info.filename).name)]
+    links = [
+        info.filename
+        for info in members
+        if stat.S_ISLNK(info.external_attr >> 16)
+        and _is_submission(pathlib.PurePosixPath(info.filename).name)
+    ]
     if member is None and links:
         return f"member {links[0]!r} is a symbolic link, which is never read", None
     return "", member

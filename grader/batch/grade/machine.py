@@ -74,8 +74,11 @@ def parse_gpus(text, environ=None, count=None):
             raise ValueError("--gpus: give 'all', 'none' or a comma-separated list such as 0,1")
         return items
     if environ.get("CUDA_VISIBLE_DEVICES", "").strip():
-        return [item.strip() for item in environ["CUDA_VISIBLE_DEVICES"].split(",")
-                if item.strip() and item.strip() != "-1"]
+        return [
+            item.strip()
+            for item in environ["CUDA_VISIBLE_DEVICES"].split(",")
+            if item.strip() and item.strip() != "-1"
+        ]
     return [str(index) for index in range(count or 0)]
 
 
@@ -86,8 +89,11 @@ def gpu_environment(device):
     of its own CUDA_VISIBLE_DEVICES, so the device is found by its place in that list."""
     import torch
 
-    visible = [entry.strip() for entry in
-               os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if entry.strip()]
+    visible = [
+        entry.strip()
+        for entry in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")
+        if entry.strip()
+    ]
     position = visible.index(str(device)) if str(device) in visible else device
     try:
         with torch.cuda.device(int(position)):
@@ -102,16 +108,24 @@ def _gpus(backend_name):
         return []
     try:
         result = subprocess.run(
-            ["nvidia-smi", "--query-gpu=index,name,driver_version,memory.total",
-             "--format=csv,noheader"], capture_output=True, text=True, timeout=20)
+            [
+                "nvidia-smi",
+                "--query-gpu=index,name,driver_version,memory.total",
+                "--format=csv,noheader",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
     except (OSError, subprocess.SubprocessError):
         return []
     gpus = []
     for line in result.stdout.strip().splitlines():
         parts = [part.strip() for part in line.split(",")]
         if len(parts) == 4:
-            gpus.append({"index": parts[0], "name": parts[1], "driver": parts[2],
-                         "memory": parts[3]})
+            gpus.append(
+                {"index": parts[0], "name": parts[1], "driver": parts[2], "memory": parts[3]}
+            )
     return gpus
 
 

@@ -12,15 +12,25 @@ import stat
 
 from grader.batch.names import display
 
-_OPEN_FLAGS = (os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW
-               | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | os.O_NONBLOCK
+    | os.O_NOFOLLOW
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
 
 
 def kind(mode):
     """What a non-regular file is, in words."""
-    for test, words in ((stat.S_ISDIR, "a folder"), (stat.S_ISLNK, "a symbolic link"),
-                        (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
-                        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+    for test, words in (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISLNK, "a symbolic link"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
         if test(mode):
             return words
     return f"of type {stat.S_IFMT(mode):o}"

@@ -24,13 +24,20 @@ from grader.batch.isolation import hosts, plain_forks
 from grader.batch.outputs import secret
 from grader.batch.grade.folder_digest import folder_digest
 from grader.batch.grade.manifest import MANIFEST, Manifest
-from grader.batch.isolation import (compile_gate, compile_store, conversation, sandbox,
-                                     time_policy, warm_pool)
+from grader.batch.isolation import (
+    compile_gate,
+    compile_store,
+    conversation,
+    sandbox,
+    time_policy,
+    warm_pool,
+)
 from grader.batch.outputs import class_mistakes, overrides, reports
 from grader.batch.outputs import student_folders as folder_names
 from grader.batch.timing import speed
 from grader.batch.status import GraderError, report, say
 from grader.core import cases, gpu_compile
+
 
 @dataclasses.dataclass
 class Session:
@@ -56,12 +63,13 @@ class Session:
         if self.settings.backend == "interpreter":
             _judge_on_one_thread()
         self._sandboxes = _Opening(self._open_sandboxes, len(self.slots))
-        self.gate = compile_gate.CompileGate(backend_name=self.settings.backend,
-                                             sandboxed=self.settings.sandboxed,
-                                             target=self.settings.gpu_target,
-                                             memory_bytes=self.settings.memory_limit_bytes,
-                                             store=compile_store.from_environment(
-                                                 grading.grader_version()))
+        self.gate = compile_gate.CompileGate(
+            backend_name=self.settings.backend,
+            sandboxed=self.settings.sandboxed,
+            target=self.settings.gpu_target,
+            memory_bytes=self.settings.memory_limit_bytes,
+            store=compile_store.from_environment(grading.grader_version()),
+        )
 
     def run(self, submissions_dir, shard=None, force=False):
         """Grade whoever is not graded yet, time who passed, write the class reports;
@@ -69,18 +77,28 @@ class Session:
         submissions_dir = pathlib.Path(submissions_dir)
         cases_list = self.settings.cases()
         previous = Manifest.read(self.out_dir) if (self.out_dir / MANIFEST).is_file() else None
-        chosen, folders, everyone, skipped = self._intake(submissions_dir, shard,
-                                                          previous and previous.students)
+        chosen, folders, everyone, skipped = self._intake(
+            submissions_dir, shard, previous and previous.students
+        )
         before = folder_digest(submissions_dir)
-        self.book = overrides.for_batch(self.overrides_file, self.out_dir,  # before any write
-                                        previous and previous.overrides, everyone, self.settings)
+        self.book = overrides.for_batch(
+            self.overrides_file,
+            self.out_dir,  # before any write
+            previous and previous.overrides,
+            everyone,
+            self.settings,
+        )
         self.out_dir.mkdir(parents=True, exist_ok=True)
         secret.keep(self.out_dir, self.settings.seed)
         overrides.keep(self.out_dir, self.book)
-        manifest = Manifest.of(self.settings, cases_list, shard,
-                               {s.student: folders[s.student] for s in chosen})
-        dataclasses.replace(manifest, overrides=self.book.describe(), skipped=[
-            {"entry": entry, "why": why} for entry, why in skipped]).write(self.out_dir)
+        manifest = Manifest.of(
+            self.settings, cases_list, shard, {s.student: folders[s.student] for s in chosen}
+        )
+        dataclasses.replace(
+            manifest,
+            overrides=self.book.describe(),
+            skipped=[{"entry": entry, "why": why} for entry, why in skipped],
+        ).write(self.out_dir)
         reports.write_skipped(self.out_dir, skipped)
 
         records, todo = self.resume(chosen, folders, force)
@@ -89,13 +107,20 @@ class Session:
         self._sandboxes.files = _first_files(todo, len(self.slots))
         if self.book.rows:
             kept = self.out_dir / overrides.FILE
-            say(f"overrides: {len(self.book.rows)} row(s) "
-                + (f"of {self.overrides_file}, kept as {kept}" if self.overrides_file
-                   else f"kept in {kept}, given before"))
-        say(f"ntgemm grader: {len(chosen)} submission(s), {len(records)} already graded, "
+            say(
+                f"overrides: {len(self.book.rows)} row(s) "
+                + (
+                    f"of {self.overrides_file}, kept as {kept}"
+                    if self.overrides_file
+                    else f"kept in {kept}, given before"
+                )
+            )
+        say(
+            f"ntgemm grader: {len(chosen)} submission(s), {len(records)} already graded, "
             f"{len(todo)} to grade; backend {self.settings.backend}, {len(cases_list)} cases, "
             f"-j {len(self.slots)}, timeout {self.settings.timeout_s:g} s, memory "
-            f"{self.settings.memory_limit_bytes / 2**30:g} GiB")
+            f"{self.settings.memory_limit_bytes / 2**30:g} GiB"
+        )
 
         started = time.monotonic()
         self._grade_class(todo, folders, cases_list, records)
@@ -106,29 +131,45 @@ class Session:
         say_file_warnings(ordered, self.book)
         statuses = count_statuses(ordered)
         after = folder_digest(submissions_dir)
-        reports.write_environment(self.out_dir, machine.environment(self.settings, {
-            "jobs": len(self.slots), "devices": [d for d in self.slots if d is not None],
-            "shard": list(shard) if shard else None, "students": len(ordered),
-            "statuses": statuses, "graded_now": len(todo),
-            "elapsed_s": round(time.monotonic() - started, 1), "phase_s": self.phase_s,
-            "grader_cpu_s": grader_cpu_s(),
-            "submissions_unchanged": before == after, "isolation": self.settings.isolation,
-            "speed": speed_record, "seconds": step_times.summary(ordered),
-            "sandboxes": hosts.counts() if self.settings.sandboxed else None,
-            "compile_gate": dict(self.gate.counts),
-        }))
+        reports.write_environment(
+            self.out_dir,
+            machine.environment(
+                self.settings,
+                {
+                    "jobs": len(self.slots),
+                    "devices": [d for d in self.slots if d is not None],
+                    "shard": list(shard) if shard else None,
+                    "students": len(ordered),
+                    "statuses": statuses,
+                    "graded_now": len(todo),
+                    "elapsed_s": round(time.monotonic() - started, 1),
+                    "phase_s": self.phase_s,
+                    "grader_cpu_s": grader_cpu_s(),
+                    "submissions_unchanged": before == after,
+                    "isolation": self.settings.isolation,
+                    "speed": speed_record,
+                    "seconds": step_times.summary(ordered),
+                    "sandboxes": hosts.counts() if self.settings.sandboxed else None,
+                    "compile_gate": dict(self.gate.counts),
+                },
+            ),
+        )
         report("statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())))
         report(class_mistakes.console_line(ordered, cases_list))
         report(f"gradebook: {self.out_dir / 'gradebook.csv'}")
         if self.failed:
-            say(f"could not grade {len(self.failed)} file(s), not through the students' fault: "
+            say(
+                f"could not grade {len(self.failed)} file(s), not through the students' fault: "
                 f"{', '.join(sorted(self.failed))}. Each has a row saying so, with 0 points; "
                 "everyone else is graded. What failed is printed above: please report it. The "
-                "same command grades only those again")
+                "same command grades only those again"
+            )
         if before != after:
-            raise GraderError(f"the submissions folder {str(submissions_dir)!r} changed during "
-                               "the batch; the grades used the copies read at the start, but "
-                               "check it")
+            raise GraderError(
+                f"the submissions folder {str(submissions_dir)!r} changed during "
+                "the batch; the grades used the copies read at the start, but "
+                "check it"
+            )
         return statuses
 
     def _intake(self, submissions_dir, shard, kept=None):
@@ -147,8 +188,9 @@ class Session:
         assigned = folder_names.assign(students, kept)
         folders = {submission.student: assigned[submission.student] for submission in chosen}
         if len(set(folders.values())) < len(folders):
-            raise GraderError("two student ids map to one folder "
-                              f"({sorted(folders.values())}); rename one")
+            raise GraderError(
+                f"two student ids map to one folder ({sorted(folders.values())}); rename one"
+            )
         return chosen, folders, students, skipped
 
     def resume(self, chosen, folders, force=False):
@@ -157,9 +199,14 @@ class Session:
         for submission in chosen:
             stored = reports.read_record(self.out_dir, folders[submission.student])
             key = grading.grading_key(submission, self.settings)
-            if stored and stored.key == key and stored.student == submission.student \
-                    and not force and not time_policy.unconfirmed(stored, self.settings.backend) \
-                    and not stored.could_not_grade:
+            if (
+                stored
+                and stored.key == key
+                and stored.student == submission.student
+                and not force
+                and not time_policy.unconfirmed(stored, self.settings.backend)
+                and not stored.could_not_grade
+            ):
                 records[submission.student] = stored
             else:
                 todo.append(submission)
@@ -171,8 +218,9 @@ class Session:
         their GPU time slows every file beside them. Its tail leaves their step limit as
         it is (``_grade``'s ``steady``): one cut there would print beside the files graded
         again, whose verdicts stand."""
-        step_s = time_policy.first_pass_step(self.settings.backend, self.settings.timeout_s,
-                                             len(todo), len(self.slots))
+        step_s = time_policy.first_pass_step(
+            self.settings.backend, self.settings.timeout_s, len(todo), len(self.slots)
+        )
         printing = set()
         if step_s is not None:
             printing = {s.student for s in todo if grading.prints_in_its_kernel(s)}
@@ -184,28 +232,37 @@ class Session:
         """Grade again, once the class is graded, each file time_policy.unconfirmed names,
         with the full ``--timeout`` and no other submission's runs beside it but the others
         graded again; the record keeps what the first grading said (``confirmed``)."""
-        again = [s for s in todo if s.student in records
-                 and time_policy.unconfirmed(records[s.student], self.settings.backend)]
+        again = [
+            s
+            for s in todo
+            if s.student in records
+            and time_policy.unconfirmed(records[s.student], self.settings.backend)
+        ]
         if not again:
             return
-        say(f"grading {len(again)} again with the full time limit, beside no other "
+        say(
+            f"grading {len(again)} again with the full time limit, beside no other "
             "submission but those: each timed out beside others, or stalled in a step "
-            "longer than the first pass allows")
+            "longer than the first pass allows"
+        )
         first = {s.student: records[s.student] for s in again}
 
         def keep_first(record):
             earlier = first[record.student]
-            record.confirmed = {"first_status": earlier.status,
-                                "first_message": earlier.message,
-                                "first_wall_time_s": earlier.wall_time_s,
-                                "first_neighbours": earlier.neighbours}
+            record.confirmed = {
+                "first_status": earlier.status,
+                "first_message": earlier.message,
+                "first_wall_time_s": earlier.wall_time_s,
+                "first_neighbours": earlier.neighbours,
+            }
             if earlier.cut_short_s:
                 record.confirmed["first_cut_short_s"] = earlier.cut_short_s
 
         self._grade(again, folders, cases_list, records, "confirming", keep_first)
 
-    def _grade(self, todo, folders, cases_list, records, what="grading", amend=None,
-               step_s=None, steady=()):
+    def _grade(
+        self, todo, folders, cases_list, records, what="grading", amend=None, step_s=None, steady=()
+    ):
         """Grade ``todo`` on the worker slots, writing each student's folder as it ends
         (after ``amend(record)``, if given); ``step_s``: the first pass's limit per step
         (time_policy.first_pass_step), lowered for its tail (``_Tail``)
@@ -239,9 +296,16 @@ class Session:
                 active.add(me)
                 tail.started(len(active))
             try:
-                record = grading.grade(submission, self.settings, folders[me], device,
-                                       on_start=processes.track, pool=pool,
-                                       stall=kept if me in steady else stall, gate=self.gate)
+                record = grading.grade(
+                    submission,
+                    self.settings,
+                    folders[me],
+                    device,
+                    on_start=processes.track,
+                    pool=pool,
+                    stall=kept if me in steady else stall,
+                    gate=self.gate,
+                )
             finally:
                 with lock:
                     active.discard(me)
@@ -264,12 +328,15 @@ class Session:
                 return work(submission)
             except GraderError:
                 raise  # the grader cannot work at all (no sandbox, say): the batch stops
-            except Exception as error:
+            except Exception as error:  # noqa: BLE001 - a grader bug one file triggers is that file's row, never the class's
                 self.failed.append(submission.student)
-                say(f"  {submission.student}: the grader failed while {what} this file (not "
-                    f"the student's fault):\n{traceback.format_exc()}")
-                record = grading.could_not_grade(submission, self.settings,
-                                                 folders[submission.student], error)
+                say(
+                    f"  {submission.student}: the grader failed while {what} this file (not "
+                    f"the student's fault):\n{traceback.format_exc()}"
+                )
+                record = grading.could_not_grade(
+                    submission, self.settings, folders[submission.student], error
+                )
                 reports.write_student(self.out_dir, record, cases_list, self.book)
                 return record
 
@@ -286,9 +353,12 @@ class Session:
                     continue
                 records[record.student] = record
                 bar.update(1)
-                report(f"  {record.student}: {record.status} "
-                       f"{record.score}/{record.max_score} "
-                       f"({record.wall_time_s:.1f} s)", bar)
+                report(
+                    f"  {record.student}: {record.status} "
+                    f"{record.score}/{record.max_score} "
+                    f"({record.wall_time_s:.1f} s)",
+                    bar,
+                )
         except BaseException as error:
             processes.stop_all()
             # The grader's own error (no sandbox, say) waits for the files under way, which
@@ -316,7 +386,8 @@ class Session:
             raise GraderError(
                 f"the sandbox (bubblewrap) cannot start here: {problem}\nFix that, or pass "
                 "--unsafe-no-sandbox to grade without isolation (each submission could then "
-                "read your files and harm the others)")
+                "read your files and harm the others)"
+            )
 
     def _per_slot(self):
         """Runs of a file at once: both on a GPU, one after the other on the interpreter."""
@@ -336,11 +407,17 @@ class Session:
     def _pool(self, limits, processes, per_slot):
         """Warm workers (grader.batch.isolation.warm_pool): ``per_slot`` ahead for each slot
         (none: every run starts its own worker)."""
-        ahead = {device: count * per_slot
-                 for device, count in collections.Counter(self.slots).items()}
-        return warm_pool.WarmPool(backend_name=self.settings.backend, limits=limits,
-                                  sandboxed=self.settings.sandboxed, on_start=processes.track,
-                                  ahead=ahead, before_take=self._sandboxes.ensure)
+        ahead = {
+            device: count * per_slot for device, count in collections.Counter(self.slots).items()
+        }
+        return warm_pool.WarmPool(
+            backend_name=self.settings.backend,
+            limits=limits,
+            sandboxed=self.settings.sandboxed,
+            on_start=processes.track,
+            ahead=ahead,
+            before_take=self._sandboxes.ensure,
+        )
 
     def _time(self, chosen, cases_list, records):
         """The speed phase (grader.batch.timing.speed), after every correctness verdict; what
@@ -350,8 +427,9 @@ class Session:
         items = [(s, records[s.student]) for s in chosen if speed.needs_timing(records[s.student])]
         if items:
             self._sandboxes.ensure()
-        environments = {device: machine.gpu_environment(device)
-                        for device in sorted(set(self.slots), key=str)}
+        environments = {
+            device: machine.gpu_environment(device) for device in sorted(set(self.slots), key=str)
+        }
         started = time.monotonic()
         bar = _bar(len(items), not self.progress, "timing")
         processes = _Processes()
@@ -365,10 +443,15 @@ class Session:
             report(f"  {record.student}: {record.speed['message']}", bar)
 
         try:
-            speed.time_class(items, self.settings, self.slots,
-                             on_timed=lambda record: written.append(writer.submit(write, record)),
-                             on_start=processes.track, stop=processes.stop,
-                             environments=environments)
+            speed.time_class(
+                items,
+                self.settings,
+                self.slots,
+                on_timed=lambda record: written.append(writer.submit(write, record)),
+                on_start=processes.track,
+                stop=processes.stop,
+                environments=environments,
+            )
             for future in written:
                 future.result()
         except BaseException:
@@ -379,9 +462,12 @@ class Session:
         writer.shutdown(wait=True)
         bar.close()
         self.phase_s["timing"] = round(time.monotonic() - started, 1)
-        return {**self.settings.speed.describe(), "timed_now": len(items),
-                "elapsed_s": self.phase_s["timing"],
-                "gpus_at_start": {str(device): env for device, env in environments.items()}}
+        return {
+            **self.settings.speed.describe(),
+            "timed_now": len(items),
+            "elapsed_s": self.phase_s["timing"],
+            "gpus_at_start": {str(device): env for device, env in environments.items()},
+        }
 
 
 def start(settings, out_dir, jobs=None, gpus=None, progress=True, overrides_file=None):
@@ -407,8 +493,13 @@ def start(settings, out_dir, jobs=None, gpus=None, progress=True, overrides_file
     jobs = jobs or machine.default_jobs(len(os.sched_getaffinity(0)), len(devices))
     if devices and jobs > len(devices):
         say(f"note: -j {jobs} with {len(devices)} GPU(s): several workers share a GPU")
-    return Session(settings, pathlib.Path(out_dir), machine.assign_devices(jobs, devices),
-                   progress=progress, overrides_file=overrides_file)
+    return Session(
+        settings,
+        pathlib.Path(out_dir),
+        machine.assign_devices(jobs, devices),
+        progress=progress,
+        overrides_file=overrides_file,
+    )
 
 
 def merge(shards, out_dir, overrides_file=None):
@@ -423,44 +514,62 @@ def merge(shards, out_dir, overrides_file=None):
     first = manifests[0][1]
     for shard, manifest in manifests[1:]:
         if manifest.secret_fingerprint != first.secret_fingerprint:
-            raise GraderError(f"cannot merge: {shard} was graded with a different secret "
-                               f"(fingerprint {manifest.secret_fingerprint!r} against "
-                               f"{first.secret_fingerprint!r}); grade every shard with the same "
-                               "--seed-file")
+            raise GraderError(
+                f"cannot merge: {shard} was graded with a different secret "
+                f"(fingerprint {manifest.secret_fingerprint!r} against "
+                f"{first.secret_fingerprint!r}); grade every shard with the same "
+                "--seed-file"
+            )
         for field in Manifest.SHARED:
             if getattr(manifest, field) != getattr(first, field):
-                raise GraderError(f"cannot merge: {shard} was graded with a different {field} "
-                                   f"({getattr(manifest, field)!r} against "
-                                   f"{getattr(first, field)!r})")
+                raise GraderError(
+                    f"cannot merge: {shard} was graded with a different {field} "
+                    f"({getattr(manifest, field)!r} against "
+                    f"{getattr(first, field)!r})"
+                )
     seed = secret.stored(manifests[0][0])
     if seed is None or cases.fingerprint(seed) != first.secret_fingerprint:
-        raise GraderError(f"cannot merge: {manifests[0][0]} has no {secret.FILE} matching its "
-                           f"{MANIFEST}; copy the shard's folder whole, dot files included")
+        raise GraderError(
+            f"cannot merge: {manifests[0][0]} has no {secret.FILE} matching its "
+            f"{MANIFEST}; copy the shard's folder whole, dot files included"
+        )
     records, sources = {}, {}
     for shard, manifest in manifests:
         for student, folder in manifest.students.items():
             record = reports.read_record(shard, folder)
             if record is None or record.student != student:
-                raise GraderError(f"cannot merge: {student!r} has no finished result in "
-                                   f"{shard}; run that shard's grade command again to finish it")
+                raise GraderError(
+                    f"cannot merge: {student!r} has no finished result in "
+                    f"{shard}; run that shard's grade command again to finish it"
+                )
             if time_policy.unconfirmed(record, first.backend):
-                raise GraderError(f"cannot merge: {student!r} timed out in {shard} and "
-                                   "was not graded again with the full time limit; run that "
-                                   "shard's grade command again to finish it")
+                raise GraderError(
+                    f"cannot merge: {student!r} timed out in {shard} and "
+                    "was not graded again with the full time limit; run that "
+                    "shard's grade command again to finish it"
+                )
             if record.status == "passed" and first.speed and speed.needs_timing(record):
-                raise GraderError(f"cannot merge: {student!r} passed but was never timed in "
-                                   f"{shard}; run that shard's grade command again to time it")
+                raise GraderError(
+                    f"cannot merge: {student!r} passed but was never timed in "
+                    f"{shard}; run that shard's grade command again to time it"
+                )
             if student in records and records[student].key != record.key:
-                raise GraderError(f"cannot merge: {student!r} was graded differently in "
-                                   f"{sources[student]} and {shard}")
+                raise GraderError(
+                    f"cannot merge: {student!r} was graded differently in "
+                    f"{sources[student]} and {shard}"
+                )
             records[student] = record
             sources[student] = shard
     settings = first.settings(seed)
     cases_list = settings.cases()
     if [case.id for case in cases_list] != first.cases:
         raise GraderError("cannot merge: this grader's case catalogue differs from the shards'")
-    book = overrides.for_merge(overrides_file, [(shard, manifest.overrides) for shard, manifest
-                                                in manifests], list(records), settings)
+    book = overrides.for_merge(
+        overrides_file,
+        [(shard, manifest.overrides) for shard, manifest in manifests],
+        list(records),
+        settings,
+    )
     out_dir.mkdir(parents=True, exist_ok=True)
     secret.keep(out_dir, seed)
     overrides.keep(out_dir, book)
@@ -470,17 +579,30 @@ def merge(shards, out_dir, overrides_file=None):
     ordered = [records[student] for student in sorted(records)]
     reports.write_class(out_dir, ordered, cases_list, book)
     say_file_warnings(ordered, book)
-    dataclasses.replace(first, shard=None, overrides=book.describe(), students={
-        student: records[student].folder for student in sorted(records)}).write(out_dir)
+    dataclasses.replace(
+        first,
+        shard=None,
+        overrides=book.describe(),
+        students={student: records[student].folder for student in sorted(records)},
+    ).write(out_dir)
     environments = []
     for shard, _ in manifests:
         try:
             environments.append(json.loads((shard / "environment.json").read_text()))
         except (OSError, ValueError):
             environments.append(None)
-    reports.write_environment(out_dir, machine.environment(settings, {
-        "merged_shards": len(manifests), "shard_environments": environments,
-        "students": len(ordered), "statuses": count_statuses(ordered)}))
+    reports.write_environment(
+        out_dir,
+        machine.environment(
+            settings,
+            {
+                "merged_shards": len(manifests),
+                "shard_environments": environments,
+                "students": len(ordered),
+                "statuses": count_statuses(ordered),
+            },
+        ),
+    )
     say(f"merged {len(manifests)} shard(s), {len(ordered)} students: {out_dir / 'gradebook.csv'}")
     return len(ordered)
 
@@ -580,8 +702,9 @@ class _Tail:
         self._check(active)
 
     def _check(self, active):
-        if self.stall is not None and time_policy.tail_lowers(self.unstarted, self.due, active,
-                                                              self.slots):
+        if self.stall is not None and time_policy.tail_lowers(
+            self.unstarted, self.due, active, self.slots
+        ):
             self.stall.lower(time_policy.TAIL_STALL_S)
 
 
@@ -619,5 +742,12 @@ def _kill(process):
 def _bar(total, disabled, what="grading"):
     from tqdm import tqdm
 
-    return tqdm(total=total, unit="student", desc=what, file=sys.stderr,
-                disable=disabled, dynamic_ncols=True, smoothing=0.1)
+    return tqdm(
+        total=total,
+        unit="student",
+        desc=what,
+        file=sys.stderr,
+        disable=disabled,
+        dynamic_ncols=True,
+        smoothing=0.1,
+    )

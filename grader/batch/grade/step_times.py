@@ -22,7 +22,14 @@ def summary(records):
             value = timed.get(f"{step}_s")
             if isinstance(value, (int, float)):
                 seen.setdefault("timing run", {}).setdefault(step, []).append(value)
-    return {run: {step: {"median_s": round(statistics.median(values), 2),
-                         "max_s": round(max(values), 2), "runs": len(values)}
-                  for step, values in steps.items()}
-            for run, steps in seen.items()}
+    return {
+        run: {
+            step: {
+                "median_s": round(statistics.median(values), 2),
+                "max_s": round(max(values), 2),
+                "runs": len(values),
+            }
+            for step, values in steps.items()
+        }
+        for run, steps in seen.items()
+    }

@@ -23,8 +23,11 @@ from grader.core import cases as catalogue
 from grader.core import build_refusal, checks, generated_kernel
 from grader.core.messages import say
 
-ROLES = {catalogue.GEMM: ("out",), catalogue.DETERMINISM: ("first", "second"),
-         catalogue.COVERAGE: ("prefilled",)}
+ROLES = {
+    catalogue.GEMM: ("out",),
+    catalogue.DETERMINISM: ("first", "second"),
+    catalogue.COVERAGE: ("prefilled",),
+}
 
 
 def tidy(text):
@@ -52,14 +55,26 @@ def judge_cases(cases_list, run, seed, unbuilt=None, source="", every=True):
     sent; on a GPU it explains the cases whose launch raised."""
     names, entries = display_names(cases_list), []
     for index, case in enumerate(cases_list):
-        base = dict(id=case.id, name=names[case.id], visibility=case.visibility, points=0,
-                    max_points=case.points)
+        base = dict(
+            id=case.id,
+            name=names[case.id],
+            visibility=case.visibility,
+            points=0,
+            max_points=case.points,
+        )
         got = run.cases.get(index)
         if unbuilt is not None and (every or (got is not None and got.error)):
             verdict = checks.build_verdict(case, unbuilt, source)
-            entries.append(CaseEntry(**base, status="error", passed=False,
-                                     message=verdict.message, mistake=verdict.mistake,
-                                     details=verdict.details))
+            entries.append(
+                CaseEntry(
+                    **base,
+                    status="error",
+                    passed=False,
+                    message=verdict.message,
+                    mistake=verdict.mistake,
+                    details=verdict.details,
+                )
+            )
             continue
         if got is None:
             ended = run.ending.kind if run.ending.kind != "finished" else "crashed"
@@ -77,16 +92,25 @@ def judge_cases(cases_list, run, seed, unbuilt=None, source="", every=True):
         message, details = verdict.message, verdict.details
         if case.visibility != "public":
             message, details = HIDDEN_MESSAGE, {}
-        entries.append(CaseEntry(**{**base, "points": case.points if verdict.passed else 0},
-                                 status=status, passed=verdict.passed, message=message,
-                                 mistake=verdict.mistake or "", details=details))
+        entries.append(
+            CaseEntry(
+                **{**base, "points": case.points if verdict.passed else 0},
+                status=status,
+                passed=verdict.passed,
+                message=message,
+                mistake=verdict.mistake or "",
+                details=details,
+            )
+        )
     return entries
 
 
 # record.json lies in the student's folder, and a hidden case's message and details can
 # hold its shape or values of its inputs and reference: they stay out of the record.
-HIDDEN_MESSAGE = ("a hidden case: its message is not kept (replay it with pytest grader "
-                  "--seed-file OUT_DIR/.grader-secret)")
+HIDDEN_MESSAGE = (
+    "a hidden case: its message is not kept (replay it with pytest grader "
+    "--seed-file OUT_DIR/.grader-secret)"
+)
 
 
 def _ending_message(run, who, source=""):
@@ -101,8 +125,9 @@ def _ending_message(run, who, source=""):
     # it hangs at is a channel the code could choose.
     site, lines = run.ending.where, source.splitlines()
     if run.ending.kind == "timeout" and site and run.phase <= 0 and 0 < site[0] <= len(lines):
-        detail = say("code_was_at", evidence=detail, line=site[0],
-                     code=lines[site[0] - 1].strip()[:120])
+        detail = say(
+            "code_was_at", evidence=detail, line=site[0], code=lines[site[0] - 1].strip()[:120]
+        )
     return say(who, evidence=detail)
 
 
@@ -120,10 +145,17 @@ def decide(record, kernel_run, wrapper_run, wrapper_job, cases_list, source=""):
     elif kernel_run.stopped:
         why = kernel_run.stopped
         status, message = refusal(
-            record, source, say("guard_stopped"),
-            [f"kernel run: {why}" if generated_kernel.REFUSAL in why
-             else f"kernel run: the build guard stopped it at {why}"],
-            kernel_run.unbound, kernel_run.unbuildable)
+            record,
+            source,
+            say("guard_stopped"),
+            [
+                f"kernel run: {why}"
+                if generated_kernel.REFUSAL in why
+                else f"kernel run: the build guard stopped it at {why}"
+            ],
+            kernel_run.unbound,
+            kernel_run.unbuildable,
+        )
     elif kernel_run.ending.kind != "finished":
         status, zero = Status(kernel_run.ending.kind), False
         message = _ending_message(kernel_run, "kernel_run", source)
@@ -157,8 +189,9 @@ def refusal(record, source, flagged_message, refused, unbound=(), unbuildable=Fa
     """
     decision = build_refusal.decide(source, unbound, unbuildable)
     named = {finding["message"] for finding in decision.findings}
-    record.findings = decision.findings + [finding for finding in record.findings
-                                           if finding["message"] not in named]
+    record.findings = decision.findings + [
+        finding for finding in record.findings if finding["message"] not in named
+    ]
     if decision.evidence:
         record.flags += refused
     if not decision.line:
@@ -183,6 +216,7 @@ def _wrapper_verdict(record, kernel_run, wrapper_run, job, case):
     if not passed or mine is None or torch.equal(mine, theirs):
         return "", ""
     differing = int((mine.view(torch.int16) != theirs.view(torch.int16)).sum())
-    record.flags.append(say("not_its_kernel_flag", case=case.id, differing=differing,
-                               total=mine.numel()))
+    record.flags.append(
+        say("not_its_kernel_flag", case=case.id, differing=differing, total=mine.numel())
+    )
     return Status.FLAGGED, say("not_its_kernel")

@@ -288,14 +288,22 @@ def _run(fds, control, path, code):
     _check(_libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC), "unshare")
     _check(_libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "mount(private)")
     for hidden in HIDDEN:
-        _check(_libc.mount(b"none", hidden, b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                           b"mode=0,size=4k"), f"mount over {hidden.decode()}")
+        _check(
+            _libc.mount(
+                b"none",
+                hidden,
+                b"tmpfs",
+                MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                b"mode=0,size=4k",
+            ),
+            f"mount over {hidden.decode()}",
+        )
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
     _drop_capabilities()
     os.chdir(HOME)
     if code is not None:
         sys.argv = ["-c"]
-        exec(compile(code, "<probe>", "exec"), {"__name__": "__main__"})  # noqa: S102
+        exec(compile(code, "<probe>", "exec"), {"__name__": "__main__"})
         return 0
     from grader.batch.inside import worker
 
@@ -307,14 +315,27 @@ def _attributes():
     by pid: priority, CPU affinity, scheduling, resource limits, OOM score, I/O priority."""
     import resource
 
-    limits = tuple(resource.getrlimit(getattr(resource, name))
-                   for name in sorted(dir(resource)) if name.startswith("RLIMIT_"))
+    limits = tuple(
+        resource.getrlimit(getattr(resource, name))
+        for name in sorted(dir(resource))
+        if name.startswith("RLIMIT_")
+    )
     with open("/proc/self/oom_score_adj") as handle:
         oom = handle.read()
-    ioprio = _libc.syscall(IOPRIO_GET[os.uname().machine], 1, 0) \
-        if os.uname().machine in IOPRIO_GET else None  # IOPRIO_WHO_PROCESS, itself
-    return (os.getpriority(os.PRIO_PROCESS, 0), sorted(os.sched_getaffinity(0)),
-            os.sched_getscheduler(0), os.sched_getparam(0).sched_priority, limits, oom, ioprio)
+    ioprio = (
+        _libc.syscall(IOPRIO_GET[os.uname().machine], 1, 0)
+        if os.uname().machine in IOPRIO_GET
+        else None
+    )  # IOPRIO_WHO_PROCESS, itself
+    return (
+        os.getpriority(os.PRIO_PROCESS, 0),
+        sorted(os.sched_getaffinity(0)),
+        os.sched_getscheduler(0),
+        os.sched_getparam(0).sched_priority,
+        limits,
+        oom,
+        ioprio,
+    )
 
 
 class _CapHeader(ctypes.Structure):
@@ -322,8 +343,11 @@ class _CapHeader(ctypes.Structure):
 
 
 class _CapData(ctypes.Structure):
-    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
-                ("inheritable", ctypes.c_uint32)]
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
 
 
 def _drop_capabilities():
@@ -351,7 +375,7 @@ def _warm_up():
         os.environ["TRITON_INTERPRET"] = "1"  # before triton, as activate() would
     import ninetoothed  # noqa: F401
     import torch  # noqa: F401
-    import triton  # noqa: F401
+    import triton
     import triton.language  # noqa: F401
 
     from grader.batch.inside import speed_probe, what_if_probe, worker  # noqa: F401

@@ -55,8 +55,9 @@ def _warm_up(backend):
     for name in PRELOADED:
         importlib.import_module(name)
     if tempfile.tempdir is not None:
-        raise RuntimeError("an import chose the temporary folder: a run would not follow its "
-                           "own TMPDIR")
+        raise RuntimeError(
+            "an import chose the temporary folder: a run would not follow its own TMPDIR"
+        )
     own = set(_own_paths())
     return [path for path in sys.path[1:] if path not in own]  # [0]: this script's folder
 

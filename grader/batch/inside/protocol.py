@@ -93,15 +93,26 @@ class Job:
         return 2 * self.m * self.n * len(self.roles)
 
     def to_fields(self):
-        return {"index": self.index, "m": self.m, "n": self.n, "k": self.k,
-                "roles": list(self.roles), "blocks": list(self.blocks) if self.blocks else None}
+        return {
+            "index": self.index,
+            "m": self.m,
+            "n": self.n,
+            "k": self.k,
+            "roles": list(self.roles),
+            "blocks": list(self.blocks) if self.blocks else None,
+        }
 
     @classmethod
     def from_fields(cls, fields):
         blocks = fields.get("blocks")
-        return cls(int(fields["index"]), int(fields["m"]), int(fields["n"]), int(fields["k"]),
-                   tuple(str(role) for role in fields["roles"]),
-                   tuple(int(size) for size in blocks) if blocks else None)
+        return cls(
+            int(fields["index"]),
+            int(fields["m"]),
+            int(fields["n"]),
+            int(fields["k"]),
+            tuple(str(role) for role in fields["roles"]),
+            tuple(int(size) for size in blocks) if blocks else None,
+        )
 
     def inputs(self, data):
         """(lhs, rhs) as float16 CPU tensors from this job's ``input_bytes`` of a phase."""
@@ -111,8 +122,14 @@ class Job:
     def outputs(self, payload):
         """{role: float16 (m, n) CPU tensor} from a case message's payload."""
         size = 2 * self.m * self.n
-        return {role: _matrix(payload[place * size:(place + 1) * size], self.m, self.n)
-                for place, role in enumerate(self.roles)} if payload else {}
+        return (
+            {
+                role: _matrix(payload[place * size : (place + 1) * size], self.m, self.n)
+                for place, role in enumerate(self.roles)
+            }
+            if payload
+            else {}
+        )
 
 
 def matrices(tensors):
@@ -159,13 +176,19 @@ class Diagnosis:
     layout_ok: bool = False
 
     def to_fields(self):
-        return {"findings": findings(self.findings), "tiles": tiles(self.tiles),
-                "layout_ok": self.layout_ok}
+        return {
+            "findings": findings(self.findings),
+            "tiles": tiles(self.tiles),
+            "layout_ok": self.layout_ok,
+        }
 
     @classmethod
     def from_fields(cls, fields):
-        return cls(findings(fields.get("findings")), tiles(fields.get("tiles")),
-                   fields.get("layout_ok") is True)
+        return cls(
+            findings(fields.get("findings")),
+            tiles(fields.get("tiles")),
+            fields.get("layout_ok") is True,
+        )
 
 
 def source_bytes(fields):
@@ -196,16 +219,22 @@ class Arrangement:
         shape = fields.get("shape")
         # Whole numbers before the look-up: a list among them cannot be looked up (TypeError,
         # which would end the batch, not the run), and 128.0 would pass it and be drawn.
-        if not (isinstance(shape, list) and all(whole(size) for size in shape)) \
-                or tuple(shape) not in shapes:
+        if (
+            not (isinstance(shape, list) and all(whole(size) for size in shape))
+            or tuple(shape) not in shapes
+        ):
             raise ProtocolError(f"an arrangement at a shape no public case has ({shape!r})")
         m, n, k = shape
         bounds = {"lhs": (m, k), "rhs": (k, n), "output": (m, n)}
         grids, tiles = fields.get("grids"), fields.get("tiles")
         if not (isinstance(grids, dict) and isinstance(tiles, dict)):
             raise ProtocolError("an arrangement without grids or tiles")
-        kept = {"shape": list(shape), "program": _bounded(fields.get("program"), 1 << 20),
-                "grids": {}, "tiles": {}}
+        kept = {
+            "shape": list(shape),
+            "program": _bounded(fields.get("program"), 1 << 20),
+            "grids": {},
+            "tiles": {},
+        }
         for role in ROLES:
             grid = grids.get(role)
             if not (isinstance(grid, list) and 1 <= len(grid) <= 4):
@@ -252,21 +281,29 @@ class CaseResult:
     seconds: float = 0.0
 
     def to_fields(self):
-        return {"index": self.index, "error": text(self.error), "exited": self.exited,
-                "seconds": round(self.seconds, 3)}
+        return {
+            "index": self.index,
+            "error": text(self.error),
+            "exited": self.exited,
+            "seconds": round(self.seconds, 3),
+        }
 
     @classmethod
     def from_fields(cls, fields):
         seconds = fields.get("seconds")
-        return cls(fields.get("index"), text(fields.get("error") or ""),
-                   bool(fields.get("exited")),
-                   float(seconds) if isinstance(seconds, (int, float)) else 0.0)
+        return cls(
+            fields.get("index"),
+            text(fields.get("error") or ""),
+            bool(fields.get("exited")),
+            float(seconds) if isinstance(seconds, (int, float)) else 0.0,
+        )
 
 
 # What a worker writes on stderr when the parent, its time limit up, asks (SIGUSR1) where
 # it is: every thread's stack, then ``HANG_SITE thread <ident>``, the main thread's, whose
 # stack shows the submission's line. Feedback only, never a grade.
 HANG_SITE = "ntgemm-hang-site:"
+
 
 @dataclasses.dataclass(frozen=True)
 class Stopped:
@@ -284,13 +321,19 @@ class Stopped:
     unbuildable: bool = False
 
     def to_fields(self):
-        return {"why": text(self.why, 1000), "unbound": list(self.unbound),
-                "unbuildable": self.unbuildable}
+        return {
+            "why": text(self.why, 1000),
+            "unbound": list(self.unbound),
+            "unbuildable": self.unbuildable,
+        }
 
     @classmethod
     def from_fields(cls, fields):
-        return cls(text(fields.get("why", ""), 1000), names(fields.get("unbound")),
-                   fields.get("unbuildable") is True)
+        return cls(
+            text(fields.get("why", ""), 1000),
+            names(fields.get("unbound")),
+            fields.get("unbuildable") is True,
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -303,13 +346,19 @@ class Ready:
     num_stages: object = "unknown"
 
     def to_fields(self):
-        return {"note": text(self.note, 2000), "num_warps": self.num_warps,
-                "num_stages": self.num_stages}
+        return {
+            "note": text(self.note, 2000),
+            "num_warps": self.num_warps,
+            "num_stages": self.num_stages,
+        }
 
     @classmethod
     def from_fields(cls, fields):
-        return cls(text(fields.get("note") or "", 2000), small_int(fields.get("num_warps")),
-                   small_int(fields.get("num_stages")))
+        return cls(
+            text(fields.get("note") or "", 2000),
+            small_int(fields.get("num_warps")),
+            small_int(fields.get("num_stages")),
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -327,24 +376,35 @@ class SizeTiming:
     error: str = ""
 
     def to_fields(self):
-        return {"m": self.m, "n": self.n, "k": self.k, "verdict": self.verdict,
-                "wrong": self.wrong, "kernel": list(self.kernel) if self.kernel else None,
-                "torch": list(self.torch) if self.torch else None, "error": text(self.error)}
+        return {
+            "m": self.m,
+            "n": self.n,
+            "k": self.k,
+            "verdict": self.verdict,
+            "wrong": self.wrong,
+            "kernel": list(self.kernel) if self.kernel else None,
+            "torch": list(self.torch) if self.torch else None,
+            "error": text(self.error),
+        }
 
     @classmethod
     def from_fields(cls, size, fields):
         """The report for ``size`` (m, n, k); a PASS without two valid timings is an ERROR."""
-        verdict = fields.get("verdict") if fields.get("verdict") in ("PASS", "FAIL", "ERROR") \
-            else "ERROR"
+        verdict = (
+            fields.get("verdict") if fields.get("verdict") in ("PASS", "FAIL", "ERROR") else "ERROR"
+        )
         kernel, torch_mm = timing(fields.get("kernel")), timing(fields.get("torch"))
         if verdict == "PASS" and (kernel is None or torch_mm is None):
             verdict = "ERROR"
         wrong = fields.get("wrong")
-        return cls(*size, verdict=verdict,
-                   wrong=wrong if isinstance(wrong, int) and wrong >= 0 else 0,
-                   kernel=kernel if verdict == "PASS" else None,
-                   torch=torch_mm if verdict == "PASS" else None,
-                   error=text(fields.get("error") or "", 3000))
+        return cls(
+            *size,
+            verdict=verdict,
+            wrong=wrong if isinstance(wrong, int) and wrong >= 0 else 0,
+            kernel=kernel if verdict == "PASS" else None,
+            torch=torch_mm if verdict == "PASS" else None,
+            error=text(fields.get("error") or "", 3000),
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -363,8 +423,12 @@ class WhatIfPlan:
         return cls(plan.reason, plan.given, plan.used, plan.route)
 
     def to_fields(self):
-        return {"reason": self.reason, "given": self.given and list(self.given),
-                "used": self.used and list(self.used), "route": self.route}
+        return {
+            "reason": self.reason,
+            "given": self.given and list(self.given),
+            "used": self.used and list(self.used),
+            "route": self.route,
+        }
 
     @classmethod
     def from_fields(cls, fields):
@@ -375,11 +439,18 @@ class WhatIfPlan:
             raise ProtocolError(f"a what-if plan's reason {reason!r}")
         if reason != what_if.IGNORED:
             return cls(reason)
-        given, used, route = tiles(fields.get("given")), tiles(fields.get("used")), \
-            fields.get("route")
+        given, used, route = (
+            tiles(fields.get("given")),
+            tiles(fields.get("used")),
+            fields.get("route"),
+        )
         # A str before the look-up: a list is unhashable, and its TypeError would end the batch.
-        if given is None or used is None or not isinstance(route, str) \
-                or route not in what_if.ROUTES:
+        if (
+            given is None
+            or used is None
+            or not isinstance(route, str)
+            or route not in what_if.ROUTES
+        ):
             raise ProtocolError("a what-if plan without its tiles or their route")
         return cls(reason, tuple(given), tuple(used), route)
 
@@ -398,13 +469,18 @@ class WhatIfTiming:
 
     @classmethod
     def of(cls, config, status, note="", kernel=None, torch=None):
-        return cls((*config.blocks, config.num_warps, config.num_stages), status, note,
-                   kernel, torch)
+        return cls(
+            (*config.blocks, config.num_warps, config.num_stages), status, note, kernel, torch
+        )
 
     def to_fields(self):
-        return {"config": list(self.config), "status": self.status, "note": text(self.note, 300),
-                "kernel": self.kernel and list(self.kernel),
-                "torch": self.torch and list(self.torch)}
+        return {
+            "config": list(self.config),
+            "status": self.status,
+            "note": text(self.note, 300),
+            "kernel": self.kernel and list(self.kernel),
+            "torch": self.torch and list(self.torch),
+        }
 
     @classmethod
     def from_fields(cls, fields):
@@ -472,8 +548,11 @@ def receive(stream, accept):
     except (EOFError, ValueError, UnicodeDecodeError, RecursionError) as error:
         # RecursionError: a header of nested lists, which would end the reader's thread
         raise ProtocolError(f"a malformed message: {error}") from None
-    if not isinstance(header, dict) or not isinstance(header.get("kind"), str) \
-            or not isinstance(header.get("payload"), int):
+    if (
+        not isinstance(header, dict)
+        or not isinstance(header.get("kind"), str)
+        or not isinstance(header.get("payload"), int)
+    ):
         raise ProtocolError("a message without a kind or a payload size")
     if _too_deep(header):
         raise ProtocolError(f"a header nested more than {MAX_DEPTH} deep")
@@ -493,8 +572,9 @@ def _too_deep(value):
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item \
-            if isinstance(item, list) else ()
+        children = (
+            item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        )
         if children and depth > MAX_DEPTH:
             return True
         stack.extend((child, depth + 1) for child in children)
@@ -505,10 +585,13 @@ def text(value, limit=MAX_TEXT):
     """A worker's text as the parent keeps it: a bounded str, control characters escaped."""
     value = value if isinstance(value, str) else repr(value)
     if len(value) > limit:
-        value = value[: limit // 2] + "\n[...]\n" + value[-limit // 2:]
-    return "".join(character if character in "\n\t" or character.isprintable()
-                   else character.encode("unicode_escape").decode("ascii")
-                   for character in value)
+        value = value[: limit // 2] + "\n[...]\n" + value[-limit // 2 :]
+    return "".join(
+        character
+        if character in "\n\t" or character.isprintable()
+        else character.encode("unicode_escape").decode("ascii")
+        for character in value
+    )
 
 
 def findings(value):
@@ -516,16 +599,25 @@ def findings(value):
     kept = []
     for item in value if isinstance(value, list) else []:
         if isinstance(item, dict) and isinstance(item.get("mistake"), str):
-            kept.append({"mistake": text(item["mistake"], 64),
-                         "message": text(item.get("message", ""), 2000)})
+            kept.append(
+                {
+                    "mistake": text(item["mistake"], 64),
+                    "message": text(item.get("message", ""), 2000),
+                }
+            )
     return kept[:20]
 
 
 def names(value):
     """A list of Python names as a tuple, kept only whole: else () (up to 20, each of 100
     characters at most)."""
-    if isinstance(value, list) and len(value) <= 20 and all(
-            isinstance(item, str) and item.isidentifier() and len(item) <= 100 for item in value):
+    if (
+        isinstance(value, list)
+        and len(value) <= 20
+        and all(
+            isinstance(item, str) and item.isidentifier() and len(item) <= 100 for item in value
+        )
+    ):
         return tuple(value)
     return ()
 
@@ -537,9 +629,11 @@ def timing(value):
     """A [median, p20, p80] in milliseconds, kept only when it is three ordered finite
     numbers from MIN_MS (as a tuple), else None: a median of 1e-300 ms made the rate
     infinite, and the speed message, the feedback and the card raised in the parent."""
-    if not (isinstance(value, list) and len(value) == 3
-            and all(isinstance(item, (int, float)) and not isinstance(item, bool)
-                    for item in value)):
+    if not (
+        isinstance(value, list)
+        and len(value) == 3
+        and all(isinstance(item, (int, float)) and not isinstance(item, bool) for item in value)
+    ):
         return None
     try:
         median, p20, p80 = (float(item) for item in value)
@@ -557,7 +651,10 @@ def small_int(value, limit=1 << 16):
 
 def tiles(value):
     """(BM, BN, BK) as a list of three positive ints, else None."""
-    if isinstance(value, (list, tuple)) and len(value) == 3 and all(
-            whole(size, 1, 1 << 16) for size in value):
+    if (
+        isinstance(value, (list, tuple))
+        and len(value) == 3
+        and all(whole(size, 1, 1 << 16) for size in value)
+    ):
         return list(value)
     return None

@@ -60,9 +60,11 @@ def precompile(kernel, sizes, device):
     try:
         with compile_only():
             for m, n, k in sizes:
-                kernel(torch.empty((m, k), dtype=torch.float16, device=device),
-                       torch.empty((k, n), dtype=torch.float16, device=device),
-                       torch.empty((m, n), dtype=torch.float16, device=device))
+                kernel(
+                    torch.empty((m, k), dtype=torch.float16, device=device),
+                    torch.empty((k, n), dtype=torch.float16, device=device),
+                    torch.empty((m, n), dtype=torch.float16, device=device),
+                )
     except NeedsLaunch:
         return "autotuned: compiled in its own turn"
     except Exception as error:  # noqa: BLE001 - it fails again, and is reported, when timed
@@ -101,17 +103,31 @@ def measure(kernel, m, n, k, device, seed=0):
         return {"verdict": "FAIL", "wrong": wrong, "kernel": None, "torch": None}
     out.fill_(float("nan"))
     theirs = torch.empty_like(out)
-    ours, reference = bench_pair(lambda: kernel(lhs, rhs, out),
-                                 lambda: torch.mm(lhs, rhs, out=theirs), rounds=ROUNDS)
+    ours, reference = bench_pair(
+        lambda: kernel(lhs, rhs, out), lambda: torch.mm(lhs, rhs, out=theirs), rounds=ROUNDS
+    )
     torch.cuda.synchronize()
     if not (torch.equal(lhs, lhs_before) and torch.equal(rhs, rhs_before)):
-        return {"verdict": "FAIL", "wrong": 0, "kernel": None, "torch": None,
-                "error": "the kernel changed its inputs (lhs or rhs) while it was timed"}
+        return {
+            "verdict": "FAIL",
+            "wrong": 0,
+            "kernel": None,
+            "torch": None,
+            "error": "the kernel changed its inputs (lhs or rhs) while it was timed",
+        }
     wrong = int(checks.outside_tolerance(out, expected).sum())
     if wrong:
-        return {"verdict": "FAIL", "wrong": wrong, "kernel": None, "torch": None,
-                "error": f"after the timed launches {wrong} elements of its output were "
-                         "wrong: the launches timed did not all compute C"}
-    return {"verdict": "PASS", "wrong": 0,
-            "kernel": [ours.median_ms, ours.p20_ms, ours.p80_ms],
-            "torch": [reference.median_ms, reference.p20_ms, reference.p80_ms]}
+        return {
+            "verdict": "FAIL",
+            "wrong": wrong,
+            "kernel": None,
+            "torch": None,
+            "error": f"after the timed launches {wrong} elements of its output were "
+            "wrong: the launches timed did not all compute C",
+        }
+    return {
+        "verdict": "PASS",
+        "wrong": 0,
+        "kernel": [ours.median_ms, ours.p20_ms, ours.p80_ms],
+        "torch": [reference.median_ms, reference.p20_ms, reference.p80_ms],
+    }

@@ -14,6 +14,7 @@ import time
 
 from benchmarks import what_if
 from grader.batch.inside import protocol, speed_probe
+
 # grader.core.retile.tiles_used reads the tiles through grader.core.layout: imported here,
 # before the build guard's snapshot, since a grader module appearing later reads as a change
 # of it.
@@ -82,15 +83,22 @@ class Trials:
             try:
                 fields = speed_probe.measure(handle, *self.size, self.device)
             except Exception as error:  # noqa: BLE001 - whatever the rebuilt kernel raises
-                channel.report(protocol.WhatIfTiming.of(config, what_if.WRONG,
-                                                        note=what_if.one_line(error)))
+                channel.report(
+                    protocol.WhatIfTiming.of(config, what_if.WRONG, note=what_if.one_line(error))
+                )
                 continue
             if fields["verdict"] != "PASS":
-                channel.report(protocol.WhatIfTiming.of(
-                    config, what_if.WRONG,
-                    note=f"{fields['wrong']} elements out of tolerance at "
-                         f"{'x'.join(map(str, self.size))}"))
+                channel.report(
+                    protocol.WhatIfTiming.of(
+                        config,
+                        what_if.WRONG,
+                        note=f"{fields['wrong']} elements out of tolerance at "
+                        f"{'x'.join(map(str, self.size))}",
+                    )
+                )
                 continue
-            channel.report(protocol.WhatIfTiming.of(config, what_if.TIMED, kernel=fields["kernel"],
-                                                    torch=fields["torch"]))
-
+            channel.report(
+                protocol.WhatIfTiming.of(
+                    config, what_if.TIMED, kernel=fields["kernel"], torch=fields["torch"]
+                )
+            )

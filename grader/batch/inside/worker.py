@@ -77,6 +77,7 @@ class Channel:
 
     def expect(self, kind):
         """The next message from the parent, which must be a ``kind`` without a payload."""
+
         def accept(got, fields):
             if got != kind:
                 raise protocol.ProtocolError(f"expected {kind}, got {got}")
@@ -96,7 +97,7 @@ class Channel:
             jobs = [protocol.Job.from_fields(fields) for fields in message.fields["cases"]]
             offset, work = 0, []
             for job in jobs:
-                work.append((job, message.payload[offset:offset + job.input_bytes]))
+                work.append((job, message.payload[offset : offset + job.input_bytes]))
                 offset += job.input_bytes
             yield work
             if message.fields.get("last"):
@@ -111,8 +112,9 @@ def _phase_size(kind, fields):
 
 def _student_traceback(error, path, limit=8):
     """The error and the frames in the student's own file, bounded."""
-    frames = [frame for frame in traceback.extract_tb(error.__traceback__)
-              if frame.filename == str(path)]
+    frames = [
+        frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename == str(path)
+    ]
     lines = traceback.format_list(frames[-limit:])
     return "".join(lines)
 
@@ -168,8 +170,7 @@ def _import_kernel(channel, path):
     import to the end of the run; the kernel stack was imported before it (``_warm_up``)."""
     from grader.core.loading import SubmissionError, import_file
 
-    build_guard.install(build_guard.Policy(path), lambda why: _stop(channel, why),
-                        ExitCode.STOPPED)
+    build_guard.install(build_guard.Policy(path), lambda why: _stop(channel, why), ExitCode.STOPPED)
     generated_cache.stop_on_rejection(functools.partial(_refuse_kernel, channel, path))
     before = build_guard.snapshot()
     try:
@@ -223,8 +224,9 @@ def _make(module, path, blocks=None):
         if blocks:
             refused = retile.refusal(module, blocks)
             return (None, refused) if refused else (retile.make(module, blocks), None)
-        return ninetoothed.make(module.arrangement, module.application,
-                                (Tensor(2), Tensor(2), Tensor(2))), None
+        return ninetoothed.make(
+            module.arrangement, module.application, (Tensor(2), Tensor(2), Tensor(2))
+        ), None
     except Exception as error:  # noqa: BLE001 - the student's kernel may fail to build
         return None, _error_text(error, path)
 
@@ -240,21 +242,27 @@ def kernel_run(channel, path, active):
     findings = source_mistakes.inspect_file(path) + arranged
     kernel, problem = _make(module, path)
     # Every block size a case may ask for, built before the guard's check like the kernel.
-    kernels = {None: (kernel, problem),
-               **{blocks: _make(module, path, blocks) for blocks in cases.other_blocks()}}
+    kernels = {
+        None: (kernel, problem),
+        **{blocks: _make(module, path, blocks) for blocks in cases.other_blocks()},
+    }
     untouched()
     build = _gate(channel, kernel) if kernel is not None else None
     if not active.is_interpreter:
         one_compile.for_cases(kernel, build)
-    channel.report(protocol.Diagnosis(findings, layout.tile_sizes(module),
-                                      layout.checked_right(module, arranged)))
+    channel.report(
+        protocol.Diagnosis(
+            findings, layout.tile_sizes(module), layout.checked_right(module, arranged)
+        )
+    )
     if build is not None and build.checked and not build.ok and active.is_interpreter:
         # the parent fails every case with the build's verdict
         kernels = {blocks: (None, build.message) for blocks in kernels}
     for number, work in enumerate(channel.phases()):
         if number == 0 and arranged:  # the layout is off: what one program gets, to be drawn
-            picture = program_tiles.first_difference(module,
-                                                     [(job.m, job.n, job.k) for job, _ in work])
+            picture = program_tiles.first_difference(
+                module, [(job.m, job.n, job.k) for job, _ in work]
+            )
             if picture is not None:
                 channel.report(protocol.Arrangement(picture))
         for job, data in work:
@@ -269,11 +277,17 @@ def kernel_run(channel, path, active):
                 lhs, rhs = _operands(job, data, active.device)
                 payload = _launch(job_kernel, job, lhs, rhs, active.device)
             except Exception as error:  # noqa: BLE001 - whatever the kernel raises
-                channel.report(protocol.CaseResult(job.index, error=_error_text(error, path),
-                                                   seconds=time.perf_counter() - started))
+                channel.report(
+                    protocol.CaseResult(
+                        job.index,
+                        error=_error_text(error, path),
+                        seconds=time.perf_counter() - started,
+                    )
+                )
                 continue
-            channel.report(protocol.CaseResult(job.index, seconds=time.perf_counter() - started),
-                           payload)
+            channel.report(
+                protocol.CaseResult(job.index, seconds=time.perf_counter() - started), payload
+            )
         untouched(build_guard.AFTER_LAUNCH)
         channel.send("phase_done")
 
@@ -326,19 +340,36 @@ def wrapper_run(channel, path, active):
                 if not isinstance(result, torch.Tensor):
                     error = say("not_tensor", kind=type(result).__name__)
                 elif tuple(result.shape) != (job.m, job.n) or result.dtype != torch.float16:
-                    error = say("not_float16_output", dtype=result.dtype,
-                                shape=tuple(result.shape), m=job.m, n=job.n)
+                    error = say(
+                        "not_float16_output",
+                        dtype=result.dtype,
+                        shape=tuple(result.shape),
+                        m=job.m,
+                        n=job.n,
+                    )
                 else:
                     payload = protocol.matrices([result])
-                channel.report(protocol.CaseResult(job.index, error=error,
-                                                   seconds=time.perf_counter() - started), payload)
+                channel.report(
+                    protocol.CaseResult(
+                        job.index, error=error, seconds=time.perf_counter() - started
+                    ),
+                    payload,
+                )
             except (SystemExit, KeyboardInterrupt) as error:
-                channel.report(protocol.CaseResult(
-                    job.index, error=say("asked_to_exit", error=repr(error)), exited=True))
+                channel.report(
+                    protocol.CaseResult(
+                        job.index, error=say("asked_to_exit", error=repr(error)), exited=True
+                    )
+                )
                 return
             except BaseException as error:  # noqa: BLE001 - student code may raise anything
-                channel.report(protocol.CaseResult(job.index, error=_error_text(error, path),
-                                                   seconds=time.perf_counter() - started))
+                channel.report(
+                    protocol.CaseResult(
+                        job.index,
+                        error=_error_text(error, path),
+                        seconds=time.perf_counter() - started,
+                    )
+                )
         channel.send("phase_done")
 
 
@@ -355,8 +386,9 @@ def timing_run(channel, path, active):
     trials = None
     if request.fields.get("what_if_s") and not problem:
         # Made before the guard's check below: making them runs the student's code again.
-        trials = what_if_probe.Trials(module, kernel, sizes[0], active.device,
-                                      float(request.fields["what_if_s"]))
+        trials = what_if_probe.Trials(
+            module, kernel, sizes[0], active.device, float(request.fields["what_if_s"])
+        )
         trials.build()
     untouched()
     if problem:
@@ -371,8 +403,13 @@ def timing_run(channel, path, active):
         try:
             fields = speed_probe.measure(kernel, m, n, k, active.device)
         except Exception as error:  # noqa: BLE001 - whatever the kernel raises at this size
-            fields = {"verdict": "ERROR", "wrong": 0, "kernel": None, "torch": None,
-                      "error": _error_text(error, path)}
+            fields = {
+                "verdict": "ERROR",
+                "wrong": 0,
+                "kernel": None,
+                "torch": None,
+                "error": _error_text(error, path),
+            }
         channel.report(protocol.SizeTiming(m, n, k, **fields))
     if trials is not None:  # after every graded size has been reported
         trials.report(channel)
@@ -411,7 +448,7 @@ def main(argv=None):
     if len(argv) != 1:
         print("usage: python -m grader.batch.inside.worker FILE", file=sys.stderr)
         return ExitCode.USAGE
-    path, = argv
+    (path,) = argv
     channel = Channel()
     channel.send("hello")
     from grader.core import backend as backends

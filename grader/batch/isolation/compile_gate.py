@@ -52,13 +52,18 @@ class Answer:
 class CompileGate:
     """The Builds of one batch, by the sha256 of the generated file's bytes."""
 
-    def __init__(self, *, backend_name, sandboxed, target=None, memory_bytes=MEMORY_BYTES,
-                 store=None):
+    def __init__(
+        self, *, backend_name, sandboxed, target=None, memory_bytes=MEMORY_BYTES, store=None
+    ):
         """``store``: a grader.batch.isolation.compile_store.Store, Builds kept between
         batches (else this batch's alone)."""
         self.longest_s = gpu_compile.CHILD_TIMEOUT_S + 30  # a compile's own time limit
-        self.options = dict(backend_name=backend_name, sandboxed=sandboxed,
-                            timeout_s=self.longest_s, memory_bytes=memory_bytes)
+        self.options = dict(
+            backend_name=backend_name,
+            sandboxed=sandboxed,
+            timeout_s=self.longest_s,
+            memory_bytes=memory_bytes,
+        )
         self.target = gpu_compile.parse_target(target or gpu_compile.requested_target())
         self.store = store
         self.entries = {}  # sha256 -> Future of its Answer
@@ -121,20 +126,31 @@ class CompileGate:
             return self._refused(f"the kernel check could not read it ({type(error).__name__})")
         if violations:
             return self._refused(generated_kernel.describe(violations))
-        done = one_shot.run(lambda path: gpu_compile.child_arguments(path, digest, self.target),
-                            data, environment={gpu_compile.TRITON_KEY_VAR: _fresh_cache_key()},
-                            **self.options)
+        done = one_shot.run(
+            lambda path: gpu_compile.child_arguments(path, digest, self.target),
+            data,
+            environment={gpu_compile.TRITON_KEY_VAR: _fresh_cache_key()},
+            **self.options,
+        )
         if done.over == "time":
             return gpu_compile.timed_out(self.target)
         if done.over == "memory":
-            return gpu_compile.Build(self.target, False, "compiling took over "
-                                     f"{self.options['memory_bytes'] / 2**30:g} GiB of memory",
-                                     checked=False)
+            return gpu_compile.Build(
+                self.target,
+                False,
+                f"compiling took over {self.options['memory_bytes'] / 2**30:g} GiB of memory",
+                checked=False,
+            )
         return gpu_compile.read_child(self.target, done.returncode, done.stdout, done.stderr)
 
     def _refused(self, why):
-        return gpu_compile.Build(self.target, False, "the generated kernel was refused",
-                                 checked=False, refused=why[:gpu_compile.MESSAGE_LIMIT])
+        return gpu_compile.Build(
+            self.target,
+            False,
+            "the generated kernel was refused",
+            checked=False,
+            refused=why[: gpu_compile.MESSAGE_LIMIT],
+        )
 
 
 def _fresh_cache_key():

@@ -38,15 +38,19 @@ class Store:
         self.fd = os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
 
     def _name(self, digest, target):
-        name = json.dumps([digest, target, self.triton, self.version,
-                           os.environ.get("TRITON_PTXAS_PATH", "")])  # the assembler it used
+        name = json.dumps(
+            [digest, target, self.triton, self.version, os.environ.get("TRITON_PTXAS_PATH", "")]
+        )  # the assembler it used
         return f"{hashlib.sha256(name.encode()).hexdigest()}.json"
 
     def get(self, digest, target):
         """(the Build's fields, the compile's seconds) kept for this file, else None."""
         try:
-            handle = os.open(self._name(digest, target), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC,
-                             dir_fd=self.fd)
+            handle = os.open(
+                self._name(digest, target),
+                os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                dir_fd=self.fd,
+            )
             with os.fdopen(handle, encoding="utf-8") as stream:
                 entry = json.load(stream)
             fields, seconds = entry["build"], float(entry["compile_s"])
@@ -57,13 +61,18 @@ class Store:
     def put(self, digest, target, fields, seconds):
         """Keep an entry, whole or not at all (a reader never sees half of one)."""
         temporary = f".entry-{uuid.uuid4().hex}"
-        handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-                         | os.O_CLOEXEC, 0o600, dir_fd=self.fd)
+        handle = os.open(
+            temporary,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+            0o600,
+            dir_fd=self.fd,
+        )
         try:
             with os.fdopen(handle, "w", encoding="utf-8") as stream:
                 json.dump({"build": fields, "compile_s": seconds}, stream)
-            os.replace(temporary, self._name(digest, target), src_dir_fd=self.fd,
-                       dst_dir_fd=self.fd)
+            os.replace(
+                temporary, self._name(digest, target), src_dir_fd=self.fd, dst_dir_fd=self.fd
+            )
         except BaseException:
             try:
                 os.unlink(temporary, dir_fd=self.fd)
@@ -83,13 +92,15 @@ def from_environment(version):
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         store = Store(folder, version)
     except OSError as error:
-        raise GraderError(f"{ENV_VAR}={str(folder)!r}: cannot make or open it as a folder "
-                          f"({error})") from None
+        raise GraderError(
+            f"{ENV_VAR}={str(folder)!r}: cannot make or open it as a folder ({error})"
+        ) from None
     info = os.fstat(store.fd)
     if info.st_uid != os.geteuid() or info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
         os.close(store.fd)
         raise GraderError(
             f"{ENV_VAR}={str(folder)!r} must be a folder of this user's with mode 700 (it is "
             f"{stat.filemode(info.st_mode)}, owned by uid {info.st_uid}): anyone else who may "
-            "write there could forge a kernel's build. Use a folder of your own, or unset it")
+            "write there could forge a kernel's build. Use a folder of your own, or unset it"
+        )
     return store

@@ -13,8 +13,16 @@ import time
 from grader.batch.inside import protocol
 from grader.batch.isolation import compile_gate, sandbox, time_policy
 
-KINDS = ("hello", protocol.Loaded.KIND, "compile", protocol.Diagnosis.KIND,
-         protocol.Arrangement.KIND, protocol.CaseResult.KIND, "phase_done", protocol.Stopped.KIND)
+KINDS = (
+    "hello",
+    protocol.Loaded.KIND,
+    "compile",
+    protocol.Diagnosis.KIND,
+    protocol.Arrangement.KIND,
+    protocol.CaseResult.KIND,
+    "phase_done",
+    protocol.Stopped.KIND,
+)
 
 
 @dataclasses.dataclass
@@ -114,7 +122,8 @@ class _StepLimit:
                 return
             self.applied = self.stall.seconds
             self.worker.set_time_limit(
-                time_policy.step_limit(self.full, self.began, self.applied, self.extra))
+                time_policy.step_limit(self.full, self.began, self.applied, self.extra)
+            )
 
     def step(self):
         with self.lock:
@@ -132,8 +141,9 @@ class _StepLimit:
         none did."""
         with self.lock:
             self.ended = True
-            return time_policy.cut_short(ending.kind, self.worker.limits.timeout_s, self.full,
-                                         self.applied)
+            return time_policy.cut_short(
+                ending.kind, self.worker.limits.timeout_s, self.full, self.applied
+            )
 
 
 def payload_bytes(sizes, kind, fields):
@@ -160,8 +170,21 @@ def _worker(mode, source, limits, pool, **options):
     return worker
 
 
-def run(mode, source, phases, *, backend_name, limits, device=None, sandboxed=True,
-        on_start=None, tiles=None, pool=None, stall=None, gate=None):
+def run(
+    mode,
+    source,
+    phases,
+    *,
+    backend_name,
+    limits,
+    device=None,
+    sandboxed=True,
+    on_start=None,
+    tiles=None,
+    pool=None,
+    stall=None,
+    gate=None,
+):
     """Run a worker through ``phases`` (lists of (Job, lhs, rhs) with CPU float16
     tensors); always returns a RunReport, whatever the submission does.
 
@@ -177,8 +200,16 @@ def run(mode, source, phases, *, backend_name, limits, device=None, sandboxed=Tr
         return payload_bytes(sizes, kind, fields)
 
     report = RunReport(ending=None, stage="starting")
-    worker = _worker(mode, source, limits, pool, backend_name=backend_name, device=device,
-                     sandboxed=sandboxed, on_start=on_start)
+    worker = _worker(
+        mode,
+        source,
+        limits,
+        pool,
+        backend_name=backend_name,
+        device=device,
+        sandboxed=sandboxed,
+        on_start=on_start,
+    )
     stepped = _StepLimit(worker, stall) if stall is not None else None
     steps = _Steps(report, stepped.step if stepped else None)
     jobs = [job for phase in phases for job, _, _ in phase]
@@ -191,11 +222,20 @@ def run(mode, source, phases, *, backend_name, limits, device=None, sandboxed=Tr
         extend(tiles)
         gate = None  # only a kernel run has a diagnosis and a build
     elif gate is None:
-        gate = compile_gate.CompileGate(backend_name=backend_name, sandboxed=sandboxed,
-                                        memory_bytes=limits.memory_bytes)
+        gate = compile_gate.CompileGate(
+            backend_name=backend_name, sandboxed=sandboxed, memory_bytes=limits.memory_bytes
+        )
     try:
-        _converse(_Guarded(worker, report), accept, phases, report, gate=gate, grow=grow,
-                  extend=extend, steps=steps)
+        _converse(
+            _Guarded(worker, report),
+            accept,
+            phases,
+            report,
+            gate=gate,
+            grow=grow,
+            extend=extend,
+            steps=steps,
+        )
     finally:
         report.ending = worker.finish()
         if stepped:
@@ -261,8 +301,7 @@ def _converse(worker, accept, phases, report, gate, grow, extend, steps):
         if found is None:
             return
         if found.kind != protocol.Diagnosis.KIND:
-            worker.stop("crashed", f"its report was out of order ({found.kind} before "
-                        "diagnosis)")
+            worker.stop("crashed", f"its report was out of order ({found.kind} before diagnosis)")
             return
         claimed = protocol.Diagnosis.from_fields(found.fields)
         report.findings, report.tiles = claimed.findings, claimed.tiles
@@ -275,8 +314,12 @@ def _converse(worker, accept, phases, report, gate, grow, extend, steps):
         jobs = {job.index: job for job, _, _ in phase}
         shapes = {(job.m, job.n, job.k) for job in jobs.values()}
         payload = _inputs_payload([matrix for _, lhs, rhs in phase for matrix in (lhs, rhs)])
-        worker.send("phase", payload, cases=[job.to_fields() for job in jobs.values()],
-                    last=number == len(phases) - 1)
+        worker.send(
+            "phase",
+            payload,
+            cases=[job.to_fields() for job in jobs.values()],
+            last=number == len(phases) - 1,
+        )
         report.phase = number
         while True:
             message = worker.receive(accept)
@@ -285,11 +328,15 @@ def _converse(worker, accept, phases, report, gate, grow, extend, steps):
             if message.kind == "phase_done":
                 steps.done("public cases" if number == 0 else "hidden cases")
                 break
-            if message.kind == protocol.Arrangement.KIND and number == 0 \
-                    and report.arrangement is None:
+            if (
+                message.kind == protocol.Arrangement.KIND
+                and number == 0
+                and report.arrangement is None
+            ):
                 try:
-                    report.arrangement = protocol.Arrangement.from_fields(message.fields,
-                                                                          shapes).picture
+                    report.arrangement = protocol.Arrangement.from_fields(
+                        message.fields, shapes
+                    ).picture
                 except protocol.ProtocolError as error:
                     worker.stop("crashed", f"its report was malformed ({error})")
                     return
@@ -369,8 +416,12 @@ def _inputs_payload(inputs):
 
 def _case_report(job, message):
     result = protocol.CaseResult.from_fields(message.fields)
-    return CaseReport(error=result.error, exited=result.exited,
-                      outputs=job.outputs(message.payload), seconds=result.seconds)
+    return CaseReport(
+        error=result.error,
+        exited=result.exited,
+        outputs=job.outputs(message.payload),
+        seconds=result.seconds,
+    )
 
 
 class TimingRun:
@@ -384,19 +435,46 @@ class TimingRun:
     and ``measure`` collects its plan and timings after every size's.
     """
 
-    KINDS = ("hello", protocol.Loaded.KIND, protocol.Ready.KIND, protocol.SizeTiming.KIND,
-             protocol.WhatIfPlan.KIND, protocol.WhatIfTiming.KIND, "timing_done",
-             protocol.Stopped.KIND)
+    KINDS = (
+        "hello",
+        protocol.Loaded.KIND,
+        protocol.Ready.KIND,
+        protocol.SizeTiming.KIND,
+        protocol.WhatIfPlan.KIND,
+        protocol.WhatIfTiming.KIND,
+        "timing_done",
+        protocol.Stopped.KIND,
+    )
 
-    def __init__(self, source, sizes, *, backend_name, limits, device=None, sandboxed=True,
-                 on_start=None, what_if_s=0):
+    def __init__(
+        self,
+        source,
+        sizes,
+        *,
+        backend_name,
+        limits,
+        device=None,
+        sandboxed=True,
+        on_start=None,
+        what_if_s=0,
+    ):
         self.sizes = [tuple(size) for size in sizes]
         self.stopped = ""  # why the build guard ended the run, if it did
         self.unbound = ()  # as RunReport's; the kernel run's decides the verdict
         self.unbuildable = False
-        self.worker = _Guarded(_worker("timing", source, limits, None,
-                                       backend_name=backend_name, device=device,
-                                       sandboxed=sandboxed, on_start=on_start), self)
+        self.worker = _Guarded(
+            _worker(
+                "timing",
+                source,
+                limits,
+                None,
+                backend_name=backend_name,
+                device=device,
+                sandboxed=sandboxed,
+                on_start=on_start,
+            ),
+            self,
+        )
         self.ready = False
         self.note = ""
         self.launch = {}
@@ -440,8 +518,9 @@ class TimingRun:
             self.note = load.message
             self.worker.stop("crashed", "the kernel did not load")
             return
-        self.worker.send("sizes", sizes=[list(size) for size in self.sizes],
-                         what_if_s=self.what_if_s)
+        self.worker.send(
+            "sizes", sizes=[list(size) for size in self.sizes], what_if_s=self.what_if_s
+        )
         ready = self._next("ready")
         if ready is None:
             return
@@ -461,8 +540,10 @@ class TimingRun:
                 if message is None:
                     break
                 size = self.sizes[len(self.results)]
-                if message.kind != "timing" or tuple(message.fields.get(key) for key in "mnk") \
-                        != size:
+                if (
+                    message.kind != "timing"
+                    or tuple(message.fields.get(key) for key in "mnk") != size
+                ):
                     self.worker.stop("crashed", f"its report was out of order ({message.kind})")
                     break
                 self.results.append(protocol.SizeTiming.from_fields(size, message.fields))

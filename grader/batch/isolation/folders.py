@@ -20,8 +20,9 @@ from grader.batch.removal import remove_tree
 @functools.cache
 def child_files():
     """What a job folder's ``lib/`` holds: the worker's import closure, as relative paths."""
-    return import_graph.closure_files(["grader.batch.inside.forkserver",
-                                        "grader.batch.inside.worker"])
+    return import_graph.closure_files(
+        ["grader.batch.inside.forkserver", "grader.batch.inside.worker"]
+    )
 
 
 _batch_root = None

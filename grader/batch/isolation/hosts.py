@@ -49,10 +49,20 @@ class Host:
     def __init__(self, backend_name, device):
         self.key = _key(backend_name, device)
         self.job = folders.prepare_job()
-        self._start(lambda fd: launch.sandboxed(
-            self.job, backend_name == "gpu", _environment(*self.key),
-            [sys.executable, "-m", "grader.batch.inside.forkserver", str(fd),
-             f"{launch.JOB}/{folders.FILE}"]))
+        self._start(
+            lambda fd: launch.sandboxed(
+                self.job,
+                backend_name == "gpu",
+                _environment(*self.key),
+                [
+                    sys.executable,
+                    "-m",
+                    "grader.batch.inside.forkserver",
+                    str(fd),
+                    f"{launch.JOB}/{folders.FILE}",
+                ],
+            )
+        )
 
     def _start(self, command, **options):
         """Start the server, ``command(fd)`` with ``fd`` its end of the channel, from the
@@ -61,9 +71,15 @@ class Host:
         self.log = tempfile.TemporaryFile(dir=folders.batch_root())
         try:
             self.process = _STARTER.submit(
-                subprocess.Popen, command(theirs.fileno()), stdin=subprocess.DEVNULL,
-                stdout=self.log, stderr=self.log, pass_fds=[theirs.fileno()],
-                start_new_session=True, **options).result()
+                subprocess.Popen,
+                command(theirs.fileno()),
+                stdin=subprocess.DEVNULL,
+                stdout=self.log,
+                stderr=self.log,
+                pass_fds=[theirs.fileno()],
+                start_new_session=True,
+                **options,
+            ).result()
         except BaseException:
             self.control.close()
             self.log.close()
@@ -166,8 +182,11 @@ class Host:
     def members(self, max_age=0.0):
         """Every process of the sandbox but bubblewrap's two and the server: a run's own,
         from a process table at most ``max_age`` seconds old (process_table)."""
-        return [member for member in process_table.descendants(self.process.pid, max_age)
-                if member.pid not in self.own]
+        return [
+            member
+            for member in process_table.descendants(self.process.pid, max_age)
+            if member.pid not in self.own
+        ]
 
     def clean(self):
         """Have the server wipe the sandbox after a run: "" once it did, else why not."""
@@ -181,9 +200,12 @@ class Host:
     def answering(self):
         """Whether its server is there and not stopped (a run can stop it)."""
         try:
-            return self.process.poll() is None and self.server is not None \
-                and self.server.status() not in (psutil.STATUS_STOPPED, psutil.STATUS_ZOMBIE,
-                                                 psutil.STATUS_TRACING_STOP)
+            return (
+                self.process.poll() is None
+                and self.server is not None
+                and self.server.status()
+                not in (psutil.STATUS_STOPPED, psutil.STATUS_ZOMBIE, psutil.STATUS_TRACING_STOP)
+            )
         except psutil.Error:
             return False
 
@@ -303,8 +325,7 @@ def _environment(backend_name, device, *_):
 
 def _key(backend_name, device):
     """What a host serves: a host made for another environment serves no run of this one."""
-    return (backend_name, device,
-            tuple(sorted(_environment(backend_name, device).items())))
+    return (backend_name, device, tuple(sorted(_environment(backend_name, device).items())))
 
 
 _idle = collections.defaultdict(list)

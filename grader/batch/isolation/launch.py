@@ -17,11 +17,31 @@ JOB = "/job"  # where the run's read-only folder appears inside the sandbox
 SANDBOX_UID = 65534
 TMP_BYTES = 512 << 20  # /tmp inside the sandbox: caches and whatever the code writes
 SHM_BYTES = 64 << 20
-ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "passwd", "group", "nsswitch.conf",
-             "localtime", "alternatives", "ssl", "ca-certificates")
-PASSED_ENVIRONMENT = ("LANG", "LC_ALL", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH",
-                      "TRITON_PTXAS_PATH", "TRITON_LIBCUDA_PATH", "OPENBLAS_CORETYPE",
-                      "OPENBLAS_L2_SIZE", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES")
+ETC_FILES = (
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "passwd",
+    "group",
+    "nsswitch.conf",
+    "localtime",
+    "alternatives",
+    "ssl",
+    "ca-certificates",
+)
+PASSED_ENVIRONMENT = (
+    "LANG",
+    "LC_ALL",
+    "LD_LIBRARY_PATH",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "TRITON_PTXAS_PATH",
+    "TRITON_LIBCUDA_PATH",
+    "OPENBLAS_CORETYPE",
+    "OPENBLAS_L2_SIZE",
+    "NVIDIA_VISIBLE_DEVICES",
+    "NVIDIA_DRIVER_CAPABILITIES",
+)
 
 
 def bwrap_path():
@@ -50,8 +70,13 @@ def python_folders():
     """Every folder the interpreter and the kernel stack load code from."""
     import site
 
-    folders = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-               os.path.dirname(os.path.realpath(sys.executable))}
+    folders = {
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        sys.base_exec_prefix,
+        os.path.dirname(os.path.realpath(sys.executable)),
+    }
     folders.update(site.getsitepackages())
     folders.update(_package_folders())
     return sorted(folder for folder in folders if os.path.isdir(folder))
@@ -89,42 +114,72 @@ def _gpu_arguments():
 def bwrap_arguments(job_dir, gpu, tmp_bytes=TMP_BYTES):
     """The bwrap command line up to ``--``: see grader.batch.isolation.sandbox's docstring."""
     return [
-        bwrap_path(), "--unshare-all", "--unshare-cgroup-try", "--die-with-parent",
-        "--new-session", "--cap-drop", "ALL", "--uid", str(SANDBOX_UID),
-        "--gid", str(SANDBOX_UID), "--hostname", "ntgemm",
+        bwrap_path(),
+        "--unshare-all",
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        "--uid",
+        str(SANDBOX_UID),
+        "--gid",
+        str(SANDBOX_UID),
+        "--hostname",
+        "ntgemm",
         *_system_arguments(),
-        "--proc", "/proc", "--dev", "/dev",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
         *(_gpu_arguments() if gpu else []),
-        "--size", str(tmp_bytes), "--tmpfs", "/tmp",
-        "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
-        "--dir", "/tmp/home",
-        *[argument for folder in python_folders()  # after /tmp: a folder may lie under it
-          for argument in ("--ro-bind", folder, folder)],
-        "--ro-bind", str(job_dir), JOB,
-        "--chdir", "/tmp/home",
-        "--remount-ro", "/",
+        "--size",
+        str(tmp_bytes),
+        "--tmpfs",
+        "/tmp",
+        "--size",
+        str(SHM_BYTES),
+        "--tmpfs",
+        "/dev/shm",
+        "--dir",
+        "/tmp/home",
+        *[
+            argument
+            for folder in python_folders()  # after /tmp: a folder may lie under it
+            for argument in ("--ro-bind", folder, folder)
+        ],
+        "--ro-bind",
+        str(job_dir),
+        JOB,
+        "--chdir",
+        "/tmp/home",
+        "--remount-ro",
+        "/",
     ]
 
 
 def child_environment(backend_name, home, tmp, library, device=None):
     """The worker's whole environment: an allowlist, never the grader's own."""
     env = {key: os.environ[key] for key in PASSED_ENVIRONMENT if key in os.environ}
-    env.update({
-        "PATH": os.pathsep.join([os.path.dirname(sys.executable), "/usr/local/bin", "/usr/bin",
-                                 "/bin"]),
-        "HOME": home,
-        "TMPDIR": tmp,
-        "XDG_CACHE_HOME": f"{home}/.cache",
-        "TRITON_CACHE_DIR": f"{home}/.triton/cache",
-        "TRITON_HOME": home,
-        "PYTHONPATH": os.pathsep.join([library] + extra_import_paths()),
-        "PYTHONNOUSERSITE": "1",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONUNBUFFERED": "1",
-        "PYTHONHASHSEED": "0",
-        "NTGEMM_BACKEND": backend_name,
-        gpu_compile.ENV_VAR: gpu_compile.requested_target(),
-    })
+    env.update(
+        {
+            "PATH": os.pathsep.join(
+                [os.path.dirname(sys.executable), "/usr/local/bin", "/usr/bin", "/bin"]
+            ),
+            "HOME": home,
+            "TMPDIR": tmp,
+            "XDG_CACHE_HOME": f"{home}/.cache",
+            "TRITON_CACHE_DIR": f"{home}/.triton/cache",
+            "TRITON_HOME": home,
+            "PYTHONPATH": os.pathsep.join([library] + extra_import_paths()),
+            "PYTHONNOUSERSITE": "1",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONUNBUFFERED": "1",
+            "PYTHONHASHSEED": "0",
+            "NTGEMM_BACKEND": backend_name,
+            gpu_compile.ENV_VAR: gpu_compile.requested_target(),
+        }
+    )
     env.setdefault("LANG", "C.UTF-8")
     if backend_name == "interpreter":
         # One interpreter run is single-threaded work; keep -j N honest on N cores.
@@ -143,8 +198,9 @@ def sandbox_environment(backend_name, device=None):
 def scratch_environment(backend_name, job, scratch, device=None):
     """``child_environment`` of an unsandboxed run: its home and ``$TMPDIR`` in its scratch
     folder (grader.batch.isolation.folders), the job's modules in ``job/lib``."""
-    return child_environment(backend_name, str(scratch / "home"), str(scratch),
-                             str(job / "lib"), device)
+    return child_environment(
+        backend_name, str(scratch / "home"), str(scratch), str(job / "lib"), device
+    )
 
 
 def sandboxed(job_dir, gpu, env, inner):

@@ -44,16 +44,17 @@ def run(arguments, data, *, backend_name, sandboxed, timeout_s, memory_bytes, en
         folders.place_file(job, data)
         if sandboxed:
             env = {**launch.sandbox_environment(backend_name), **(environment or {})}
-            command = launch.sandboxed(job, False, env, [
-                sys.executable, *arguments(f"{launch.JOB}/{folders.FILE}")])
+            command = launch.sandboxed(
+                job, False, env, [sys.executable, *arguments(f"{launch.JOB}/{folders.FILE}")]
+            )
             cwd, options = None, {}
         else:
             scratch = folders.prepare_scratch()
-            env = {**launch.scratch_environment(backend_name, job, scratch),
-                   **(environment or {})}
+            env = {**launch.scratch_environment(backend_name, job, scratch), **(environment or {})}
             cwd = scratch / "home"
             command, options, who = sandbox.as_run_user(
-                job, scratch, [sys.executable, *arguments(str(job / folders.FILE))])
+                job, scratch, [sys.executable, *arguments(str(job / folders.FILE))]
+            )
         return _watched(command, cwd, env, options, timeout_s, memory_bytes)
     finally:
         if who is not None:
@@ -66,11 +67,21 @@ def run(arguments, data, *, backend_name, sandboxed, timeout_s, memory_bytes, en
 def _watched(command, cwd, env, options, timeout_s, memory_bytes):
     """Start ``command`` and wait for it, killing its process tree at a limit. Its tree is
     read from the process table every look shares (grader.batch.isolation.process_table)."""
-    with tempfile.TemporaryFile(dir=folders.batch_root()) as out, \
-            tempfile.TemporaryFile(dir=folders.batch_root()) as err:
-        process = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                                   stdout=out, stderr=err, start_new_session=True,
-                                   close_fds=True, **options)
+    with (
+        tempfile.TemporaryFile(dir=folders.batch_root()) as out,
+        tempfile.TemporaryFile(dir=folders.batch_root()) as err,
+    ):
+        process = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
+            close_fds=True,
+            **options,
+        )
         over, deadline = "", time.monotonic() + timeout_s
         root = psutil.Process(process.pid)
         while process.poll() is None:

@@ -55,7 +55,7 @@ class Pipe:
             if not self._ready():
                 raise BrokenPipeError("the pipe to the worker was closed")
             try:
-                view = view[os.write(self.fd, view):]
+                view = view[os.write(self.fd, view) :]
             except BlockingIOError:
                 pass
 
@@ -74,8 +74,7 @@ class Capture:
 
     def __init__(self, pipe, limit):
         self.head, self.tail, self.total, self.limit = bytearray(), bytearray(), 0, limit
-        self.thread = pipe.thread = threading.Thread(target=self._pump, args=(pipe,),
-                                                     daemon=True)
+        self.thread = pipe.thread = threading.Thread(target=self._pump, args=(pipe,), daemon=True)
         self.thread.start()
 
     def _pump(self, stream):
@@ -100,5 +99,9 @@ class Capture:
         middle = ""
         if self.total > len(self.head) + len(self.tail):
             middle = f"\n[... {self.total - len(self.head) - len(self.tail)} bytes cut ...]\n"
-        return protocol.text(self.head.decode("utf-8", "replace") + middle
-                             + bytes(self.tail).decode("utf-8", "replace"), 4 * self.limit)
+        return protocol.text(
+            self.head.decode("utf-8", "replace")
+            + middle
+            + bytes(self.tail).decode("utf-8", "replace"),
+            4 * self.limit,
+        )

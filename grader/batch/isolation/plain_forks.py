@@ -52,10 +52,12 @@ class Server(hosts.Host):
     def __init__(self, backend_name, device):
         self.key = (backend_name, device)
         self.job = pathlib.Path(tempfile.mkdtemp(prefix="forks-", dir=folders.batch_root()))
-        env = launch.child_environment(backend_name, str(self.job), str(self.job),
-                                       str(self.job), device)
-        self._start(lambda fd: [sys.executable, str(SCRIPT), str(fd), backend_name],
-                    cwd=self.job, env=env)
+        env = launch.child_environment(
+            backend_name, str(self.job), str(self.job), str(self.job), device
+        )
+        self._start(
+            lambda fd: [sys.executable, str(SCRIPT), str(fd), backend_name], cwd=self.job, env=env
+        )
         self.lock = threading.Lock()
 
     def _server_process(self):
@@ -69,8 +71,7 @@ class Server(hosts.Host):
 
     def lost(self, process):
         """Its children outlive it: one is lost only once it ended too."""
-        return hosts.ended(process) and (self.process.poll() is not None
-                                         or not self.answering())
+        return hosts.ended(process) and (self.process.poll() is not None or not self.answering())
 
     def release(self, child):
         """The grader is done with ``child`` (a hosts.Child): the server reaps it once it has
@@ -96,10 +97,15 @@ def fork(backend_name, device, *, cwd, env, argv, who):
     ``cwd`` with ``env`` as its whole environment, as ``who`` (an unprivileged.Identity)
     or, where None, as the grader's own user; ``argv`` is ``["-m", MODULE, ...]`` or
     ``["-c", CODE, ...]``."""
-    request = json.dumps({
-        "cwd": str(cwd), "env": env, "argv": [str(arg) for arg in argv],
-        "ids": None if who is None else [who.uid, who.gid],
-        "code": unprivileged.RUN if who is None else unprivileged.LAUNCH}).encode()
+    request = json.dumps(
+        {
+            "cwd": str(cwd),
+            "env": env,
+            "argv": [str(arg) for arg in argv],
+            "ids": None if who is None else [who.uid, who.gid],
+            "code": unprivileged.RUN if who is None else unprivileged.LAUNCH,
+        }
+    ).encode()
     for attempt in range(2):
         server = _server(backend_name, device)
         try:

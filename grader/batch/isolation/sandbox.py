@@ -55,8 +55,17 @@ import time
 import psutil
 
 from grader.batch.inside import protocol
-from grader.batch.isolation import (folders, hosts, launch, pipes, plain_forks,
-                                     process_table, time_policy, unprivileged, usage)
+from grader.batch.isolation import (
+    folders,
+    hosts,
+    launch,
+    pipes,
+    plain_forks,
+    process_table,
+    time_policy,
+    unprivileged,
+    usage,
+)
 from grader.batch.removal import remove_tree
 from grader.batch.status import GraderError
 from grader.core.messages import say
@@ -105,20 +114,23 @@ def hang_site(stderr):
     ``ninetoothed_gemm.py``. None where it named none, or that stack has no such frame."""
     # The student writes on that stderr too: every number read is bounded, so no line of
     # theirs can make this raise (int() of 5,000 digits) or take seconds to match.
-    marks = list(re.finditer(rf"^{re.escape(protocol.HANG_SITE)} thread 0x([0-9a-f]{{1,16}})$",
-                             stderr, re.M))
+    marks = list(
+        re.finditer(rf"^{re.escape(protocol.HANG_SITE)} thread 0x([0-9a-f]{{1,16}})$", stderr, re.M)
+    )
     if not marks:
         return None
-    before = stderr[:marks[-1].start()]
+    before = stderr[: marks[-1].start()]
     # faulthandler writes the ident as 16 hex digits, "Current thread 0x..." for its own.
     ident = marks[-1].group(1).rjust(16, "0")
-    heads = list(re.finditer(rf"^(?:Current t|T)hread 0x{ident} \(most recent call first\):$",
-                             before, re.M))
+    heads = list(
+        re.finditer(rf"^(?:Current t|T)hread 0x{ident} \(most recent call first\):$", before, re.M)
+    )
     if not heads:
         return None
-    stack = before[heads[-1].end():].split("\n\n")[0]
-    frame = re.search(r'^  File ".*[/\\]ninetoothed_gemm\.py", line ([0-9]{1,9}) in (\S+)$',
-                      stack, re.M)
+    stack = before[heads[-1].end() :].split("\n\n")[0]
+    frame = re.search(
+        r'^  File ".*[/\\]ninetoothed_gemm\.py", line ([0-9]{1,9}) in (\S+)$', stack, re.M
+    )
     return (int(frame.group(1)), frame.group(2)) if frame else None
 
 
@@ -169,18 +181,28 @@ def check_unsandboxed():
         unprivileged.admit(folders.batch_root(), job, scratch, who)
         for path in (*launch.python_folders(), sys.executable, job / "lib"):
             if blocked := unprivileged.unreachable(path, who):
-                return (f"{who.name} may not search {blocked}, on the way to {path}: install "
-                        "Python and its packages where every user may read them, and keep "
-                        "$TMPDIR in such a place too")
+                return (
+                    f"{who.name} may not search {blocked}, on the way to {path}: install "
+                    "Python and its packages where every user may read them, and keep "
+                    "$TMPDIR in such a place too"
+                )
         env = launch.scratch_environment("interpreter", job, scratch)
-        code = ("import os, torch, triton, ninetoothed, grader.batch.inside.worker\n"
-                "print(os.getuid(), os.geteuid(), os.getgid(), os.getegid(), os.getgroups())")
+        code = (
+            "import os, torch, triton, ninetoothed, grader.batch.inside.worker\n"
+            "print(os.getuid(), os.geteuid(), os.getgid(), os.getegid(), os.getgroups())"
+        )
         unprivileged.enter(who)
         try:
-            probe = subprocess.run(unprivileged.command([sys.executable, "-c", code]),
-                                   cwd=scratch / "home", env=env, stdin=subprocess.DEVNULL,
-                                   capture_output=True, timeout=300, text=True,
-                                   **who.popen_options())
+            probe = subprocess.run(
+                unprivileged.command([sys.executable, "-c", code]),
+                cwd=scratch / "home",
+                env=env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=300,
+                text=True,
+                **who.popen_options(),
+            )
         finally:
             unprivileged.leave(who)
     except (OSError, subprocess.SubprocessError, RuntimeError, unprivileged.Unavailable) as error:
@@ -189,8 +211,10 @@ def check_unsandboxed():
         remove_tree(job)
         remove_tree(scratch)
     if probe.returncode:
-        return f"a process as {who.name} exited with {probe.returncode}: " \
-               f"{probe.stderr.strip()[-1500:]}"
+        return (
+            f"a process as {who.name} exited with {probe.returncode}: "
+            f"{probe.stderr.strip()[-1500:]}"
+        )
     expected = f"{who.uid} {who.uid} {who.gid} {who.gid} []"
     if probe.stdout.strip() != expected:
         return f"a process as {who.name} had the ids {probe.stdout.strip()!r}, not {expected!r}"
@@ -201,8 +225,10 @@ def _run_as():
     """Whom an unsandboxed worker runs as: None where the grader is not root."""
     problem = check_unsandboxed()
     if problem:
-        raise GraderError("without the sandbox, a grader running as root runs student code as "
-                          f"an unprivileged user, and that cannot work here: {problem}")
+        raise GraderError(
+            "without the sandbox, a grader running as root runs student code as "
+            f"an unprivileged user, and that cannot work here: {problem}"
+        )
     return unprivileged.identity()
 
 
@@ -237,8 +263,17 @@ class Worker:
     A worker starts without a file (it warms up: grader.batch.inside.worker) and gets one
     run with ``assign``; grader.batch.isolation.warm_pool starts workers ahead of need."""
 
-    def __init__(self, *, backend_name, limits, device=None, sandboxed=True, on_start=None,
-                 inner=None, warming=False):
+    def __init__(
+        self,
+        *,
+        backend_name,
+        limits,
+        device=None,
+        sandboxed=True,
+        on_start=None,
+        inner=None,
+        warming=False,
+    ):
         """``inner`` replaces the worker (tests' probes): ``[python, "-c", CODE]``, run in the
         worker's place, forked in a sandbox as a worker is, or unsandboxed, through the
         same launch. ``warming``: started ahead of need, it lets runs take a sandbox first
@@ -258,8 +293,9 @@ class Worker:
         if on_start:
             on_start(self.process)
         self.stdin, self.stdout, self.stderr_pipe = (
-            pipes.Pipe(stream) for stream in (self.process.stdin, self.process.stdout,
-                                         self.process.stderr))
+            pipes.Pipe(stream)
+            for stream in (self.process.stdin, self.process.stdout, self.process.stderr)
+        )
         self.stderr = pipes.Capture(self.stderr_pipe, OUTPUT_LIMIT)
         self.inbox = queue.Queue()
         self.outbox = queue.Queue()
@@ -299,12 +335,16 @@ class Worker:
         self.job = folders.prepare_job()
         self.scratch = folders.prepare_scratch()
         env = launch.scratch_environment(backend_name, self.job, self.scratch, device)
-        argv = ["-c", _probe_code(inner)] if inner else [
-            "-m", "grader.batch.inside.worker", str(self.job / folders.FILE)]
+        argv = (
+            ["-c", _probe_code(inner)]
+            if inner
+            else ["-m", "grader.batch.inside.worker", str(self.job / folders.FILE)]
+        )
         try:
             self.who = run_user(self.job, self.scratch)
-            self.process = plain_forks.fork(backend_name, device, cwd=self.scratch / "home",
-                                            env=env, argv=argv, who=self.who)
+            self.process = plain_forks.fork(
+                backend_name, device, cwd=self.scratch / "home", env=env, argv=argv, who=self.who
+            )
         except BaseException:
             self._release()
             remove_tree(self.job)
@@ -328,6 +368,7 @@ class Worker:
         parent's first ``receive`` waits for its ``accept`` (once, it found none and this
         thread died, so the run waited out its whole time limit: a stray ``timeout``);
         whatever else ends this thread ends the run at once, with the reason."""
+
         def accept(kind, fields):
             self.accepting.wait()
             return self.accept(kind, fields)
@@ -343,8 +384,11 @@ class Worker:
         except (OSError, ValueError) as error:
             self.inbox.put(protocol.ProtocolError(f"the channel broke: {error}"))
         except Exception as error:  # noqa: BLE001 - the grader's own bug: say it, now
-            self.inbox.put(protocol.ProtocolError(
-                f"the grader's reader failed ({type(error).__name__}: {error})"))
+            self.inbox.put(
+                protocol.ProtocolError(
+                    f"the grader's reader failed ({type(error).__name__}: {error})"
+                )
+            )
 
     def _write(self):
         while (item := self.outbox.get()) is not None:
@@ -369,8 +413,7 @@ class Worker:
                 continue
             if isinstance(item, protocol.Message):
                 return item
-            self.stop("crashed", f"its report was malformed ({item})" if item is not None
-                       else None)
+            self.stop("crashed", f"its report was malformed ({item})" if item is not None else None)
         return None
 
     def wait_for(self, future):
@@ -392,8 +435,9 @@ class Worker:
         self.near_limit = rss > self.limits.memory_bytes / 2
         self.next_look = time.monotonic() + (pipes.POLL_S if self.near_limit else WATCH_S)
         charged, wall = self.charged(), time.monotonic() - self.clock
-        over = time_policy.stop_reason(self.limits.timeout_s, self.limits.cores, charged, wall,
-                                       cores)
+        over = time_policy.stop_reason(
+            self.limits.timeout_s, self.limits.cores, charged, wall, cores
+        )
         if rss > self.limits.memory_bytes:
             self.stop("memory_limit", say("memory_limit", gib=self.limits.memory_bytes / 2**30))
         elif over:
@@ -411,19 +455,29 @@ class Worker:
         """What a run stopped by time_policy's rule ``over`` is told."""
         limit = self.limits.timeout_s
         if over == "cores":
-            return say("too_many_cores", cores=cores, window=time_policy.CPU_WINDOW_S,
-                       limit=self.limits.cores)
+            return say(
+                "too_many_cores",
+                cores=cores,
+                window=time_policy.CPU_WINDOW_S,
+                limit=self.limits.cores,
+            )
         if over == "wall":
-            return say("timeout_wall", seconds=wall, factor=time_policy.WALL_FACTOR,
-                       limit=limit, waited=self._starved())
+            return say(
+                "timeout_wall",
+                seconds=wall,
+                factor=time_policy.WALL_FACTOR,
+                limit=limit,
+                waited=self._starved(),
+            )
         if self.usage.lowered:
             return say("timeout_lowered", seconds=charged, limit=limit)
         return say("timeout", seconds=charged, waited=self._starved(), limit=limit)
 
     def charged(self):
         """Seconds its time limit is charged since ``clock`` (time_policy.charge)."""
-        return time_policy.charge(self.usage.cpu_used - self.cpu_base,
-                                  time.monotonic() - self.clock, self._starved())
+        return time_policy.charge(
+            self.usage.cpu_used - self.cpu_base, time.monotonic() - self.clock, self._starved()
+        )
 
     def _starved(self):
         """Seconds of waiting credited since ``clock``: none once the run lowered its priority
@@ -444,9 +498,16 @@ class Worker:
         self.ending = self._ending(kind, detail)
 
     def _ending(self, kind, detail):
-        return Ending(kind, detail, time.monotonic() - self.started, "", self.usage.peak_rss,
-                      round(self.usage.peak_cores, 2), round(self.usage.cpu_used, 2),
-                      round(self.usage.starved_s, 2))
+        return Ending(
+            kind,
+            detail,
+            time.monotonic() - self.started,
+            "",
+            self.usage.peak_rss,
+            round(self.usage.peak_cores, 2),
+            round(self.usage.cpu_used, 2),
+            round(self.usage.starved_s, 2),
+        )
 
     def _ask_where(self):
         """Ask the worker where its submission's code is (it answers on stderr, see
@@ -460,8 +521,11 @@ class Worker:
             except OSError:
                 pass
         deadline = time.monotonic() + WHERE_WAIT_S
-        while asked and not self.stderr.holds(protocol.HANG_SITE.encode()) \
-                and time.monotonic() < deadline:
+        while (
+            asked
+            and not self.stderr.holds(protocol.HANG_SITE.encode())
+            and time.monotonic() < deadline
+        ):
             time.sleep(pipes.POLL_S)
 
     def _worker_pids(self):
@@ -504,10 +568,12 @@ class Worker:
         self.writer.join(timeout=2)  # what was sent before goes out first
         self.stdin.close()
         if self.ending is None:
-            deadline = min(self.clock + time_policy.wall_cap(self.limits.timeout_s),
-                           time.monotonic() + 10)
-            while self.ending is None and self.process.poll() is None \
-                    and time.monotonic() < deadline:
+            deadline = min(
+                self.clock + time_policy.wall_cap(self.limits.timeout_s), time.monotonic() + 10
+            )
+            while (
+                self.ending is None and self.process.poll() is None and time.monotonic() < deadline
+            ):
                 self._watch()
                 time.sleep(pipes.POLL_S)
             if self.ending is None:
@@ -581,6 +647,9 @@ def describe_returncode(code):
             name = signal.Signals(number).name
         except ValueError:
             name = f"signal {number}"
-        return say("killed_with_code", signal=name, code=code) if code > 0 else \
-            say("killed", signal=name)
+        return (
+            say("killed_with_code", signal=name, code=code)
+            if code > 0
+            else say("killed", signal=name)
+        )
     return say("exit_code", code=code)

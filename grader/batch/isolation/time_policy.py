@@ -187,5 +187,4 @@ def unconfirmed(record, backend_name):
     verdict stands only as graded again with the full limit and no neighbour but the
     others graded again; on the interpreter every wait is for a core, already credited."""
     beside = record.status == "timeout" and bool(record.neighbours)
-    return backend_name == "gpu" and not record.confirmed \
-        and (beside or bool(record.cut_short_s))
+    return backend_name == "gpu" and not record.confirmed and (beside or bool(record.cut_short_s))

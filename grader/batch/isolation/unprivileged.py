@@ -62,7 +62,8 @@ else:
 """
 # ``python -c LAUNCH -m MODULE ARGS...`` (or ``-c CODE ARGS...``), as the unprivileged user:
 # its limits and flags first, then RUN.
-LAUNCH = f"""\
+LAUNCH = (
+    f"""\
 import ctypes, resource
 for name, value in {LIMITS!r}:
     limit = getattr(resource, name)
@@ -72,7 +73,9 @@ for name, value in {LIMITS!r}:
 libc = ctypes.CDLL(None, use_errno=True)
 if libc.prctl(38, 1, 0, 0, 0) or libc.prctl(4, 0, 0, 0, 0):
     raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS or PR_SET_DUMPABLE) failed")
-""" + RUN
+"""
+    + RUN
+)
 
 
 class Unavailable(Exception):
@@ -109,11 +112,16 @@ def identity():
             taken = lookup(FALLBACK_ID)
         except KeyError:
             continue
-        raise Unavailable(f"there is no account {USER}, and the fallback {kind} {FALLBACK_ID} "
-                          f"belongs to {taken[0]!r}; create {USER} (useradd --system "
-                          f"--no-create-home --user-group {USER})")
-    return Identity(FALLBACK_ID, FALLBACK_ID,
-                    f"uid {FALLBACK_ID} (no account {USER} here: the fixed fallback id)")
+        raise Unavailable(
+            f"there is no account {USER}, and the fallback {kind} {FALLBACK_ID} "
+            f"belongs to {taken[0]!r}; create {USER} (useradd --system "
+            f"--no-create-home --user-group {USER})"
+        )
+    return Identity(
+        FALLBACK_ID,
+        FALLBACK_ID,
+        f"uid {FALLBACK_ID} (no account {USER} here: the fixed fallback id)",
+    )
 
 
 def command(argv):
@@ -147,8 +155,13 @@ def unreachable(path, who):
             return str(folder)
         if not stat.S_ISDIR(info.st_mode):
             continue
-        mask = stat.S_IXUSR if info.st_uid == who.uid else \
-            stat.S_IXGRP if info.st_gid == who.gid else stat.S_IXOTH
+        mask = (
+            stat.S_IXUSR
+            if info.st_uid == who.uid
+            else stat.S_IXGRP
+            if info.st_gid == who.gid
+            else stat.S_IXOTH
+        )
         if not info.st_mode & mask:
             return str(folder)
     return None
@@ -199,8 +212,9 @@ def _lock(uid):
         except OSError as error:
             if error.errno != errno.EADDRINUSE or time.monotonic() > deadline:
                 lock.close()
-                raise Unavailable(f"another grading run kept uid {uid} busy for "
-                                  f"{LOCK_WAIT_S:g} s ({error})") from None
+                raise Unavailable(
+                    f"another grading run kept uid {uid} busy for {LOCK_WAIT_S:g} s ({error})"
+                ) from None
         time.sleep(0.2)
 
 
@@ -220,8 +234,10 @@ def end_processes(uid):
     deadline = time.monotonic() + END_WAIT_S
     while found := processes_of(uid):
         if time.monotonic() > deadline:
-            raise RuntimeError(f"processes of uid {uid} survived {END_WAIT_S:g} s of SIGKILL: "
-                               f"{sorted(process.pid for process in found)}")
+            raise RuntimeError(
+                f"processes of uid {uid} survived {END_WAIT_S:g} s of SIGKILL: "
+                f"{sorted(process.pid for process in found)}"
+            )
         for process in found:
             try:
                 process.send_signal(signal.SIGKILL)

@@ -70,8 +70,11 @@ def autogroup_nice(pid):
 
 def lowered(now, start):
     """Whether a thread's priority ``now`` is below the ``start`` of the tree's root."""
-    return now is not None and start is not None and (
-        now[0] > start[0] or now[1] > start[1] or (now[2] == SCHED_IDLE != start[2]))
+    return (
+        now is not None
+        and start is not None
+        and (now[0] > start[0] or now[1] > start[1] or (now[2] == SCHED_IDLE != start[2]))
+    )
 
 
 class TreeUsage:
@@ -97,8 +100,11 @@ class TreeUsage:
     def members(self, max_age=0.0):
         """The root and the processes of its run, found in a process table at most
         ``max_age`` seconds old (grader.batch.isolation.process_table)."""
-        others = (self.others(max_age) if self.others is not None
-                  else process_table.descendants(self.root.pid, max_age))
+        others = (
+            self.others(max_age)
+            if self.others is not None
+            else process_table.descendants(self.root.pid, max_age)
+        )
         return [self.root] + [member for member in others if member.pid != self.root.pid]
 
     def sample(self, max_age=0.0):
@@ -117,16 +123,18 @@ class TreeUsage:
                 # once. (The time charged needs no help: it never decreases.)
                 vanished += self.last_seen.get(member.pid, 0.0)
                 continue
-            seen[member.pid] = (times.user + times.system + times.children_user
-                                + times.children_system)
+            seen[member.pid] = (
+                times.user + times.system + times.children_user + times.children_system
+            )
             used += seen[member.pid]
             threads = waits(member.pid)
             for tid, seconds in threads.items():
                 self.waited[member.pid, tid] = seconds
             if threads and not self.lowered:
                 group = autogroup_nice(member.pid)  # one per process, not per thread
-                self.lowered = any(lowered(priority(member.pid, tid, group), self.start)
-                                   for tid in threads)
+                self.lowered = any(
+                    lowered(priority(member.pid, tid, group), self.start) for tid in threads
+                )
         self.last_seen = seen
         self.peak_rss = max(self.peak_rss, rss)
         self.cpu_used = max(self.cpu_used, used)

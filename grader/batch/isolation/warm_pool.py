@@ -25,14 +25,16 @@ from grader.batch.isolation import sandbox
 class WarmPool:
     """Warm workers for one phase of a batch, per device; ``close`` ends those not taken."""
 
-    def __init__(self, *, backend_name, limits, sandboxed=True, on_start=None, ahead=None,
-                 before_take=None):
+    def __init__(
+        self, *, backend_name, limits, sandboxed=True, on_start=None, ahead=None, before_take=None
+    ):
         """``limits``: what a worker has while it warms up (its run sets its own);
         ``ahead``: {device: how many workers to keep warm for it}; ``before_take``: called
         at each take, before any worker starts (what it raises, ``take`` raises)."""
         self.before_take = before_take
-        self.options = dict(backend_name=backend_name, limits=limits, sandboxed=sandboxed,
-                            on_start=on_start)
+        self.options = dict(
+            backend_name=backend_name, limits=limits, sandboxed=sandboxed, on_start=on_start
+        )
         self.ahead = dict(ahead or {})
         self.ready = collections.defaultdict(collections.deque)
         self.starting = collections.Counter()  # per device, workers being started now
@@ -44,7 +46,8 @@ class WarmPool:
         # side by side (grader.batch.isolation.hosts starts every sandbox on a thread of
         # its own that outlives them, as bubblewrap's --die-with-parent needs).
         self.starter = concurrent.futures.ThreadPoolExecutor(
-            max_workers=max(1, sum(self.ahead.values())))
+            max_workers=max(1, sum(self.ahead.values()))
+        )
 
     def expect(self, runs):
         """``runs`` more runs will (at most) take a worker. None is started before the first
@@ -79,8 +82,9 @@ class WarmPool:
         runs to come are covered."""
         while True:
             with self.lock:
-                held = {device: len(self.ready[device]) + self.starting[device]
-                        for device in self.ahead}
+                held = {
+                    device: len(self.ready[device]) + self.starting[device] for device in self.ahead
+                }
                 short = [device for device, count in self.ahead.items() if held[device] < count]
                 if self.closed or not short or sum(held.values()) >= self.expected:
                     return

@@ -12,10 +12,17 @@ from grader.batch.status import Status
 # By what a status asks of the staff (Status.attention): nothing (green), a look at the
 # work (amber), at the evidence (purple), or at why nothing could be graded: nothing to
 # run (grey), a file that did not import (orange), a run that ended early (red).
-STATUS_COLOURS = {Status.PASSED: "#2a9d8f", Status.FAILED: "#e9c46a", Status.FLAGGED: "#8a63a8",
-                  Status.NOT_IMPLEMENTED: "#adb5bd", Status.MISSING_FILE: "#adb5bd",
-                  Status.IMPORT_ERROR: "#e76f51", Status.TIMEOUT: "#d62828",
-                  Status.CRASHED: "#d62828", Status.MEMORY_LIMIT: "#d62828"}
+STATUS_COLOURS = {
+    Status.PASSED: "#2a9d8f",
+    Status.FAILED: "#e9c46a",
+    Status.FLAGGED: "#8a63a8",
+    Status.NOT_IMPLEMENTED: "#adb5bd",
+    Status.MISSING_FILE: "#adb5bd",
+    Status.IMPORT_ERROR: "#e76f51",
+    Status.TIMEOUT: "#d62828",
+    Status.CRASHED: "#d62828",
+    Status.MEMORY_LIMIT: "#d62828",
+}
 PUBLIC, HIDDEN = "#2a7f9e", "#8a63a8"
 
 
@@ -45,23 +52,35 @@ def render(summary, gradebook):
 
     counts = gradebook["status"].value_counts()
     order = [status.value for status in Status.by_attention()]
-    present = [status for status in order if status in counts] + \
-        [status for status in counts.index if status not in order]
+    present = [status for status in order if status in counts] + [
+        status for status in counts.index if status not in order
+    ]
     shown = present[::-1]
-    bars = statuses.barh(shown, [counts[status] for status in shown],
-                         color=[STATUS_COLOURS.get(status, "#adb5bd") for status in shown])
+    bars = statuses.barh(
+        shown,
+        [counts[status] for status in shown],
+        color=[STATUS_COLOURS.get(status, "#adb5bd") for status in shown],
+    )
     statuses.bar_label(bars, padding=3, fontsize=8)
     statuses.set_xlim(0, counts.max() * 1.25)
     statuses.set_xlabel("students")
-    statuses.set_title(f"Status ({len(gradebook)} students)\ngreen: passed, amber: failed,\n"
-                       "purple: flagged, grey: nothing to run,\norange: did not import, red: the run ended early",
-                       loc="left", fontsize=9)
+    statuses.set_title(
+        f"Status ({len(gradebook)} students)\ngreen: passed, amber: failed,\n"
+        "purple: flagged, grey: nothing to run,\norange: did not import, red: the run ended early",
+        loc="left",
+        fontsize=9,
+    )
     statuses.xaxis.get_major_locator().set_params(integer=True)
     statuses.grid(axis="x", alpha=0.3)
 
     maximum = int(gradebook["max_score"].max()) if len(gradebook) else 0
-    scores.hist(gradebook["score"], bins=range(0, maximum + 2), color=PUBLIC,
-                edgecolor="white", align="left")
+    scores.hist(
+        gradebook["score"],
+        bins=range(0, maximum + 2),
+        color=PUBLIC,
+        edgecolor="white",
+        align="left",
+    )
     scores.set_xlim(-0.8, maximum + 0.8)
     scores.set_xlabel(f"score (out of {maximum})")
     scores.set_ylabel("students")

@@ -29,12 +29,17 @@ def tally(records, cases_list):
 
 
 def console_line(records, cases_list):
-    """"likely mistakes: 12 students: expand_axis; 5: k_tail; 3 failed with none named"."""
+    """ "likely mistakes: 12 students: expand_axis; 5: k_tail; 3 failed with none named"."""
     counted = tally(records, cases_list)
-    parts = [f"{students} student{'s' if students != 1 else ''}: {key}" if index == 0
-             else f"{students}: {key}" for index, (key, students) in enumerate(counted)]
-    unnamed = sum(record.status == "failed" and not likely_mistake(record, cases_list)
-                  for record in records)
+    parts = [
+        f"{students} student{'s' if students != 1 else ''}: {key}"
+        if index == 0
+        else f"{students}: {key}"
+        for index, (key, students) in enumerate(counted)
+    ]
+    unnamed = sum(
+        record.status == "failed" and not likely_mistake(record, cases_list) for record in records
+    )
     if unnamed:
         parts.append(f"{unnamed} failed with none named")
     return "likely mistakes: " + ("; ".join(parts) if parts else "none named")

@@ -89,9 +89,11 @@ def pins(environment):
     for number, (stack, _) in enumerate(stacks, start=1):
         for name, version in stack.items():
             if packages.setdefault(name, version) != version:
-                raise ValueError(f"the shards were graded with different versions of {name} "
-                                 f"({packages[name]} and {version}, in shard environment "
-                                 f"{number}): no one constraints file reinstalls both")
+                raise ValueError(
+                    f"the shards were graded with different versions of {name} "
+                    f"({packages[name]} and {version}, in shard environment "
+                    f"{number}): no one constraints file reinstalls both"
+                )
     return dict(sorted(packages.items())), complete
 
 
@@ -101,19 +103,23 @@ def text(environment, source="environment.json"):
     if not packages:
         raise ValueError(f"{source} records no package versions to pin")
     first = (environment.get("shard_environments") or [environment])[0] or environment
-    lines = [f"# pip constraints: the grading stack recorded in {source}",
-             f"# (recorded {first.get('timestamp', 'at an unrecorded time')}, Python "
-             f"{first.get('python', '?')} on {first.get('platform', '?')}, the kit at "
-             f"revision {first.get('grader_revision') or 'unknown (not a git checkout)'}, grader "
-             f"{first.get('grader_version', '?')}).",
-             "# Use it from a checkout of the kit at that revision, with that Python:"]
+    lines = [
+        f"# pip constraints: the grading stack recorded in {source}",
+        f"# (recorded {first.get('timestamp', 'at an unrecorded time')}, Python "
+        f"{first.get('python', '?')} on {first.get('platform', '?')}, the kit at "
+        f"revision {first.get('grader_revision') or 'unknown (not a git checkout)'}, grader "
+        f"{first.get('grader_version', '?')}).",
+        "# Use it from a checkout of the kit at that revision, with that Python:",
+    ]
     torch = packages.get("torch", "")
     local = torch.partition("+")[2]
     index = f" --extra-index-url {TORCH_INDEX}{local}" if local else ""
     lines.append(f"#   python -m pip install{index} -c constraints.txt -e .")
     if not complete:
-        lines.append(f"# An older grader recorded only {', '.join(OLD_FIELDS)}: the other "
-                     "packages are not pinned.")
+        lines.append(
+            f"# An older grader recorded only {', '.join(OLD_FIELDS)}: the other "
+            "packages are not pinned."
+        )
     lines += [f"{name}=={version}" for name, version in packages.items()]
     return "\n".join(lines) + "\n"
 
@@ -124,8 +130,9 @@ def write(out_dir, target):
     try:
         environment = json.loads(path.read_text(encoding="utf-8"))
     except OSError:
-        raise ValueError(f"{out_dir} has no environment.json: give the OUT_DIR of 'grade' "
-                         "or 'merge'") from None
+        raise ValueError(
+            f"{out_dir} has no environment.json: give the OUT_DIR of 'grade' or 'merge'"
+        ) from None
     except ValueError:
         raise ValueError(f"{path} is not JSON") from None
     content = text(environment, f"{path.parent.name}/environment.json")

@@ -29,7 +29,8 @@ def record_lines(record):
         return [entry.get("message") or "Speed: not timed."]
     whys = why_speed.of_entry(entry, record.gpu_build)
     return why_speed_text.markdown(whys) or [
-        "No explanation: the GPU is not one the ledger models, or no size passed."]
+        "No explanation: the GPU is not one the ledger models, or no size passed."
+    ]
 
 
 def batch_lines(out_dir, student=None):
@@ -47,8 +48,11 @@ def batch_lines(out_dir, student=None):
     for row in rows:
         record = reports.read_record(out_dir, row["folder"])
         lines += ["", f"# {row['student']}"]
-        lines += record_lines(record) if record is not None else [
-            "record.json is missing or its signature does not hold: grade the batch again."]
+        lines += (
+            record_lines(record)
+            if record is not None
+            else ["record.json is missing or its signature does not hold: grade the batch again."]
+        )
     return lines
 
 
@@ -60,17 +64,24 @@ def csv_lines(path):
     if not {"size", "verdict", "block_m"} <= set(frame.columns):
         raise ValueError(f"{path} does not have the benchmark's columns (benchmarks.report)")
     text = report.why_text(frame.astype({"size": str}))
-    return text.splitlines() if text else [
-        f"No explanation for {path.name}: no timed size on a GPU the ledger models."]
+    return (
+        text.splitlines()
+        if text
+        else [f"No explanation for {path.name}: no timed size on a GPU the ledger models."]
+    )
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="python -m grader.batch.outputs.explain_speed",
         description="Print why each timed kernel ran at its speed: the ledger's formulas "
-                    "applied to its tiles, launch and build, and the limit they point at.")
-    parser.add_argument("path", metavar="OUT_DIR|FILE.csv",
-                        help="the OUT_DIR of 'grade' or 'merge', or a benchmark CSV")
+        "applied to its tiles, launch and build, and the limit they point at.",
+    )
+    parser.add_argument(
+        "path",
+        metavar="OUT_DIR|FILE.csv",
+        help="the OUT_DIR of 'grade' or 'merge', or a benchmark CSV",
+    )
     parser.add_argument("--student", metavar="ID", help="only this student of OUT_DIR")
     args = parser.parse_args(argv)
     path = pathlib.Path(args.path)

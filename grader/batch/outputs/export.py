@@ -40,8 +40,18 @@ import re
 
 from grader.batch.outputs import spreadsheet
 
-TEXT_COLUMNS = ("student", "status", "flags", "message", "lms_id", "lms", "speed", "tiles",
-                "isolation", "overrides")
+TEXT_COLUMNS = (
+    "student",
+    "status",
+    "flags",
+    "message",
+    "lms_id",
+    "lms",
+    "speed",
+    "tiles",
+    "isolation",
+    "overrides",
+)
 FORMATS = ("canvas", "moodle", "csv")
 NAMES = {"canvas": "Canvas", "moodle": "Moodle", "gradescope": "Gradescope"}
 
@@ -53,8 +63,12 @@ def read_gradebook(out_dir):
     path = pathlib.Path(out_dir) / "gradebook.csv"
     if not path.is_file():
         raise ValueError(f"{out_dir} has no gradebook.csv: give the OUT_DIR of 'grade' or 'merge'")
-    return pandas.read_csv(path, encoding="utf-8-sig", keep_default_na=False,
-                           dtype={column: str for column in TEXT_COLUMNS})
+    return pandas.read_csv(
+        path,
+        encoding="utf-8-sig",
+        keep_default_na=False,
+        dtype={column: str for column in TEXT_COLUMNS},
+    )
 
 
 # Canvas's Assignment.title_and_id: a heading that ends in " (digits)" names the assignment
@@ -69,16 +83,24 @@ def _check_assignment(assignment):
             "not exported: Canvas fills an assignment's column only when its heading ends in "
             f"the assignment's id ({given}); without it Canvas looks for an assignment of "
             "exactly that title, and makes a new one when none has it. Give --assignment "
-            "\"NAME (ID)\", e.g. --assignment \"NineToothed GEMM (1234)\": the ID is the number "
-            "that ends the assignment's address in Canvas (.../assignments/1234)")
+            '"NAME (ID)", e.g. --assignment "NineToothed GEMM (1234)": the ID is the number '
+            "that ends the assignment's address in Canvas (.../assignments/1234)"
+        )
 
 
 def canvas(book, assignment):
     import pandas
 
-    return pandas.DataFrame({
-        "Student": book["student"], "ID": book["lms_id"], "SIS User ID": "",
-        "SIS Login ID": "", "Section": "", assignment: book["score"]})
+    return pandas.DataFrame(
+        {
+            "Student": book["student"],
+            "ID": book["lms_id"],
+            "SIS User ID": "",
+            "SIS Login ID": "",
+            "Section": "",
+            assignment: book["score"],
+        }
+    )
 
 
 PARTICIPANT = "Participant "  # Moodle's get_string('hiddenuser', 'assign'), space included
@@ -87,15 +109,26 @@ PARTICIPANT = "Participant "  # Moodle's get_string('hiddenuser', 'assign'), spa
 def moodle(book, modified):
     import pandas
 
-    return pandas.DataFrame({
-        "Identifier": [PARTICIPANT + lms if lms else "" for lms in book["lms_id"]],
-        "Full name": book["student"], "Status": book["status"], "Grade": book["score"],
-        "Maximum Grade": book["max_score"], "Last modified (grade)": modified,
-        "Feedback comments": [  # an older gradebook has no message column
-            moodle_comment(status, score, top, why or flags)
-            for status, score, top, why, flags in zip(
-                book["status"], book["score"], book["max_score"],
-                book.get("message", [""] * len(book)), book["flags"])]})
+    return pandas.DataFrame(
+        {
+            "Identifier": [PARTICIPANT + lms if lms else "" for lms in book["lms_id"]],
+            "Full name": book["student"],
+            "Status": book["status"],
+            "Grade": book["score"],
+            "Maximum Grade": book["max_score"],
+            "Last modified (grade)": modified,
+            "Feedback comments": [  # an older gradebook has no message column
+                moodle_comment(status, score, top, why or flags)
+                for status, score, top, why, flags in zip(
+                    book["status"],
+                    book["score"],
+                    book["max_score"],
+                    book.get("message", [""] * len(book)),
+                    book["flags"],
+                )
+            ],
+        }
+    )
 
 
 def moodle_comment(status, score, top, why):
@@ -108,9 +141,15 @@ def moodle_comment(status, score, top, why):
 
 def _moodle_notes(book):
     tops = sorted({f"{top:g}" for top in book["max_score"]})
-    return [f"Moodle skips, without a word, a grade above the assignment's Maximum grade: "
+    return (
+        [
+            f"Moodle skips, without a word, a grade above the assignment's Maximum grade: "
             f"set it to {' or '.join(tops)} (the gradebook's max_score) before you upload "
-            "the worksheet"] if tops else []
+            "the worksheet"
+        ]
+        if tops
+        else []
+    )
 
 
 def _check_overrides(out_dir):
@@ -120,8 +159,11 @@ def _check_overrides(out_dir):
     from grader.batch.outputs import overrides
 
     manifest = pathlib.Path(out_dir) / "batch.json"
-    described = json.loads(manifest.read_text(encoding="utf-8")).get("overrides") \
-        if manifest.is_file() else None
+    described = (
+        json.loads(manifest.read_text(encoding="utf-8")).get("overrides")
+        if manifest.is_file()
+        else None
+    )
     problem = overrides.stale(out_dir, described)
     if problem:
         raise ValueError(f"not exported: {problem}")
@@ -138,31 +180,44 @@ def _check_complete(out_dir, book):
     seen = json.loads(manifest.read_text(encoding="utf-8")).get("students") or {}
     missing = sorted(set(seen) - set(book["student"]))
     if missing:
-        listed = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more"
-                                            if len(missing) > 10 else "")
-        raise ValueError(f"not exported: gradebook.csv has no row for {len(missing)} "
-                         f"student(s) the batch saw: {listed}. Run the grade command again "
-                         "on this OUT_DIR (it grades only those), then export")
+        listed = ", ".join(missing[:10]) + (
+            f" and {len(missing) - 10} more" if len(missing) > 10 else ""
+        )
+        raise ValueError(
+            f"not exported: gradebook.csv has no row for {len(missing)} "
+            f"student(s) the batch saw: {listed}. Run the grade command again "
+            "on this OUT_DIR (it grades only those), then export"
+        )
 
 
 def _check_lms(book, kind):
     """Refuse ids that another LMS gave (the gradebook's ``lms`` column, from the download
     names): the LMS would match them to whoever has those numbers there."""
     if "lms" not in book.columns and any(book["lms_id"]):
-        raise ValueError("not exported: gradebook.csv does not say which LMS its ids come from "
-                         "(an older grader wrote it); run the grade command again on this "
-                         "OUT_DIR, then export")
-    foreign = [(student, lms_id, lms) for student, lms_id, lms in
-               zip(book["student"], book["lms_id"], book.get("lms", [""] * len(book)))
-               if lms_id and lms != kind]
+        raise ValueError(
+            "not exported: gradebook.csv does not say which LMS its ids come from "
+            "(an older grader wrote it); run the grade command again on this "
+            "OUT_DIR, then export"
+        )
+    foreign = [
+        (student, lms_id, lms)
+        for student, lms_id, lms in zip(
+            book["student"], book["lms_id"], book.get("lms", [""] * len(book))
+        )
+        if lms_id and lms != kind
+    ]
     if foreign:
-        listed = ", ".join(f"{student} ({NAMES.get(lms, 'an unknown LMS')} id {lms_id})"
-                           for student, lms_id, lms in foreign[:5])
+        listed = ", ".join(
+            f"{student} ({NAMES.get(lms, 'an unknown LMS')} id {lms_id})"
+            for student, lms_id, lms in foreign[:5]
+        )
         more = f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
-        raise ValueError(f"not exported: {len(foreign)} student(s) have ids that "
-                         f"{NAMES[kind]} did not give: {listed}{more}. {NAMES[kind]} would "
-                         "match them to whoever has those numbers there. Export to the LMS "
-                         "the class was downloaded from, or use --format csv")
+        raise ValueError(
+            f"not exported: {len(foreign)} student(s) have ids that "
+            f"{NAMES[kind]} did not give: {listed}{more}. {NAMES[kind]} would "
+            "match them to whoever has those numbers there. Export to the LMS "
+            "the class was downloaded from, or use --format csv"
+        )
 
 
 def checked_gradebook(out_dir, kind):
@@ -177,9 +232,11 @@ def checked_gradebook(out_dir, kind):
     ids = [lms for lms in book["lms_id"] if lms]
     repeated = sorted({lms for lms in ids if ids.count(lms) > 1})
     if repeated:
-        raise ValueError(f"LMS id(s) {', '.join(repeated)} belong to more than one student in "
-                         "the gradebook; an LMS would give one of them the other's grade. "
-                         "Check those entries' names in the submissions folder")
+        raise ValueError(
+            f"LMS id(s) {', '.join(repeated)} belong to more than one student in "
+            "the gradebook; an LMS would give one of them the other's grade. "
+            "Check those entries' names in the submissions folder"
+        )
     return book
 
 

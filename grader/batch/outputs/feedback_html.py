@@ -19,13 +19,17 @@ from grader.batch.outputs import feedback
 PICTURES = (feedback.ARRANGEMENT_PICTURE, feedback.WHAT_IF_PICTURE)
 _FENCE = re.compile(r"^(`{3,})\w*\s*$")
 _HEADING = re.compile(r"^(#{1,6}) (.*)$")
-_INLINE = re.compile(r"\\(?P<escaped>[!-/:-@\[-`{-~])|(?P<ticks>`+)(?P<code>.+?)(?P=ticks)"
-                     r"|\*\*(?P<bold>.+?)\*\*|!\[(?P<alt>[^\]]*)\]\((?P<src>[^)\s]+)\)")
+_INLINE = re.compile(
+    r"\\(?P<escaped>[!-/:-@\[-`{-~])|(?P<ticks>`+)(?P<code>.+?)(?P=ticks)"
+    r"|\*\*(?P<bold>.+?)\*\*|!\[(?P<alt>[^\]]*)\]\((?P<src>[^)\s]+)\)"
+)
 _CELL_BORDER = re.compile(r"(?<!\\)\|")
-STYLE = ("body{font-family:sans-serif;max-width:60em;margin:2em auto;padding:0 1em;"
-         "line-height:1.5}table{border-collapse:collapse}td,th{border:1px solid #bbb;"
-         "padding:.2em .6em}pre{background:#f4f4f4;padding:.6em;overflow-x:auto}"
-         "img{max-width:100%}")
+STYLE = (
+    "body{font-family:sans-serif;max-width:60em;margin:2em auto;padding:0 1em;"
+    "line-height:1.5}table{border-collapse:collapse}td,th{border:1px solid #bbb;"
+    "padding:.2em .6em}pre{background:#f4f4f4;padding:.6em;overflow-x:auto}"
+    "img{max-width:100%}"
+)
 
 
 def page(folder):
@@ -33,9 +37,11 @@ def page(folder):
     lines = (folder / "feedback.md").read_text(encoding="utf-8").splitlines()
     title = next((line[2:] for line in lines if line.startswith("# ")), "ntgemm feedback")
     body = "\n".join(_blocks(lines, lambda name: _picture(folder, name)))
-    return (f'<!DOCTYPE html>\n<html>\n<head>\n<meta charset="utf-8">\n'
-            f"<title>{_inline(title, lambda name: None)}</title>\n<style>{STYLE}</style>\n</head>\n"
-            f"<body>\n{body}\n</body>\n</html>\n")
+    return (
+        f'<!DOCTYPE html>\n<html>\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{_inline(title, lambda name: None)}</title>\n<style>{STYLE}</style>\n</head>\n"
+        f"<body>\n{body}\n</body>\n</html>\n"
+    )
 
 
 def _picture(folder, name):
@@ -54,9 +60,10 @@ def _blocks(lines, picture):
         fence, heading = _FENCE.match(line), _HEADING.match(line)
         if fence:  # closed by a run of backticks at least as long (feedback.fenced)
             closing = re.compile(f"^`{{{len(fence.group(1))},}}\\s*$")
-            end = next((at for at in range(index + 1, len(lines)) if closing.match(lines[at])),
-                       len(lines))
-            code = "\n".join(lines[index + 1:end])
+            end = next(
+                (at for at in range(index + 1, len(lines)) if closing.match(lines[at])), len(lines)
+            )
+            code = "\n".join(lines[index + 1 : end])
             out.append(f"<pre><code>{html.escape(code)}</code></pre>")
             index = end + 1
             continue
@@ -91,11 +98,16 @@ def _starts_block(line):
 
 def _table(lines, picture):
     """A Markdown table: its first row the header, its ``| --- |`` row dropped."""
-    rows = [[cell.strip() for cell in _CELL_BORDER.split(line.strip()[1:-1])] for line in lines
-            if not re.fullmatch(r"[\s|:-]+", line)]
+    rows = [
+        [cell.strip() for cell in _CELL_BORDER.split(line.strip()[1:-1])]
+        for line in lines
+        if not re.fullmatch(r"[\s|:-]+", line)
+    ]
     head = "".join(f"<th>{_inline(cell, picture)}</th>" for cell in rows[0])
-    body = "".join("<tr>" + "".join(f"<td>{_inline(cell, picture)}</td>" for cell in row)
-                   + "</tr>\n" for row in rows[1:])
+    body = "".join(
+        "<tr>" + "".join(f"<td>{_inline(cell, picture)}</td>" for cell in row) + "</tr>\n"
+        for row in rows[1:]
+    )
     return f"<table>\n<tr>{head}</tr>\n{body}</table>"
 
 
@@ -111,23 +123,26 @@ def _list(lines, picture):
     for first, *rest in items:
         nested = [line for line in rest if line.startswith("- ")]
         text = [first] + [line for line in rest if not line.startswith("- ")]
-        out.append(f"<li>{_joined(text, picture)}"
-                   + (_list(nested, picture) if nested else "") + "</li>")
+        out.append(
+            f"<li>{_joined(text, picture)}" + (_list(nested, picture) if nested else "") + "</li>"
+        )
     return "<ul>\n" + "\n".join(out) + "\n</ul>"
 
 
 def _joined(lines, picture):
     """Lines of one paragraph: a line that ends in two spaces breaks there."""
-    return "".join(_inline(line.strip(), picture)
-                   + ("" if at == len(lines) - 1 else "<br>\n" if line.endswith("  ") else "\n")
-                   for at, line in enumerate(lines))
+    return "".join(
+        _inline(line.strip(), picture)
+        + ("" if at == len(lines) - 1 else "<br>\n" if line.endswith("  ") else "\n")
+        for at, line in enumerate(lines)
+    )
 
 
 def _inline(text, picture):
     """One line of Markdown text as HTML, everything but the markup escaped."""
     out, at = [], 0
     for match in _INLINE.finditer(text):
-        out.append(html.escape(text[at:match.start()]))
+        out.append(html.escape(text[at : match.start()]))
         at = match.end()
         if match.group("escaped"):
             out.append(html.escape(match.group("escaped")))

@@ -17,20 +17,31 @@ def opening_markdown(record, hints):
     lines = ["", "## Likely mistake / 可能的错误", ""]
     if hints:
         for hint in hints:
-            lines += [f"### {hint['title']} / {hint['title_zh']}", "", hint["en"], "", hint["zh"],
-                      ""]
+            lines += [
+                f"### {hint['title']} / {hint['title_zh']}",
+                "",
+                hint["en"],
+                "",
+                hint["zh"],
+                "",
+            ]
             for evidence in hint.get("evidence") or []:
                 lines += _item(evidence, "evidence / 依据: ", "依据：")
             lines.append("")
         return lines[:-1]
     if record.status == "passed":
         return lines + ["No known mistake: every case passed. / 没有已知的错误：所有用例都通过了。"]
-    lines.append("No known mistake matches what your file did; the status and the cases below say "
-                 "what went wrong. / 没有已知的错误与之相符；下面的状态和用例说明了哪里出了问题。")
+    lines.append(
+        "No known mistake matches what your file did; the status and the cases below say "
+        "what went wrong. / 没有已知的错误与之相符；下面的状态和用例说明了哪里出了问题。"
+    )
     if record.layout_ok:
-        lines += ["", "Your arrangement looks right (every program gets the tiles it should, "
-                      "checked symbolically): look at application(). / 你的排布看起来是对的"
-                      "（符号检查表明每个程序拿到的块都正确）：请检查 application()。"]
+        lines += [
+            "",
+            "Your arrangement looks right (every program gets the tiles it should, "
+            "checked symbolically): look at application(). / 你的排布看起来是对的"
+            "（符号检查表明每个程序拿到的块都正确）：请检查 application()。",
+        ]
     return lines
 
 
@@ -39,11 +50,16 @@ def _item(line, label, label_zh):
     return [f"- {label}{line}  ", f"  {label_zh}{zh}"] if zh else [f"- {label}{line}"]
 
 
-LIBRARY_HEADING = ("## What NineToothed or Triton said / NineToothed 或 Triton 的原话", "",
-                   "The library's own message, as it raised it; the likely mistake above says "
-                   "what to change. / 这是库本身抛出的原话；该改什么见上面的可能的错误。")
-SEE_LIBRARY = ("(NineToothed's or Triton's message: see \"What NineToothed or Triton said\") / "
-               "（NineToothed 或 Triton 的原话见“NineToothed 或 Triton 的原话”一节）")
+LIBRARY_HEADING = (
+    "## What NineToothed or Triton said / NineToothed 或 Triton 的原话",
+    "",
+    "The library's own message, as it raised it; the likely mistake above says "
+    "what to change. / 这是库本身抛出的原话；该改什么见上面的可能的错误。",
+)
+SEE_LIBRARY = (
+    "(NineToothed's or Triton's message: see \"What NineToothed or Triton said\") / "
+    "（NineToothed 或 Triton 的原话见“NineToothed 或 Triton 的原话”一节）"
+)
 
 
 def library_messages(record):

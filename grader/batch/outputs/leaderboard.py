@@ -16,8 +16,16 @@ import pathlib
 from benchmarks import report
 from grader.batch.timing import speed
 
-MEASURES = ("size", "ratio_vs_torch_mm", "tflops", "torch_mm_tflops", "roofline_fraction",
-            "spread", "tiles", "gpu")
+MEASURES = (
+    "size",
+    "ratio_vs_torch_mm",
+    "tflops",
+    "torch_mm_tflops",
+    "roofline_fraction",
+    "spread",
+    "tiles",
+    "gpu",
+)
 COLUMNS = ("rank", "student", "name", "public") + MEASURES  # the staff copy
 PUBLIC = ("rank", "name") + MEASURES
 FAST, SLOW = "#2a9d8f", "#e76f51"  # at or above torch.mm, below it
@@ -37,14 +45,21 @@ def frame(records, key=b""):
         if row is None or record.status == "flagged":  # flagged by the staff after timing
             continue
         tiles = (record.speed or {}).get("tiles")
-        rows.append({"student": record.student, "name": pseudonyms.name(record, key),
-                     "public": not record.leaderboard_opt_out, "size": row["size"],
-                     "ratio_vs_torch_mm": row["ratio_vs_torch_mm"], "tflops": row["tflops"],
-                     "torch_mm_tflops": row["torch_mm_tflops"],
-                     "roofline_fraction": row["roofline_fraction"],
-                     "spread": round(report.spread(row), 4),
-                     "tiles": "x".join(str(size) for size in tiles) if tiles else "",
-                     "gpu": record.speed.get("gpu", "")})
+        rows.append(
+            {
+                "student": record.student,
+                "name": pseudonyms.name(record, key),
+                "public": not record.leaderboard_opt_out,
+                "size": row["size"],
+                "ratio_vs_torch_mm": row["ratio_vs_torch_mm"],
+                "tflops": row["tflops"],
+                "torch_mm_tflops": row["torch_mm_tflops"],
+                "roofline_fraction": row["roofline_fraction"],
+                "spread": round(report.spread(row), 4),
+                "tiles": "x".join(str(size) for size in tiles) if tiles else "",
+                "gpu": record.speed.get("gpu", ""),
+            }
+        )
     rows.sort(key=lambda row: (-row["ratio_vs_torch_mm"], row["student"]))
     for rank, row in enumerate(rows, start=1):
         row["rank"] = rank
@@ -84,9 +99,12 @@ def _labels(names):
     family, missing = fonts.family_for(names)
     # A $ starts matplotlib's mathematics: shown as it is, never parsed.
     labels = [fonts.escaped(name, missing).replace("$", r"\$") for name in names]
-    note = ("" if not missing else
-            "Some names hold characters no installed font has: drawn as \\u escapes (the CSV "
-            f"has them as written). Install {fonts.INSTALL_HINT} to draw them.")
+    note = (
+        ""
+        if not missing
+        else "Some names hold characters no installed font has: drawn as \\u escapes (the CSV "
+        f"has them as written). Install {fonts.INSTALL_HINT} to draw them."
+    )
     return labels, family, note
 
 
@@ -106,25 +124,38 @@ def render(board, labels="name"):
     height = max(3.5, 0.34 * len(board) + 1.8) + (0.3 if note else 0)
     with plt.rc_context({"font.family": family}):
         figure, (ratio_axis, tflops_axis) = plt.subplots(
-            1, 2, figsize=(12, height), sharey=True, gridspec_kw={"width_ratios": [1.2, 1]})
+            1, 2, figsize=(12, height), sharey=True, gridspec_kw={"width_ratios": [1.2, 1]}
+        )
         bars = ratio_axis.barh(names, shown["ratio_vs_torch_mm"], color=colours)
         ratio_axis.axvline(1.0, color="#30343f", linestyle="--", linewidth=1)
-        ratio_axis.bar_label(bars, labels=[f"{value:.2f}x" for value in
-                                           shown["ratio_vs_torch_mm"]],
-                             padding=3, fontsize=8)
+        ratio_axis.bar_label(
+            bars,
+            labels=[f"{value:.2f}x" for value in shown["ratio_vs_torch_mm"]],
+            padding=3,
+            fontsize=8,
+        )
         ratio_axis.set_xlim(0, max(1.2, shown["ratio_vs_torch_mm"].max() * 1.2))
         ratio_axis.set_xlabel("speed against torch.mm (torch.mm's time / yours)")
-        ratio_axis.set_title(f"Speed against torch.mm at {size}\n(green: as fast or faster; "
-                             "orange: slower; dashed: torch.mm)", loc="left", fontsize=10)
+        ratio_axis.set_title(
+            f"Speed against torch.mm at {size}\n(green: as fast or faster; "
+            "orange: slower; dashed: torch.mm)",
+            loc="left",
+            fontsize=10,
+        )
         bars = tflops_axis.barh(names, shown["tflops"], color=colours)
-        tflops_axis.bar_label(bars, labels=[f"{value:.0f}" for value in shown["tflops"]],
-                              padding=3, fontsize=8)
+        tflops_axis.bar_label(
+            bars, labels=[f"{value:.0f}" for value in shown["tflops"]], padding=3, fontsize=8
+        )
         reference = float(board["torch_mm_tflops"].median())
         tflops_axis.axvline(reference, color="#30343f", linestyle="--", linewidth=1)
         tflops_axis.set_xlim(0, max(shown["tflops"].max(), reference) * 1.2)
         tflops_axis.set_xlabel("TFLOPS")
-        tflops_axis.set_title(f"TFLOPS at {size} on {board['gpu'].iloc[0]}\n(dashed: torch.mm, "
-                              f"{reference:.0f}, median of the runs)", loc="left", fontsize=10)
+        tflops_axis.set_title(
+            f"TFLOPS at {size} on {board['gpu'].iloc[0]}\n(dashed: torch.mm, "
+            f"{reference:.0f}, median of the runs)",
+            loc="left",
+            fontsize=10,
+        )
         for axis in (ratio_axis, tflops_axis):
             axis.grid(axis="x", alpha=0.3)
         ratio_axis.tick_params(axis="y", labelsize=8)

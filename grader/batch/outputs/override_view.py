@@ -15,6 +15,7 @@ from grader.batch.outputs.overrides import ANY_FILE, FILE_BOUND, ORDER
 from grader.batch.status import Status, flags
 from grader.core.messages import say
 
+
 def applied(record, book):
     """The record as the reports show it: the batch's late penalty and ``book``'s rows for its
     student applied, and what each row changed listed under ``overrides`` (empty when none).
@@ -22,24 +23,44 @@ def applied(record, book):
     regrading anyone."""
     view = copy.deepcopy(record)
     view.overrides, view.overrides_withheld = [], []
-    rows = sorted(book.for_student(record.student) if book else [],
-                  key=lambda row: (ORDER[row.change], row.line))
+    rows = sorted(
+        book.for_student(record.student) if book else [],
+        key=lambda row: (ORDER[row.change], row.line),
+    )
     # A change the score must be recomputed for: the late penalty, if it bites, at least.
     pending = bool(book and book.late_penalty and record.late)
     for row in rows:
         if not for_this_file(row, record):
-            view.overrides_withheld.append({
-                "row": row.line, "change": row.change, "case": row.case, "to": row.value,
-                "file": row.file, "reason": row.reason, "by": row.by, "date": row.date})
+            view.overrides_withheld.append(
+                {
+                    "row": row.line,
+                    "change": row.change,
+                    "case": row.case,
+                    "to": row.value,
+                    "file": row.file,
+                    "reason": row.reason,
+                    "by": row.by,
+                    "date": row.date,
+                }
+            )
             continue
         if row.change == "score" and pending:
             _rescore(view, book)
             pending = False
         before, after = _CHANGERS[row.change](view, row)
         pending = pending or row.change in RESCORING
-        view.overrides.append({"row": row.line, "change": row.change, "case": row.case,
-                                  "from": before, "to": after, "reason": row.reason,
-                                  "by": row.by, "date": row.date})
+        view.overrides.append(
+            {
+                "row": row.line,
+                "change": row.change,
+                "case": row.case,
+                "from": before,
+                "to": after,
+                "reason": row.reason,
+                "by": row.by,
+                "date": row.date,
+            }
+        )
     if pending:
         _rescore(view, book)
     view.status_kept = _status_kept(view)
@@ -55,8 +76,7 @@ def _status_kept(view):
     output matched); points are what the staff award. So points never change it, and where
     they make a file that did not pass look like one that did, the reports say it was kept."""
     changes = {entry["change"] for entry in view.overrides}
-    if view.status == Status.PASSED or "status" in changes \
-            or not changes & {"points", "score"}:
+    if view.status == Status.PASSED or "status" in changes or not changes & {"points", "score"}:
         return ""
     cases_full = all(entry.points >= entry.max_points for entry in view.cases)
     return view.status if cases_full or view.score >= view.max_score else ""
@@ -76,13 +96,17 @@ def file_warnings(record, book):
     for row in book.for_student(record.student) if book else []:
         what = f"row {row.line} ({_label(row.change, row.case)} {row.value})"
         if not for_this_file(row, record):
-            lines.append(f"{record.student}: {what} was written for an earlier file (sha256 "
-                         f"{row.file[:12]}), not the one graded now ({graded}): not applied; "
-                         "write it again with this file's sha256, or 'any' in its file column")
+            lines.append(
+                f"{record.student}: {what} was written for an earlier file (sha256 "
+                f"{row.file[:12]}), not the one graded now ({graded}): not applied; "
+                "write it again with this file's sha256, or 'any' in its file column"
+            )
         elif not row.file and row.change in FILE_BOUND:
-            lines.append(f"{record.student}: {what} records no file hash: applied to the "
-                         f"file graded now ({graded}); put its sha256 (students.csv) or "
-                         "'any' in the row's file column")
+            lines.append(
+                f"{record.student}: {what} records no file hash: applied to the "
+                f"file graded now ({graded}); put its sha256 (students.csv) or "
+                "'any' in the row's file column"
+            )
     return lines
 
 
@@ -105,6 +129,7 @@ def _rescore(view, book):
 
 
 # Each changer applies one row to the view and returns (what it was, what it is now).
+
 
 def _change_score(view, row):
     before, view.score = view.score, row.value
@@ -151,8 +176,7 @@ def _unflag(view):
     for entry in view.cases:
         entry.points = entry.max_points if entry.passed else 0
     failing = sum(entry.status != "passed" for entry in view.cases)
-    view.message = say("cases_failed", failing=failing,
-                       total=len(view.cases)) if failing else ""
+    view.message = say("cases_failed", failing=failing, total=len(view.cases)) if failing else ""
     return Status.FAILED.value if failing else Status.PASSED.value
 
 
@@ -170,9 +194,16 @@ def _change_leaderboard(view, row):
     return "on", "off"
 
 
-_CHANGERS = {"late": _change_late, "status": _change_status, "flags": _change_flags,
-             "points": _change_points, "score": _change_score, "note": _change_note,
-             "alias": _change_alias, "leaderboard": _change_leaderboard}
+_CHANGERS = {
+    "late": _change_late,
+    "status": _change_status,
+    "flags": _change_flags,
+    "points": _change_points,
+    "score": _change_score,
+    "note": _change_note,
+    "alias": _change_alias,
+    "leaderboard": _change_leaderboard,
+}
 
 
 def summary(view):
@@ -180,18 +211,28 @@ def summary(view):
     withheld since it was written for an earlier file."""
     applied_rows = [
         f"{_label(entry['change'], entry['case'])}: "
-        + (f"{entry['to']}" if entry["change"] in ("note", "alias")
-           else f"{entry['from']} -> {entry['to']}")
+        + (
+            f"{entry['to']}"
+            if entry["change"] in ("note", "alias")
+            else f"{entry['from']} -> {entry['to']}"
+        )
         + f" ({entry['reason']}; {entry['by']}, {entry['date']})"
-        for entry in view.overrides or []]
+        for entry in view.overrides or []
+    ]
     withheld = [
         f"{_label(entry['change'], entry['case'])} {entry['to']}: not applied, written for an "
         f"earlier file (sha256 {entry['file'][:12]}) ({entry['reason']}; {entry['by']}, "
         f"{entry['date']})"
-        for entry in view.overrides_withheld or []]
-    kept = [f"status kept {view.status_kept}: full marks from the staff's points, but the "
+        for entry in view.overrides_withheld or []
+    ]
+    kept = (
+        [
+            f"status kept {view.status_kept}: full marks from the staff's points, but the "
             "status is what the grader found in the file; a status row changes it"
-            ] if view.status_kept else []
+        ]
+        if view.status_kept
+        else []
+    )
     return " | ".join(applied_rows + kept + withheld)
 
 
@@ -219,8 +260,10 @@ def _sentences(view, entry):
         return f"Score set from {was} to {now}.", f"得分由 {was} 改为 {now}。"
     if change == "points":
         name = markdown_text(_case_name(view, entry["case"]))
-        return (f"Points of {name} set from {was} to {now}.",
-                f"用例 {name} 的得分由 {was} 改为 {now}。")
+        return (
+            f"Points of {name} set from {was} to {now}.",
+            f"用例 {name} 的得分由 {was} 改为 {now}。",
+        )
     if change == "status":
         return (f"Status set from `{was}` to `{now}`.", f"状态由 `{was}` 改为 `{now}`。")
     if change == "flags":
@@ -228,16 +271,26 @@ def _sentences(view, entry):
     if change == "note":
         return f"Note from the staff: {now}", f"教师留言：{now}"
     if change == "alias":
-        return (f"Your name on the class leaderboard: **{now}**.",
-                f"你在班级排行榜上的名字：**{now}**。")
+        return (
+            f"Your name on the class leaderboard: **{now}**.",
+            f"你在班级排行榜上的名字：**{now}**。",
+        )
     if change == "leaderboard":
-        return ("You are left off the leaderboard the class sees.",
-                "你不会出现在全班可见的排行榜上。")
-    return {"extension": ("Extension granted: the submission is not late.",
-                          "已准予延期：该提交不算迟交。"),
-            "excused": ("Late, excused: no points deducted for lateness.",
-                        "迟交已获豁免：不因迟交扣分。"),
-            "late": ("Counted as late.", "按迟交处理。")}[entry["to"]]
+        return (
+            "You are left off the leaderboard the class sees.",
+            "你不会出现在全班可见的排行榜上。",
+        )
+    return {
+        "extension": (
+            "Extension granted: the submission is not late.",
+            "已准予延期：该提交不算迟交。",
+        ),
+        "excused": (
+            "Late, excused: no points deducted for lateness.",
+            "迟交已获豁免：不因迟交扣分。",
+        ),
+        "late": ("Counted as late.", "按迟交处理。"),
+    }[entry["to"]]
 
 
 def markdown(view):
@@ -249,16 +302,20 @@ def markdown(view):
     for entry in entries:
         en, zh = _sentences(view, entry)
         why, who = markdown_text(entry["reason"]), markdown_text(entry["by"])
-        lines += [f"- {en} Why: {why} ({who}, {entry['date']})  ",
-                  f"  {zh}原因：{why}（{who}，{entry['date']}）"]
+        lines += [
+            f"- {en} Why: {why} ({who}, {entry['date']})  ",
+            f"  {zh}原因：{why}（{who}，{entry['date']}）",
+        ]
         if entry["change"] == "flags":
             lines += [f"  - {markdown_text(flag)}" for flag in view.reviewed_flags or []]
     kept = view.status_kept
     if kept:
-        lines += [f"- Your status stays `{kept}`: it says what the grader found when it ran "
-                  "your file; the staff changed your points, not that finding.  ",
-                  f"  状态仍为 `{kept}`：它说明评分程序运行你的文件时发现的问题；教师调整的是"
-                  "得分，而不是这一结论。"]
+        lines += [
+            f"- Your status stays `{kept}`: it says what the grader found when it ran "
+            "your file; the staff changed your points, not that finding.  ",
+            f"  状态仍为 `{kept}`：它说明评分程序运行你的文件时发现的问题；教师调整的是"
+            "得分，而不是这一结论。",
+        ]
     return lines
 
 
@@ -268,9 +325,15 @@ def gradescope_tests(view):
     tests = []
     for entry in view.overrides or []:
         if entry["change"] == "score" and entry["to"] != entry["from"]:
-            tests.append({"name": "staff adjustment",
-                          "score": round(entry["to"] - entry["from"], 2),
-                          "max_score": 0, "status": "passed",
-                          "output": f"score set by the course staff: {entry['reason']}",
-                          "tags": ["override"], "visibility": "visible"})
+            tests.append(
+                {
+                    "name": "staff adjustment",
+                    "score": round(entry["to"] - entry["from"], 2),
+                    "max_score": 0,
+                    "status": "passed",
+                    "output": f"score set by the course staff: {entry['reason']}",
+                    "tags": ["override"],
+                    "visibility": "visible",
+                }
+            )
     return tests

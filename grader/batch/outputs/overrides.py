@@ -52,8 +52,16 @@ LATENESS = ("extension", "excused", "late")  # not late, late without deduction,
 MAX_BYTES = 1 << 20
 MAX_TEXT = {"reason": 500, "by": 100, "value": 2000}
 # Applied in this order, whatever the file's order: a score set by hand has the last word.
-ORDER = {"late": 0, "status": 1, "flags": 2, "points": 3, "score": 4, "note": 5, "alias": 6,
-         "leaderboard": 7}
+ORDER = {
+    "late": 0,
+    "status": 1,
+    "flags": 2,
+    "points": 3,
+    "score": 4,
+    "note": 5,
+    "alias": 6,
+    "leaderboard": 7,
+}
 
 
 class OverridesError(GraderError, ValueError):
@@ -89,8 +97,12 @@ class Overrides:
         """What batch.json keeps: None when no file applies."""
         if not self.text:
             return None
-        return {"file": FILE, "source": self.source, "sha256": digest(self.text),
-                "rows": len(self.rows)}
+        return {
+            "file": FILE,
+            "source": self.source,
+            "sha256": digest(self.text),
+            "rows": len(self.rows),
+        }
 
 
 def _what(row):
@@ -102,6 +114,7 @@ def digest(text):
 
 
 # --------------------------------------------------------------------------- reading
+
 
 def parse(text, name, students, cases, max_score):
     """The rows of ``text`` (the file ``name``), every one checked; raises OverridesError.
@@ -122,15 +135,18 @@ def parse(text, name, students, cases, max_score):
             f" (and optionally {','.join(OPTIONAL)})"
             + (f"; missing {', '.join(missing)}" if missing else "")
             + (f"; unknown {', '.join(map(repr, extra))}" if extra else "")
-            + ("; a column appears twice" if not missing and not extra else ""))
+            + ("; a column appears twice" if not missing and not extra else "")
+        )
     lines = iter(_line_numbers(text))
     for cells in reader:
         line = next(lines)
         if not any(cell.strip() for cell in cells):
             continue
         if len(cells) != len(header):
-            problems.append(f"{name}, row {line}: expected {len(header)} cells "
-                            f"({','.join(header)}), got {len(cells)}")
+            problems.append(
+                f"{name}, row {line}: expected {len(header)} cells "
+                f"({','.join(header)}), got {len(cells)}"
+            )
             continue
         cell = {"file": "", **dict(zip(header, (value.strip() for value in cells)))}
         row, found = _parse_row(cell, line, name, students, cases, max_score)
@@ -139,15 +155,18 @@ def parse(text, name, students, cases, max_score):
             continue
         key = (row.student, row.change, row.case)
         if row.change != "note" and key in seen:
-            problems.append(f"{name}, row {line}, column change: {row.student!r} already has a "
-                            f"{_what(row)} override in row {seen[key]}; keep one of them")
+            problems.append(
+                f"{name}, row {line}, column change: {row.student!r} already has a "
+                f"{_what(row)} override in row {seen[key]}; keep one of them"
+            )
             continue
         seen[key] = line
         rows.append(row)
     problems += _shared_aliases(rows, name)
     if problems:
-        raise OverridesError(f"{name}: {len(problems)} problem(s), nothing was applied:\n  "
-                             + "\n  ".join(problems))
+        raise OverridesError(
+            f"{name}: {len(problems)} problem(s), nothing was applied:\n  " + "\n  ".join(problems)
+        )
     return tuple(rows)
 
 
@@ -164,9 +183,11 @@ def _shared_aliases(rows, name):
         other = next((first[key] for key in keys if key in first), row)
         first.update({key: other for key in keys})
         if other.student != row.student:
-            problems.append(f"{name}, row {row.line}, column value: {row.value!r} reads as "
-                            f"{other.value!r}, the name {other.student!r} chose in row "
-                            f"{other.line}; expected a name of its own")
+            problems.append(
+                f"{name}, row {row.line}, column value: {row.value!r} reads as "
+                f"{other.value!r}, the name {other.student!r} chose in row "
+                f"{other.line}; expected a name of its own"
+            )
     return problems
 
 
@@ -187,22 +208,28 @@ def _parse_row(cell, line, name, students, cases, max_score):
     student = _student(cell["student"], students)
     if student is None:
         near = difflib.get_close_matches(cell["student"], sorted(students), n=3)
-        problems.append(f"{where}, column student: unknown student {cell['student']!r}; "
-                        "expected an id of this class, as the gradebook's student column "
-                        "writes it" + (f" (did you mean {', '.join(map(repr, near))}?)"
-                                       if near else ""))
+        problems.append(
+            f"{where}, column student: unknown student {cell['student']!r}; "
+            "expected an id of this class, as the gradebook's student column "
+            "writes it" + (f" (did you mean {', '.join(map(repr, near))}?)" if near else "")
+        )
     change = cell["change"].lower()
     if change not in CHANGES:
-        problems.append(f"{where}, column change: expected one of {', '.join(CHANGES)}, got "
-                        f"{cell['change']!r}")
+        problems.append(
+            f"{where}, column change: expected one of {', '.join(CHANGES)}, got {cell['change']!r}"
+        )
         return None, problems
     case = cell["case"]
     if change == "points" and case not in cases:
-        problems.append(f"{where}, column case: expected a case id of this batch (one of "
-                        f"{', '.join(cases)}), got {case!r}")
+        problems.append(
+            f"{where}, column case: expected a case id of this batch (one of "
+            f"{', '.join(cases)}), got {case!r}"
+        )
     elif change != "points" and case:
-        problems.append(f"{where}, column case: only a points row names a case; leave it "
-                        f"empty for {change}, got {case!r}")
+        problems.append(
+            f"{where}, column case: only a points row names a case; leave it "
+            f"empty for {change}, got {case!r}"
+        )
     value, problem = _parse_value(change, cell["value"], cases.get(case), max_score)
     if change == "alias" and not problem and student is not None:
         from grader.batch.outputs.pseudonyms import alias_problem, normal
@@ -213,24 +240,36 @@ def _parse_row(cell, line, name, students, cases, max_score):
         problems.append(f"{where}, column value: {problem}")
     for column in ("reason", "by"):
         if not cell[column]:
-            problems.append(f"{where}, column {column}: expected "
-                            + ("why, as the student will read it" if column == "reason"
-                               else "who decided (a name or initials)") + ", got nothing")
+            problems.append(
+                f"{where}, column {column}: expected "
+                + (
+                    "why, as the student will read it"
+                    if column == "reason"
+                    else "who decided (a name or initials)"
+                )
+                + ", got nothing"
+            )
         elif len(cell[column]) > MAX_TEXT[column]:
-            problems.append(f"{where}, column {column}: expected at most "
-                            f"{MAX_TEXT[column]} characters, got {len(cell[column])}")
+            problems.append(
+                f"{where}, column {column}: expected at most "
+                f"{MAX_TEXT[column]} characters, got {len(cell[column])}"
+            )
     try:
         date = datetime.date.fromisoformat(cell["date"]).isoformat()
     except ValueError:
-        problems.append(f"{where}, column date: expected a date as YYYY-MM-DD, got "
-                        f"{cell['date']!r}")
+        problems.append(
+            f"{where}, column date: expected a date as YYYY-MM-DD, got {cell['date']!r}"
+        )
         date = ""
     file = cell["file"].lower()
     if file not in ("", ANY_FILE) and not (
-            MIN_HASH_DIGITS <= len(file) <= 64 and all(c in "0123456789abcdef" for c in file)):
-        problems.append(f"{where}, column file: expected the sha256 of the file the row was "
-                        f"written for (students.csv's sha256 column, at least its first "
-                        f"{MIN_HASH_DIGITS} hex digits) or '{ANY_FILE}', got {cell['file']!r}")
+        MIN_HASH_DIGITS <= len(file) <= 64 and all(c in "0123456789abcdef" for c in file)
+    ):
+        problems.append(
+            f"{where}, column file: expected the sha256 of the file the row was "
+            f"written for (students.csv's sha256 column, at least its first "
+            f"{MIN_HASH_DIGITS} hex digits) or '{ANY_FILE}', got {cell['file']!r}"
+        )
     if problems:
         return None, problems
     return Row(line, student, change, case, value, cell["reason"], cell["by"], date, file), []
@@ -254,7 +293,7 @@ def _parse_value(change, text, case_points, max_score):
         return None, ""  # the unknown case is the problem, and is reported as such
     if change in ("score", "points"):
         bound = max_score if change == "score" else case_points
-        what = ("the total score" if change == "score" else "the case's points")
+        what = "the total score" if change == "score" else "the case's points"
         try:
             value = float(text)
         except ValueError:
@@ -265,21 +304,39 @@ def _parse_value(change, text, case_points, max_score):
         return (int(value) if value == int(value) else value), ""
     if change == "status":
         known = [status.value for status in Status]
-        return (text, "") if text in known else (
-            None, f"expected a status, one of {', '.join(known)}, got {text!r}")
+        return (
+            (text, "")
+            if text in known
+            else (None, f"expected a status, one of {', '.join(known)}, got {text!r}")
+        )
     if change == "flags":
-        return (text, "") if text == "cleared" else (
-            None, f"expected 'cleared' (the flags were reviewed), got {text!r}")
+        return (
+            (text, "")
+            if text == "cleared"
+            else (None, f"expected 'cleared' (the flags were reviewed), got {text!r}")
+        )
     if change == "leaderboard":
-        return (text, "") if text == "opt-out" else (
-            None, f"expected 'opt-out' (off the leaderboard students see), got {text!r}")
+        return (
+            (text, "")
+            if text == "opt-out"
+            else (None, f"expected 'opt-out' (off the leaderboard students see), got {text!r}")
+        )
     if change == "late":
-        return (text, "") if text in LATENESS else (
-            None, f"expected one of {', '.join(LATENESS)} (an extension: not late; excused: "
-                  f"late without deduction; late: counted late), got {text!r}")
+        return (
+            (text, "")
+            if text in LATENESS
+            else (
+                None,
+                f"expected one of {', '.join(LATENESS)} (an extension: not late; excused: "
+                f"late without deduction; late: counted late), got {text!r}",
+            )
+        )
     if not text:
-        return None, ("expected the note to show the student" if change == "note"
-                      else "expected the name the student chose") + ", got nothing"
+        return None, (
+            "expected the note to show the student"
+            if change == "note"
+            else "expected the name the student chose"
+        ) + ", got nothing"
     if len(text) > MAX_TEXT["value"]:
         return None, f"expected a note of at most {MAX_TEXT['value']} characters"
     return text, ""
@@ -291,14 +348,18 @@ def read(path, students, cases, max_score, late_penalty=0.0, flag="--overrides")
     path = pathlib.Path(path)
     try:
         if path.stat().st_size > MAX_BYTES:
-            raise OverridesError(f"{flag} {path}: over {MAX_BYTES} bytes; an overrides file "
-                                 "holds a few rows per student")
+            raise OverridesError(
+                f"{flag} {path}: over {MAX_BYTES} bytes; an overrides file "
+                "holds a few rows per student"
+            )
         text = path.read_bytes().decode("utf-8-sig")
     except OSError as error:
         raise OverridesError(f"{flag} {path}: {error.strerror}") from None
     except UnicodeDecodeError as error:
-        raise OverridesError(f"{flag} {path}: byte {error.start} is not UTF-8; save the file "
-                             "as UTF-8 (CSV UTF-8 in Excel)") from None
+        raise OverridesError(
+            f"{flag} {path}: byte {error.start} is not UTF-8; save the file "
+            "as UTF-8 (CSV UTF-8 in Excel)"
+        ) from None
     rows = parse(text, str(path), set(students), dict(cases), max_score)
     return Overrides(rows, text, str(path.resolve()), late_penalty)
 
@@ -310,18 +371,22 @@ def changed_source(described, copy_path):
     if not source.name or not source.is_file() or source.resolve() == copy_path.resolve():
         return ""
     if not copy_path.is_file():
-        return (f"{copy_path}, the copy of {source} applied before, is gone; give --overrides "
-                f"{source} to apply that file again (a file of the header row alone applies "
-                "none)")
+        return (
+            f"{copy_path}, the copy of {source} applied before, is gone; give --overrides "
+            f"{source} to apply that file again (a file of the header row alone applies "
+            "none)"
+        )
     try:
         now = source.read_bytes().decode("utf-8-sig")
     except (OSError, UnicodeDecodeError):
         return ""
     if digest(now) == digest(copy_path.read_bytes().decode("utf-8-sig", "replace")):
         return ""
-    return (f"{source} and {copy_path}, the copy applied from it, differ (one was edited "
-            f"since); give --overrides {source} to apply that file as it is now, or "
-            f"--overrides {copy_path} to apply the copy")
+    return (
+        f"{source} and {copy_path}, the copy applied from it, differ (one was edited "
+        f"since); give --overrides {source} to apply that file as it is now, or "
+        f"--overrides {copy_path} to apply the copy"
+    )
 
 
 def kept(out_dir, described, students, cases, max_score, late_penalty=0.0):
@@ -340,10 +405,13 @@ def kept(out_dir, described, students, cases, max_score, late_penalty=0.0):
 def _bounds(students, settings):
     """What a file is checked against: the class's ids, the batch's cases and maximum."""
     cases_list = settings.cases()
-    return dict(students=students, cases={case.id: case.points for case in cases_list},
-                max_score=sum(case.points for case in cases_list)
-                + (settings.speed.max_points if settings.timed else 0),
-                late_penalty=settings.late_penalty)
+    return dict(
+        students=students,
+        cases={case.id: case.points for case in cases_list},
+        max_score=sum(case.points for case in cases_list)
+        + (settings.speed.max_points if settings.timed else 0),
+        late_penalty=settings.late_penalty,
+    )
 
 
 def for_batch(given, out_dir, described, students, settings):
@@ -367,7 +435,8 @@ def for_merge(given, shards, students, settings):
         raise OverridesError(
             "the shards keep different overrides ("
             + "; ".join(f"{shard}: {len(book.rows)} row(s)" for shard, book in books)
-            + "); give merge --overrides PATH with the file to apply")
+            + "); give merge --overrides PATH with the file to apply"
+        )
     return books[0][1]
 
 
@@ -388,6 +457,8 @@ def stale(out_dir, described):
     recorded = (described or {}).get("sha256")
     now = digest(path.read_bytes().decode("utf-8-sig", "replace")) if path.is_file() else None
     if recorded != now:
-        return (f"{path} is not the file the gradebook was written with (edited or removed "
-                "since); run the grade (or merge) command again to apply it, then export")
+        return (
+            f"{path} is not the file the gradebook was written with (edited or removed "
+            "since); run the grade (or merge) command again to apply it, then export"
+        )
     return changed_source(described, path)

@@ -38,7 +38,9 @@ def key(out_dir):
     seed = secret.stored(out_dir)
     if seed is not None and cases.secret_bits(seed) >= cases.SECRET_BITS:
         return cases.derive(seed, LABEL)
-    return hmac.new(private_file.signing_key(out_dir), LABEL.encode("ascii"), hashlib.sha256).digest()
+    return hmac.new(
+        private_file.signing_key(out_dir), LABEL.encode("ascii"), hashlib.sha256
+    ).digest()
 
 
 def pseudonym(secret_key, student):
@@ -53,12 +55,27 @@ def name(view, secret_key):
 
 # Scripts that may share one name (TS #39's "highly restrictive" level); Common and
 # Inherited characters (digits, punctuation, combining marks) go with any script.
-_TOGETHER = ({"LATIN", "HAN", "HIRAGANA", "KATAKANA"}, {"LATIN", "HAN", "BOPOMOFO"},
-             {"LATIN", "HAN", "HANGUL"})
+_TOGETHER = (
+    {"LATIN", "HAN", "HIRAGANA", "KATAKANA"},
+    {"LATIN", "HAN", "BOPOMOFO"},
+    {"LATIN", "HAN", "HANGUL"},
+)
 # Default-ignorable characters that Python still counts as printable: they draw nothing.
-_INVISIBLE = frozenset([0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x2800, 0x3164, 0xFFA0,
-                        *range(0x180B, 0x1810), *range(0xFE00, 0xFE10),
-                        *range(0xE0100, 0xE01F0)])
+_INVISIBLE = frozenset(
+    [
+        0x034F,
+        0x115F,
+        0x1160,
+        0x17B4,
+        0x17B5,
+        0x2800,
+        0x3164,
+        0xFFA0,
+        *range(0x180B, 0x1810),
+        *range(0xFE00, 0xFE10),
+        *range(0xE0100, 0xE01F0),
+    ]
+)
 
 
 def normal(alias):
@@ -112,16 +129,18 @@ def alias_problem(alias, student, students):
         return "expected a name on one line, without control characters or extra spaces"
     hidden = [c for c in alias if not c.isprintable() or ord(c) in _INVISIBLE]
     if hidden:
-        return ("expected a name without invisible or control characters, got "
-                + ", ".join(f"U+{ord(c):04X}" for c in hidden))
+        return "expected a name without invisible or control characters, got " + ", ".join(
+            f"U+{ord(c):04X}" for c in hidden
+        )
     if len(alias) > MAX_ALIAS:
         return f"expected a name of at most {MAX_ALIAS} characters, got {len(alias)}"
     from confusable_homoglyphs.categories import unique_aliases
 
     scripts = unique_aliases(alias) - {"COMMON", "INHERITED"}
     if len(scripts) > 1 and not any(scripts <= together for together in _TOGETHER):
-        return (f"expected a name in one script, got {', '.join(sorted(scripts)).lower()} "
-                "letters mixed")
+        return (
+            f"expected a name in one script, got {', '.join(sorted(scripts)).lower()} letters mixed"
+        )
     mine = skeletons(alias)
     if any(key.startswith(skeleton(PREFIX)) for key in mine):
         return f"expected a name that does not read as {PREFIX!r}, which pseudonyms start with"

@@ -52,8 +52,11 @@ def _truncate(text):
     if len(data) <= LOG_LIMIT:
         return text
     half = LOG_LIMIT // 2
-    return (data[:half].decode("utf-8", "ignore") + f"\n[... {len(data) - LOG_LIMIT} bytes cut ...]\n"
-            + data[-half:].decode("utf-8", "ignore"))
+    return (
+        data[:half].decode("utf-8", "ignore")
+        + f"\n[... {len(data) - LOG_LIMIT} bytes cut ...]\n"
+        + data[-half:].decode("utf-8", "ignore")
+    )
 
 
 def write_student(out_dir, record, cases_list, book=None):
@@ -88,11 +91,19 @@ def write_feedback(out_dir, record, cases_list, book=None):
     shown = override_view.applied(record, book)
     shown.leaderboard_name = pseudonyms.name(shown, pseudonyms.key(out_dir))
     text = feedback.feedback_markdown(shown, hints)
-    atomic_write(folder / "results.json",
-                 _json(feedback.results_json(shown, output=text, total=True)))
+    atomic_write(
+        folder / "results.json", _json(feedback.results_json(shown, output=text, total=True))
+    )
     atomic_write(folder / "feedback.md", text)
-    store_record(out_dir, dataclasses.replace(record, hints=hints, overrides=shown.overrides,
-                                              overrides_withheld=shown.overrides_withheld))
+    store_record(
+        out_dir,
+        dataclasses.replace(
+            record,
+            hints=hints,
+            overrides=shown.overrides,
+            overrides_withheld=shown.overrides_withheld,
+        ),
+    )
 
 
 def write_speed(folder, record):
@@ -102,9 +113,16 @@ def write_speed(folder, record):
 
     table = speed.frame(record)
     atomic_write(folder / "speed.csv", spreadsheet.csv_text(table))
-    _write_picture(folder, "card.png", lambda path: card.render(
-        table, path, title="NineToothed GEMM speed, measured by the grader",
-        ours=speed.CARD_LABEL))
+    _write_picture(
+        folder,
+        "card.png",
+        lambda path: card.render(
+            table,
+            path,
+            title="NineToothed GEMM speed, measured by the grader",
+            ours=speed.CARD_LABEL,
+        ),
+    )
 
 
 def write_what_if(folder, record):
@@ -113,8 +131,11 @@ def write_what_if(folder, record):
     from benchmarks.harness import parse_size
 
     found = record.speed["what_if"]
-    _write_picture(folder, feedback.WHAT_IF_PICTURE, lambda path: what_if_output.render_of(
-        found["rows"], parse_size(found["size"]), path))
+    _write_picture(
+        folder,
+        feedback.WHAT_IF_PICTURE,
+        lambda path: what_if_output.render_of(found["rows"], parse_size(found["size"]), path),
+    )
 
 
 def write_arrangement(folder, record):
@@ -123,8 +144,10 @@ def write_arrangement(folder, record):
     from grader.core import program_tiles
 
     tiles = list(record.tiles or program_tiles.REFERENCE_TILES)
-    atomic_write(folder / feedback.ARRANGEMENT_PICTURE,
-                 _arrangement_png(json.dumps([record.arrangement, tiles], sort_keys=True)))
+    atomic_write(
+        folder / feedback.ARRANGEMENT_PICTURE,
+        _arrangement_png(json.dumps([record.arrangement, tiles], sort_keys=True)),
+    )
 
 
 @functools.lru_cache(maxsize=64)
@@ -157,8 +180,9 @@ def store_record(out_dir, record):
 def _signature(fields, key):
     """The HMAC of a record.json's fields as stored, whatever their version: a record
     written before the version existed verifies as it was signed."""
-    body = json.dumps({k: v for k, v in fields.items() if k != "signature"}, sort_keys=True,
-                      ensure_ascii=True).encode("ascii")
+    body = json.dumps(
+        {k: v for k, v in fields.items() if k != "signature"}, sort_keys=True, ensure_ascii=True
+    ).encode("ascii")
     return hmac.new(key, body, hashlib.sha256).hexdigest()
 
 
@@ -174,7 +198,8 @@ def read_record(out_dir, folder):
     except (OSError, ValueError):
         return None
     if not isinstance(fields, dict) or not hmac.compare_digest(
-            str(fields.get("signature", "")), _signature(fields, key)):
+        str(fields.get("signature", "")), _signature(fields, key)
+    ):
         return None
     try:
         return Record.from_json(fields)
@@ -189,14 +214,20 @@ def gradebook_frame(records, cases_list):
     rows = []
     for record in sorted(records, key=lambda r: r.student):
         points = {entry.id: entry.points for entry in record.cases}
-        row = {"student": record.student, "score": record.score,
-               "max_score": record.max_score, "status": record.status,
-               "flags": " | ".join(feedback.flags(record)), "message": reason(record),
-               "likely_mistake": class_mistakes.likely_mistake(record, cases_list),
-               "lms_id": record.lms_id,
-               "lms": lms_of(record.origin) if record.lms_id else "",
-               "late": bool(record.late), "graded_file": record.origin,
-               "seen": seen_text(record)}
+        row = {
+            "student": record.student,
+            "score": record.score,
+            "max_score": record.max_score,
+            "status": record.status,
+            "flags": " | ".join(feedback.flags(record)),
+            "message": reason(record),
+            "likely_mistake": class_mistakes.likely_mistake(record, cases_list),
+            "lms_id": record.lms_id,
+            "lms": lms_of(record.origin) if record.lms_id else "",
+            "late": bool(record.late),
+            "graded_file": record.origin,
+            "seen": seen_text(record),
+        }
         for case in cases_list:
             row[case.id] = points.get(case.id, 0)
         speed_columns = _speed_columns(record, speed_sizes)
@@ -205,10 +236,25 @@ def gradebook_frame(records, cases_list):
         row["isolation"] = record.isolation
         row["overrides"] = override_view.summary(record)
         rows.append(row)
-    columns = ["student", "score", "max_score", "status", "flags", "message", "likely_mistake",
-               "lms_id", "lms", "late", "graded_file", "seen"]
-    columns += [case.id for case in cases_list] + list(_speed_columns(None, speed_sizes)) + \
-        ["wall_time_s", "isolation", "overrides"]
+    columns = [
+        "student",
+        "score",
+        "max_score",
+        "status",
+        "flags",
+        "message",
+        "likely_mistake",
+        "lms_id",
+        "lms",
+        "late",
+        "graded_file",
+        "seen",
+    ]
+    columns += (
+        [case.id for case in cases_list]
+        + list(_speed_columns(None, speed_sizes))
+        + ["wall_time_s", "isolation", "overrides"]
+    )
     return pandas.DataFrame(rows, columns=columns)
 
 
@@ -237,15 +283,20 @@ def _speed_columns(record, sizes):
     entry = (record.speed if record else None) or {}
     rows = {row["size"]: row for row in entry.get("rows") or [] if row["verdict"] == "PASS"}
     tiles = entry.get("tiles")
-    columns = {"speed": entry.get("status", ""),
-               "tiles": "x".join(map(str, tiles)) if tiles and rows else "",
-               "speed_points": "" if entry.get("points") is None else entry["points"]}
+    columns = {
+        "speed": entry.get("status", ""),
+        "tiles": "x".join(map(str, tiles)) if tiles and rows else "",
+        "speed_points": "" if entry.get("points") is None else entry["points"],
+    }
     for size in sizes:
         row = rows.get(size)
         columns[f"ratio_{size}"] = round(row["ratio_vs_torch_mm"], 4) if row else ""
         columns[f"tflops_{size}"] = round(row["tflops"], 2) if row else ""
-        columns[f"roofline_{size}"] = ("" if not row or row["roofline_fraction"] in (None, "")
-                                       else round(row["roofline_fraction"], 4))
+        columns[f"roofline_{size}"] = (
+            ""
+            if not row or row["roofline_fraction"] in (None, "")
+            else round(row["roofline_fraction"], 4)
+        )
         columns[f"spread_{size}"] = round(report.spread(row), 4) if row else ""
     return columns
 
@@ -265,19 +316,47 @@ def summary_frame(records, cases_list):
                 ran += 1
             if entry and entry.status == "passed":
                 passed += 1
-        rows.append({"case": case.id, "visibility": case.visibility, "points": case.points,
-                     "targets": case.targets, "students": len(records), "ran": ran,
-                     "passed": passed,
-                     "pass_rate": round(passed / len(records), 4) if records else 0.0,
-                     "likely_mistake": ""})
-    rows += [{"case": "", "visibility": "", "points": "", "targets": "", "students": students,
-              "ran": "", "passed": "", "pass_rate": "", "likely_mistake": key}
-             for key, students in class_mistakes.tally(records, cases_list)]
+        rows.append(
+            {
+                "case": case.id,
+                "visibility": case.visibility,
+                "points": case.points,
+                "targets": case.targets,
+                "students": len(records),
+                "ran": ran,
+                "passed": passed,
+                "pass_rate": round(passed / len(records), 4) if records else 0.0,
+                "likely_mistake": "",
+            }
+        )
+    rows += [
+        {
+            "case": "",
+            "visibility": "",
+            "points": "",
+            "targets": "",
+            "students": students,
+            "ran": "",
+            "passed": "",
+            "pass_rate": "",
+            "likely_mistake": key,
+        }
+        for key, students in class_mistakes.tally(records, cases_list)
+    ]
     return pandas.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
 
-SUMMARY_COLUMNS = ["case", "visibility", "points", "targets", "students", "ran", "passed",
-                   "pass_rate", "likely_mistake"]
+SUMMARY_COLUMNS = [
+    "case",
+    "visibility",
+    "points",
+    "targets",
+    "students",
+    "ran",
+    "passed",
+    "pass_rate",
+    "likely_mistake",
+]
 
 
 def write_class(out_dir, records, cases_list, book=None):
@@ -300,10 +379,18 @@ def write_class(out_dir, records, cases_list, book=None):
 
     leaderboard.write(out_dir, records)
     mapping = pandas.DataFrame(
-        [{"student": r.student, "folder": r.folder, "origin": r.origin,
-          "status": r.status, "sha256": r.sha256}
-         for r in sorted(records, key=lambda r: r.student)],
-        columns=["student", "folder", "origin", "status", "sha256"])
+        [
+            {
+                "student": r.student,
+                "folder": r.folder,
+                "origin": r.origin,
+                "status": r.status,
+                "sha256": r.sha256,
+            }
+            for r in sorted(records, key=lambda r: r.student)
+        ],
+        columns=["student", "folder", "origin", "status", "sha256"],
+    )
     atomic_write(out_dir / "students.csv", spreadsheet.csv_text(mapping))
 
 

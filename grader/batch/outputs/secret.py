@@ -58,8 +58,10 @@ def short_warning(secret, source):
     bits = cases.secret_bits(secret)
     if bits >= cases.SECRET_BITS:
         return ""
-    return (f"warning: the secret from {source} has about {bits} bits, under "
-            f"{cases.SECRET_BITS}: a search over every value that short finds it offline, "
-            "and with it every hidden shape and input. Fine for a trial run; for a class, "
-            "leave out --seed and --seed-file (the grader makes a 256-bit secret) or put 32 "
-            "or more hex digits in the --seed-file")
+    return (
+        f"warning: the secret from {source} has about {bits} bits, under "
+        f"{cases.SECRET_BITS}: a search over every value that short finds it offline, "
+        "and with it every hidden shape and input. Fine for a trial run; for a class, "
+        "leave out --seed and --seed-file (the grader makes a 256-bit secret) or put 32 "
+        "or more hex digits in the --seed-file"
+    )

@@ -36,9 +36,13 @@ def student_rows(out_dir):
     with open(students, newline="", encoding="utf-8") as file:
         rows = [row for row in csv.DictReader(file) if row.get("folder")]
     for row in rows:
-        if pathlib.Path(row["folder"]).name != row["folder"] or not (out_dir / row["folder"]).is_dir():
-            raise ValueError(f"students.csv names folder {row['folder']!r}, which {out_dir} "
-                             "does not hold")
+        if (
+            pathlib.Path(row["folder"]).name != row["folder"]
+            or not (out_dir / row["folder"]).is_dir()
+        ):
+            raise ValueError(
+                f"students.csv names folder {row['folder']!r}, which {out_dir} does not hold"
+            )
     return rows
 
 

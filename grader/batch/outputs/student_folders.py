@@ -35,10 +35,15 @@ _HASH_DIGITS = 10
 
 def holdable(name):
     """Whether every common file system holds ``name`` as one folder name, as it is."""
-    return (bool(name) and name.isprintable() and not _REFUSED.search(name)
-            and not name.startswith((".", " ", *FORMULA_STARTS))
-            and not name.endswith((".", " "))
-            and not _DEVICES.fullmatch(name) and len(name.encode("utf-8")) <= MAX_BYTES)
+    return (
+        bool(name)
+        and name.isprintable()
+        and not _REFUSED.search(name)
+        and not name.startswith((".", " ", *FORMULA_STARTS))
+        and not name.endswith((".", " "))
+        and not _DEVICES.fullmatch(name)
+        and len(name.encode("utf-8")) <= MAX_BYTES
+    )
 
 
 def name_for(student, hashed=False):
@@ -47,9 +52,11 @@ def name_for(student, hashed=False):
     student = unicodedata.normalize("NFC", student)
     if holdable(student) and not hashed:
         return student
-    kept = "".join(character if character.isprintable() and not _REFUSED.match(character)
-                   else "_" for character in student).strip(". ")
-    kept = kept.encode("utf-8")[:MAX_BYTES - 1 - _HASH_DIGITS].decode("utf-8", "ignore")
+    kept = "".join(
+        character if character.isprintable() and not _REFUSED.match(character) else "_"
+        for character in student
+    ).strip(". ")
+    kept = kept.encode("utf-8")[: MAX_BYTES - 1 - _HASH_DIGITS].decode("utf-8", "ignore")
     digest = hashlib.sha256(student.encode("utf-8")).hexdigest()[:_HASH_DIGITS]
     name = f"{kept.rstrip('. ') or 'student'}-{digest}"
     return name if holdable(name) else f"_{name}"  # NUL.txt-<hash>: a device; =x-<hash>: a formula
@@ -63,8 +70,9 @@ def assign(students, kept=None):
     folders = {}
     for student in students:
         earlier = kept.get(student)
-        folders[student] = earlier if isinstance(earlier, str) and holdable(earlier) \
-            else name_for(student)
+        folders[student] = (
+            earlier if isinstance(earlier, str) and holdable(earlier) else name_for(student)
+        )
     by_case = {}
     for student, folder in folders.items():
         by_case.setdefault(folder.casefold(), []).append(student)

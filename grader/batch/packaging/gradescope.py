@@ -99,29 +99,47 @@ def _kit_files():
     """(path, name in the zip) of every file of the kit the autograder needs."""
     from grader.batch import import_graph
 
-    files = [(ROOT / "pyproject.toml", "ntgemm/pyproject.toml"),
-             (ROOT / "README.md", "ntgemm/README.md")]
+    files = [
+        (ROOT / "pyproject.toml", "ntgemm/pyproject.toml"),
+        (ROOT / "README.md", "ntgemm/README.md"),
+    ]
     # The worker runs as ``python -m`` and the unsandboxed fork server as a script, so
     # nothing imports them: each is an entry point of its own.
-    for relative in import_graph.closure_files(["grader.batch.packaging.gradescope",
-                                                "grader.batch.inside.forkserver",
-                                                "grader.batch.inside.plain_forkserver",
-                                                "grader.batch.inside.worker"]):
+    for relative in import_graph.closure_files(
+        [
+            "grader.batch.packaging.gradescope",
+            "grader.batch.inside.forkserver",
+            "grader.batch.inside.plain_forkserver",
+            "grader.batch.inside.worker",
+        ]
+    ):
         files.append((ROOT / relative, f"ntgemm/{relative}"))
     return files
 
 
-def build(out_dir, *, seed, hidden_visibility="after_due_date", timeout_s=300.0, cases=(),
-          allow_unsandboxed=False):
+def build(
+    out_dir,
+    *,
+    seed,
+    hidden_visibility="after_due_date",
+    timeout_s=300.0,
+    cases=(),
+    allow_unsandboxed=False,
+):
     """Write ``out_dir/autograder.zip``; returns its path."""
     if hidden_visibility not in VISIBILITIES:
-        raise ValueError(f"hidden visibility must be one of {', '.join(VISIBILITIES)}, "
-                         f"got {hidden_visibility!r}")
+        raise ValueError(
+            f"hidden visibility must be one of {', '.join(VISIBILITIES)}, got {hidden_visibility!r}"
+        )
     from grader.core.cases import canonical_secret
 
-    config = {"seed": canonical_secret(seed), "hidden_visibility": hidden_visibility,
-              "timeout_s": float(timeout_s), "cases": list(cases),
-              "allow_unsandboxed": bool(allow_unsandboxed)}
+    config = {
+        "seed": canonical_secret(seed),
+        "hidden_visibility": hidden_visibility,
+        "timeout_s": float(timeout_s),
+        "cases": list(cases),
+        "allow_unsandboxed": bool(allow_unsandboxed),
+    }
     from grader.batch.outputs import constraints
     from grader.batch.outputs.atomic_file import atomic_write
     from grader.batch.packaging import image_python
@@ -157,18 +175,25 @@ def _constraints(stack):
     stack = dict(stack)
     if "torch" in stack:
         stack["torch"] = stack["torch"].partition("+")[0]
-    return constraints.text({
-        "packages": stack, "python": platform.python_version(), "platform": platform.platform(),
-        "grader_revision": git_revision(), "grader_version": grader_version(),
-        "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-    }, "the machine that built autograder.zip")
+    return constraints.text(
+        {
+            "packages": stack,
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "grader_revision": git_revision(),
+            "grader_version": grader_version(),
+            "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        },
+        "the machine that built autograder.zip",
+    )
 
 
 # --------------------------------------------------------------------------- in the container
 
+
 def _preload():
     """Import every module the grading process uses, before any student code runs."""
-    import benchmarks.card  # noqa: F401
+    import benchmarks.card
     import benchmarks.report  # noqa: F401
     from grader.batch.grade import grading, session  # noqa: F401
     from grader.batch.isolation import sandbox  # noqa: F401
@@ -178,9 +203,15 @@ def _preload():
 
 
 def _failure(message):
-    return {"score": 0, "output": message, "output_format": "text", "visibility": "visible",
-            "stdout_visibility": "hidden", "tests": [],
-            "extra_data": {"status": "grader_error"}}
+    return {
+        "score": 0,
+        "output": message,
+        "output_format": "text",
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "tests": [],
+        "extra_data": {"status": "grader_error"},
+    }
 
 
 def _student_output(record, config):
@@ -193,10 +224,12 @@ def _student_output(record, config):
     if config["hidden_visibility"] != "visible":
         record = feedback.public_view(record)
     shown = {entry.id for entry in record.cases}
-    cases_list = [case for case in cases.catalogue(config["seed"], record.backend)
-                  if case.id in shown]
-    return feedback.feedback_markdown(record, feedback.hints_for(record, cases_list),
-                                      pictures=False)
+    cases_list = [
+        case for case in cases.catalogue(config["seed"], record.backend) if case.id in shown
+    ]
+    return feedback.feedback_markdown(
+        record, feedback.hints_for(record, cases_list), pictures=False
+    )
 
 
 def _refuse(root, message, started):
@@ -204,8 +237,9 @@ def _refuse(root, message, started):
 
     results = _failure(message)
     results["execution_time"] = int(round(time.monotonic() - started))
-    reports.atomic_write(root / "results" / "results.json",
-                         json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+    reports.atomic_write(
+        root / "results" / "results.json", json.dumps(results, indent=2, ensure_ascii=False) + "\n"
+    )
     return 0
 
 
@@ -235,10 +269,14 @@ def _grade(class_dir, out_dir, config, unsafe):
         if warning:
             say(warning)
         settings = grading.Settings(
-            seed=seed, backend=backend, timeout_s=float(config["timeout_s"]),
-            memory_limit_bytes=MEMORY_LIMIT_BYTES, case_filter=tuple(config.get("cases") or ()),
+            seed=seed,
+            backend=backend,
+            timeout_s=float(config["timeout_s"]),
+            memory_limit_bytes=MEMORY_LIMIT_BYTES,
+            case_filter=tuple(config.get("cases") or ()),
             sandboxed=not unsafe,
-            speed=speed.SpeedSettings() if backend == "gpu" else speed.SpeedSettings(sizes=()))
+            speed=speed.SpeedSettings() if backend == "gpu" else speed.SpeedSettings(sizes=()),
+        )
         session.start(settings, out_dir, jobs=1, progress=False).run(class_dir)
     except (GraderError, grading.WorkerFailure) as error:
         say(f"error: {error}")
@@ -264,15 +302,23 @@ def run(root):
     problem = sandbox.check(False, None)  # as the session asks it: one cached check
     unsafe = problem is not None
     if unsafe and not config.get("allow_unsandboxed"):
-        return _refuse(root, "The autograder grades only inside its sandbox, and bubblewrap "
-                             f"cannot start in this container ({problem}). Please tell the "
-                             "course staff; they can rebuild the autograder with "
-                             "--allow-unsandboxed.", started)
+        return _refuse(
+            root,
+            "The autograder grades only inside its sandbox, and bubblewrap "
+            f"cannot start in this container ({problem}). Please tell the "
+            "course staff; they can rebuild the autograder with "
+            "--allow-unsandboxed.",
+            started,
+        )
     who = _unsandboxed_user() if unsafe else None
     if isinstance(who, str):
-        return _refuse(root, "The autograder cannot start its sandbox in this container "
-                             f"({problem}), and cannot grade without it either: {who}. "
-                             "Please tell the course staff.", started)
+        return _refuse(
+            root,
+            "The autograder cannot start its sandbox in this container "
+            f"({problem}), and cannot grade without it either: {who}. "
+            "Please tell the course staff.",
+            started,
+        )
     results_dir = root / "results"
     results_dir.mkdir(exist_ok=True)
     results_dir.chmod(results_dir.stat().st_mode & 0o755)  # writable to root alone
@@ -284,26 +330,30 @@ def run(root):
             unprivileged.sweep(who)  # each run's end killed them already: make sure
         record = reports.read_record(scratch / "out", STUDENT)
         if not graded or record is None:
-            results = _failure("The autograder could not grade this submission; please tell "
-                               "the course staff.")
+            results = _failure(
+                "The autograder could not grade this submission; please tell the course staff."
+            )
         else:
             if record.status == "missing_file":  # tell what was uploaded instead
-                record = dataclasses.replace(record,
-                                             uploaded=intake.files_in(root / "submission"))
-            results = feedback.results_json(record, config["hidden_visibility"],
-                                            output=_student_output(record, config))
+                record = dataclasses.replace(record, uploaded=intake.files_in(root / "submission"))
+            results = feedback.results_json(
+                record, config["hidden_visibility"], output=_student_output(record, config)
+            )
             results["extra_data"]["isolation"] = record.isolation + (
-                f"; student code ran as {who.name}" if who is not None else "")
+                f"; student code ran as {who.name}" if who is not None else ""
+            )
     results["execution_time"] = int(round(time.monotonic() - started))
-    reports.atomic_write(results_dir / "results.json",
-                         json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+    reports.atomic_write(
+        results_dir / "results.json", json.dumps(results, indent=2, ensure_ascii=False) + "\n"
+    )
     return 0
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m grader.batch.packaging.gradescope",
-                                     description="Grade /autograder/submission inside "
-                                                 "Gradescope's container (run_autograder).")
+    parser = argparse.ArgumentParser(
+        prog="python -m grader.batch.packaging.gradescope",
+        description="Grade /autograder/submission inside Gradescope's container (run_autograder).",
+    )
     parser.add_argument("--root", default="/autograder", help="the autograder folder")
     args = parser.parse_args(argv)
     return run(args.root)

@@ -27,8 +27,9 @@ def cut(text, name):
         marker = line.strip()
         if marker in (BEGIN, END):
             if (marker == BEGIN) == inside:
-                raise ValueError(f"{name}, line {number}: {marker} without its "
-                                 f"{END if inside else BEGIN}")
+                raise ValueError(
+                    f"{name}, line {number}: {marker} without its {END if inside else BEGIN}"
+                )
             inside = marker == BEGIN
             continue
         if not inside:
@@ -49,6 +50,11 @@ def shown(text):
         except SyntaxError:
             continue
         unfinished = unfinished_functions(block)
-        found |= {node.name for node in tree.body if isinstance(node, ast.FunctionDef)
-                  and node.name in STUDENT_FUNCTIONS and node.name not in unfinished}
+        found |= {
+            node.name
+            for node in tree.body
+            if isinstance(node, ast.FunctionDef)
+            and node.name in STUDENT_FUNCTIONS
+            and node.name not in unfinished
+        }
     return [name for name in STUDENT_FUNCTIONS if name in found]

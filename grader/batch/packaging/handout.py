@@ -56,9 +56,11 @@ EXAMPLES = "docs/examples"
 _EXAMPLE_NAME = re.compile(r"(?<![\w/])(?:docs/)?examples/([\w.-]*\w)")
 CONTAINER = ".devcontainer"  # the guides send macOS and Windows students there
 README = pathlib.Path(__file__).with_name("handout_README.md")
-KEPT_ANSWER = ("this handout holds the answer: a student who pastes the two blocks of the "
-               "student guides' sections 5 and 6 into the skeleton gets full marks; build it "
-               "with --answer remove unless the course means to hand the answer out")
+KEPT_ANSWER = (
+    "this handout holds the answer: a student who pastes the two blocks of the "
+    "student guides' sections 5 and 6 into the skeleton gets full marks; build it "
+    "with --answer remove unless the course means to hand the answer out"
+)
 _ZIP_TIME = (2026, 1, 1, 0, 0, 0)  # fixed, so the same sources give the same zip
 
 
@@ -67,8 +69,12 @@ def _handout_files():
     files = []
     for path in sorted((ROOT / "assignment").rglob("*")):
         relative = path.relative_to(ROOT)
-        if path.is_file() and "tests" not in relative.parts[1:] \
-                and "__pycache__" not in relative.parts and path.suffix != ".pyc":
+        if (
+            path.is_file()
+            and "tests" not in relative.parts[1:]
+            and "__pycache__" not in relative.parts
+            and path.suffix != ".pyc"
+        ):
             files.append((path, relative))
     for path in sorted((ROOT / "benchmarks").rglob("*.py")):
         if import_graph.for_students(import_graph.module_name(path, ROOT)):
@@ -79,14 +85,18 @@ def _handout_files():
     if docs.is_dir():
         for pattern in STUDENT_DOCS:
             for path in sorted(docs.glob(pattern)):
-                targets = [path] if path.is_file() else sorted(p for p in path.rglob("*")
-                                                                if p.is_file())
+                targets = (
+                    [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+                )
                 for target in targets:
                     if "__pycache__" not in target.parts and target.suffix != ".pyc":
                         files.append((target, target.relative_to(ROOT)))
         files += [(path, path.relative_to(ROOT)) for path in _examples_named(files)]
-    files += [(path, path.relative_to(ROOT))
-              for path in sorted((ROOT / CONTAINER).glob("*")) if path.is_file()]
+    files += [
+        (path, path.relative_to(ROOT))
+        for path in sorted((ROOT / CONTAINER).glob("*"))
+        if path.is_file()
+    ]
     shipped = {relative.as_posix() for _, relative in files}
     for relative in modules_needed([path for path, _ in files if path.suffix == ".py"]):
         if relative not in shipped:
@@ -116,9 +126,16 @@ def check(files):
     reference = MODEL_ANSWER.read_bytes() if MODEL_ANSWER.exists() else None
     for source, relative in files:
         parts = relative.parts
-        if parts[0] == "solutions" or "demo_class" in parts or "tests" in parts[1:-1] \
-                or (source.suffix == ".py" and parts[0] in ("grader", "benchmarks")
-                    and not import_graph.for_students(import_graph.module_name(source, ROOT))):
+        if (
+            parts[0] == "solutions"
+            or "demo_class" in parts
+            or "tests" in parts[1:-1]
+            or (
+                source.suffix == ".py"
+                and parts[0] in ("grader", "benchmarks")
+                and not import_graph.for_students(import_graph.module_name(source, ROOT))
+            )
+        ):
             raise ValueError(f"{relative} must not be in the student handout")
         if reference is not None and source.read_bytes() == reference:
             raise ValueError(f"{relative} is a copy of the reference solution")
@@ -137,22 +154,27 @@ def check_skeleton(files):
     try:
         unfinished = unfinished_functions(sources[0].read_text(encoding="utf-8"))
     except (SyntaxError, ValueError) as error:
-        raise ValueError(f"{SKELETON.as_posix()} cannot be parsed ({error}): the handout ships "
-                         "the pristine skeleton only") from None
+        raise ValueError(
+            f"{SKELETON.as_posix()} cannot be parsed ({error}): the handout ships "
+            "the pristine skeleton only"
+        ) from None
     filled = [name for name in STUDENT_FUNCTIONS if name not in unfinished]
     if filled:
         listed = " and ".join(f"{name}()" for name in filled)
-        raise ValueError(f"{SKELETON.as_posix()} has {listed} filled in (no `raise "
-                         "NotImplementedError` placeholder left): the handout ships the "
-                         "pristine skeleton only")
+        raise ValueError(
+            f"{SKELETON.as_posix()} has {listed} filled in (no `raise "
+            "NotImplementedError` placeholder left): the handout ships the "
+            "pristine skeleton only"
+        )
 
 
 def shipped_bytes(files, answer):
     """{path inside the handout: bytes}; with ``answer`` "remove", every markdown file is
     cut at its answer markers, then none may still show both functions whole."""
     if answer not in guide_answer.CHOICES:
-        raise ValueError(f"--answer must be one of {', '.join(guide_answer.CHOICES)}, "
-                         f"got {answer!r}")
+        raise ValueError(
+            f"--answer must be one of {', '.join(guide_answer.CHOICES)}, got {answer!r}"
+        )
     contents = {}
     for source, relative in files:
         data = source.read_bytes()
@@ -160,9 +182,11 @@ def shipped_bytes(files, answer):
             text = guide_answer.cut(data.decode("utf-8"), relative.as_posix())
             shown = guide_answer.shown(text)
             if len(shown) == len(STUDENT_FUNCTIONS):
-                raise ValueError(f"{relative.as_posix()} shows {' and '.join(shown)} whole "
-                                 f"outside {guide_answer.BEGIN} ... {guide_answer.END}, and "
-                                 "--answer remove ships no answer: mark that block")
+                raise ValueError(
+                    f"{relative.as_posix()} shows {' and '.join(shown)} whole "
+                    f"outside {guide_answer.BEGIN} ... {guide_answer.END}, and "
+                    "--answer remove ships no answer: mark that block"
+                )
             data = text.encode("utf-8")
         contents[relative] = data
     return contents

@@ -23,10 +23,19 @@ import re
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 # (Gradescope's base image, its python3 as (major, minor)), the default first.
-IMAGES = (("Ubuntu 22.04", (3, 10)), ("Ubuntu 20.04", (3, 8)), ("Ubuntu 18.04", (3, 6)),
-          ("Fedora 38", (3, 11)), ("Fedora 37", (3, 11)), ("Fedora 36", (3, 10)),
-          ("Fedora 35", (3, 10)), ("Rocky 9", (3, 9)), ("Rocky 8.5", (3, 6)),
-          ("Rocky 8", (3, 6)), ("CentOS 8", (3, 6)))
+IMAGES = (
+    ("Ubuntu 22.04", (3, 10)),
+    ("Ubuntu 20.04", (3, 8)),
+    ("Ubuntu 18.04", (3, 6)),
+    ("Fedora 38", (3, 11)),
+    ("Fedora 37", (3, 11)),
+    ("Fedora 36", (3, 10)),
+    ("Fedora 35", (3, 10)),
+    ("Rocky 9", (3, 9)),
+    ("Rocky 8.5", (3, 6)),
+    ("Rocky 8", (3, 6)),
+    ("CentOS 8", (3, 6)),
+)
 DEFAULT_IMAGE = "Ubuntu 22.04"
 _GRID = [(minor, patch) for minor in range(40) for patch in range(20)]  # Python 3.minor.patch
 _NAMED = 4  # packages the message names before it counts the rest
@@ -95,9 +104,10 @@ class Supported:
         possible = _versions(self.kit)
         versions = possible.intersection(*admitted.values())
         if not versions:
-            raise ValueError("the pinned packages share no Python 3 version: "
-                             + ", ".join(f"{name} needs {spec}"
-                                         for name, spec in self.requirements.items()))
+            raise ValueError(
+                "the pinned packages share no Python 3 version: "
+                + ", ".join(f"{name} needs {spec}" for name, spec in self.requirements.items())
+            )
         self.lowest = min(versions)
         self.minors = sorted({minor for minor, _ in versions})
         # The versions just outside the range that the kit itself admits: a pin that refuses
@@ -106,9 +116,14 @@ class Supported:
         above = [point for point in [(self.minors[-1] + 1, 0)] if point in possible]
         outside = ([max(below)] if below else []) + above
         direct = _direct_dependencies()
-        self.bounding = sorted((name for name, allowed in admitted.items()
-                                if any(point not in allowed for point in outside)),
-                               key=lambda name: (name.split()[0] not in direct, name))
+        self.bounding = sorted(
+            (
+                name
+                for name, allowed in admitted.items()
+                if any(point not in allowed for point in outside)
+            ),
+            key=lambda name: (name.split()[0] not in direct, name),
+        )
 
     def range_text(self):
         first = f"3.{self.lowest[0]}" + (f".{self.lowest[1]}" if self.lowest[1] else "")
@@ -118,8 +133,11 @@ class Supported:
 
     def images(self):
         """Gradescope's base images whose python3 the stack installs on."""
-        return [name for name, (major, minor) in IMAGES if (major, minor) in
-                {(3, minor) for minor in self.minors}]
+        return [
+            name
+            for name, (major, minor) in IMAGES
+            if (major, minor) in {(3, minor) for minor in self.minors}
+        ]
 
     def why(self):
         named = [f"{name} needs {self.requirements[name]}" for name in self.bounding[:_NAMED]]
@@ -135,20 +153,27 @@ def setup_check(stack):
     minimum = re.fullmatch(r">=\s*([\d.]+)", supported.kit.strip())
     kit_needs = f" (the kit needs {minimum[1]} or newer)" if minimum else ""
     others = f" (or {', '.join(images[1:])})" if len(images) > 1 else ""
-    choose = (f"choose the base image {images[0]}{others}, whose python3 is one of those"
-              if images else "no base image of Gradescope has such a python3; choose "
-              f"{DEFAULT_IMAGE}")
-    message = (f"setup.sh: this image has ${{found}}, and the grading stack that "
-               f"constraints.txt pins installs on {supported.range_text()} only "
-               f"({supported.why()}).\n"
-               f"Fix: on the assignment's Configure Autograder page, {choose}, and upload "
-               f"autograder.zip again; or build the zip with python -m grader gradescope "
-               f"under the image's own Python{kit_needs}, so that constraints.txt pins "
-               f"packages that install on it.")
+    choose = (
+        f"choose the base image {images[0]}{others}, whose python3 is one of those"
+        if images
+        else f"no base image of Gradescope has such a python3; choose {DEFAULT_IMAGE}"
+    )
+    message = (
+        f"setup.sh: this image has ${{found}}, and the grading stack that "
+        f"constraints.txt pins installs on {supported.range_text()} only "
+        f"({supported.why()}).\n"
+        f"Fix: on the assignment's Configure Autograder page, {choose}, and upload "
+        f"autograder.zip again; or build the zip with python -m grader gradescope "
+        f"under the image's own Python{kit_needs}, so that constraints.txt pins "
+        f"packages that install on it."
+    )
     minors = " ".join(str(minor) for minor in supported.minors)
     patch_floor = supported.lowest[1]
-    floor = (f'\n    [ "$minor" != {supported.lowest[0]} ] || [ "${{patch:-0}}" -ge {patch_floor} ]'
-             if patch_floor else "")
+    floor = (
+        f'\n    [ "$minor" != {supported.lowest[0]} ] || [ "${{patch:-0}}" -ge {patch_floor} ]'
+        if patch_floor
+        else ""
+    )
     return f"""# The pinned stack (constraints.txt) installs on {supported.range_text()} only: check the
 # image's python3 before installing anything (grader.batch.packaging.image_python).
 supported() {{

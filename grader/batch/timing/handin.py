@@ -62,13 +62,20 @@ def read(data):
         rows = list(csv.reader(io.StringIO(data.decode("utf-8-sig"))))
     except (UnicodeDecodeError, csv.Error) as error:
         return None, f"it cannot be read as a CSV ({type(error).__name__})"
-    if not rows or len(rows) > MAX_ROWS + 1 or max(len(row) for row in rows) > MAX_COLUMNS \
-            or len(set(rows[0])) != len(rows[0]):
-        return None, ("it is not a benchmark CSV (no header, repeated column names, or over "
-                      f"{MAX_ROWS} rows or {MAX_COLUMNS} columns)")
+    if (
+        not rows
+        or len(rows) > MAX_ROWS + 1
+        or max(len(row) for row in rows) > MAX_COLUMNS
+        or len(set(rows[0])) != len(rows[0])
+    ):
+        return None, (
+            "it is not a benchmark CSV (no header, repeated column names, or over "
+            f"{MAX_ROWS} rows or {MAX_COLUMNS} columns)"
+        )
     try:
-        table = pandas.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False,
-                                encoding="utf-8-sig")
+        table = pandas.read_csv(
+            io.BytesIO(data), dtype=str, keep_default_na=False, encoding="utf-8-sig"
+        )
     except Exception as error:  # noqa: BLE001 - any malformed file
         return None, f"it cannot be read as a CSV ({type(error).__name__})"
     missing = [column for column in NEEDED if column not in table.columns]
@@ -82,8 +89,7 @@ def band(measured_row):
     CSV's (a claimed p20..p80 as wide as one likes would widen the band at will)."""
     spreads = [spread(measured_row), spread(measured_row, "torch_mm_")]
     # The student's run is taken to be as noisy as the grader's: hence the sqrt(2).
-    return max(TOLERANCE_FLOOR,
-               SPREADS * math.sqrt(2 * sum(value * value for value in spreads)))
+    return max(TOLERANCE_FLOOR, SPREADS * math.sqrt(2 * sum(value * value for value in spreads)))
 
 
 def check(data, origin, record):
@@ -97,30 +103,58 @@ def check(data, origin, record):
     flags, notes = [], []
     table, problem = read(data)
     if table is None:
-        return {"file": origin, "verdict": "not compared", "flags": [],
-                "notes": [f"{origin}: {problem}"]}
+        return {
+            "file": origin,
+            "verdict": "not compared",
+            "flags": [],
+            "notes": [f"{origin}: {problem}"],
+        }
     hashes = {value for value in table.get("submission_sha256", []) if value}
-    unverifiable = [] if hashes else [
-        "the CSV records no submission_sha256, so the file it measured cannot be verified "
-        "(the benchmark writes one; an older one, or an edited CSV, does not)"]
+    unverifiable = (
+        []
+        if hashes
+        else [
+            "the CSV records no submission_sha256, so the file it measured cannot be verified "
+            "(the benchmark writes one; an older one, or an edited CSV, does not)"
+        ]
+    )
     if hashes and hashes != {record.sha256}:
-        flags.append(f"the CSV was measured on another file (sha256 {sorted(hashes)[0][:12]}, "
-                     f"the file handed in is {record.sha256[:12]})")
+        flags.append(
+            f"the CSV was measured on another file (sha256 {sorted(hashes)[0][:12]}, "
+            f"the file handed in is {record.sha256[:12]})"
+        )
     tiles = record.tiles
-    claimed_tiles = {tiles for tiles in (
-        tuple(_int(row.get(name)) for name in ("block_m", "block_n", "block_k"))
-        for _, row in table.iterrows()) if None not in tiles}
+    claimed_tiles = {
+        tiles
+        for tiles in (
+            tuple(_int(row.get(name)) for name in ("block_m", "block_n", "block_k"))
+            for _, row in table.iterrows()
+        )
+        if None not in tiles
+    }
     if tiles and claimed_tiles:
         other = sorted(t for t in claimed_tiles if t != tuple(tiles))
         if other:
-            flags.append(f"the CSV reports {'x'.join(map(str, other[0]))} tiles; the file "
-                         f"handed in uses {'x'.join(map(str, tiles))}")
+            flags.append(
+                f"the CSV reports {'x'.join(map(str, other[0]))} tiles; the file "
+                f"handed in uses {'x'.join(map(str, tiles))}"
+            )
     compared = _check_numbers(table, record, flags, notes)
-    verdict = ("mismatch" if flags else "unverifiable" if unverifiable
-               else "consistent" if compared else "not compared")
-    return {"file": origin, "verdict": verdict, "flags": [f"hand-in {origin}: {flag}"
-                                                         for flag in unverifiable + flags],
-            "notes": notes}
+    verdict = (
+        "mismatch"
+        if flags
+        else "unverifiable"
+        if unverifiable
+        else "consistent"
+        if compared
+        else "not compared"
+    )
+    return {
+        "file": origin,
+        "verdict": verdict,
+        "flags": [f"hand-in {origin}: {flag}" for flag in unverifiable + flags],
+        "notes": notes,
+    }
 
 
 def check_handin(submission, record):
@@ -132,9 +166,12 @@ def check_handin(submission, record):
     try:
         record.handin = check(submission.handin, submission.handin_origin, record)
     except Exception as error:  # noqa: BLE001 - a hostile CSV must never stop the batch
-        record.handin = {"file": submission.handin_origin, "verdict": "not compared",
-                         "flags": [], "notes": [f"the CSV could not be checked "
-                                                f"({type(error).__name__})"]}
+        record.handin = {
+            "file": submission.handin_origin,
+            "verdict": "not compared",
+            "flags": [],
+            "notes": [f"the CSV could not be checked ({type(error).__name__})"],
+        }
 
 
 def _int(value):
@@ -144,22 +181,26 @@ def _int(value):
 
 def _check_numbers(table, record, flags, notes):
     """Compare the claimed numbers with the grader's timings; how many rows were compared."""
-    measured = [row for row in ((record.speed or {}).get("rows") or [])
-                if row["verdict"] == "PASS"]
+    measured = [row for row in ((record.speed or {}).get("rows") or []) if row["verdict"] == "PASS"]
     if not measured:
         notes.append("the numbers were not compared: the grader timed nothing for this file")
         return 0
     gpu = record.speed.get("gpu", "")
     claimed_gpus = {value for value in table.get("gpu_name", []) if value}
     if claimed_gpus and claimed_gpus != {gpu}:
-        notes.append(f"the numbers were not compared: the CSV was measured on another GPU "
-                     f"({', '.join(sorted(claimed_gpus))}; the grader timed on {gpu})")
+        notes.append(
+            f"the numbers were not compared: the CSV was measured on another GPU "
+            f"({', '.join(sorted(claimed_gpus))}; the grader timed on {gpu})"
+        )
         return 0
     compared = 0
     for row in measured:
-        same = [claim for _, claim in table.iterrows()
-                if (_int(claim["m"]), _int(claim["n"]), _int(claim["k"]))
-                == (row["m"], row["n"], row["k"])]
+        same = [
+            claim
+            for _, claim in table.iterrows()
+            if (_int(claim["m"]), _int(claim["n"]), _int(claim["k"]))
+            == (row["m"], row["n"], row["k"])
+        ]
         if not same:
             notes.append(f"the CSV has no row at {row['size']}, which the grader timed")
             continue
@@ -170,7 +211,9 @@ def _check_numbers(table, record, flags, notes):
                 said, got = _number(claim[column]), row[column]
                 if said is None or said <= 0 or abs(said / got - 1) > tolerance:
                     low, high = got * (1 - tolerance), got * (1 + tolerance)
-                    flags.append(f"at {row['size']}: self-reported "
-                                 f"{'nothing' if said is None else f'{said:.2f}{unit}'}, "
-                                 f"measured {got:.2f}{unit} (noise band {low:.2f}-{high:.2f})")
+                    flags.append(
+                        f"at {row['size']}: self-reported "
+                        f"{'nothing' if said is None else f'{said:.2f}{unit}'}, "
+                        f"measured {got:.2f}{unit} (noise band {low:.2f}-{high:.2f})"
+                    )
     return compared

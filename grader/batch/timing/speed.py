@@ -39,23 +39,31 @@ from grader.batch.timing.handin import check_handin
 
 DEFAULT_SIZES = ((4096, 4096, 4096), (4095, 4095, 4095))
 CARD_LABEL = "your kernel, launched by the grader"
-METHOD = ("the grader's own launch of the rebuilt kernel into a preallocated output against "
-          "torch.mm(out=...) on the same operands: triton.testing.do_bench, CUDA events, L2 "
-          f"flushed before each run, {speed_probe.ROUNDS} alternating rounds of "
-          f"{REP_MS // 2} ms, the medians of the rounds' medians, p20 and p80; nt_gemm is not "
-          "timed")
+METHOD = (
+    "the grader's own launch of the rebuilt kernel into a preallocated output against "
+    "torch.mm(out=...) on the same operands: triton.testing.do_bench, CUDA events, L2 "
+    f"flushed before each run, {speed_probe.ROUNDS} alternating rounds of "
+    f"{REP_MS // 2} ms, the medians of the rounds' medians, p20 and p80; nt_gemm is not "
+    "timed"
+)
 # Timing runs compiling on each GPU while one is timed: compiling is CPU work and
 # launches nothing (grader.batch.inside.speed_probe.compile_only); each holds a CUDA context.
 PREPARE_AHEAD = 4
 NOT_MEASURED = {
-    "interpreter": ("Speed: not measured: this batch ran on the Triton interpreter (a CPU), "
-                    "whose times say nothing about a GPU.",
-                    "速度：未测量：本次评测在 Triton 解释器（CPU）上运行，其耗时不能说明 GPU 上的速度。"),
-    "off": ("Speed: not measured: this batch was graded without speed (--no-speed).",
-            "速度：未测量：本次评测关闭了速度测量（--no-speed）。"),
+    "interpreter": (
+        "Speed: not measured: this batch ran on the Triton interpreter (a CPU), "
+        "whose times say nothing about a GPU.",
+        "速度：未测量：本次评测在 Triton 解释器（CPU）上运行，其耗时不能说明 GPU 上的速度。",
+    ),
+    "off": (
+        "Speed: not measured: this batch was graded without speed (--no-speed).",
+        "速度：未测量：本次评测关闭了速度测量（--no-speed）。",
+    ),
 }
-NOT_TIMED = ("Speed: not timed: only a submission that passes every case is timed.",
-             "速度：未计时：只有通过全部测试用例的提交才会计时。")
+NOT_TIMED = (
+    "Speed: not timed: only a submission that passes every case is timed.",
+    "速度：未计时：只有通过全部测试用例的提交才会计时。",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,8 +79,11 @@ class SpeedSettings:
         return max((points for _, points in self.points), default=0)
 
     def describe(self):
-        described = {"sizes": [size_label(*size) for size in self.sizes],
-                     "points": [list(tier) for tier in self.points], "method": METHOD}
+        described = {
+            "sizes": [size_label(*size) for size in self.sizes],
+            "points": [list(tier) for tier in self.points],
+            "method": METHOD,
+        }
         if self.what_if:  # only then: a batch without it describes itself as before
             described["what_if"] = True
         return described
@@ -82,10 +93,11 @@ def from_description(described):
     """The SpeedSettings a batch manifest describes (``describe()``), off for None."""
     if not described:
         return SpeedSettings(sizes=())
-    return SpeedSettings(sizes=parse_sizes(",".join(described["sizes"])),
-                         points=tuple((float(ratio), int(points))
-                                      for ratio, points in described["points"]),
-                         what_if=bool(described.get("what_if")))
+    return SpeedSettings(
+        sizes=parse_sizes(",".join(described["sizes"])),
+        points=tuple((float(ratio), int(points)) for ratio, points in described["points"]),
+        what_if=bool(described.get("what_if")),
+    )
 
 
 def parse_sizes(text):
@@ -119,8 +131,10 @@ def parse_points(text):
 
 
 def points_for(ratio, tiers):
-    return max((points for threshold, points in tiers if ratio is not None and ratio >= threshold),
-               default=0)
+    return max(
+        (points for threshold, points in tiers if ratio is not None and ratio >= threshold),
+        default=0,
+    )
 
 
 def needs_timing(record):
@@ -134,6 +148,7 @@ def not_measured(reason):
 
 
 # --------------------------------------------------------------------------- the phase
+
 
 def time_class(items, settings, slots, *, on_timed, stop, environments, on_start=None):
     """Time every (submission, record) of ``items``; ``on_timed(record)`` after each.
@@ -150,8 +165,20 @@ def time_class(items, settings, slots, *, on_timed, stop, environments, on_start
     retried = _Once()
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=len(devices))
     try:
-        futures = [pool.submit(_time_on, device, work, settings, on_timed, on_start, stop,
-                               environments[device], retried) for device in devices]
+        futures = [
+            pool.submit(
+                _time_on,
+                device,
+                work,
+                settings,
+                on_timed,
+                on_start,
+                stop,
+                environments[device],
+                retried,
+            )
+            for device in devices
+        ]
         for future in futures:
             future.result()
     except BaseException:
@@ -196,14 +223,22 @@ def _time_on(device, work, settings, on_timed, on_start, stop, env, retried):
         submission, record = item
         # A retry goes without the what-if: its compiles come before the graded timing, and
         # a run that died among them must not die again there and lose its speed.
-        what_if_s = time_policy.WHAT_IF_S if settings.speed.what_if \
-            and not retried.given(record.student) else 0
+        what_if_s = (
+            time_policy.WHAT_IF_S
+            if settings.speed.what_if and not retried.given(record.student)
+            else 0
+        )
         timeout_s = time_policy.timing_limit(settings.timeout_s, bool(what_if_s))
-        return TimingRun(_kernel_text(submission), settings.speed.sizes, backend_name="gpu",
-                         limits=Limits(timeout_s, settings.memory_limit_bytes,
-                                       time_policy.cores_for("gpu")),
-                         device=device, sandboxed=settings.sandboxed, on_start=on_start,
-                         what_if_s=what_if_s).prepare()
+        return TimingRun(
+            _kernel_text(submission),
+            settings.speed.sizes,
+            backend_name="gpu",
+            limits=Limits(timeout_s, settings.memory_limit_bytes, time_policy.cores_for("gpu")),
+            device=device,
+            sandboxed=settings.sandboxed,
+            on_start=on_start,
+            what_if_s=what_if_s,
+        ).prepare()
 
     def take():
         try:
@@ -229,8 +264,12 @@ def _time_on(device, work, settings, on_timed, on_start, stop, env, retried):
             run.measure()
             if stop.is_set():
                 return  # killed by the interrupt: not a verdict; resume times it again
-            if len(run.results) < len(run.sizes) and run.note == "" and not run.stopped \
-                    and retried.first(record.student):
+            if (
+                len(run.results) < len(run.sizes)
+                and run.note == ""
+                and not run.stopped
+                and retried.first(record.student)
+            ):
                 # A run that ended without a word from the kernel (a stuck start, a killed
                 # process) gets one more try, at the back of the line.
                 work.put((submission, record))
@@ -246,24 +285,41 @@ def _time_on(device, work, settings, on_timed, on_start, stop, env, retried):
 
 # --------------------------------------------------------------------------- the record
 
+
 def size_results(run, tiles):
     """The timing run's report as the benchmark harness's SizeResults."""
     config = KernelConfig()
     if tiles:
-        config = KernelConfig(*tiles, run.launch.get("num_warps", UNKNOWN),
-                              run.launch.get("num_stages", UNKNOWN), "fixed")
+        config = KernelConfig(
+            *tiles,
+            run.launch.get("num_warps", UNKNOWN),
+            run.launch.get("num_stages", UNKNOWN),
+            "fixed",
+        )
     results = []
     for timing in run.results:
         if timing.verdict == "PASS":
             # The grader's launch of the kernel goes in the benchmark's main columns;
             # the kernel-only columns stay empty: there is no nt_gemm time beside it.
-            results.append(SizeResult(timing.m, timing.n, timing.k, PASS, "timed by the grader",
-                                      ninetoothed=Timing(*timing.kernel),
-                                      torch_mm=Timing(*timing.torch), config=config))
+            results.append(
+                SizeResult(
+                    timing.m,
+                    timing.n,
+                    timing.k,
+                    PASS,
+                    "timed by the grader",
+                    ninetoothed=Timing(*timing.kernel),
+                    torch_mm=Timing(*timing.torch),
+                    config=config,
+                )
+            )
         else:
             first_line = timing.error.splitlines()[0] if timing.error else ""
-            note = (first_line or f"{timing.wrong} elements out of tolerance"
-                    if timing.verdict == "FAIL" else f"the kernel raised: {first_line}")
+            note = (
+                first_line or f"{timing.wrong} elements out of tolerance"
+                if timing.verdict == "FAIL"
+                else f"the kernel raised: {first_line}"
+            )
             results.append(SizeResult(timing.m, timing.n, timing.k, FAIL, note, config=config))
     return results
 
@@ -285,46 +341,78 @@ def entry(run, record, env):
     from benchmarks import report, why_speed
 
     tiles = record.tiles
-    base = {"gpu": env.get("gpu_name", ""), "tiles": tiles,
-            "prepare_s": round(run.prepare_s, 2), "measure_s": round(run.measure_s, 2),
-            "num_warps": run.launch.get("num_warps", UNKNOWN),
-            "num_stages": run.launch.get("num_stages", UNKNOWN), "points": None, "rows": []}
+    base = {
+        "gpu": env.get("gpu_name", ""),
+        "tiles": tiles,
+        "prepare_s": round(run.prepare_s, 2),
+        "measure_s": round(run.measure_s, 2),
+        "num_warps": run.launch.get("num_warps", UNKNOWN),
+        "num_stages": run.launch.get("num_stages", UNKNOWN),
+        "points": None,
+        "rows": [],
+    }
     if run.stopped:
         record.flags.append(f"speed: the build guard stopped the timing run at {run.stopped}")
     if len(run.results) != len(run.sizes):
         why = run.note or (run.ending.detail if run.ending else "") or "it ended early"
         why = why if len(why) <= 1000 else why[:1000] + " [...]"  # a worker's report, quoted
         kind = run.ending.kind if run.ending else "crashed"
-        return {**base, "status": "not_timed",
-                "message": f"Speed: not timed: the timing run ended ({kind}): {why}".strip(),
-                "message_zh": f"速度：未计时：计时进程提前结束（{kind}）。"}
-    table = report.build_frame(size_results(run, tiles), env, submission=record.student,
-                               autotune=False, backend_name="gpu",
-                               submission_sha256=record.sha256)
+        return {
+            **base,
+            "status": "not_timed",
+            "message": f"Speed: not timed: the timing run ended ({kind}): {why}".strip(),
+            "message_zh": f"速度：未计时：计时进程提前结束（{kind}）。",
+        }
+    table = report.build_frame(
+        size_results(run, tiles),
+        env,
+        submission=record.student,
+        autotune=False,
+        backend_name="gpu",
+        submission_sha256=record.sha256,
+    )
     table["timing_method"] = METHOD
     rows = json.loads(table.to_json(orient="records"))
     wrong = [row for row in rows if row["verdict"] != PASS]
     if wrong:
-        record.flags.append("speed: " + "; ".join(
-            f"at {row['size']} the grader's launch of your kernel failed ({row['note']})"
-            for row in wrong) + ", although every case passed: for the instructor to review")
+        record.flags.append(
+            "speed: "
+            + "; ".join(
+                f"at {row['size']} the grader's launch of your kernel failed ({row['note']})"
+                for row in wrong
+            )
+            + ", although every case passed: for the instructor to review"
+        )
     suspect = [why for why in map(beyond_its_kernel, rows) if why]
     if suspect:
-        record.flags.append("speed: " + "; ".join(suspect)
-                               + ": not ranked and worth no speed points, for the instructor "
-                                 "to review")
+        record.flags.append(
+            "speed: "
+            + "; ".join(suspect)
+            + ": not ranked and worth no speed points, for the instructor "
+            "to review"
+        )
     first = rows[0]
     if first["verdict"] == PASS:
-        message = (f"Speed: {first['ratio_vs_torch_mm']:.2f}x torch.mm at {first['size']} "
-                   f"({first['tflops']:.0f} TFLOPS) on {base['gpu']}")
-        message_zh = (f"速度：在 {base['gpu']} 上，{first['size']} 规模下为 torch.mm 的 "
-                      f"{first['ratio_vs_torch_mm']:.2f} 倍（{first['tflops']:.0f} TFLOPS）")
+        message = (
+            f"Speed: {first['ratio_vs_torch_mm']:.2f}x torch.mm at {first['size']} "
+            f"({first['tflops']:.0f} TFLOPS) on {base['gpu']}"
+        )
+        message_zh = (
+            f"速度：在 {base['gpu']} 上，{first['size']} 规模下为 torch.mm 的 "
+            f"{first['ratio_vs_torch_mm']:.2f} 倍（{first['tflops']:.0f} TFLOPS）"
+        )
     else:
         message = f"Speed: the kernel failed at {first['size']}, so it has no speed there"
         message_zh = f"速度：kernel 在 {first['size']} 规模下结果错误，因此没有速度"
-    return {**base, "status": "timed", "message": message, "message_zh": message_zh,
-            "rows": rows, "why": why_speed.explain_rows(rows, record.gpu_build),
-            "suspect": bool(suspect)}
+    return {
+        **base,
+        "status": "timed",
+        "message": message,
+        "message_zh": message_zh,
+        "rows": rows,
+        "why": why_speed.explain_rows(rows, record.gpu_build),
+        "suspect": bool(suspect),
+    }
 
 
 # How far past the ledger's tile-feed roof of its own tiles a rate may be before it is no
@@ -341,8 +429,10 @@ def beyond_its_kernel(row):
         return ""
     fraction = row.get("roofline_fraction")
     if isinstance(fraction, (int, float)) and fraction > 1:
-        return (f"at {row['size']} the kernel ran at {fraction:.0%} of the roofline bound, "
-                "which no correct kernel can")
+        return (
+            f"at {row['size']} the kernel ran at {fraction:.0%} of the roofline bound, "
+            "which no correct kernel can"
+        )
     machine = formulas.machine_for_gpu_name(str(row.get("gpu_name") or ""))
     try:
         block_m, block_n = int(row.get("block_m")), int(row.get("block_n"))
@@ -353,9 +443,11 @@ def beyond_its_kernel(row):
     roof = formulas.tile_feed_roof_tflops(block_m, block_n, machine)
     if row["tflops"] <= roof * SUSPECT_ABOVE_TILE_FEED:
         return ""
-    return (f"at {row['size']} the kernel ran at {row['tflops']:.0f} TFLOPS, "
-            f"{row['tflops'] / roof:.1f}x the ledger's tile-feed roof of its {block_m}x{block_n} "
-            f"tiles ({roof:.0f} TFLOPS)")
+    return (
+        f"at {row['size']} the kernel ran at {row['tflops']:.0f} TFLOPS, "
+        f"{row['tflops'] / roof:.1f}x the ledger's tile-feed roof of its {block_m}x{block_n} "
+        f"tiles ({roof:.0f} TFLOPS)"
+    )
 
 
 def headline(record):

@@ -19,19 +19,32 @@ def entry(run, record):
     size = run.sizes[0]
     base = {"size": size_label(*size), "gpu_s": round(run.what_if_gpu_s, 2)}
     if not run.what_if_s:  # grader.batch.timing.speed: a retry times without it
-        return {**base, "status": "not_run", "rows": [],
-                "message": "The what-if did not run: the first timing run ended early, and "
-                           "its retry timed the kernel without it",
-                "message_zh": "what-if 未运行：第一次计时进程提前结束，重试时不再运行 what-if"}
+        return {
+            **base,
+            "status": "not_run",
+            "rows": [],
+            "message": "The what-if did not run: the first timing run ended early, and "
+            "its retry timed the kernel without it",
+            "message_zh": "what-if 未运行：第一次计时进程提前结束，重试时不再运行 what-if",
+        }
     if run.what_if is None:
         why = _ending(run, "the timing run ended first")
-        return {**base, "status": "not_run", "rows": [],
-                "message": f"The what-if did not run: {why}",
-                "message_zh": f"what-if 未运行：{why}"}
+        return {
+            **base,
+            "status": "not_run",
+            "rows": [],
+            "message": f"The what-if did not run: {why}",
+            "message_zh": f"what-if 未运行：{why}",
+        }
     if run.what_if.reason:
         en, zh = what_if.reason_text(run.what_if)
-        return {**base, "status": "not_run", "rows": [], "message": f"No what-if: {en}",
-                "message_zh": f"未运行 what-if：{zh}"}
+        return {
+            **base,
+            "status": "not_run",
+            "rows": [],
+            "message": f"No what-if: {en}",
+            "message_zh": f"未运行 what-if：{zh}",
+        }
     theirs = [_theirs(run, record)] if record.tiles else []  # tiles unread: no row
     table = what_if_output.rows(theirs + [_other(found) for found in run.what_ifs], size)
     status, message, message_zh = "run", "", ""
@@ -40,8 +53,7 @@ def entry(run, record):
         why = _ending(run, "it ended early")
         message = f"The what-if ended before every configuration was tried: {why}"
         message_zh = f"what-if 在试完所有配置之前结束：{why}"
-    return {**base, "status": status, "rows": table, "message": message,
-            "message_zh": message_zh}
+    return {**base, "status": status, "rows": table, "message": message, "message_zh": message_zh}
 
 
 def _ending(run, otherwise, limit=300):
@@ -52,19 +64,26 @@ def _ending(run, otherwise, limit=300):
 
 
 def _theirs(run, record):
-    config = what_if.Config.launched(record.tiles, run.launch.get("num_warps"),
-                                     run.launch.get("num_stages"))
+    config = what_if.Config.launched(
+        record.tiles, run.launch.get("num_warps"), run.launch.get("num_stages")
+    )
     graded = run.results[0]
     if graded.verdict != "PASS":
         return what_if.Outcome(config, True, what_if.WRONG, "wrong at the graded size")
-    return what_if.Outcome(config, True, what_if.TIMED, kernel=Timing(*graded.kernel),
-                           torch_mm=Timing(*graded.torch))
+    return what_if.Outcome(
+        config, True, what_if.TIMED, kernel=Timing(*graded.kernel), torch_mm=Timing(*graded.torch)
+    )
 
 
 def _other(found):
-    return what_if.Outcome(what_if.Config(*found.config), False, found.status, found.note,
-                           kernel=found.kernel and Timing(*found.kernel),
-                           torch_mm=found.torch and Timing(*found.torch))
+    return what_if.Outcome(
+        what_if.Config(*found.config),
+        False,
+        found.status,
+        found.note,
+        kernel=found.kernel and Timing(*found.kernel),
+        torch_mm=found.torch and Timing(*found.torch),
+    )
 
 
 def summary(entry_):
