@@ -18,6 +18,7 @@ which subjects they explain (grader.core.mistakes.Mistake.explains).
 """
 
 import ast
+import collections
 import copy
 import dataclasses
 import random
@@ -58,10 +59,12 @@ class Mutant:
     function_lines: tuple  # (first, last): its function's lines in ``source``
     what: str  # the change, as `old` -> `new`
     source: str
+    ordinal: int = 1  # the same change at another place of the same line: 2, 3, ...
 
     @property
     def name(self):
-        return f"{self.base}:{self.function}:{self.lines[0]}:{self.kind}:{self.what}"
+        name = f"{self.base}:{self.function}:{self.lines[0]}:{self.kind}:{self.what}"
+        return name if self.ordinal == 1 else f"{name} #{self.ordinal}"
 
 
 def bases():
@@ -73,10 +76,11 @@ def bases():
 
 
 def mutants():
-    """Every mutant of every base that Python compiles, each text once, in a fixed order."""
+    """Every mutant of every base that Python compiles, each text once, in a fixed order, each
+    name once."""
     texts = bases()
     reference = _functions(ast.parse(texts["reference"]))
-    found, seen = [], set(texts.values())
+    found, seen, names = [], set(texts.values()), collections.Counter()
     for base, text in texts.items():
         tree = ast.parse(text)
         for name, function in _functions(tree).items():
@@ -85,7 +89,8 @@ def mutants():
             for mutant in _function_mutants(base, text, function):
                 if mutant.source not in seen and compiles(mutant.source):
                     seen.add(mutant.source)
-                    found.append(mutant)
+                    names[mutant.name] += 1
+                    found.append(dataclasses.replace(mutant, ordinal=names[mutant.name]))
     return found
 
 
@@ -450,8 +455,15 @@ def _function_mutants(base, text, function):
             if isinstance(node, ast.Subscript)
             for sub in ast.walk(node.slice)
         }
+        negated = {
+            id(node.operand)
+            for node in nodes
+            if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub)
+        }  # -1 is one number, changed as a whole
         for node in nodes:
-            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if isinstance(node, ast.Constant) and (
+                isinstance(node.value, str) or id(node) in negated
+            ):
                 continue
             for kind, new in _expression_changes(node, reader, id(node) in index_nodes):
                 changed = _replaced(statement, node, new)

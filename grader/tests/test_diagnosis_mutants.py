@@ -33,6 +33,7 @@ def test_the_corpus_is_several_hundred_single_changes_of_every_kind(corpus):
     assert {mutant.kind for mutant in corpus} == set(diagnosis_mutants.KINDS)
     assert {mutant.base for mutant in corpus} == {"reference", *diagnosis_mutants.STYLES}
     assert len({mutant.source for mutant in corpus}) == len(corpus)
+    assert len({mutant.name for mutant in corpus}) == len(corpus)
     bases = diagnosis_mutants.bases()
     for mutant in corpus:
         base = bases[mutant.base].splitlines()
