@@ -209,16 +209,7 @@ def _accumulation(function):
                 and _names(statement.target) == {accumulator}
                 and not isinstance(statement.op, ast.Add)
             ):
-                found.append(
-                    finding(
-                        "accumulator",
-                        statement,
-                        "accumulates_with",
-                        code=code(statement),
-                        accumulator=accumulator,
-                        op=_OPERATOR_TEXT.get(type(statement.op), "?") + "=",
-                    )
-                )
+                found.append(_combined(statement, accumulator, statement.op, "="))
             elif (
                 isinstance(statement, ast.Assign)
                 and statement is not start
@@ -265,17 +256,20 @@ def _assigned(statement, accumulator):
             for side in (value.left, value.right)
         )
     ):
-        return [
-            finding(
-                "accumulator",
-                statement,
-                "accumulates_with",
-                code=code(statement),
-                accumulator=accumulator,
-                op=_OPERATOR_TEXT.get(type(value.op), "?"),
-            )
-        ]
+        return [_combined(statement, accumulator, value.op)]
     return []
+
+
+def _combined(statement, accumulator, operator, augmented=""):
+    """The accumulator combined with a product by ``operator``, not added to."""
+    return finding(
+        "accumulator",
+        statement,
+        "accumulates_with",
+        code=code(statement),
+        accumulator=accumulator,
+        op=_OPERATOR_TEXT.get(type(operator), "?") + augmented,
+    )
 
 
 def _tile_of(node, operands):
