@@ -20,12 +20,15 @@ grader.batch.outputs.reports writes everything.
 What the runs sent back is judged, and the status decided, by grader.batch.grade.verdict.
 """
 
+from __future__ import annotations
+
 import concurrent.futures
 import dataclasses
 import functools
 import hashlib
 import json
 import time
+from typing import TYPE_CHECKING
 
 from benchmarks.environment import package_version
 from grader import __version__
@@ -43,6 +46,9 @@ from grader.batch.timing.handin import check_handin
 from grader.batch.timing.speed import SpeedSettings
 from grader.batch.record import CaseEntry, Record
 from grader.batch.status import Status
+
+if TYPE_CHECKING:
+    from grader.batch.grade.intake import Submission
 
 
 class WorkerFailure(Exception):
@@ -87,7 +93,7 @@ class Settings:
 
 
 @functools.cache  # the code cannot change under a running batch; reading it takes 0.2 s
-def grader_version():
+def grader_version() -> str:
     """The version plus a digest of the grading code: any change to it means regrading."""
     digest = hashlib.sha256()
     for relative in import_graph.closure_files(
@@ -102,7 +108,7 @@ def grader_version():
     return f"{__version__}+{digest.hexdigest()[:12]}"
 
 
-def grading_key(submission, settings):
+def grading_key(submission: Submission, settings: Settings) -> str:
     """What a stored result depends on; a different key means grading again."""
     material = {
         "file": submission.sha256 or submission.problem,
@@ -123,7 +129,7 @@ def grading_key(submission, settings):
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
 
-def syntax_problem(source):
+def syntax_problem(source: str) -> str:
     """The import_error message for a file that does not compile, in grader.core.loading's words."""
     try:
         compile(source, "ninetoothed_gemm.py", "exec", dont_inherit=True)
@@ -142,7 +148,7 @@ def case_entries_for(cases_list, reason):
     ]
 
 
-def base_record(submission, settings, folder):
+def base_record(submission: Submission, settings: Settings, folder: str) -> Record:
     cases_list = settings.cases()
     return Record(
         student=submission.student,
@@ -165,7 +171,9 @@ def base_record(submission, settings, folder):
     )
 
 
-def could_not_grade(submission, settings, folder, error):
+def could_not_grade(
+    submission: Submission, settings: Settings, folder: str, error: Exception
+) -> Record:
     """The row of a file whose grading raised in the grader itself: 0 points, the error, and
     what the TA should do. ``could_not_grade`` makes the next run grade it again."""
     return dataclasses.replace(
@@ -208,7 +216,7 @@ def _static_verdict(source):
     return None
 
 
-def may_run(submission):
+def may_run(submission: Submission) -> bool:
     """False for a file the grader refuses before any run for what its text alone says (no
     file, no parse, a name missing, an unfinished function); True otherwise, the kernel
     check's refusals included: that check costs more, and a file it refuses only leaves the
@@ -242,8 +250,15 @@ RUNS = 2  # workers a graded file takes: the kernel run and the wrapper run
 
 
 def grade(
-    submission, settings, folder, device=None, on_start=None, pool=None, stall=None, gate=None
-):
+    submission: Submission,
+    settings: Settings,
+    folder: str,
+    device: int | None = None,
+    on_start=None,
+    pool=None,
+    stall=None,
+    gate=None,
+) -> Record:
     """Grade one intake.Submission; returns its record (never raises for the student's doing).
     ``pool``: warm workers (grader.batch.isolation.warm_pool) expecting RUNS for this file;
     ``stall``: a first pass's limit per step (a conversation.StallLimit of
@@ -350,7 +365,7 @@ def limits(settings):
     )
 
 
-def prints_in_its_kernel(submission):
+def prints_in_its_kernel(submission: Submission) -> bool:
     """Whether the file's application() prints (the mistake ``debug_print``). Every program
     of its kernel then prints, which holds the GPU at 100% for the first pass's whole step
     limit while the CPUs idle and the runs beside it wait (docs/stress-runs/timeline.md). The

@@ -61,6 +61,8 @@ The folder is treated as hostile:
 grader.batch.grade.folder_digest checks that the folder is unchanged after the batch.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import hashlib
 import io
@@ -133,7 +135,9 @@ def _mtime(path):
         return 0.0
 
 
-def discover(root, skipped=None):
+def discover(
+    root: str | os.PathLike, skipped: list[tuple[str, str]] | None = None
+) -> list[Submission]:
     """Every submission under ``root``, sorted by student id. ``skipped``, a list, gets
     (entry, why) for each top-level entry that is not a student's submission."""
     root = pathlib.Path(root)
@@ -407,7 +411,7 @@ def _from_folder(root, folder, student):
     return submission
 
 
-def files_in(folder):
+def files_in(folder: str | os.PathLike) -> list[str]:
     """The printable paths of the files in ``folder`` and below, as intake looks (hidden
     entries and links aside): what a student handed in, to tell one whose upload has no
     ninetoothed_gemm.py what it had instead."""
@@ -544,7 +548,7 @@ def _member(archive, wanted):
     return members[0] if members else None
 
 
-def shard(submissions, index, count):
+def shard(submissions: list[Submission], index: int, count: int) -> list[Submission]:
     """The ``index``-th (1-based) of ``count`` deterministic slices: every count-th sorted id."""
     ordered = sorted(submissions, key=lambda s: s.student)
     return [s for position, s in enumerate(ordered) if position % count == index - 1]

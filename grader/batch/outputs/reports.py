@@ -24,6 +24,8 @@ Beside the gradebook, a batch that timed anyone writes ``leaderboard.csv`` and
 ``leaderboard.png`` (grader.batch.outputs.leaderboard).
 """
 
+from __future__ import annotations
+
 import dataclasses
 import functools
 import hashlib
@@ -59,7 +61,7 @@ def _truncate(text):
     )
 
 
-def write_student(out_dir, record, cases_list, book=None):
+def write_student(out_dir: str | pathlib.Path, record: Record, cases_list: list, book=None) -> None:
     """All of one student's files; record.json last, so it marks a finished grade."""
     folder = pathlib.Path(out_dir) / record.folder
     folder.mkdir(parents=True, exist_ok=True)
@@ -80,7 +82,9 @@ def write_student(out_dir, record, cases_list, book=None):
     write_feedback(out_dir, record, cases_list, book)
 
 
-def write_feedback(out_dir, record, cases_list, book=None):
+def write_feedback(
+    out_dir: str | pathlib.Path, record: Record, cases_list: list, book=None
+) -> None:
     """results.json and feedback.md with the staff's overrides (grader.batch.outputs.overrides)
     applied, then record.json, the grade as graded plus its hints and what the overrides
     changed. ``record`` is not changed: what is stored is a copy."""
@@ -170,7 +174,7 @@ def _write_picture(folder, name, draw):
         atomic_write(folder / name, draw(pathlib.Path(scratch) / name).read_bytes())
 
 
-def store_record(out_dir, record):
+def store_record(out_dir: str | pathlib.Path, record: Record) -> None:
     """Sign the record with the output folder's key and write it: resume trusts only that."""
     fields = record.to_json()
     fields["signature"] = _signature(fields, signing_key(out_dir))
@@ -186,7 +190,7 @@ def _signature(fields, key):
     return hmac.new(key, body, hashlib.sha256).hexdigest()
 
 
-def read_record(out_dir, folder):
+def read_record(out_dir: str | pathlib.Path, folder: str) -> Record | None:
     """A stored record (grader.batch.record.Record) whose signature holds, else None (it is
     graded again): a record of a newer grader's version too."""
     path = pathlib.Path(out_dir) / folder / "record.json"
@@ -258,7 +262,7 @@ def gradebook_frame(records, cases_list):
     return pandas.DataFrame(rows, columns=columns)
 
 
-def seen_text(record):
+def seen_text(record: Record) -> str:
     """The entries intake saw of the student and did not grade, one cell: ``path (why)``."""
     return " | ".join(f"{entry['path']} ({entry['why']})" for entry in record.seen or [])
 
@@ -359,7 +363,9 @@ SUMMARY_COLUMNS = [
 ]
 
 
-def write_class(out_dir, records, cases_list, book=None):
+def write_class(
+    out_dir: str | pathlib.Path, records: list[Record], cases_list: list, book=None
+) -> None:
     """gradebook.csv, summary.csv, summary.png and students.csv from every record of the batch,
     with the staff's overrides applied; every CSV through grader.batch.outputs.spreadsheet, so
     no id in it is taken for a formula."""
@@ -394,7 +400,7 @@ def write_class(out_dir, records, cases_list, book=None):
     atomic_write(out_dir / "students.csv", spreadsheet.csv_text(mapping))
 
 
-def write_skipped(out_dir, skipped):
+def write_skipped(out_dir: str | pathlib.Path, skipped: list[tuple[str, str]]) -> None:
     """skipped.csv: the submissions folder's entries that are no student's row, and why
     (grader.batch.grade.intake), for a TA to open beside the gradebook."""
     import pandas
