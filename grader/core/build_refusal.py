@@ -10,12 +10,10 @@ batch grader keeps its refusal out of the flags, and the pytest grader says it f
 The batch's parent and the pytest grader decide it alike, from the source.
 """
 
-import ast
 import dataclasses
 
 from grader.core import source_mistakes
 from grader.core.kernel_allowlist import Unbuildable
-from grader.core.messages import say
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,7 +27,7 @@ def decide(source, unbound=(), unbuildable=False):
     """The Decision on a refusal of ``source``'s kernel; ``unbound`` and ``unbuildable`` as
     grader.core.generated_kernel.KernelRejected has them (a source-level refusal: neither)."""
     findings, explaining = source_mistakes.explain_refusal(source, unbound)
-    store = partial_output_store(source) if unbuildable and not unbound else None
+    store = partial_output_store(findings) if unbuildable and not unbound else None
     line = explaining["message"] if explaining else store or ""
     return Decision(findings, line, not (unbuildable and line))
 
@@ -40,46 +38,10 @@ def unbuildable(violations):
     return bool(violations) and all(isinstance(violation, Unbuildable) for violation in violations)
 
 
-def partial_output_store(source):
-    """ "line N: ..." for application()'s first store into a part of its output tile
-    (``output[:, :] = acc``, ``output[0] += acc``), else None."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    application = next(
-        (
-            node
-            for node in tree.body
-            if isinstance(node, ast.FunctionDef)
-            and node.name == "application"
-            and len(node.args.args) >= 3
-        ),
-        None,
-    )
-    if application is None:
-        return None
-    output = application.args.args[2].arg
-    stores = []
-    for node in ast.walk(application):
-        targets = (
-            node.targets
-            if isinstance(node, ast.Assign)
-            else [node.target]
-            if isinstance(node, ast.AugAssign)
-            else []
-        )
-        for target in targets:
-            root = target
-            while isinstance(root, (ast.Subscript, ast.Attribute)):
-                root = root.value
-            if target is not root and isinstance(root, ast.Name) and root.id == output:
-                stores.append(node)
-    if not stores:
-        return None
-    first = min(stores, key=lambda node: node.lineno)
-    return say(
-        "at_line",
-        line=first.lineno,
-        evidence=say("partial_store", code=ast.unparse(first)[:120], output=output),
+def partial_output_store(findings):
+    """ "line N: ..." for application()'s first store into a slice of its output tile
+    (``output[:, :] = acc``, ``output[0] += acc``; grader.core.source_slips names it), else
+    None."""
+    return next(
+        (finding["message"] for finding in findings if finding["mistake"] == "slice_store"), None
     )

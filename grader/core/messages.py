@@ -145,12 +145,6 @@ CASES = {
         "your kernel cannot run as written: {line}; nothing of it was run and the score is 0",
         "你的 kernel 按现在的写法无法运行：{line}；它没有被运行，得 0 分",
     ),
-    "partial_store": (
-        "`{code}` stores into a part of the output tile, which NineToothed "
-        "cannot turn into a kernel: assign the whole tile, `{output} = ...`",
-        "`{code}` 只给输出块的一部分赋值，NineToothed 无法把它变成 kernel："
-        "请给整个块赋值，`{output} = ...`",
-    ),
     "flagged_see_flags": (
         "flagged by the anti-cheat check (score 0): see the flags in your feedback",
         "被反作弊检查标记（得 0 分）：见反馈中的标记",

@@ -17,6 +17,18 @@ from grader.tests import preloaded
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DEMO = ROOT / "grader" / "demo_class"
 SEED = cases.DEFAULT_SEED
+# What a batch writes at the top of OUT_DIR, beside one folder per student.
+CLASS_FILES = {
+    "gradebook.csv",
+    "summary.csv",
+    "summary.png",
+    "students.csv",
+    "environment.json",
+    "batch.json",
+    "skipped.csv",
+    ".grader-key",
+    ".grader-secret",
+}
 FRESH_PROCESSES = "NTGEMM_TESTS_FRESH_PROCESSES"  # set: every grader a new process
 # For the tests that force NTGEMM_BACKEND=interpreter: on a machine whose Triton and numpy
 # clash (the H200 host: triton 3.6, numpy 2.5) the kit refuses the interpreter, and says why.

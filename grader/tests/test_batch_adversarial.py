@@ -15,7 +15,14 @@ import shutil
 import pytest
 
 from grader.tests.adversarial_class import ATTACKS
-from grader.tests.batch_helpers import DEMO, gradebook, run_grader, small_cases, tree_digest
+from grader.tests.batch_helpers import (
+    CLASS_FILES,
+    DEMO,
+    gradebook,
+    run_grader,
+    small_cases,
+    tree_digest,
+)
 from grader.tests.source_edits import write_class
 
 EXPECTED = {
@@ -102,17 +109,7 @@ def test_forged_reports_never_reach_the_output(batch):
     base = batch[0]
     book = gradebook(base / "out")
     assert book["forge_reports"]["score"] == book["forge_reports"]["max_score"] != "999"
-    expected = {
-        "gradebook.csv",
-        "summary.csv",
-        "summary.png",
-        "students.csv",
-        "environment.json",
-        "batch.json",
-        "skipped.csv",
-        ".grader-key",
-        ".grader-secret",
-    } | set(EXPECTED)
+    expected = CLASS_FILES | set(EXPECTED)
     assert {path.name for path in (base / "out").iterdir()} == expected
     results = json.loads((base / "out" / "forge_reports" / "results.json").read_text())
     assert results["score"] != 999

@@ -49,7 +49,7 @@ from grader.batch.inside import protocol
 from grader.batch.outputs import reports
 from grader.core.kernel_source import extract
 from grader.tests import attack_sources as sources
-from grader.tests.batch_helpers import NEEDS_INTERPRETER
+from grader.tests.batch_helpers import CLASS_FILES, NEEDS_INTERPRETER
 
 # Every batch here runs with NTGEMM_BACKEND=interpreter.
 pytestmark = NEEDS_INTERPRETER
@@ -432,17 +432,7 @@ def test_the_grader_sources_are_byte_identical(batch):
 def test_the_output_folder_holds_only_what_the_grader_wrote(batch):
     out = batch["base"] / "out"
     folders = {_folder(out, student).name for student in _everyone(batch)}
-    expected = {
-        "gradebook.csv",
-        "summary.csv",
-        "summary.png",
-        "students.csv",
-        "environment.json",
-        "batch.json",
-        "skipped.csv",
-        ".grader-key",
-        ".grader-secret",
-    } | folders
+    expected = CLASS_FILES | folders
     assert {path.name for path in out.iterdir()} == expected
     for student in _everyone(batch):
         folder = _folder(out, student)
